@@ -1,0 +1,262 @@
+internal import CDBus
+
+/// The standard interface names this connection implements for exported objects.
+enum StandardInterface {
+    static let properties = "org.freedesktop.DBus.Properties"
+    static let introspectable = "org.freedesktop.DBus.Introspectable"
+    static let objectManager = "org.freedesktop.DBus.ObjectManager"
+    static let peer = "org.freedesktop.DBus.Peer"
+}
+
+extension DBusConnection {
+    /// Exports an object: the given interfaces at `path`. When an object manager is exported
+    /// at an ancestor path, it announces the object with `InterfacesAdded`.
+    /// - Throws: ``DBusError`` when a name or type is invalid or `path` is already exported.
+    public func export(_ interfaces: [DBusInterface], at path: DBusObjectPath) throws {
+        guard objects[path] == nil else { throw DBusError.invalidArgs("an object is already exported at \(path)") }
+        var object = ExportedObject(interfaces: [:], order: [])
+        for interface in interfaces {
+            try interface.validate()
+            guard object.interfaces[interface.name] == nil else {
+                throw DBusError.invalidArgs("interface \(interface.name) is given twice for \(path)")
+            }
+            object.interfaces[interface.name] = interface
+            object.order.append(interface.name)
+        }
+        objects[path] = object
+        for manager in managers(of: path) {
+            try emit(path: manager, interface: StandardInterface.objectManager, member: "InterfacesAdded",
+                     [.objectPath(path), Self.interfacesAndProperties(object)])
+        }
+    }
+
+    /// Removes the object at `path`, announcing `InterfacesRemoved` to its object manager.
+    /// Removing a path that is not exported does nothing.
+    public func unexport(_ path: DBusObjectPath) {
+        guard let object = objects.removeValue(forKey: path) else { return }
+        for manager in managers(of: path) {
+            try? emit(path: manager, interface: StandardInterface.objectManager, member: "InterfacesRemoved",
+                      [.objectPath(path), .strings(object.order)])
+        }
+    }
+
+    /// Serves `org.freedesktop.DBus.ObjectManager` at `path`: `GetManagedObjects` lists every
+    /// object exported below it, and exports and removals below it are announced.
+    public func exportObjectManager(at path: DBusObjectPath) {
+        objectManagers.insert(path)
+    }
+
+    /// The paths of all exported objects.
+    public var exportedPaths: [DBusObjectPath] { objects.keys.sorted() }
+
+    /// The current value of an exported property.
+    public func property(_ name: String, of interface: String, at path: DBusObjectPath) -> DBusValue? {
+        objects[path]?.interfaces[interface]?.properties.first { $0.name == name }?.value
+    }
+
+    /// Changes an exported property and, when it changed and emits changes, sends
+    /// `PropertiesChanged`.
+    /// - Throws: ``DBusError`` when there is no such property or the value's type is not the
+    ///   property's.
+    public func setProperty(_ name: String, of interface: String, at path: DBusObjectPath, to value: DBusValue) throws {
+        guard let index = objects[path]?.interfaces[interface]?.properties.firstIndex(where: { $0.name == name }) else {
+            throw DBusError(.unknownProperty, "no property \(interface).\(name) at \(path)")
+        }
+        try store(value, index: index, interface: interface, path: path)
+    }
+
+    private func store(_ value: DBusValue, index: Int, interface: String, path: DBusObjectPath) throws {
+        let property = objects[path]!.interfaces[interface]!.properties[index]
+        guard value.type == property.type else {
+            throw DBusError.invalidArgs(
+                "property \(interface).\(property.name) has type '\(property.type)', not '\(value.type)'")
+        }
+        try value.validate()
+        guard value != property.value else { return }
+        objects[path]!.interfaces[interface]!.properties[index].value = value
+        if property.emitsChanged {
+            try emit(path: path, interface: StandardInterface.properties, member: "PropertiesChanged",
+                     [.string(interface), .variantDictionary([property.name: value]), .strings([])])
+        }
+    }
+
+    private func managers(of path: DBusObjectPath) -> [DBusObjectPath] {
+        objectManagers.filter { path.isDescendant(of: $0) }.sorted()
+    }
+
+    private static func interfacesAndProperties(_ object: ExportedObject) -> DBusValue {
+        .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), object.order.map { name in
+            let properties = object.interfaces[name]!.properties
+            return DBusDictEntry(.string(name), .variantDictionary(Dictionary(
+                properties.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })))
+        })
+    }
+
+    // MARK: Incoming method calls
+
+    /// Answers a method call addressed to this connection. Runs on the connection's queue.
+    func handleMethodCall(_ call: DBusMessage) {
+        guard let path = call.path, let member = call.member else { return }
+        let result: Result<[DBusValue], DBusError>
+        switch call.interface {
+        case StandardInterface.introspectable? where member == "Introspect":
+            result = introspect(path)
+        case StandardInterface.properties?:
+            result = handleProperties(call, path: path, member: member)
+        case StandardInterface.objectManager? where member == "GetManagedObjects" && objectManagers.contains(path):
+            result = .success([managedObjects(below: path)])
+        default:
+            switch findMethod(call, path: path, member: member) {
+            case .failure(let error):
+                result = .failure(error)
+            case .success(let method):
+                Task { await self.run(method, for: call) }
+                return
+            }
+        }
+        reply(to: call, with: result)
+    }
+
+    private func findMethod(_ call: DBusMessage, path: DBusObjectPath, member: String) -> Result<DBusMethod, DBusError> {
+        guard let object = objects[path] else {
+            return .failure(DBusError(.unknownObject, "no object at \(path)"))
+        }
+        let candidates: [DBusInterface]
+        if let name = call.interface {
+            guard let interface = object.interfaces[name] else {
+                return .failure(DBusError(.unknownInterface, "object \(path) has no interface \(name)"))
+            }
+            candidates = [interface]
+        } else {
+            candidates = object.order.compactMap { object.interfaces[$0] }
+        }
+        guard let method = candidates.lazy.compactMap({ $0.methods.first { $0.name == member } }).first else {
+            return .failure(DBusError(.unknownMethod, "no method \(call.what.isEmpty ? member : call.what) at \(path)"))
+        }
+        let expected = DBusSignature(types: method.inputs.map(\.type))
+        guard call.signature == expected else {
+            return .failure(.invalidArgs(
+                "\(member) takes '\(expected.text)', not '\(call.signature.text)'"))
+        }
+        return .success(method)
+    }
+
+    private func run(_ method: DBusMethod, for call: DBusMessage) async {
+        let result: Result<[DBusValue], DBusError>
+        do {
+            let values = try await method.handler(DBusMethodCall(message: call))
+            let declared = DBusSignature(types: method.outputs.map(\.type))
+            let actual = DBusSignature(types: values.map(\.type))
+            result = actual == declared
+                ? .success(values)
+                : .failure(DBusError(.failed, "\(method.name) returned '\(actual.text)' but declares '\(declared.text)'"))
+        } catch let error as DBusError {
+            result = .failure(error)
+        } catch {
+            result = .failure(DBusError(.failed, "\(error)"))
+        }
+        reply(to: call, with: result)
+    }
+
+    /// Sends the method return or error for `call`, unless the caller asked for no reply.
+    func reply(to call: DBusMessage, with result: Result<[DBusValue], DBusError>) {
+        guard !call.noReplyExpected, let sender = call.sender else { return }
+        var message: DBusMessage
+        switch result {
+        case .success(let values):
+            message = DBusMessage(kind: .methodReturn, destination: sender, replySerial: call.serial, body: values)
+        case .failure(let error):
+            message = DBusMessage(
+                kind: .error, errorName: error.name.rawValue, destination: sender, replySerial: call.serial,
+                body: [.string(error.message)])
+        }
+        do {
+            try send(message)
+        } catch {
+            // The reply itself was invalid (e.g. a handler's error name): tell the caller so.
+            message = DBusMessage(
+                kind: .error, errorName: DBusError.Name.failed.rawValue, destination: sender,
+                replySerial: call.serial, body: [.string("the reply could not be sent: \(error)")])
+            try? send(message)
+        }
+    }
+
+    private func introspect(_ path: DBusObjectPath) -> Result<[DBusValue], DBusError> {
+        let children = childNames(of: path)
+        let object = objects[path]
+        guard object != nil || !children.isEmpty || path == .root || objectManagers.contains(path) else {
+            return .failure(DBusError(.unknownObject, "no object at \(path)"))
+        }
+        let interfaces = object.map { object in object.order.compactMap { object.interfaces[$0] } } ?? []
+        return .success([.string(DBusIntrospection.xml(
+            interfaces: interfaces, children: children, isObjectManager: objectManagers.contains(path)))])
+    }
+
+    private func childNames(of path: DBusObjectPath) -> [String] {
+        let prefix = path == .root ? "/" : path.rawValue + "/"
+        var names = Set<String>()
+        for other in objects.keys where other.rawValue.hasPrefix(prefix) && other != path {
+            if let first = other.rawValue.dropFirst(prefix.count).split(separator: "/").first {
+                names.insert(String(first))
+            }
+        }
+        return names.sorted()
+    }
+
+    private func managedObjects(below path: DBusObjectPath) -> DBusValue {
+        let entries = objects.keys.filter { $0.isDescendant(of: path) }.sorted().map { child in
+            DBusDictEntry(.objectPath(child), Self.interfacesAndProperties(objects[child]!))
+        }
+        return .dictionary(key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)), entries)
+    }
+
+    private func handleProperties(_ call: DBusMessage, path: DBusObjectPath, member: String) -> Result<[DBusValue], DBusError> {
+        guard let object = objects[path] else { return .failure(DBusError(.unknownObject, "no object at \(path)")) }
+        let expected: String =
+            switch member {
+            case "Get": "ss"
+            case "GetAll": "s"
+            case "Set": "ssv"
+            default: ""
+            }
+        guard !expected.isEmpty else {
+            return .failure(DBusError(.unknownMethod, "no method \(StandardInterface.properties).\(member)"))
+        }
+        guard call.signature.text == expected else {
+            return .failure(.invalidArgs("Properties.\(member) takes '\(expected)', not '\(call.signature.text)'"))
+        }
+        let interfaceName = call.body[0].string!
+        guard let interface = object.interfaces[interfaceName] else {
+            // An empty interface name would mean "all"; D-Bus leaves it open, BlueZ never sends it.
+            return member == "GetAll" && interfaceName.isEmpty
+                ? .failure(.invalidArgs("GetAll needs an interface name"))
+                : .failure(DBusError(.unknownInterface, "object \(path) has no interface \(interfaceName)"))
+        }
+        if member == "GetAll" {
+            return .success([.variantDictionary(Dictionary(
+                interface.properties.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }))])
+        }
+        let name = call.body[1].string!
+        guard let index = interface.properties.firstIndex(where: { $0.name == name }) else {
+            return .failure(DBusError(.unknownProperty, "\(interfaceName) has no property \(name)"))
+        }
+        let property = interface.properties[index]
+        if member == "Get" { return .success([.variant(property.value)]) }
+        guard property.access == .readWrite else {
+            return .failure(DBusError(.propertyReadOnly, "\(interfaceName).\(name) is read-only"))
+        }
+        guard let newValue = call.body[2].variantValue, newValue.type == property.type else {
+            return .failure(.invalidArgs(
+                "\(interfaceName).\(name) has type '\(property.type)', not '\(call.body[2].variantValue?.type.signature ?? "?")'"))
+        }
+        do {
+            try property.onSet?(newValue)
+            try store(newValue, index: index, interface: interfaceName, path: path)
+            return .success([])
+        } catch let error as DBusError {
+            return .failure(error)
+        } catch {
+            return .failure(DBusError(.failed, "\(error)"))
+        }
+    }
+}

@@ -1,0 +1,264 @@
+internal import CDBus
+
+/// A change of a bus name's owner, as ``DBusConnection/watchName(_:)`` reports it.
+public enum DBusNameOwner: Sendable, Hashable {
+    /// The name has an owner now (its unique name).
+    case appeared(owner: String)
+    /// The name has no owner.
+    case vanished
+}
+
+/// One signal subscription: its rule and where its signals go. Lives on the connection's queue.
+final class Subscription {
+    let rule: DBusMatchRule
+    let deliver: (DBusMessage) -> Void
+    let finish: () -> Void
+
+    init(rule: DBusMatchRule, deliver: @escaping (DBusMessage) -> Void, finish: @escaping () -> Void) {
+        self.rule = rule
+        self.deliver = deliver
+        self.finish = finish
+    }
+}
+
+/// The current owner of a well-known name that some subscription's `sender` names.
+struct TrackedOwner {
+    var owner: String?
+    var users: Int
+    var watchID: UInt64
+}
+
+extension DBusConnection {
+    /// The bus daemon's own name.
+    public static let busName = "org.freedesktop.DBus"
+    static let busPath: DBusObjectPath = "/org/freedesktop/DBus"
+
+    /// Subscribes to the signals a rule matches. The rule is active on the bus when this
+    /// returns; it is removed when the stream's consumer stops. The stream finishes when the
+    /// connection closes.
+    /// - Throws: ``DBusError`` when the rule is invalid or the bus refuses it.
+    public func signals(matching rule: DBusMatchRule) async throws -> AsyncStream<DBusMessage> {
+        let (stream, continuation) = AsyncStream<DBusMessage>.makeStream()
+        let id = try await subscribe(rule, deliver: { continuation.yield($0) }, finish: { continuation.finish() })
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    /// Watches who owns a bus name. The stream starts with the current state (from
+    /// `GetNameOwner`), then reports each change; repeated states are not reported twice.
+    public func watchName(_ name: String) async throws -> AsyncStream<DBusNameOwner> {
+        try DBusName.validateBusName(name)
+        let (stream, continuation) = AsyncStream<DBusNameOwner>.makeStream()
+        let state = NameWatchState(continuation)
+        let id = try await subscribe(
+            Self.ownerChangedRule(name),
+            deliver: { state.observe($0.body.count == 3 ? $0.body[2].string : nil) },
+            finish: { continuation.finish() })
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        state.start(with: try? await nameOwner(name))
+        return stream
+    }
+
+    /// The unique name that owns `name` now, or nil when it has no owner.
+    public func nameOwner(_ name: String) async throws -> String? {
+        do {
+            return try await callBus("GetNameOwner", [.string(name)], expecting: "s")[0].string
+        } catch let error as DBusError where error.name == .nameHasNoOwner {
+            return nil
+        }
+    }
+
+    /// Takes a well-known name. Refuses to queue behind another owner: if someone owns it
+    /// already, this throws instead.
+    /// - Throws: ``DBusError`` named ``DBusError/Name/nameTaken`` when another connection owns
+    ///   the name, or the bus's error (e.g. `AccessDenied` when policy forbids owning it).
+    public func requestName(_ name: String) async throws {
+        try DBusName.validateBusName(name)
+        guard !name.hasPrefix(":") else { throw DBusError.invalidArgs("\(name) is a unique name; it cannot be requested") }
+        let reply = try await callBus(
+            "RequestName", [.string(name), .uint32(UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE))], expecting: "u")
+        let code = reply[0].uint32
+        guard code == UInt32(DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) || code == UInt32(DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER) else {
+            let owner = (try? await nameOwner(name)).flatMap { $0 } ?? "another connection"
+            throw DBusError(.nameTaken, "the name \(name) is already owned by \(owner)")
+        }
+    }
+
+    /// Gives up a well-known name.
+    public func releaseName(_ name: String) async throws {
+        try DBusName.validateBusName(name)
+        _ = try await callBus("ReleaseName", [.string(name)], expecting: "u")
+    }
+
+    func callBus(_ member: String, _ arguments: [DBusValue], expecting: DBusSignature) async throws -> [DBusValue] {
+        try await call(
+            destination: Self.busName, path: Self.busPath, interface: Self.busName, member: member, arguments,
+            expecting: expecting)
+    }
+
+    private static func ownerChangedRule(_ name: String) -> DBusMatchRule {
+        DBusMatchRule(sender: busName, path: busPath, interface: busName, member: "NameOwnerChanged", arg0: name)
+    }
+
+    private func subscribe(
+        _ rule: DBusMatchRule, deliver: @escaping (DBusMessage) -> Void, finish: @escaping () -> Void
+    ) async throws -> UInt64 {
+        try rule.validate()
+        guard isConnected else { throw DBusError(.disconnected, "the connection is closed") }
+        if rule.needsOwnerTracking, let sender = rule.sender {
+            try await trackOwner(of: sender)
+        }
+        let id = makeID()
+        subscriptions[id] = Subscription(rule: rule, deliver: deliver, finish: finish)
+        do {
+            _ = try await callBus("AddMatch", [.string(rule.text)], expecting: .empty)
+        } catch {
+            subscriptions[id] = nil
+            untrackOwner(rule)
+            throw error
+        }
+        return id
+    }
+
+    func unsubscribe(_ id: UInt64) async {
+        guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+        untrackOwner(subscription.rule)
+        guard isConnected else { return }
+        _ = try? await callBus("RemoveMatch", [.string(subscription.rule.text)], expecting: .empty)
+    }
+
+    private func trackOwner(of name: String) async throws {
+        if trackedOwners[name] != nil {
+            trackedOwners[name]!.users += 1
+            return
+        }
+        // handleSignal keeps the owner current from the NameOwnerChanged signals this adds.
+        let id = try await subscribe(Self.ownerChangedRule(name), deliver: { _ in }, finish: {})
+        if trackedOwners[name] != nil {
+            // Another subscription started tracking while this one waited.
+            trackedOwners[name]!.users += 1
+            await unsubscribe(id)
+            return
+        }
+        trackedOwners[name] = TrackedOwner(owner: nil, users: 1, watchID: id)
+        let owner = try? await nameOwner(name)
+        trackedOwners[name]?.owner = owner ?? nil
+    }
+
+    private func untrackOwner(_ rule: DBusMatchRule) {
+        guard rule.needsOwnerTracking, let name = rule.sender, var tracked = trackedOwners[name] else { return }
+        tracked.users -= 1
+        if tracked.users > 0 {
+            trackedOwners[name] = tracked
+        } else {
+            trackedOwners[name] = nil
+            let watchID = tracked.watchID
+            Task { await self.unsubscribe(watchID) }
+        }
+    }
+
+    // MARK: Incoming
+
+    /// Routes one incoming message. Runs on the connection's queue, inside libdbus's dispatch.
+    /// Returns whether the message was handled.
+    func receive(_ raw: RawMessage) -> Bool {
+        let message: DBusMessage
+        do {
+            message = try DBusMessage(raw: raw.pointer)
+        } catch {
+            if dbus_message_get_type(raw.pointer) == Int32(DBUS_MESSAGE_TYPE_METHOD_CALL),
+               let sender = dbus_message_get_sender(raw.pointer) {
+                var call = DBusMessage(kind: .methodCall, body: [])
+                call.sender = String(cString: sender)
+                call.serial = dbus_message_get_serial(raw.pointer)
+                call.noReplyExpected = dbus_message_get_no_reply(raw.pointer) != 0
+                reply(to: call, with: .failure(error))
+                return true
+            }
+            return false
+        }
+        switch message.kind {
+        case .methodCall:
+            handleMethodCall(message)
+            return true
+        case .signal:
+            handleSignal(message)
+            return false
+        default:
+            return false
+        }
+    }
+
+    private func handleSignal(_ message: DBusMessage) {
+        if message.interface == "org.freedesktop.DBus.Local" && message.member == "Disconnected" {
+            handleDisconnect()
+            return
+        }
+        if message.sender == Self.busName, message.interface == Self.busName, message.destination == uniqueName,
+           let name = message.body.first?.string {
+            if message.member == "NameLost" { publish(.nameLost(name)) }
+            if message.member == "NameAcquired" { publish(.nameAcquired(name)) }
+        }
+        if message.sender == Self.busName, message.member == "NameOwnerChanged", message.body.count == 3,
+           let name = message.body[0].string, trackedOwners[name] != nil {
+            let owner = message.body[2].string ?? ""
+            trackedOwners[name]!.owner = owner.isEmpty ? nil : owner
+        }
+        for subscription in subscriptions.values {
+            let owner = subscription.rule.sender.flatMap { trackedOwners[$0]?.owner }
+            if subscription.rule.matches(message, senderOwner: owner) {
+                subscription.deliver(message)
+            }
+        }
+    }
+
+    private func handleDisconnect() {
+        guard isConnected else { return }
+        isConnected = false
+        for pending in outstanding.values {
+            pending.abandon(with: DBusError(.disconnected, "the connection closed before the reply arrived"))
+        }
+        for subscription in subscriptions.values { subscription.finish() }
+        subscriptions.removeAll()
+        trackedOwners.removeAll()
+        publish(.disconnected)
+        for listener in eventListeners.values { listener.finish() }
+        eventListeners.removeAll()
+    }
+}
+
+/// The state of one name watch: reports the initial owner first, then only real changes.
+private final class NameWatchState: @unchecked Sendable {
+    private let continuation: AsyncStream<DBusNameOwner>.Continuation
+    private var started = false
+    private var early: [String?] = []
+    private var last: String??
+
+    init(_ continuation: AsyncStream<DBusNameOwner>.Continuation) {
+        self.continuation = continuation
+    }
+
+    /// The initial owner is known: report it, then any change that arrived meanwhile.
+    func start(with owner: String?) {
+        started = true
+        report(owner)
+        for change in early { report(change) }
+        early.removeAll()
+    }
+
+    /// A `NameOwnerChanged` arrived with this new owner ("" or nil: no owner).
+    func observe(_ owner: String?) {
+        if started { report(owner) } else { early.append(owner) }
+    }
+
+    private func report(_ owner: String?) {
+        let owner = owner?.isEmpty == false ? owner : nil
+        if let last, last == owner { return }
+        last = .some(owner)
+        continuation.yield(owner.map { .appeared(owner: $0) } ?? .vanished)
+    }
+}

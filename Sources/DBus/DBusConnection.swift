@@ -1,0 +1,326 @@
+internal import CDBus
+import Dispatch
+
+/// A private connection to a message bus, served on one serial executor.
+///
+/// The actor's executor is the same `DispatchQueue` that libdbus's file descriptors, timeouts
+/// and message dispatch run on, so incoming calls, replies and signals are handled in order
+/// with no lock and no polling thread. Calls never block that queue: they are libdbus pending
+/// calls bridged to `async`, so a peer may call back into this connection while a call waits
+/// (BlueZ does exactly that during `RegisterAdvertisement`).
+///
+/// The connection never exits the process: when the bus goes away, pending calls fail with
+/// `Disconnected`/`NoReply`, signal streams finish, and ``events()`` reports `.disconnected`.
+public actor DBusConnection {
+    /// Which bus to connect to.
+    public enum Bus: Sendable, Hashable {
+        /// The system bus (libdbus honours `DBUS_SYSTEM_BUS_ADDRESS`).
+        case system
+        /// The session bus (`DBUS_SESSION_BUS_ADDRESS`).
+        case session
+        /// A bus at an address such as `unix:path=/run/dbus/system_bus_socket`.
+        case address(String)
+    }
+
+    /// Something that happened to the connection itself.
+    public enum Event: Sendable, Hashable {
+        /// The bus went away or the connection was closed; nothing more will arrive.
+        case disconnected
+        /// The bus gave this connection a well-known name.
+        case nameAcquired(String)
+        /// The bus took a well-known name away from this connection.
+        case nameLost(String)
+    }
+
+    nonisolated let loop: DBusEventLoop
+    private nonisolated let executor: DBusQueueExecutor
+    nonisolated var raw: OpaquePointer { loop.connection }
+
+    /// The connection's unique name on the bus, e.g. `:1.42`.
+    public nonisolated let uniqueName: String
+
+    /// Runs this actor on the connection's dispatch queue.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Whether the connection is still open.
+    public internal(set) var isConnected = true
+
+    var nextID: UInt64 = 0
+    var eventListeners: [UInt64: AsyncStream<Event>.Continuation] = [:]
+    var subscriptions: [UInt64: Subscription] = [:]
+    var trackedOwners: [String: TrackedOwner] = [:]
+    var objects: [DBusObjectPath: ExportedObject] = [:]
+    var objectManagers: Set<DBusObjectPath> = []
+    /// Calls waiting for a reply. libdbus does not complete them when the connection drops,
+    /// so the connection fails them itself.
+    var outstanding: [ObjectIdentifier: PendingReply] = [:]
+
+    private init(loop: DBusEventLoop, uniqueName: String) {
+        self.loop = loop
+        self.executor = DBusQueueExecutor(queue: loop.queue)
+        self.uniqueName = uniqueName
+    }
+
+    deinit {
+        loop.finish()
+    }
+
+    /// Opens a private connection to a bus and registers with it.
+    /// - Throws: ``DBusError`` when the bus cannot be reached or refuses the connection.
+    public static func connect(to bus: Bus) async throws -> DBusConnection {
+        if case .address(let address) = bus, address.utf8.contains(0) {
+            throw DBusError.invalidArgs("bus address contains a NUL character")
+        }
+        let queue = DispatchQueue(label: "bleadvd.dbus.connect")
+        let opened: RawConnection = try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try open(bus) }) }
+        }
+        let name = String(cString: dbus_bus_get_unique_name(opened.pointer))
+        let connection = DBusConnection(loop: DBusEventLoop(connection: opened.pointer, label: "bleadvd.dbus \(name)"), uniqueName: name)
+        await connection.start()
+        return connection
+    }
+
+    private static func open(_ bus: Bus) throws(DBusError) -> RawConnection {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        var connection: OpaquePointer?
+        switch bus {
+        case .system: connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session: connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .address(let address):
+            connection = dbus_connection_open_private(address, &error)
+            if let opened = connection, dbus_bus_register(opened, &error) == 0 {
+                dbus_connection_close(opened)
+                dbus_connection_unref(opened)
+                connection = nil
+            }
+        }
+        guard let connection else { throw DBusError(from: error, fallback: "cannot connect to the \(bus) bus") }
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        return RawConnection(pointer: connection)
+    }
+
+    private func start() {
+        let box = Unmanaged.passRetained(WeakConnection(self)).toOpaque()
+        dbus_connection_add_filter(
+            raw,
+            { _, message, data in
+                let box = Unmanaged<WeakConnection>.fromOpaque(data!).takeUnretainedValue()
+                guard let connection = box.connection, let message else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+                let incoming = RawMessage(pointer: message)
+                let handled = connection.assumeIsolated { $0.receive(incoming) }
+                return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            },
+            box,
+            { data in Unmanaged<WeakConnection>.fromOpaque(data!).release() })
+        loop.install()
+    }
+
+    /// Closes the connection. Pending calls fail, streams finish, ``events()`` reports
+    /// `.disconnected`.
+    public func close() {
+        guard isConnected else { return }
+        dbus_connection_close(raw)
+        loop.scheduleDrain()
+    }
+
+    /// A stream of what happens to the connection. A closed connection yields `.disconnected`
+    /// at once and finishes.
+    public func events() -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream<Event>.makeStream()
+        guard isConnected else {
+            continuation.yield(.disconnected)
+            continuation.finish()
+            return stream
+        }
+        let id = makeID()
+        eventListeners[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeEventListener(id) }
+        }
+        return stream
+    }
+
+    private func removeEventListener(_ id: UInt64) {
+        eventListeners[id] = nil
+    }
+
+    func publish(_ event: Event) {
+        for listener in eventListeners.values { listener.yield(event) }
+    }
+
+    func makeID() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
+
+    // MARK: Sending
+
+    /// The default time a call waits for its reply.
+    public static let defaultTimeout: Duration = .seconds(25)
+
+    /// Sends a method call and waits for its reply, serving other messages meanwhile.
+    /// - Parameters:
+    ///   - timeout: how long to wait before failing with `NoReply`.
+    /// - Returns: the method return.
+    /// - Throws: ``DBusError``: the peer's error reply, `NoReply` on timeout, `Disconnected`,
+    ///   or `InvalidArgs` when the message could not be sent as given; `CancellationError`
+    ///   when the task is cancelled.
+    public func call(_ message: DBusMessage, timeout: Duration = defaultTimeout) async throws -> DBusMessage {
+        guard message.kind == .methodCall else { throw DBusError.invalidArgs("call() sends method calls only") }
+        let outgoing = try message.makeRaw()
+        defer { dbus_message_unref(outgoing) }
+        guard isConnected else { throw DBusError(.disconnected, "the connection is closed") }
+        var pendingCall: OpaquePointer?
+        guard dbus_connection_send_with_reply(raw, outgoing, &pendingCall, Self.milliseconds(timeout)) != 0 else {
+            throw DBusError(.noMemory, "out of memory sending \(message.what)")
+        }
+        guard let pendingCall else { throw DBusError(.disconnected, "the connection is closed") }
+        let pending = PendingReply(pendingCall)
+        outstanding[ObjectIdentifier(pending)] = pending
+        defer { outstanding[ObjectIdentifier(pending)] = nil }
+        let reply = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                loop.run { pending.wait(continuation) }
+            }
+        } onCancel: {
+            loop.run { pending.abandon(with: CancellationError()) }
+        }
+        if let error = reply.error { throw error }
+        return reply
+    }
+
+    /// Calls a method and returns the reply's arguments, optionally checking their signature.
+    /// - Throws: as ``call(_:timeout:)``, and `InvalidArgs` when the reply's signature is not
+    ///   `expecting`.
+    public func call(
+        destination: String?, path: DBusObjectPath, interface: String?, member: String,
+        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, timeout: Duration = defaultTimeout
+    ) async throws -> [DBusValue] {
+        let message = DBusMessage.methodCall(
+            destination: destination, path: path, interface: interface, member: member, body: arguments)
+        let reply = try await call(message, timeout: timeout)
+        if let expecting {
+            do {
+                try reply.expectSignature(expecting)
+            } catch {
+                throw DBusError.invalidArgs(
+                    "reply to \(message.what) has signature '\(reply.signature.text)', expected '\(expecting.text)'")
+            }
+        }
+        return reply.body
+    }
+
+    /// Sends a message without waiting for a reply (signals, replies, fire-and-forget calls).
+    /// - Throws: ``DBusError`` when the message is invalid or the connection is closed.
+    public func send(_ message: DBusMessage) throws {
+        let outgoing = try message.makeRaw()
+        defer { dbus_message_unref(outgoing) }
+        guard isConnected else { throw DBusError(.disconnected, "the connection is closed") }
+        guard dbus_connection_send(raw, outgoing, nil) != 0 else {
+            throw DBusError(.noMemory, "out of memory sending \(message.what)")
+        }
+    }
+
+    /// Emits a signal from an object of this connection.
+    public func emit(path: DBusObjectPath, interface: String, member: String, _ arguments: [DBusValue] = []) throws {
+        try send(.signal(path: path, interface: interface, member: member, body: arguments))
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return Int32(clamping: max(ms, 1))
+    }
+}
+
+/// A libdbus `DBusConnection*`, moved between threads only to reach the connection's queue.
+struct RawConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// The filter's reference to its connection: it must not keep the connection alive.
+private final class WeakConnection: @unchecked Sendable {
+    weak var connection: DBusConnection?
+
+    init(_ connection: DBusConnection) {
+        self.connection = connection
+    }
+}
+
+/// One outstanding method call: the libdbus pending call and the task waiting for it.
+/// Touched only on the connection's queue.
+final class PendingReply: @unchecked Sendable {
+    private var pending: OpaquePointer?
+    private var continuation: CheckedContinuation<DBusMessage, any Error>?
+    /// The outcome when it came before anyone waited (a cancellation, a disconnect).
+    private var early: Result<DBusMessage, any Error>?
+
+    /// Takes over the caller's reference to the pending call.
+    init(_ pending: OpaquePointer) {
+        self.pending = pending
+    }
+
+    func wait(_ continuation: CheckedContinuation<DBusMessage, any Error>) {
+        if let early {
+            continuation.resume(with: early)
+            return
+        }
+        self.continuation = continuation
+        guard let pending else { return }
+        let this = Unmanaged.passRetained(self).toOpaque()
+        let set = dbus_pending_call_set_notify(
+            pending,
+            { pending, data in
+                Unmanaged<PendingReply>.fromOpaque(data!).takeUnretainedValue().complete(pending!)
+            },
+            this,
+            { data in Unmanaged<PendingReply>.fromOpaque(data!).release() })
+        if set == 0 {
+            Unmanaged<PendingReply>.fromOpaque(this).release()
+            finish(.failure(DBusError(.noMemory, "out of memory waiting for a reply")))
+        } else if dbus_pending_call_get_completed(pending) != 0 {
+            complete(pending)
+        }
+    }
+
+    /// Stops waiting: the task gets `error`, and a reply that still arrives is dropped.
+    func abandon(with error: any Error) {
+        guard let pending else { return }
+        dbus_pending_call_cancel(pending)
+        finish(.failure(error))
+    }
+
+    private func complete(_ pending: OpaquePointer) {
+        guard let reply = dbus_pending_call_steal_reply(pending) else { return }
+        defer { dbus_message_unref(reply) }
+        finish(Result { try DBusMessage(raw: reply) })
+    }
+
+    private func finish(_ result: Result<DBusMessage, any Error>) {
+        guard let pending else { return }
+        self.pending = nil
+        dbus_pending_call_unref(pending)
+        if let continuation {
+            self.continuation = nil
+            continuation.resume(with: result)
+        } else {
+            early = result
+        }
+    }
+}
+
+extension DBusError {
+    /// Converts a filled-in libdbus error.
+    init(from error: CDBus.DBusError, fallback: String) {
+        guard error.name != nil else {
+            self.init(.failed, fallback)
+            return
+        }
+        self.init(
+            Name(rawValue: String(cString: error.name)),
+            error.message.map { String(cString: $0) } ?? fallback)
+    }
+}

@@ -1,0 +1,235 @@
+internal import CDBus
+import Dispatch
+
+/// Runs one libdbus connection on one serial `DispatchQueue`: file-descriptor watches and
+/// timeouts become DispatchSources on that queue, and incoming messages are dispatched there.
+///
+/// Nothing polls: an idle connection has no timer and no thread awake. Every libdbus
+/// connection function is called on the queue only, so the watch and timeout callbacks, which
+/// libdbus runs with the connection lock held, only ever touch DispatchSources.
+final class DBusEventLoop: @unchecked Sendable {
+    let queue: DispatchQueue
+    let connection: OpaquePointer
+    /// Set once the connection is closed and released; nothing touches it afterwards.
+    private var finished = false
+
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    init(connection: OpaquePointer, label: String) {
+        self.connection = connection
+        self.queue = DispatchQueue(label: label)
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
+    }
+
+    /// Runs `work` on the queue: right away when already there, else as soon as it is free.
+    func run(_ work: @escaping @Sendable () -> Void) {
+        if DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) {
+            work()
+        } else {
+            queue.async(execute: work)
+        }
+    }
+
+    /// Hooks the loop into libdbus. Call once, on the queue. The connection keeps the loop alive
+    /// until it is finalized.
+    func install() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let this = Unmanaged.passRetained(self).toOpaque()
+        dbus_connection_set_watch_functions(
+            connection,
+            { watch, data in DBusEventLoop.from(data).add(watch: watch!) },
+            { watch, _ in WatchSource.from(watch!)?.cancel() },
+            { watch, _ in WatchSource.from(watch!)?.update() },
+            this, nil)
+        dbus_connection_set_timeout_functions(
+            connection,
+            { timeout, data in DBusEventLoop.from(data).add(timeout: timeout!) },
+            { timeout, _ in TimeoutSource.from(timeout!)?.cancel() },
+            { timeout, _ in TimeoutSource.from(timeout!)?.update() },
+            this, nil)
+        dbus_connection_set_wakeup_main_function(
+            connection, { data in DBusEventLoop.from(data).scheduleDrain() }, this, nil)
+        // The last of these callbacks releases the loop when the connection is finalized.
+        dbus_connection_set_dispatch_status_function(
+            connection,
+            { _, status, data in
+                if status == DBUS_DISPATCH_DATA_REMAINS { DBusEventLoop.from(data).scheduleDrain() }
+            },
+            this,
+            { data in Unmanaged<DBusEventLoop>.fromOpaque(data!).release() })
+        scheduleDrain()
+    }
+
+    /// Dispatches every message libdbus has queued. Runs on the queue, outside any callback.
+    func drain() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !finished else { return }
+        while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
+    }
+
+    /// Closes the connection and drops this module's reference, after every block queued
+    /// before it; blocks queued later find the loop finished and do nothing.
+    func finish() {
+        queue.async { [self] in
+            guard !finished else { return }
+            finished = true
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+        }
+    }
+
+    /// Asks for a drain soon; never dispatches from inside a libdbus callback.
+    func scheduleDrain() {
+        queue.async { [self] in drain() }
+    }
+
+    fileprivate func handle(_ watch: OpaquePointer, _ flags: UInt32) {
+        guard !finished else { return }
+        dbus_watch_handle(watch, flags)
+        drain()
+    }
+
+    fileprivate func handle(_ timeout: OpaquePointer) {
+        guard !finished else { return }
+        dbus_timeout_handle(timeout)
+        drain()
+    }
+
+    private func add(watch: OpaquePointer) -> dbus_bool_t {
+        let source = WatchSource(watch: watch, loop: self)
+        dbus_watch_set_data(watch, Unmanaged.passRetained(source).toOpaque()) { data in
+            Unmanaged<WatchSource>.fromOpaque(data!).release()
+        }
+        source.update()
+        return 1
+    }
+
+    private func add(timeout: OpaquePointer) -> dbus_bool_t {
+        let source = TimeoutSource(timeout: timeout, loop: self)
+        dbus_timeout_set_data(timeout, Unmanaged.passRetained(source).toOpaque()) { data in
+            Unmanaged<TimeoutSource>.fromOpaque(data!).release()
+        }
+        source.update()
+        return 1
+    }
+
+    private static func from(_ data: UnsafeMutableRawPointer?) -> DBusEventLoop {
+        Unmanaged<DBusEventLoop>.fromOpaque(data!).takeUnretainedValue()
+    }
+}
+
+/// A `DispatchSource` that starts suspended and must be resumed before it is released.
+private final class SuspendableSource {
+    let source: any DispatchSourceProtocol
+    private(set) var running = false
+    private var cancelled = false
+
+    init(_ source: any DispatchSourceProtocol) {
+        self.source = source
+    }
+
+    deinit {
+        cancel()
+    }
+
+    func set(running wanted: Bool) {
+        guard !cancelled, wanted != running else { return }
+        running = wanted
+        if wanted { source.resume() } else { source.suspend() }
+    }
+
+    func cancel() {
+        guard !cancelled else { return }
+        source.cancel()
+        set(running: true)
+        cancelled = true
+    }
+}
+
+/// The DispatchSources behind one libdbus watch: one for reading, one for writing.
+private final class WatchSource {
+    private let watch: OpaquePointer
+    private var readable: SuspendableSource?
+    private var writable: SuspendableSource?
+
+    init(watch: OpaquePointer, loop: DBusEventLoop) {
+        self.watch = watch
+        let fd = dbus_watch_get_unix_fd(watch)
+        let flags = dbus_watch_get_flags(watch)
+        if flags & DBUS_WATCH_READABLE.rawValue != 0 {
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
+            source.setEventHandler { loop.handle(watch, DBUS_WATCH_READABLE.rawValue) }
+            readable = SuspendableSource(source)
+        }
+        if flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
+            source.setEventHandler { loop.handle(watch, DBUS_WATCH_WRITABLE.rawValue) }
+            writable = SuspendableSource(source)
+        }
+    }
+
+    func update() {
+        let enabled = dbus_watch_get_enabled(watch) != 0
+        readable?.set(running: enabled)
+        writable?.set(running: enabled)
+    }
+
+    func cancel() {
+        readable?.cancel()
+        writable?.cancel()
+    }
+
+    static func from(_ watch: OpaquePointer) -> WatchSource? {
+        dbus_watch_get_data(watch).map { Unmanaged<WatchSource>.fromOpaque($0).takeUnretainedValue() }
+    }
+}
+
+/// The DispatchSource timer behind one libdbus timeout (for example a pending call's).
+private final class TimeoutSource {
+    private let timeout: OpaquePointer
+    private let timer: any DispatchSourceTimer
+    private let source: SuspendableSource
+
+    init(timeout: OpaquePointer, loop: DBusEventLoop) {
+        self.timeout = timeout
+        timer = DispatchSource.makeTimerSource(queue: loop.queue)
+        timer.setEventHandler { loop.handle(timeout) }
+        source = SuspendableSource(timer)
+    }
+
+    func update() {
+        let enabled = dbus_timeout_get_enabled(timeout) != 0
+        if enabled {
+            let interval = DispatchTimeInterval.milliseconds(Int(dbus_timeout_get_interval(timeout)))
+            timer.schedule(deadline: .now() + interval, repeating: interval)
+        }
+        source.set(running: enabled)
+    }
+
+    func cancel() {
+        source.cancel()
+    }
+
+    static func from(_ timeout: OpaquePointer) -> TimeoutSource? {
+        dbus_timeout_get_data(timeout).map { Unmanaged<TimeoutSource>.fromOpaque($0).takeUnretainedValue() }
+    }
+}
+
+/// Runs an actor's jobs on a `DispatchQueue`, so the actor and the libdbus loop share one
+/// serial executor (Linux's Dispatch has no `DispatchSerialQueue` executor of its own).
+final class DBusQueueExecutor: SerialExecutor, @unchecked Sendable {
+    let queue: DispatchQueue
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+    }
+
+    func checkIsolated() {
+        dispatchPrecondition(condition: .onQueue(queue))
+    }
+}

@@ -1,0 +1,125 @@
+import Testing
+
+@testable import DBus
+
+@Suite("Signals, names and ownership through a real bus", .timeLimit(.minutes(1)))
+struct DBusSignalTests {
+    @Test("a subscription by well-known sender receives that peer's signal with its unique name")
+    func subscriptionByWellKnownSender() async throws {
+        let bus = try PrivateBus()
+        let peer = try PythonPeer(bus: bus)
+        let connection = try await DBusConnection.connect(to: bus)
+        var ticks = try await connection.signals(matching: DBusMatchRule(
+            sender: PythonPeer.name, interface: PythonPeer.interface, member: "Ticked")).makeAsyncIterator()
+
+        _ = try await connection.callPeer("Tick", [.string("one")])
+        let signal = await ticks.next()
+
+        #expect(signal?.body == [.string("one")])
+        #expect(signal?.sender == peer.uniqueName)
+        #expect(signal?.path == Fixtures.peerPath)
+    }
+
+    @Test("a subscription receives only the signals its own rule matches")
+    func subscriptionsAreSeparate() async throws {
+        let bus = try PrivateBus()
+        let peer = try PythonPeer(bus: bus)
+        let connection = try await DBusConnection.connect(to: bus)
+        var onlyTwo = try await connection.signals(matching: DBusMatchRule(
+            interface: PythonPeer.interface, member: "Ticked", arg0: "two")).makeAsyncIterator()
+        var all = try await connection.signals(matching: DBusMatchRule(
+            interface: PythonPeer.interface, member: "Ticked")).makeAsyncIterator()
+
+        _ = try await connection.callPeer("Tick", [.string("one")])
+        _ = try await connection.callPeer("Tick", [.string("two")])
+        let firstOfAll = await all.next()
+        let firstOfOnlyTwo = await onlyTwo.next()
+
+        #expect(firstOfAll?.body == [.string("one")])
+        #expect(firstOfOnlyTwo?.body == [.string("two")])
+        _ = peer
+    }
+
+    @Test("a signal with a quote in arg0 still matches its rule")
+    func quotedArg0() async throws {
+        let bus = try PrivateBus()
+        let peer = try PythonPeer(bus: bus)
+        let connection = try await DBusConnection.connect(to: bus)
+        var ticks = try await connection.signals(matching: DBusMatchRule(
+            interface: PythonPeer.interface, member: "Ticked", arg0: "it's")).makeAsyncIterator()
+
+        _ = try await connection.callPeer("Tick", [.string("it's")])
+        let signal = await ticks.next()
+
+        #expect(signal?.body == [.string("it's")])
+        _ = peer
+    }
+
+    @Test("watching a name reports its absence, its owner when it appears, and its vanishing")
+    func nameWatching() async throws {
+        let bus = try PrivateBus()
+        let connection = try await DBusConnection.connect(to: bus)
+        var changes = try await connection.watchName(PythonPeer.name).makeAsyncIterator()
+
+        let initial = await changes.next()
+        let peer = try PythonPeer(bus: bus)
+        let appeared = await changes.next()
+        peer.stop()
+        let vanished = await changes.next()
+
+        #expect(initial == .vanished)
+        #expect(appeared == .appeared(owner: peer.uniqueName))
+        #expect(vanished == .vanished)
+    }
+
+    @Test("requesting a free name makes this connection its owner")
+    func requestName() async throws {
+        let bus = try PrivateBus()
+        let connection = try await DBusConnection.connect(to: bus)
+        let observer = try await DBusConnection.connect(to: bus)
+
+        try await connection.requestName("org.bleadvd.Test")
+        let owner = try await observer.nameOwner("org.bleadvd.Test")
+
+        #expect(owner == connection.uniqueName)
+    }
+
+    @Test("requesting a name someone owns fails instead of queueing, naming the owner")
+    func requestTakenName() async throws {
+        let bus = try PrivateBus()
+        let first = try await DBusConnection.connect(to: bus)
+        let second = try await DBusConnection.connect(to: bus)
+        try await first.requestName("org.bleadvd.Test")
+
+        let error = await #expect(throws: DBusError.self) { try await second.requestName("org.bleadvd.Test") }
+
+        #expect(error?.name == .nameTaken)
+        #expect(error?.message == "the name org.bleadvd.Test is already owned by \(first.uniqueName)")
+    }
+
+    @Test("releasing an owned name reports NameLost")
+    func nameLost() async throws {
+        let bus = try PrivateBus()
+        let connection = try await DBusConnection.connect(to: bus)
+        try await connection.requestName("org.bleadvd.Test")
+        var events = await connection.events().makeAsyncIterator()
+
+        try await connection.releaseName("org.bleadvd.Test")
+        var event = await events.next()
+        if case .nameAcquired = event { event = await events.next() }
+
+        #expect(event == .nameLost("org.bleadvd.Test"))
+    }
+
+    @Test("closing the connection finishes its signal streams")
+    func closeFinishesStreams() async throws {
+        let bus = try PrivateBus()
+        let connection = try await DBusConnection.connect(to: bus)
+        var ticks = try await connection.signals(matching: DBusMatchRule(member: "Ticked")).makeAsyncIterator()
+
+        await connection.close()
+        let next = await ticks.next()
+
+        #expect(next == nil)
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with `posix_spawn`, its standard output (and optionally error)
+/// on pipes. Foundation's `Process.waitUntilExit()` waits on a run loop that a Swift
+/// concurrency thread never serves, so the tests use this instead.
+final class Child: @unchecked Sendable {
+    let pid: pid_t
+    let stdout: FileHandle
+    let stderr: FileHandle?
+    private var status: Int32?
+
+    init(_ executable: String, _ arguments: [String], captureErrors: Bool = true) throws {
+        var outPipe: [Int32] = [0, 0]
+        var errPipe: [Int32] = [0, 0]
+        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw TestFailure("pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        if captureErrors {
+            posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
+        for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
+        // Dispatch's worker threads block signals; a child would inherit that mask and ignore SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        close(outPipe[1])
+        close(errPipe[1])
+        guard result == 0 else {
+            close(outPipe[0])
+            close(errPipe[0])
+            throw TestFailure("cannot start \(executable): \(String(cString: strerror(result)))")
+        }
+        pid = child
+        stdout = FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: true)
+        if captureErrors {
+            stderr = FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: true)
+        } else {
+            close(errPipe[0])
+            stderr = nil
+        }
+    }
+
+    deinit {
+        terminate()
+    }
+
+    /// Sends SIGTERM (once) and reaps the child.
+    func terminate() {
+        guard status == nil else { return }
+        kill(pid, SIGTERM)
+        _ = wait()
+    }
+
+    /// Waits for the child to exit and returns its exit status (128 + signal when killed).
+    @discardableResult
+    func wait() -> Int32 {
+        if let status { return status }
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+        let exited = raw & 0x7F == 0
+        let code = exited ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+        status = code
+        return code
+    }
+}
+
+/// Runs a program to completion and returns its standard output; throws with its standard
+/// error when it exits non-zero.
+@discardableResult
+func run(_ executable: String, _ arguments: [String]) throws -> String {
+    let child = try Child(executable, arguments)
+    let out = child.stdout.readDataToEndOfFile()
+    let err = child.stderr?.readDataToEndOfFile() ?? Data()
+    let status = child.wait()
+    guard status == 0 else {
+        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) exited \(status): "
+            + String(decoding: err, as: UTF8.self))
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Runs a program on a thread of its own. A peer program may call back into the code under
+/// test, whose handlers need the (two-thread) cooperative pool: blocking a pool thread on the
+/// program's exit could deadlock the test.
+func runOffPool(_ executable: String, _ arguments: [String]) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try run(executable, arguments) }) }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// A `dbus-daemon` of the test's own, on a socket in a fresh temporary folder, stopped when the
+/// value goes away. Session-style policy: everyone may own and call anything.
+final class PrivateBus: @unchecked Sendable {
+    let address: String
+    let folder: URL
+    private let process: Child
+
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-bus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let config = folder.appendingPathComponent("bus.conf")
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(folder.path)/socket</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """.write(to: config, atomically: true, encoding: .utf8)
+        // dbus-daemon complains on stderr that it cannot raise its fd limit; that is expected.
+        process = try Child(
+            "/usr/bin/dbus-daemon",
+            ["--config-file=\(config.path)", "--nofork", "--nopidfile", "--print-address=1"],
+            captureErrors: false)
+        address = try Self.readLine(from: process.stdout)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Kills the bus daemon, as a crash or `systemctl stop dbus` would.
+    func stop() {
+        process.terminate()
+    }
+
+    static func readLine(from handle: FileHandle) throws -> String {
+        var bytes: [UInt8] = []
+        while true {
+            let chunk = handle.readData(ofLength: 1)
+            guard let byte = chunk.first else { throw TestFailure("process exited before printing a line") }
+            if byte == UInt8(ascii: "\n") { break }
+            bytes.append(byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// A failure of the test harness itself, with a message.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// `busctl` on the private bus: systemd's sd-bus, an implementation we did not write.
+@discardableResult
+func busctl(_ bus: PrivateBus, _ arguments: [String]) async throws -> String {
+    try await runOffPool("/usr/bin/busctl", ["--address=\(bus.address)"] + arguments)
+}
+
+/// `dbus-send` on the private bus; it prints error replies as `Error NAME: MESSAGE`.
+func dbusSend(_ bus: PrivateBus, _ arguments: [String]) async throws -> String {
+    try await runOffPool("/usr/bin/dbus-send", ["--bus=\(bus.address)", "--print-reply"] + arguments)
+}
