@@ -5,6 +5,7 @@ let package = Package(
     name: "bleadvd",
     products: [
         .library(name: "DBus", targets: ["DBus"]),
+        .library(name: "Peripheral", targets: ["Peripheral"]),
     ],
     targets: [
         // Layer 0: the C library.
@@ -17,11 +18,23 @@ let package = Package(
         // Layer 1: D-Bus for Swift.
         .target(name: "DBus", dependencies: ["CDBus"]),
 
+        // Layer 2: the advertising core, standard library only.
+        .target(name: "Peripheral"),
+
+        // Benchmarks (not installed): `make bench-dbus`.
+        .target(name: "CDBusBenchLoop", dependencies: ["CDBus"], path: "Benchmarks/CDBusBenchLoop"),
+        .executableTarget(
+            name: "dbus-bench",
+            dependencies: ["DBus", "CDBusBenchLoop"],
+            path: "Benchmarks/dbus-bench"
+        ),
+
         .testTarget(name: "DBusTests", dependencies: ["DBus"], exclude: ["Peers"]),
+        .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
     ]
 )
 
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.name != "CDBusBenchLoop" {
     var settings = target.swiftSettings ?? []
     settings.append(contentsOf: [
         .enableUpcomingFeature("ExistentialAny"),

@@ -90,8 +90,14 @@ extension DBusMessage {
         if body.count > DBusSignature.maximumLength {
             throw .invalidArgs("\(what) has \(body.count) arguments; a signature allows at most 255")
         }
-        for value in body { try value.validate() }
-        _ = try DBusSignature(signature.text)
+        var length = 0
+        for value in body {
+            try value.validate()
+            length += value.type.signature.utf8.count
+        }
+        guard length <= DBusSignature.maximumLength else {
+            throw .invalidArgs("\(what) has a body signature of \(length) bytes; the limit is 255")
+        }
     }
 
     // MARK: Writing

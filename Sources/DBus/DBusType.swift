@@ -66,6 +66,46 @@ public indirect enum DBusType: Hashable, Sendable {
         }
     }
 
+    /// Checks the rules a signature parse enforces, without building the text: basic
+    /// dictionary keys, no empty structure, at most 32 nested arrays and 32 nested structures,
+    /// and a signature of at most 255 bytes.
+    /// - Throws: ``DBusError`` (`InvalidSignature`), as parsing the signature would.
+    public func validate() throws(DBusError) {
+        var length = 0
+        try check(arrays: 0, structures: 0, length: &length)
+        guard length <= DBusSignature.maximumLength else {
+            throw DBusError(.invalidSignature, "type '\(signature)' is \(length) bytes long; the limit is 255")
+        }
+    }
+
+    private func check(arrays: Int, structures: Int, length: inout Int) throws(DBusError) {
+        length += 1
+        switch self {
+        case .array(let element):
+            guard arrays < DBusSignature.maximumDepth else { throw depthError("arrays") }
+            try element.check(arrays: arrays + 1, structures: structures, length: &length)
+        case .dictionary(let key, let value):
+            guard arrays < DBusSignature.maximumDepth else { throw depthError("arrays") }
+            guard key.isBasic else {
+                throw DBusError(.invalidSignature, "type '\(signature)' has a dictionary key of type '\(key.signature)'; keys must be basic types")
+            }
+            length += 2
+            try key.check(arrays: arrays + 1, structures: structures, length: &length)
+            try value.check(arrays: arrays + 1, structures: structures, length: &length)
+        case .structure(let fields):
+            guard structures < DBusSignature.maximumDepth else { throw depthError("structures") }
+            guard !fields.isEmpty else { throw DBusError(.invalidSignature, "type '\(signature)' has an empty structure '()'") }
+            length += 1
+            for field in fields { try field.check(arrays: arrays, structures: structures + 1, length: &length) }
+        default:
+            break
+        }
+    }
+
+    private func depthError(_ what: String) -> DBusError {
+        DBusError(.invalidSignature, "type nests \(what) deeper than \(DBusSignature.maximumDepth)")
+    }
+
     /// The type code libdbus uses for this type (the first character of its signature).
     var code: Int32 {
         switch self {

@@ -65,7 +65,7 @@ public indirect enum DBusValue: Hashable, Sendable {
     /// included) nest no deeper than the specification's 64 levels.
     /// - Throws: ``DBusError`` (`InvalidArgs`) naming the offending part.
     public func validate() throws(DBusError) {
-        _ = try DBusSignature(type.signature)
+        try type.validate()
         try check(depth: 0)
     }
 
@@ -102,15 +102,11 @@ public indirect enum DBusValue: Hashable, Sendable {
             for field in fields { try field.check(depth: depth + 1) }
         case .variant(let inner):
             try enter(depth)
-            try inner.validateType()
+            try inner.type.validate()
             try inner.check(depth: depth + 1)
         default:
             break
         }
-    }
-
-    private func validateType() throws(DBusError) {
-        _ = try DBusSignature(type.signature)
     }
 
     private func enter(_ depth: Int) throws(DBusError) {

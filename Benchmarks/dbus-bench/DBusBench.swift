@@ -1,0 +1,154 @@
+import CDBusBenchLoop
+import DBus
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `make bench-dbus`: round trips per second and latency of our D-Bus layer against the same
+/// loop written in C directly against libdbus, on the same private bus, in the same run.
+///
+///   dbus-bench ADDRESS [CALLS]      (scripts/bench-dbus.sh starts the bus and passes it)
+@main
+struct DBusBench {
+    static func main() async throws {
+        let arguments = CommandLine.arguments
+        guard arguments.count >= 2 else {
+            print("usage: dbus-bench BUS_ADDRESS [CALLS]")
+            exit(2)
+        }
+        let address = arguments[1]
+        let calls = arguments.count > 2 ? Int(arguments[2]) ?? 20_000 : 20_000
+        guard cbench_start_server(address) == 0 else { fatalError("the C responder did not start") }
+        let connection = try await DBusConnection.connect(to: .address(address))
+
+        print("D-Bus round trips, \(calls) sequential calls each, private dbus-daemon, C responder")
+        print("case                      ours calls/s   C calls/s   ratio   ours p50/p99 µs   C p50/p99 µs")
+        for (label, dictionary) in [("(a) no arguments", false), ("(b) a{sv} of 20 entries", true)] {
+            let ours = try await connection.benchmarkLoop(calls: calls, dictionary: dictionary)
+            let c = cLoop(address, calls: calls, dictionary: dictionary)
+            print(
+                label.padding(26), format(ours.rate, 0).padding(15, left: true), format(c.rate, 0).padding(12, left: true),
+                format(ours.rate / c.rate, 2).padding(8, left: true),
+                "\(format(ours.p50, 1))/\(format(ours.p99, 1))".padding(18, left: true),
+                "\(format(c.p50, 1))/\(format(c.p99, 1))".padding(15, left: true))
+        }
+
+        let before = residentKiB()
+        _ = try await connection.benchmarkLoop(calls: 100_000, dictionary: true)
+        let after = residentKiB()
+        print("memory: RSS \(before) KiB before and \(after) KiB after 100000 more calls (\(after - before) KiB)")
+
+        let switches = contextSwitches()
+        try await Task.sleep(for: .seconds(2))
+        print("idle: \(contextSwitches() - switches) context switches in 2 s with the connection open")
+    }
+
+    struct Result {
+        var rate: Double
+        var p50: Double
+        var p99: Double
+
+        init(latencies: [Double], seconds: Double) {
+            let sorted = latencies.sorted()
+            rate = Double(latencies.count) / seconds
+            p50 = sorted[sorted.count / 2]
+            p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+        }
+    }
+
+    static let dictionary = DBusValue.variantDictionary(
+        Dictionary(uniqueKeysWithValues: (0..<20).map { ("key" + (($0 < 10) ? "0" : "") + String($0), DBusValue.uint32(UInt32($0))) }))
+
+    static func swiftLoop(_ connection: isolated DBusConnection, calls: Int, dictionary: Bool) async throws -> Result {
+        let message = DBusMessage.methodCall(
+            destination: "bench.server", path: "/bench", interface: "bench.Server", member: dictionary ? "Take" : "Ping",
+            body: dictionary ? [Self.dictionary] : [])
+        var latencies: [Double] = []
+        latencies.reserveCapacity(calls)
+        let clock = ContinuousClock()
+        let start = clock.now
+        for _ in 0..<calls {
+            let callStart = clock.now
+            _ = try await connection.call(message)
+            latencies.append(microseconds(clock.now - callStart))
+        }
+        return Result(latencies: latencies, seconds: microseconds(clock.now - start) / 1e6)
+    }
+
+    static func cLoop(_ address: String, calls: Int, dictionary: Bool) -> Result {
+        var latencies = [Double](repeating: 0, count: calls)
+        let clock = ContinuousClock()
+        let start = clock.now
+        guard cbench_client_loop(address, Int32(calls), dictionary ? 1 : 0, &latencies) == 0 else {
+            fatalError("the C loop failed")
+        }
+        return Result(latencies: latencies, seconds: microseconds(clock.now - start) / 1e6)
+    }
+
+    static func microseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) * 1e6 + Double(attoseconds) / 1e12
+    }
+
+    static func format(_ value: Double, _ decimals: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let rounded = (value * scale).rounded() / scale
+        guard decimals > 0 else { return String(Int(rounded)) }
+        let whole = Int(rounded)
+        let fraction = Int(((rounded - Double(whole)) * scale).rounded())
+        let digits = String(fraction)
+        return "\(whole)." + String(repeating: "0", count: max(0, decimals - digits.count)) + digits
+    }
+
+    /// The process's resident set size from /proc/self/status.
+    static func residentKiB() -> Int {
+        statusValue("/proc/self/status", "VmRSS:")
+    }
+
+    /// Voluntary and involuntary context switches of every thread of the process.
+    static func contextSwitches() -> Int {
+        guard let tasks = opendir("/proc/self/task") else { return 0 }
+        defer { closedir(tasks) }
+        var total = 0
+        while let entry = readdir(tasks) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.first?.isNumber == true else { continue }
+            total += statusValue("/proc/self/task/\(name)/status", "voluntary_ctxt_switches:")
+            total += statusValue("/proc/self/task/\(name)/status", "nonvoluntary_ctxt_switches:")
+        }
+        return total
+    }
+
+    static func statusValue(_ path: String, _ key: String) -> Int {
+        guard let file = fopen(path, "r") else { return 0 }
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>? = nil
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0 {
+            let text = String(cString: line!)
+            if text.hasPrefix(key) {
+                return Int(text.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first ?? "0") ?? 0
+            }
+        }
+        return 0
+    }
+}
+
+extension DBusConnection {
+    /// The Swift loop, run on the connection's own executor: the fast path for a program that
+    /// makes many calls in a row (no hop between the caller's executor and the connection's).
+    func benchmarkLoop(calls: Int, dictionary: Bool) async throws -> DBusBench.Result {
+        try await DBusBench.swiftLoop(self, calls: calls, dictionary: dictionary)
+    }
+}
+
+extension String {
+    func padding(_ width: Int, left: Bool = false) -> String {
+        let pad = String(repeating: " ", count: max(0, width - count))
+        return left ? pad + self : self + pad
+    }
+}

@@ -1,0 +1,32 @@
+/// What an adapter can do for advertising, as BlueZ reports it on `LEAdvertisingManager1`.
+public struct AdapterCapabilities: Hashable, Sendable {
+    /// The adapter's name, e.g. `hci0`.
+    public var name: String
+    /// Whether the adapter is powered.
+    public var powered: Bool
+    /// `SupportedInstances`: advertising slots still free (BlueZ counts free, not total).
+    public var freeInstances: Int
+    /// `ActiveInstances`: advertising slots in use.
+    public var activeInstances: Int
+    /// `SupportedIncludes`.
+    public var includes: Set<Advertisement.Include>
+    /// `SupportedSecondaryChannels`.
+    public var secondaryChannels: Set<Advertisement.SecondaryChannel>
+    /// `SupportedCapabilities["MaxAdvLen"]` where BlueZ reports it (extended advertising).
+    public var maxAdvertisingLength: Int?
+
+    /// Capabilities.
+    public init(
+        name: String, powered: Bool = true, freeInstances: Int = 1, activeInstances: Int = 0,
+        includes: Set<Advertisement.Include> = Set(Advertisement.Include.allCases),
+        secondaryChannels: Set<Advertisement.SecondaryChannel> = [], maxAdvertisingLength: Int? = nil
+    ) {
+        self.name = name
+        self.powered = powered
+        self.freeInstances = freeInstances
+        self.activeInstances = activeInstances
+        self.includes = includes
+        self.secondaryChannels = secondaryChannels
+        self.maxAdvertisingLength = maxAdvertisingLength
+    }
+}

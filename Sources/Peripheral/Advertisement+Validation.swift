@@ -1,0 +1,96 @@
+extension Advertisement {
+    /// The interval range BlueZ accepts, in milliseconds (0x20..0xFFFFFF × 0.625 ms).
+    public static let intervalRange: ClosedRange<UInt32> = 20...10_485_759
+    /// The TX power range BlueZ accepts, in dBm.
+    public static let txPowerRange: ClosedRange<Int16> = -127...20
+
+    /// Every rule BlueZ 5.66 enforces when parsing an advertisement, and the 31-byte budget,
+    /// checked before anything is registered. Fields are named as in the config file.
+    /// - Parameter capabilities: the adapter's, when known: checks the secondary channel and
+    ///   the includes against what it supports.
+    /// - Returns: one message per problem, empty when the advertisement is valid.
+    public func problems(for capabilities: AdapterCapabilities? = nil) -> [String] {
+        var problems: [String] = []
+        if localName != nil && includes.contains(.localName) {
+            problems.append("local_name and includes \"local-name\" cannot both be set; BlueZ refuses the pair")
+        }
+        if let localName {
+            if localName.isEmpty { problems.append("local_name is empty") }
+            if localName.utf8.contains(0) { problems.append("local_name contains a NUL character") }
+        }
+        if appearance != nil && includes.contains(.appearance) {
+            problems.append("appearance and includes \"appearance\" cannot both be set; BlueZ refuses the pair")
+        }
+        if kind == .broadcast && discoverable == true {
+            problems.append("discoverable = true needs type = \"peripheral\"; a broadcast advertisement cannot be discoverable")
+        }
+        if let discoverableTimeout, let timeout, discoverableTimeout > timeout {
+            problems.append("discoverable_timeout (\(discoverableTimeout) s) is longer than timeout (\(timeout) s)")
+        }
+        for (name, value) in [("min_interval_ms", minInterval), ("max_interval_ms", maxInterval)] {
+            if let value, !Self.intervalRange.contains(value) {
+                problems.append("\(name) is \(value); it must be between 20 and 10485759 ms")
+            }
+        }
+        if let minInterval, let maxInterval, minInterval > maxInterval {
+            problems.append("min_interval_ms (\(minInterval)) is greater than max_interval_ms (\(maxInterval))")
+        }
+        if let txPower, !Self.txPowerRange.contains(txPower) {
+            problems.append("tx_power is \(txPower) dBm; it must be between -127 and 20")
+        }
+        for entry in data where ADType.managedByBlueZ.contains(entry.type) {
+            problems.append("data \(AdvertisingPayload.hex8(entry.type)) is an AD type BlueZ builds itself; use the matching field instead")
+        }
+        problems += duplicates(manufacturerData.map(\.companyID).map(AdvertisingPayload.hex16), field: "manufacturer_data")
+        problems += duplicates(serviceData.map(\.uuid.shortString), field: "service_data")
+        if let capabilities {
+            problems += capabilityProblems(capabilities)
+        }
+        problems += budgetProblems()
+        return problems
+    }
+
+    /// Checks the advertisement.
+    /// - Throws: ``PeripheralError`` (`invalidAdvertisement`) listing every problem, separated by "; ".
+    public func validate(for capabilities: AdapterCapabilities? = nil) throws(PeripheralError) {
+        let found = problems(for: capabilities)
+        guard found.isEmpty else { throw PeripheralError(.invalidAdvertisement, found.joined(separator: "; ")) }
+    }
+
+    private func duplicates(_ keys: [String], field: String) -> [String] {
+        var seen = Set<String>()
+        var problems: [String] = []
+        for key in keys where !seen.insert(key).inserted {
+            problems.append("\(field) \(key) is given twice")
+        }
+        return problems
+    }
+
+    private func capabilityProblems(_ capabilities: AdapterCapabilities) -> [String] {
+        var problems: [String] = []
+        if let secondaryChannel, !capabilities.secondaryChannels.contains(secondaryChannel) {
+            let supported = capabilities.secondaryChannels.map(\.rawValue).sorted().joined(separator: ", ")
+            problems.append("secondary_channel \"\(secondaryChannel.rawValue)\" is not supported by \(capabilities.name) (supported: \(supported.isEmpty ? "none" : supported))")
+        }
+        for include in includes.sorted() where !capabilities.includes.contains(include) {
+            problems.append("includes \"\(include.rawValue)\" is not supported by \(capabilities.name)")
+        }
+        return problems
+    }
+
+    /// The 31-byte checks, naming the largest field and the numbers.
+    private func budgetProblems() -> [String] {
+        let payload = AdvertisingPayload(for: self)
+        var problems: [String] = []
+        for entry in payload.advertisingData where entry.data.count > 255 - 1 {
+            problems.append("\(entry.field) is \(entry.size) bytes; one AD structure holds at most 255")
+        }
+        let total = payload.advertisingSize
+        if total > AdvertisingPayload.limit, let largest = payload.advertisingData.max(by: { $0.size < $1.size }) {
+            problems.append(
+                "\(largest.field) is \(largest.size) bytes; advertising data would be \(total) of "
+                    + "\(AdvertisingPayload.limit) bytes (\(total - AdvertisingPayload.limit) over)")
+        }
+        return problems
+    }
+}

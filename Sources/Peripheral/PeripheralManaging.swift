@@ -1,0 +1,55 @@
+/// The identity of a registered advertisement, as the implementation that registered it knows
+/// it (for BlueZ, the exported object path).
+public struct AdvertisementID: Hashable, Sendable, CustomStringConvertible {
+    /// The identity's text, e.g. `/org/bleadvd/advertisement/heart`.
+    public let rawValue: String
+
+    /// An identity.
+    public init(_ rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The identity's text.
+    public var description: String { rawValue }
+}
+
+/// Something that happened below the domain: BlueZ, adapters, or an advertisement BlueZ dropped.
+public enum PeripheralEvent: Hashable, Sendable {
+    /// BlueZ appeared on the bus (started or restarted).
+    case bluezAppeared
+    /// BlueZ left the bus: nothing it had registered is on air any more.
+    case bluezVanished
+    /// An adapter that can advertise appeared.
+    case adapterAdded(String)
+    /// An adapter went away, with everything registered on it.
+    case adapterRemoved(String)
+    /// An adapter was powered on or off.
+    case adapterPowered(String, Bool)
+    /// BlueZ removed an advertisement itself and said so with `Release` (its timeout ran out,
+    /// the adapter went away, bluetoothd is stopping).
+    case released(AdvertisementID)
+}
+
+/// What the domain needs from a Bluetooth stack to keep advertisements on air. The Linux
+/// implementation drives BlueZ over D-Bus (`PeripheralBlueZ`); `PeripheralMocks` has a mock
+/// that counts every call, for tests.
+public protocol PeripheralManaging: Sendable {
+    /// The adapters that can advertise, with what each supports.
+    func adapters() async throws -> [AdapterCapabilities]
+
+    /// Powers an adapter on.
+    func powerOn(adapter: String) async throws
+
+    /// Registers an advertisement on an adapter; returns when it is on air.
+    /// - Throws: ``PeripheralError`` with BlueZ's reason translated.
+    func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID
+
+    /// Unregisters an advertisement.
+    func stopAdvertising(_ id: AdvertisementID) async throws
+
+    /// Changes a registered advertisement in place, without taking it off air.
+    func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws
+
+    /// The events from now on, for one consumer.
+    func events() async -> AsyncStream<PeripheralEvent>
+}
