@@ -6,6 +6,11 @@ let package = Package(
     products: [
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "Peripheral", targets: ["Peripheral"]),
+        .library(name: "PeripheralMocks", targets: ["PeripheralMocks"]),
+        .library(name: "BluetoothModule", targets: ["BluetoothModule"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Layer 0: the C library.
@@ -20,6 +25,13 @@ let package = Package(
 
         // Layer 2: the advertising core, standard library only.
         .target(name: "Peripheral"),
+        .target(name: "PeripheralMocks", dependencies: ["Peripheral"]),
+
+        // Layer 3: the domain.
+        .target(
+            name: "BluetoothModule",
+            dependencies: ["Peripheral", .product(name: "Logging", package: "swift-log")]
+        ),
 
         // Benchmarks (not installed): `make bench-dbus`.
         .target(name: "CDBusBenchLoop", dependencies: ["CDBus"], path: "Benchmarks/CDBusBenchLoop"),
@@ -31,6 +43,7 @@ let package = Package(
 
         .testTarget(name: "DBusTests", dependencies: ["DBus"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
+        .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),
     ]
 )
 

@@ -17,6 +17,8 @@ public struct PeripheralError: Error, Hashable, Sendable {
         case alreadyRegistered
         /// No such advertisement is registered.
         case notRegistered
+        /// No advertisement has that name.
+        case unknownName
         /// No adapter that can advertise, or the named adapter is gone.
         case noAdapter
         /// The adapter is powered off.
@@ -47,7 +49,8 @@ public struct PeripheralError: Error, Hashable, Sendable {
     public var isTransient: Bool {
         switch code {
         case .noFreeInstance, .failed, .noAdapter, .notPowered, .bluezUnavailable, .timeout, .unknown: true
-        case .invalidAdvertisement, .invalidValue, .rejected, .alreadyRegistered, .notRegistered, .accessDenied: false
+        case .invalidAdvertisement, .invalidValue, .rejected, .alreadyRegistered, .notRegistered, .unknownName,
+             .accessDenied: false
         }
     }
 }

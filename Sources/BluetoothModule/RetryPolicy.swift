@@ -1,0 +1,29 @@
+/// How long to wait before trying a transient failure again: exponential backoff with a cap.
+public struct RetryPolicy: Hashable, Sendable {
+    /// The wait after the first failure.
+    public var initial: Duration
+    /// The factor each further failure multiplies the wait by.
+    public var multiplier: Int
+    /// The longest wait.
+    public var maximum: Duration
+
+    /// 1 s, 2 s, 4 s, ... up to 60 s.
+    public static let standard = RetryPolicy(initial: .seconds(1), multiplier: 2, maximum: .seconds(60))
+
+    /// A policy.
+    public init(initial: Duration, multiplier: Int, maximum: Duration) {
+        self.initial = initial
+        self.multiplier = multiplier
+        self.maximum = maximum
+    }
+
+    /// The wait after `failures` consecutive failures (1 for the first).
+    public func delay(afterFailures failures: Int) -> Duration {
+        var delay = initial
+        for _ in 1..<max(failures, 1) {
+            delay *= multiplier
+            if delay >= maximum { return maximum }
+        }
+        return min(delay, maximum)
+    }
+}

@@ -1,0 +1,144 @@
+public import Peripheral
+import Synchronization
+
+#if canImport(Testing)
+import Testing
+#endif
+
+/// A `PeripheralManaging` for tests: counts every call, records the arguments, answers with
+/// what the test scripted, and lets the test inject events. A call the test did not script is
+/// recorded as a test issue (under Swift Testing) and fails with ``MockError/unscripted(_:)``,
+/// naming the call, so a surprise never passes silently.
+public final class MockPeripheralManager: PeripheralManaging, Sendable {
+    /// A scripted answer: a fixed result for every call, or one result per call in order.
+    public enum Script<Value: Sendable>: Sendable {
+        /// Every call gets this result.
+        case always(Result<Value, PeripheralError>)
+        /// Each call takes the next result; a call after the last is unscripted.
+        case sequence([Result<Value, PeripheralError>])
+    }
+
+    private struct State {
+        var adapters: Script<[AdapterCapabilities]>?
+        var powerOn: Script<Void>?
+        var start: Script<AdvertisementID>?
+        var stop: Script<Void>?
+        var update: Script<Void>?
+        var calls = Calls()
+        var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
+    }
+
+    /// Everything the mock was asked, in order per kind of call.
+    public struct Calls: Sendable {
+        /// How many times `adapters()` was called.
+        public var adapters = 0
+        /// The adapters `powerOn(adapter:)` was called with.
+        public var poweredOn: [String] = []
+        /// The advertisements `startAdvertising` was called with, and the adapter.
+        public var started: [(advertisement: Advertisement, adapter: String)] = []
+        /// The identities `stopAdvertising` was called with.
+        public var stopped: [AdvertisementID] = []
+        /// The identities and advertisements `updateAdvertisement` was called with.
+        public var updated: [(id: AdvertisementID, advertisement: Advertisement)] = []
+        /// Calls nobody scripted, described.
+        public var unscripted: [String] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// A mock with nothing scripted.
+    public init() {}
+
+    // MARK: Scripting
+
+    /// Scripts `adapters()`.
+    public func scriptAdapters(_ script: Script<[AdapterCapabilities]>) { state.withLock { $0.adapters = script } }
+    /// Scripts `powerOn(adapter:)`.
+    public func scriptPowerOn(_ script: Script<Void>) { state.withLock { $0.powerOn = script } }
+    /// Scripts `startAdvertising(_:on:)`.
+    public func scriptStart(_ script: Script<AdvertisementID>) { state.withLock { $0.start = script } }
+    /// Scripts `stopAdvertising(_:)`.
+    public func scriptStop(_ script: Script<Void>) { state.withLock { $0.stop = script } }
+    /// Scripts `updateAdvertisement(_:to:)`.
+    public func scriptUpdate(_ script: Script<Void>) { state.withLock { $0.update = script } }
+
+    /// Delivers an event to every `events()` stream.
+    public func emit(_ event: PeripheralEvent) {
+        for listener in state.withLock({ $0.listeners }) { listener.yield(event) }
+    }
+
+    // MARK: Observing
+
+    /// Everything the mock was asked so far.
+    public var calls: Calls { state.withLock { $0.calls } }
+    /// How many times `adapters()` was called.
+    public var adaptersCallCount: Int { calls.adapters }
+    /// How many times `powerOn(adapter:)` was called.
+    public var powerOnCallCount: Int { calls.poweredOn.count }
+    /// How many times `startAdvertising(_:on:)` was called.
+    public var startAdvertisingCallCount: Int { calls.started.count }
+    /// How many times `stopAdvertising(_:)` was called.
+    public var stopAdvertisingCallCount: Int { calls.stopped.count }
+    /// How many times `updateAdvertisement(_:to:)` was called.
+    public var updateAdvertisementCallCount: Int { calls.updated.count }
+
+    // MARK: PeripheralManaging
+
+    public func adapters() async throws -> [AdapterCapabilities] {
+        try answer("adapters()", \.adapters) { $0.adapters += 1 }
+    }
+
+    public func powerOn(adapter: String) async throws {
+        try answer("powerOn(adapter: \(adapter))", \.powerOn) { $0.poweredOn.append(adapter) }
+    }
+
+    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
+        try answer("startAdvertising(_:on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
+    }
+
+    public func stopAdvertising(_ id: AdvertisementID) async throws {
+        try answer("stopAdvertising(\(id))", \.stop) { $0.stopped.append(id) }
+    }
+
+    public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
+        try answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
+    }
+
+    public func events() async -> AsyncStream<PeripheralEvent> {
+        let (stream, continuation) = AsyncStream<PeripheralEvent>.makeStream()
+        state.withLock { $0.listeners.append(continuation) }
+        return stream
+    }
+
+    private func answer<Value: Sendable>(
+        _ call: String, _ script: WritableKeyPath<State, Script<Value>?>, record: (inout Calls) -> Void
+    ) throws -> Value {
+        let result: Result<Value, PeripheralError>? = state.withLock { state in
+            record(&state.calls)
+            switch state[keyPath: script] {
+            case .always(let result)?:
+                return result
+            case .sequence(var results)? where !results.isEmpty:
+                let next = results.removeFirst()
+                state[keyPath: script] = .sequence(results)
+                return next
+            default:
+                state.calls.unscripted.append(call)
+                return nil
+            }
+        }
+        guard let result else {
+            #if canImport(Testing)
+            Issue.record("MockPeripheralManager: unscripted call \(call)")
+            #endif
+            throw MockError.unscripted(call)
+        }
+        return try result.get()
+    }
+}
+
+/// The mock's own failure.
+public enum MockError: Error, Hashable, Sendable {
+    /// A call the test did not script, described.
+    case unscripted(String)
+}

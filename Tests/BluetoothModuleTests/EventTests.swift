@@ -1,0 +1,132 @@
+import BluetoothModule
+import Peripheral
+import PeripheralMocks
+import Testing
+
+@Suite("Reconciling after BlueZ and adapter events")
+struct EventTests {
+    @Test("when BlueZ vanishes nothing is on air, and nothing is called")
+    func bluezVanished() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+
+        await h.module.handle(.bluezVanished)
+
+        #expect(await h.status()?.actual == .waiting)
+        #expect(await h.status()?.desired == true)
+        #expect(h.mock.stopAdvertisingCallCount == 0)
+    }
+
+    @Test("when BlueZ comes back, what should be on is registered again")
+    func bluezBack() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+        await h.module.handle(.bluezVanished)
+
+        await h.module.handle(.bluezAppeared)
+
+        #expect(h.mock.startAdvertisingCallCount == 2)
+        #expect(await h.status()?.actual == .on(Harness.heartID))
+    }
+
+    @Test("when BlueZ comes back, what is off stays off")
+    func bluezBackLeavesOffAlone() async {
+        let h = await Harness()
+        await h.module.handle(.bluezVanished)
+
+        await h.module.handle(.bluezAppeared)
+
+        #expect(h.mock.startAdvertisingCallCount == 0)
+    }
+
+    @Test("BlueZ back before its adapter is ready: wait, then register when the adapter appears")
+    func adapterAfterBluez() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+        await h.module.handle(.bluezVanished)
+        h.mock.scriptAdapters(.always(.success([])))
+        await h.module.handle(.bluezAppeared)
+        h.mock.scriptAdapters(.always(.success([Harness.hci0])))
+
+        await h.module.handle(.adapterAdded("hci0"))
+
+        #expect(h.mock.startAdvertisingCallCount == 2)
+        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.module.nextRetry == nil)
+    }
+
+    @Test("an adapter removed takes its advertisements off air; added back, they return")
+    func adapterRemovedAndAdded() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+
+        await h.module.handle(.adapterRemoved("hci0"))
+        let whileGone = await h.status()?.actual
+        await h.module.handle(.adapterAdded("hci0"))
+
+        #expect(whileGone == .waiting)
+        #expect(h.mock.startAdvertisingCallCount == 2)
+    }
+
+    @Test("another adapter appearing does not matter when one is configured")
+    func otherAdapterIgnored() async throws {
+        let h = await Harness(adapter: "hci1", adapters: [])
+        _ = try? await h.module.on("heart")
+
+        await h.module.handle(.adapterAdded("hci0"))
+
+        #expect(h.mock.startAdvertisingCallCount == 0)
+        #expect(h.mock.adaptersCallCount == 1)
+    }
+
+    @Test("powered off: unregistered and waiting; powered on: registered again")
+    func powerCycle() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+
+        await h.module.handle(.adapterPowered("hci0", false))
+        let whileOff = await h.status()?.actual
+        await h.module.handle(.adapterPowered("hci0", true))
+
+        #expect(whileOff == .waiting)
+        #expect(h.mock.stopAdvertisingCallCount == 1)
+        #expect(h.mock.startAdvertisingCallCount == 2)
+    }
+
+    @Test("released by BlueZ: registered again at once")
+    func releasedIsReRegistered() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+
+        await h.module.handle(.released(Harness.heartID))
+
+        #expect(h.mock.startAdvertisingCallCount == 2)
+        #expect(await h.status()?.actual == .on(Harness.heartID))
+    }
+
+    @Test("released because its own timeout ran out: it is off, and stays off")
+    func releasedAfterTimeout() async throws {
+        let h = await Harness()
+        var timed = Harness.heart
+        timed.timeout = 30
+        await h.module.configure(["heart": timed])
+        try await h.module.on("heart")
+
+        await h.module.handle(.released(Harness.heartID))
+
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(await h.status()?.desired == false)
+        #expect(await h.status()?.actual == .off)
+    }
+
+    @Test("a release for an identity the module does not know changes nothing")
+    func unknownRelease() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+
+        await h.module.handle(.released(AdvertisementID("/someone/else")))
+
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(await h.status()?.actual == .on(Harness.heartID))
+    }
+}

@@ -1,0 +1,27 @@
+import BluetoothModule
+import Peripheral
+import PeripheralMocks
+
+/// A module over a mock with one powered adapter, hci0, and registrations that succeed.
+struct Harness {
+    static let heart = Advertisement(kind: .peripheral, serviceUUIDs: [BluetoothUUID(0x180D)], localName: "Thermo-1")
+    static let door = Advertisement(kind: .broadcast, manufacturerData: [.init(companyID: 0xFFFF, data: [1, 2])])
+    static let heartID = AdvertisementID("/ad/heart")
+    static let hci0 = AdapterCapabilities(name: "hci0")
+
+    let mock = MockPeripheralManager()
+    let clock = ManualClock()
+    let module: BluetoothModule<ManualClock>
+
+    init(adapter: String? = nil, powerOn: Bool = true, adapters: [AdapterCapabilities] = [hci0]) async {
+        mock.scriptAdapters(.always(.success(adapters)))
+        mock.scriptStart(.always(.success(Self.heartID)))
+        mock.scriptStop(.always(.success(())))
+        module = BluetoothModule(manager: mock, clock: clock, adapter: adapter, powerOn: powerOn)
+        await module.configure(["heart": Self.heart])
+    }
+
+    func status(_ name: String = "heart") async -> BluetoothModule<ManualClock>.Status? {
+        await module.status()[name]
+    }
+}

@@ -1,0 +1,139 @@
+import BluetoothModule
+import Peripheral
+import PeripheralMocks
+import Testing
+
+@Suite("Turning advertisements on and off")
+struct OnOffTests {
+    @Test("on registers the configured advertisement once, on the first adapter")
+    func onRegisters() async throws {
+        let h = await Harness()
+
+        try await h.module.on("heart")
+
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(h.mock.calls.started.first?.advertisement == Harness.heart)
+        #expect(h.mock.calls.started.first?.adapter == "hci0")
+        #expect(await h.status()?.actual == .on(Harness.heartID))
+    }
+
+    @Test("on twice is one registration")
+    func onIsIdempotent() async throws {
+        let h = await Harness()
+
+        try await h.module.on("heart")
+        try await h.module.on("heart")
+
+        #expect(h.mock.startAdvertisingCallCount == 1)
+    }
+
+    @Test("off unregisters what on registered, once")
+    func offUnregisters() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+
+        try await h.module.off("heart")
+
+        #expect(h.mock.calls.stopped == [Harness.heartID])
+        #expect(await h.status()?.desired == false)
+        #expect(await h.status()?.actual == .off)
+    }
+
+    @Test("off when already off calls nothing")
+    func offIsIdempotent() async throws {
+        let h = await Harness()
+
+        try await h.module.off("heart")
+
+        #expect(h.mock.stopAdvertisingCallCount == 0)
+    }
+
+    @Test("an unknown name is refused without calling BlueZ")
+    func unknownName() async {
+        let h = await Harness()
+
+        let error = await #expect(throws: PeripheralError.self) { try await h.module.on("nope") }
+
+        #expect(error == PeripheralError(.unknownName, "no advertisement named \"nope\""))
+        #expect(h.mock.startAdvertisingCallCount == 0)
+    }
+
+    @Test("an advertisement BlueZ says is gone already counts as off")
+    func stopOfUnregistered() async throws {
+        let h = await Harness()
+        h.mock.scriptStop(.always(.failure(PeripheralError(.notRegistered, "DoesNotExist"))))
+        try await h.module.on("heart")
+
+        try await h.module.off("heart")
+
+        #expect(await h.status()?.actual == .off)
+    }
+
+    @Test("a powered-off adapter is powered on before registering")
+    func powersOn() async throws {
+        let h = await Harness(adapters: [AdapterCapabilities(name: "hci0", powered: false)])
+        h.mock.scriptPowerOn(.always(.success(())))
+
+        try await h.module.on("heart")
+
+        #expect(h.mock.calls.poweredOn == ["hci0"])
+        #expect(h.mock.startAdvertisingCallCount == 1)
+    }
+
+    @Test("with power_on false a powered-off adapter is left alone and reported")
+    func doesNotPowerOn() async {
+        let h = await Harness(powerOn: false, adapters: [AdapterCapabilities(name: "hci0", powered: false)])
+
+        let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
+
+        #expect(error?.code == .notPowered)
+        #expect(h.mock.powerOnCallCount == 0)
+        #expect(h.mock.startAdvertisingCallCount == 0)
+    }
+
+    @Test("the configured adapter is used, not the first")
+    func configuredAdapter() async throws {
+        let h = await Harness(adapter: "hci1", adapters: [Harness.hci0, AdapterCapabilities(name: "hci1")])
+
+        try await h.module.on("heart")
+
+        #expect(h.mock.calls.started.map(\.adapter) == ["hci1"])
+    }
+
+    @Test("changing an advertisement that is on air updates it in place")
+    func configureUpdatesInPlace() async throws {
+        let h = await Harness()
+        h.mock.scriptUpdate(.always(.success(())))
+        try await h.module.on("heart")
+        var changed = Harness.heart
+        changed.localName = "Thermo-2"
+
+        await h.module.configure(["heart": changed])
+
+        #expect(h.mock.calls.updated.map(\.advertisement) == [changed])
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(h.mock.stopAdvertisingCallCount == 0)
+    }
+
+    @Test("an advertisement dropped from the configuration is taken off air and forgotten")
+    func configureRemoves() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+
+        await h.module.configure(["door": Harness.door])
+
+        #expect(h.mock.calls.stopped == [Harness.heartID])
+        #expect(await h.module.status().keys.sorted() == ["door"])
+    }
+
+    @Test("a call nobody scripted is reported as a test issue naming the call")
+    func unscriptedCallIsLoud() async throws {
+        let mock = MockPeripheralManager()
+
+        await withKnownIssue {
+            _ = try await mock.adapters()
+        }
+
+        #expect(mock.calls.unscripted == ["adapters()"])
+    }
+}

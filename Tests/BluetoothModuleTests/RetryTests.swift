@@ -1,0 +1,115 @@
+import BluetoothModule
+import Peripheral
+import PeripheralMocks
+import Testing
+
+@Suite("Retrying transient failures on the injected clock")
+struct RetryTests {
+    static let full = PeripheralError(.noFreeInstance, "Maximum advertisements reached")
+
+    @Test("a transient failure is reported to the caller and scheduled 1 s later")
+    func transientFailureSchedulesRetry() async {
+        let h = await Harness()
+        h.mock.scriptStart(.sequence([.failure(Self.full)]))
+
+        let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
+
+        #expect(error == Self.full)
+        #expect(await h.status()?.actual == .retrying(at: ManualClock.Instant(offset: .seconds(1))))
+        #expect(await h.status()?.lastError == Self.full)
+    }
+
+    @Test("when the retry time comes, the advertisement is registered")
+    func retrySucceeds() async {
+        let h = await Harness()
+        h.mock.scriptStart(.sequence([.failure(Self.full), .success(Harness.heartID)]))
+        _ = try? await h.module.on("heart")
+
+        h.clock.advance(by: .seconds(1))
+        await h.module.retryDue()
+
+        #expect(h.mock.startAdvertisingCallCount == 2)
+        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.status()?.lastError == nil)
+    }
+
+    @Test("before the retry time, nothing is tried")
+    func noEarlyRetry() async {
+        let h = await Harness()
+        h.mock.scriptStart(.sequence([.failure(Self.full)]))
+        _ = try? await h.module.on("heart")
+
+        h.clock.advance(by: .milliseconds(999))
+        await h.module.retryDue()
+
+        #expect(h.mock.startAdvertisingCallCount == 1)
+    }
+
+    @Test("each further failure doubles the wait")
+    func backoffDoubles() async {
+        let h = await Harness()
+        h.mock.scriptStart(.always(.failure(Self.full)))
+        _ = try? await h.module.on("heart")
+
+        h.clock.advance(by: .seconds(1))
+        await h.module.retryDue()
+        let second = await h.module.nextRetry
+        h.clock.advance(by: .seconds(2))
+        await h.module.retryDue()
+        let third = await h.module.nextRetry
+
+        #expect(second == ManualClock.Instant(offset: .seconds(3)))
+        #expect(third == ManualClock.Instant(offset: .seconds(7)))
+        #expect(h.mock.startAdvertisingCallCount == 3)
+    }
+
+    @Test("the wait is capped")
+    func backoffCap() {
+        let policy = RetryPolicy.standard
+
+        #expect(policy.delay(afterFailures: 1) == .seconds(1))
+        #expect(policy.delay(afterFailures: 6) == .seconds(32))
+        #expect(policy.delay(afterFailures: 7) == .seconds(60))
+        #expect(policy.delay(afterFailures: 1000) == .seconds(60))
+    }
+
+    @Test("a permanent failure is not retried")
+    func permanentFailure() async {
+        let h = await Harness()
+        h.mock.scriptStart(.sequence([.failure(PeripheralError(.rejected, "Failed to parse advertisement."))]))
+        _ = try? await h.module.on("heart")
+
+        h.clock.advance(by: .seconds(3600))
+        await h.module.retryDue()
+
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(await h.status()?.actual == .failed)
+        #expect(await h.module.nextRetry == nil)
+    }
+
+    @Test("turning off cancels a scheduled retry")
+    func offCancelsRetry() async throws {
+        let h = await Harness()
+        h.mock.scriptStart(.sequence([.failure(Self.full)]))
+        _ = try? await h.module.on("heart")
+
+        try await h.module.off("heart")
+        h.clock.advance(by: .seconds(10))
+        await h.module.retryDue()
+
+        #expect(await h.module.nextRetry == nil)
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(await h.status()?.actual == .off)
+    }
+
+    @Test("with no adapter the module waits for one instead of retrying on a timer")
+    func noAdapterWaits() async {
+        let h = await Harness(adapters: [])
+
+        let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
+
+        #expect(error?.code == .noAdapter)
+        #expect(await h.status()?.actual == .waiting)
+        #expect(await h.module.nextRetry == nil)
+    }
+}
