@@ -24,9 +24,10 @@ public struct ADStructure: Hashable, Sendable {
 /// The bytes BlueZ 5.66 and the kernel put on air for an advertisement in legacy PDUs: the
 /// advertising data and the scan response, each a list of AD structures within 31 bytes.
 ///
-/// Order, as BlueZ's `bt_ad_generate` and the kernel build it: flags (added by the kernel),
-/// service UUIDs, solicit UUIDs, manufacturer data, service data, appearance, raw data, then the
-/// TX power the kernel appends. The local name goes in the scan response, shortened if needed.
+/// Order, as BlueZ's `bt_ad_generate` and the kernel build it (checked with btmon in the test
+/// bed): service UUIDs, solicit UUIDs, manufacturer data, service data, appearance, raw data,
+/// Flags (only when discoverable; BlueZ keeps them with the raw data), then the TX power the
+/// kernel appends. The local name goes in the scan response, shortened if needed.
 public struct AdvertisingPayload: Hashable, Sendable {
     /// The legacy PDU limit BlueZ 5.66 applies to each payload.
     public static let limit = 31
@@ -49,9 +50,6 @@ public struct AdvertisingPayload: Hashable, Sendable {
     /// its name (for `includes = ["local-name"]`), appearance and TX power.
     public init(for ad: Advertisement, adapterName: String = "BlueZ", adapterAppearance: UInt16 = 0, adapterTxPower: Int8 = 0) {
         var adv: [ADStructure] = []
-        if let flags = Self.flags(for: ad) {
-            adv.append(ADStructure(type: ADType.flags, data: [flags], field: "flags"))
-        }
         adv += Self.uuidLists(ad.serviceUUIDs, types: (ADType.uuid16Complete, ADType.uuid32Complete, ADType.uuid128Complete), field: "service_uuids")
         adv += Self.uuidLists(ad.solicitUUIDs, types: (ADType.solicit16, ADType.solicit32, ADType.solicit128), field: "solicit_uuids")
         for entry in ad.manufacturerData {
@@ -74,6 +72,9 @@ public struct AdvertisingPayload: Hashable, Sendable {
         for entry in ad.data {
             adv.append(ADStructure(type: entry.type, data: entry.data, field: "data " + Self.hex8(entry.type)))
         }
+        if let flags = Self.flags(for: ad) {
+            adv.append(ADStructure(type: ADType.flags, data: [flags], field: "discoverable"))
+        }
         if ad.includes.contains(.txPower) {
             adv.append(ADStructure(type: ADType.txPower, data: [UInt8(bitPattern: adapterTxPower)], field: "includes tx-power"))
         }
@@ -93,12 +94,10 @@ public struct AdvertisingPayload: Hashable, Sendable {
         scanResponse = scan
     }
 
-    /// The Flags AD the kernel adds: LE General Discoverable and BR/EDR Not Supported when
-    /// discoverable; BR/EDR Not Supported alone for a connectable, non-discoverable one; none
-    /// for a broadcast advertisement.
+    /// The Flags AD BlueZ adds for a discoverable advertisement: LE General Discoverable and
+    /// BR/EDR Not Supported (`02 01 06`). A non-discoverable one carries none.
     static func flags(for ad: Advertisement) -> UInt8? {
-        if ad.discoverable == true { return 0x06 }
-        return ad.kind == .peripheral ? 0x04 : nil
+        ad.discoverable == true ? 0x06 : nil
     }
 
     private static func uuidLists(

@@ -1,5 +1,6 @@
-/// Beacon presets: each builds an ``Advertisement`` with the published layout, discoverable
-/// (Flags `06`), so a scanner that expects the format finds it.
+/// Beacon presets: each builds an ``Advertisement`` whose AD structures have the published
+/// layout, discoverable so that Flags `02 01 06` go with it as the layouts expect (BlueZ places
+/// them after its other structures; scanners match on the structures, not their order).
 public enum Beacon: Hashable, Sendable {
     /// Apple iBeacon: company 0x004C, `02 15`, proximity UUID, major and minor (big endian),
     /// measured power at 1 m (signed dBm).

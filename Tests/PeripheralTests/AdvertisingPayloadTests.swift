@@ -4,7 +4,7 @@ import Peripheral
 
 @Suite("The bytes BlueZ puts on air")
 struct AdvertisingPayloadTests {
-    @Test("structures come in BlueZ's order: flags, UUIDs, solicit, manufacturer, service data, appearance, data, tx power")
+    @Test("structures come in BlueZ's order: UUIDs, solicit, manufacturer, service data, appearance, data, flags, tx power")
     func order() throws {
         let ad = Advertisement(
             kind: .peripheral, serviceUUIDs: [BluetoothUUID(0x180D)], solicitUUIDs: [BluetoothUUID(0x1812)],
@@ -13,9 +13,9 @@ struct AdvertisingPayloadTests {
 
         let payload = AdvertisingPayload(for: ad, adapterTxPower: -4)
 
-        #expect(payload.advertisingData.map(\.type) == [0x01, 0x03, 0x14, 0xFF, 0x16, 0x19, 0x26, 0x0A])
+        #expect(payload.advertisingData.map(\.type) == [0x03, 0x14, 0xFF, 0x16, 0x19, 0x26, 0x01, 0x0A])
         #expect(Hex.encode(payload.advertisingBytes)
-            == "020106" + "03030d18" + "03141218" + "04ffffff01" + "0416999902" + "03194103" + "022603" + "020afc")
+            == "03030d18" + "03141218" + "04ffffff01" + "0416999902" + "03194103" + "022603" + "020106" + "020afc")
     }
 
     @Test("UUIDs are grouped into one list per size, in the order given")
@@ -30,10 +30,26 @@ struct AdvertisingPayloadTests {
         #expect(payload.advertisingData.map(\.size) == [6, 18])
     }
 
-    @Test("a broadcast advertisement carries no flags; a connectable one carries BR/EDR-not-supported")
+    @Test("only a discoverable advertisement carries flags, General Discoverable and BR/EDR Not Supported")
     func flags() {
         #expect(AdvertisingPayload(for: Advertisement(kind: .broadcast)).advertisingBytes == [])
-        #expect(AdvertisingPayload(for: Advertisement(kind: .peripheral)).advertisingBytes == [0x02, 0x01, 0x04])
+        #expect(AdvertisingPayload(for: Advertisement(kind: .peripheral)).advertisingBytes == [])
+        #expect(AdvertisingPayload(for: Advertisement(kind: .peripheral, discoverable: true)).advertisingBytes == [0x02, 0x01, 0x06])
+    }
+
+    /// The bytes btmon captured in the test bed when BlueZ's example-advertisement registered
+    /// (scenario 11): its structures, then the TX power the kernel appended.
+    @Test("BlueZ's example-advertisement encodes to the bytes captured from the real stack")
+    func matchesCapture() throws {
+        let example = Advertisement(
+            kind: .peripheral, serviceUUIDs: [BluetoothUUID(0x180D), BluetoothUUID(0x180F)],
+            manufacturerData: [.init(companyID: 0xFFFF, data: [0, 1, 2, 3])],
+            serviceData: [.init(uuid: BluetoothUUID(0x9999), data: [0, 1, 2, 3, 4])],
+            data: [.init(type: 0x26, data: [1, 1, 0])], includes: [.txPower], localName: "TestAdvertisement")
+
+        let payload = AdvertisingPayload(for: example, adapterTxPower: 0)
+
+        #expect(Hex.encode(payload.advertisingBytes) == "05030d180f1807ffffff000102030816999900010203040426010100020a00")
     }
 
     @Test("the local name goes in the scan response, complete when it fits")

@@ -3,43 +3,44 @@ import Testing
 import Peripheral
 
 /// Golden bytes computed by hand from the published layouts (Apple's iBeacon, the AltBeacon
-/// specification, Google's Eddystone frames), Flags `02 01 06` first.
+/// specification, Google's Eddystone frames), in the order BlueZ 5.66 puts them on air: its
+/// structures first, then Flags `02 01 06` (seen with btmon in the test bed).
 @Suite("Beacon presets put the published layouts on air")
 struct BeaconTests {
     static func airHex(_ beacon: Beacon) throws -> String {
         Hex.encode(AdvertisingPayload(for: try beacon.advertisement()).advertisingBytes)
     }
 
-    @Test("an iBeacon is flags, then Apple's 02 15, UUID, major, minor and measured power: 30 bytes")
+    @Test("an iBeacon is Apple's 02 15, UUID, major, minor and measured power, then flags: 30 bytes")
     func iBeacon() throws {
         let beacon = Beacon.iBeacon(
             uuid: try BluetoothUUID("e2c56db5-dffb-48d2-b060-d0f5a71096e0"), major: 1, minor: 2, measuredPower: -59)
 
         let hex = try Self.airHex(beacon)
 
-        #expect(hex == "020106" + "1aff4c000215" + "e2c56db5dffb48d2b060d0f5a71096e0" + "0001" + "0002" + "c5")
+        #expect(hex == "1aff4c000215" + "e2c56db5dffb48d2b060d0f5a71096e0" + "0001" + "0002" + "c5" + "020106")
         #expect(hex.count / 2 == 30)
     }
 
-    @Test("an AltBeacon is flags, then the maker's id, BE AC, 20-byte id, RSSI and reserved: 31 bytes")
+    @Test("an AltBeacon is the maker's id, BE AC, 20-byte id, RSSI and reserved, then flags: 31 bytes")
     func altBeacon() throws {
         let id = Hex.decode("00112233445566778899aabbccddeeff00010203")!
         let beacon = Beacon.altBeacon(manufacturerID: 0x0118, beaconID: id, referenceRSSI: -59)
 
         let hex = try Self.airHex(beacon)
 
-        #expect(hex == "020106" + "1bff1801beac" + "00112233445566778899aabbccddeeff00010203" + "c5" + "00")
+        #expect(hex == "1bff1801beac" + "00112233445566778899aabbccddeeff00010203" + "c5" + "00" + "020106")
         #expect(hex.count / 2 == 31)
     }
 
-    @Test("an Eddystone-UID is flags, the FEAA list and a UID frame: 31 bytes")
+    @Test("an Eddystone-UID is the FEAA list, a UID frame and flags: 31 bytes")
     func eddystoneUID() throws {
         let beacon = Beacon.eddystoneUID(
             namespace: Hex.decode("00010203040506070809")!, instance: Hex.decode("0a0b0c0d0e0f")!, txPower: -20)
 
         let hex = try Self.airHex(beacon)
 
-        #expect(hex == "020106" + "0303aafe" + "1716aafe" + "00ec" + "00010203040506070809" + "0a0b0c0d0e0f" + "0000")
+        #expect(hex == "0303aafe" + "1716aafe" + "00ec" + "00010203040506070809" + "0a0b0c0d0e0f" + "0000" + "020106")
         #expect(hex.count / 2 == 31)
     }
 
@@ -47,7 +48,7 @@ struct BeaconTests {
     func eddystoneURL() throws {
         let hex = try Self.airHex(.eddystoneURL(url: "https://www.google.com/", txPower: -20))
 
-        #expect(hex == "020106" + "0303aafe" + "0d16aafe" + "10ec" + "01" + "676f6f676c65" + "00")
+        #expect(hex == "0303aafe" + "0d16aafe" + "10ec" + "01" + "676f6f676c65" + "00" + "020106")
     }
 
     @Test("an Eddystone-TLM carries battery, 8.8 temperature, count and uptime big endian")
@@ -57,7 +58,7 @@ struct BeaconTests {
 
         let hex = try Self.airHex(beacon)
 
-        #expect(hex == "020106" + "0303aafe" + "1116aafe" + "2000" + "0bb8" + "1980" + "000003e8" + "00008ca0")
+        #expect(hex == "0303aafe" + "1116aafe" + "2000" + "0bb8" + "1980" + "000003e8" + "00008ca0" + "020106")
     }
 
     @Test("Eddystone URL expansion codes", arguments: [
