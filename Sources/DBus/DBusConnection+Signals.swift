@@ -198,8 +198,9 @@ extension DBusConnection {
             handleDisconnect()
             return
         }
+        // The bus also announces the connection's own unique name; only well-known names are news.
         if message.sender == Self.busName, message.interface == Self.busName, message.destination == uniqueName,
-           let name = message.body.first?.string {
+           let name = message.body.first?.string, !name.hasPrefix(":") {
             if message.member == "NameLost" { publish(.nameLost(name)) }
             if message.member == "NameAcquired" { publish(.nameAcquired(name)) }
         }

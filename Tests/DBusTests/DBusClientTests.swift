@@ -7,14 +7,12 @@ import Testing
 struct DBusClientTests {
     @Test("every type, nested, survives a round trip through the bus and dbus-python")
     func everyTypeRoundTrips() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
 
         let echoed = try await connection.callPeer("EchoAll", Fixtures.everyType)
 
         #expect(echoed == Fixtures.everyType)
-        _ = peer
     }
 
     @Test("a variant comes back with the same inner type it was sent with", arguments: [
@@ -22,21 +20,18 @@ struct DBusClientTests {
         .strings(["é"]), .variantDictionary(["k": .int32(1)]),
     ])
     func variantKeepsItsType(value: DBusValue) async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
 
         let echoed = try await connection.callPeer("Echo", [.variant(value)], expecting: "v")
 
         #expect(echoed == [.variant(value)])
-        _ = peer
     }
 
     @Test("a peer that calls back into the caller before replying gets its answer and the caller its reply")
     func callBackDuringCall() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
         try await connection.export([DBusInterface(name: "test.Client1", methods: [
             DBusMethod("Shout", inputs: [DBusArgument("text", .string)], outputs: [DBusArgument("loud", .string)]) { call in
                 [.string(call.arguments[0].string!.uppercased())]
@@ -48,39 +43,33 @@ struct DBusClientTests {
             timeout: .seconds(5))
 
         #expect(reply == [.string("called back: HI")])
-        _ = peer
     }
 
     @Test("an error reply keeps the peer's error name and message")
     func errorReply() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
 
         let error = await #expect(throws: DBusError.self) { try await connection.callPeer("Fail", [.string("nope")]) }
 
         #expect(error == DBusError("test.Peer.Error.Refused", "nope"))
-        _ = peer
     }
 
     @Test("a reply with an unexpected signature is an error naming both signatures")
     func unexpectedReplySignature() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
 
         let error = await #expect(throws: DBusError.self) { try await connection.callPeer("Number", expecting: "s") }
 
         #expect(error?.name == .invalidArgs)
         #expect(error?.message == "reply to test.Peer.Number has signature 'i', expected 's'")
-        _ = peer
     }
 
     @Test("a call that outlives its timeout fails with NoReply and the connection keeps working")
     func callTimeout() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
 
         let error = await #expect(throws: DBusError.self) {
             try await connection.callPeer("Sleep", [.uint32(5_000)], timeout: .milliseconds(200))
@@ -89,21 +78,18 @@ struct DBusClientTests {
 
         #expect(error?.name == .noReply)
         #expect(after == [.int32(42)])
-        _ = peer
     }
 
     @Test("a peer that vanishes in the middle of a call fails the call, not the process")
     func peerVanishesMidCall() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
 
         let error = await #expect(throws: DBusError.self) { try await connection.callPeer("Vanish", timeout: .seconds(10)) }
         let stillUp = try await connection.nameOwner(DBusConnection.busName)
 
         #expect(error?.name == .noReply)
         #expect(stillUp == DBusConnection.busName)
-        _ = peer
     }
 
     @Test("input libdbus would abort on is refused before it is sent, and the connection stays usable")
@@ -131,14 +117,13 @@ struct DBusClientTests {
 
     @Test("killing the bus daemon fails the pending call, reports disconnected and refuses later calls")
     func busDaemonKilled() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
         var events = await connection.events().makeAsyncIterator()
         let pending = Task { try await connection.callPeer("Sleep", [.uint32(20_000)], timeout: .seconds(30)) }
         _ = try await connection.nameOwner(PythonPeer.name)
 
-        bus.stop()
+        session.bus.stop()
         let event = await events.next()
         let pendingResult = await pending.result
         let later = await #expect(throws: DBusError.self) { try await connection.nameOwner(PythonPeer.name) }
@@ -147,21 +132,18 @@ struct DBusClientTests {
         #expect(throws: DBusError.self) { try pendingResult.get() }
         #expect(later?.name == .disconnected)
         #expect(await connection.isConnected == false)
-        _ = peer
     }
 
     @Test("a cancelled call stops waiting at once")
     func cancelledCall() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
 
         let task = Task { try await connection.callPeer("Sleep", [.uint32(20_000)], timeout: .seconds(30)) }
         task.cancel()
         let result = await task.result
 
         #expect(throws: CancellationError.self) { try result.get() }
-        _ = peer
     }
 }
 

@@ -6,9 +6,8 @@ import Testing
 struct DBusSignalTests {
     @Test("a subscription by well-known sender receives that peer's signal with its unique name")
     func subscriptionByWellKnownSender() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
         var ticks = try await connection.signals(matching: DBusMatchRule(
             sender: PythonPeer.name, interface: PythonPeer.interface, member: "Ticked")).makeAsyncIterator()
 
@@ -16,15 +15,14 @@ struct DBusSignalTests {
         let signal = await ticks.next()
 
         #expect(signal?.body == [.string("one")])
-        #expect(signal?.sender == peer.uniqueName)
+        #expect(signal?.sender == session.peer.uniqueName)
         #expect(signal?.path == Fixtures.peerPath)
     }
 
     @Test("a subscription receives only the signals its own rule matches")
     func subscriptionsAreSeparate() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
         var onlyTwo = try await connection.signals(matching: DBusMatchRule(
             interface: PythonPeer.interface, member: "Ticked", arg0: "two")).makeAsyncIterator()
         var all = try await connection.signals(matching: DBusMatchRule(
@@ -37,14 +35,12 @@ struct DBusSignalTests {
 
         #expect(firstOfAll?.body == [.string("one")])
         #expect(firstOfOnlyTwo?.body == [.string("two")])
-        _ = peer
     }
 
     @Test("a signal with a quote in arg0 still matches its rule")
     func quotedArg0() async throws {
-        let bus = try PrivateBus()
-        let peer = try PythonPeer(bus: bus)
-        let connection = try await DBusConnection.connect(to: bus)
+        let session = try await PeerSession()
+        let connection = session.connection
         var ticks = try await connection.signals(matching: DBusMatchRule(
             interface: PythonPeer.interface, member: "Ticked", arg0: "it's")).makeAsyncIterator()
 
@@ -52,7 +48,6 @@ struct DBusSignalTests {
         let signal = await ticks.next()
 
         #expect(signal?.body == [.string("it's")])
-        _ = peer
     }
 
     @Test("watching a name reports its absence, its owner when it appears, and its vanishing")
@@ -105,8 +100,7 @@ struct DBusSignalTests {
         var events = await connection.events().makeAsyncIterator()
 
         try await connection.releaseName("org.bleadvd.Test")
-        var event = await events.next()
-        if case .nameAcquired = event { event = await events.next() }
+        let event = await events.next()
 
         #expect(event == .nameLost("org.bleadvd.Test"))
     }

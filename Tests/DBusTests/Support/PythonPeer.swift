@@ -1,5 +1,7 @@
 import Foundation
 
+@testable import DBus
+
 /// The test peer in `Peers/peer.py`, written with dbus-python (libdbus + GLib, not our code),
 /// owning `test.peer` on a private bus with an object at `/peer`.
 final class PythonPeer: @unchecked Sendable {
@@ -20,5 +22,19 @@ final class PythonPeer: @unchecked Sendable {
     /// Stops the peer, as a crash would: its name vanishes from the bus.
     func stop() {
         process.terminate()
+    }
+}
+
+/// The usual arrangement of a client test: a private bus, the Python peer on it, and one of our
+/// connections.
+struct PeerSession {
+    let bus: PrivateBus
+    let peer: PythonPeer
+    let connection: DBusConnection
+
+    init() async throws {
+        bus = try PrivateBus()
+        peer = try PythonPeer(bus: bus)
+        connection = try await DBusConnection.connect(to: bus)
     }
 }
