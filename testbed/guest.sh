@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs inside the test bed VM as root (see testbed/run.sh): brings BlueZ up on two virtual
+# controllers, runs each scenario given, and prints a summary line the host reads.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+export TESTBED_ROOT=$(cd "$here/.." && pwd)
+export TESTBED_WORK=/tmp/testbed
+mkdir -p "$TESTBED_WORK"
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+. "$here/lib.sh"
+
+boot_started=$(date +%s.%N)
+fail_setup() {
+  echo "testbed: setup failed: $*"
+  echo "---- controllers: $(ls /sys/class/bluetooth 2>&1 | tr '\n' ' ')"
+  echo "---- bluez objects"
+  dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>&1 \
+    | grep -E 'object path|string "org.bluez' | head -40
+  echo "---- kernel messages about Bluetooth"
+  dmesg | grep -iE 'bluetooth|hci|vhci' | tail -n 30
+  echo "---- bluetoothd log lines about hci0"
+  grep -E 'hci0|index 0' "$TESTBED_WORK/bluetoothd.log" | head -40
+  show_diagnostics
+  echo "testbed: 0 passed, 1 failed"
+  exit 1
+}
+
+modprobe bluetooth || fail_setup "modprobe bluetooth"
+modprobe hci_vhci || fail_setup "modprobe hci_vhci"
+mkdir -p /run/dbus
+dbus-daemon --system --fork || fail_setup "dbus-daemon"
+adapter_ready() { # adapter_ready hciN: bluetoothd offers LEAdvertisingManager1 on it
+  dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
+    org.freedesktop.DBus.Introspectable.Introspect 2>/dev/null | grep -q LEAdvertisingManager1
+}
+# Under software emulation the kernel's first HCI Reset of a new virtual controller can time
+# out while btvirt is still creating the next one ("hci0: Opcode 0x0c03 failed: -110"); such a
+# controller never reaches bluetoothd. Recreate both until both are ready.
+for attempt in 1 2 3 4; do
+  btvirt -l2 >> "$TESTBED_WORK/btvirt.log" 2>&1 &
+  wait_for 30 "hci0 and hci1" '[ -e /sys/class/bluetooth/hci0 ] && [ -e /sys/class/bluetooth/hci1 ]' \
+    || fail_setup "btvirt did not create hci0 and hci1"
+  sleep 2
+  /usr/libexec/bluetooth/bluetoothd -n -E >> "$TESTBED_WORK/bluetoothd.log" 2>&1 &
+  if wait_for 20 "hci0 and hci1 in bluetoothd" 'adapter_ready hci0 && adapter_ready hci1'; then
+    break
+  fi
+  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on hci0 and hci1"
+  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating both"
+  pkill -x bluetoothd; pkill -x btvirt
+  wait_for 10 "the controllers to go" '[ ! -e /sys/class/bluetooth/hci0 ] && [ ! -e /sys/class/bluetooth/hci1 ]' || true
+done
+# The HCI capture starts once BlueZ is up; the scenarios only need what happens after that.
+btmon -w "$TESTBED_WORK/hci.btsnoop" > /dev/null 2>&1 &
+wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
+for hci in hci0 hci1; do
+  dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$hci" org.freedesktop.DBus.Properties.Set \
+    string:org.bluez.Adapter1 string:Powered variant:boolean:true > /dev/null || fail_setup "cannot power $hci on"
+done
+echo "testbed: BlueZ $(/usr/libexec/bluetooth/bluetoothd --version) up $(elapsed "$boot_started") s after the guest started"
+
+passed=0
+failed=0
+for scenario in "$@"; do
+  name=$(basename "$scenario" .sh)
+  out="$TESTBED_WORK/$name.out"
+  start=$(date +%s.%N)
+  if timeout 180 bash "$scenario" > "$out" 2>&1; then
+    passed=$((passed + 1))
+    echo "PASS $name ($(elapsed "$start") s)"
+    sed 's/^/    /' "$out"
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s\n---- scenario output\n' "$name"
+    cat "$out"
+    show_diagnostics
+  fi
+done
+echo "testbed: $passed passed, $failed failed"

@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""Reads a btmon capture (btsnoop, monitor format) and prints the advertising payloads the
+host gave a controller, as hex, oldest first: the exact bytes that went on air.
+
+  hcicapture.py FILE [--index N] (--adv-data | --scan-data)
+
+Covers the legacy (LE Set Advertising Data / Scan Response Data) and the extended
+(LE Set Extended Advertising Data / Scan Response Data) commands. Each line:
+  HANDLE HEX        (HANDLE is "-" for legacy commands, which have none)
+"""
+import argparse
+import struct
+import sys
+
+MONITOR_FORMAT = 2001
+COMMAND_PACKET = 2
+LEGACY_ADV, LEGACY_SCAN = 0x2008, 0x2009
+EXT_ADV, EXT_SCAN = 0x2037, 0x2038
+
+
+def records(path):
+    with open(path, "rb") as f:
+        header = f.read(16)
+        if len(header) < 16 or header[:8] != b"btsnoop\0":
+            sys.exit("hcicapture: %s is not a btsnoop file" % path)
+        _, datalink = struct.unpack(">II", header[8:])
+        if datalink != MONITOR_FORMAT:
+            sys.exit("hcicapture: %s is not a btmon capture (datalink %d)" % (path, datalink))
+        while True:
+            head = f.read(24)
+            if len(head) < 24:
+                return
+            _, included, flags, _, _ = struct.unpack(">IIIIQ", head)
+            data = f.read(included)
+            yield flags >> 16, flags & 0xFFFF, data
+
+
+def payloads(path, index, legacy_opcode, extended_opcode):
+    for record_index, opcode, packet in records(path):
+        if record_index != index or opcode != COMMAND_PACKET or len(packet) < 3:
+            continue
+        command, length = struct.unpack("<HB", packet[:3])
+        params = packet[3:3 + length]
+        if command == legacy_opcode and params:
+            yield "-", params[1:1 + params[0]]
+        elif command == extended_opcode and len(params) >= 4:
+            yield "%d" % params[0], params[4:4 + params[3]]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file")
+    parser.add_argument("--index", type=int, default=0)
+    kind = parser.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--adv-data", action="store_true")
+    kind.add_argument("--scan-data", action="store_true")
+    args = parser.parse_args()
+    opcodes = (LEGACY_ADV, EXT_ADV) if args.adv_data else (LEGACY_SCAN, EXT_SCAN)
+    for handle, data in payloads(args.file, args.index, *opcodes):
+        print(handle, data.hex())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs and caches what the BlueZ test bed VM needs. Idempotent: a second run only checks.
+#
+#   testbed/setup.sh            install packages, fetch the kernel, install virtme-ng
+#
+# Everything downloaded lands in $BLEADVD_TESTBED_CACHE (default: .testbed-cache in the repo,
+# which the guest sees because the work tree is shared into the VM).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=testbed/common.sh
+. "$here/common.sh"
+
+log() { printf 'testbed-setup: %s\n' "$*" >&2; }
+started=$(date +%s)
+
+packages=(qemu-system-x86 busybox-static kmod bluez bluez-test-tools bluez-test-scripts
+          dbus python3-dbus python3-gi python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+mkdir -p "$TESTBED_CACHE"
+if [[ ! -s "$TESTBED_CACHE/kernel-version" ]]; then
+  pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  [[ -n "$pkg" ]] || { log "cannot find the kernel package behind linux-image-amd64 (apt-get update?)"; exit 1; }
+  log "fetching $pkg"
+  rm -rf "$TESTBED_CACHE/kernel" && mkdir -p "$TESTBED_CACHE/kernel"
+  (cd "$TESTBED_CACHE" && rm -f linux-image-*.deb && apt-get download -qq "$pkg")
+  dpkg-deb -x "$TESTBED_CACHE"/linux-image-*.deb "$TESTBED_CACHE/kernel"
+  rm -f "$TESTBED_CACHE"/linux-image-*.deb
+  ls "$TESTBED_CACHE/kernel/lib/modules" | head -n1 > "$TESTBED_CACHE/kernel-version"
+fi
+kver=$(cat "$TESTBED_CACHE/kernel-version")
+# The guest loads modules from the host's /lib/modules (the root file system is shared).
+if [[ ! -f "/lib/modules/$kver/modules.dep" ]]; then
+  log "installing modules for $kver into /lib/modules"
+  mkdir -p /lib/modules
+  cp -a "$TESTBED_CACHE/kernel/lib/modules/$kver" /lib/modules/
+  depmod "$kver"
+fi
+
+if [[ ! -x "$TESTBED_VNG" ]]; then
+  log "installing virtme-ng into $TESTBED_CACHE/venv"
+  /usr/bin/python3 -m venv "$TESTBED_CACHE/venv"
+  "$TESTBED_CACHE/venv/bin/pip" install -q --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
+fi
+log "ready (kernel $kver, $(("$(date +%s)" - started)) s)"
