@@ -1,19 +1,45 @@
 #!/usr/bin/env bash
-# `make test`: every test, unit to end-to-end, with one summary line at the end.
+# `make test`: every test, unit to end-to-end. The last line sums them up:
+#   tests: N passed, N failed
+# (the Swift tests and the test bed scenarios; a step that fails before reporting counts as one
+# failure). Exit code 0 only when everything passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 passed=0
+failed=0
 step() {
   local name=$1; shift
   printf '\n==> %s\n' "$name"
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $name"; fi
+  : > "$log"
+  "$@" 2>&1 | tee "$log"
+  local status=${PIPESTATUS[0]} counted=0 line
+  # Swift Testing: "Test run with N tests in M suites passed|failed ... with K issues".
+  if line=$(grep -aE 'Test run with [0-9]+ tests? ' "$log" | tail -n1) && [[ -n "$line" ]]; then
+    local total issues=0
+    total=$(sed -E 's/.*Test run with ([0-9]+) tests?.*/\1/' <<< "$line")
+    if [[ "$line" == *" failed "* ]]; then
+      issues=$(grep -acE '^. Test "[^"]*" .*failed after' "$log" || true)
+      ((issues > 0)) || issues=1
+    fi
+    passed=$((passed + total - issues)); failed=$((failed + issues)); counted=1
+  fi
+  # The test bed: "testbed: N passed, M failed".
+  if line=$(grep -aE '^testbed: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n1) && [[ -n "$line" ]]; then
+    read -r p f < <(sed -E 's/^testbed: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/' <<< "$line")
+    passed=$((passed + p)); failed=$((failed + f)); counted=1
+  fi
+  if ((status != 0)); then
+    echo "FAILED: $name (exit $status)"
+    ((counted)) || failed=$((failed + 1))
+  fi
 }
 
 step "dependencies" make --no-print-directory deps
 step "unit and bus tests" make --no-print-directory unit-test
 step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test
 
-printf '\nmake test: %d passed, %d failed\n' "$passed" "$failed"
+printf '\ntests: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

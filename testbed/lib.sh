@@ -17,9 +17,19 @@ elapsed() {
   awk -v start="$1" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - start }'
 }
 
-# observe SECONDS: what a central on hci1 hears through bluetoothd, one line per device.
+# observe SECONDS: what a central on hci1 hears through bluetoothd in that time, one line per
+# device. For "must not be heard" checks.
 observe() {
   python3 "$TESTBED_ROOT/testbed/observer.py" --adapter hci1 --seconds "${1:-4}"
+}
+
+# observe_until SECONDS TEXT...: scans on hci1 until one device's line holds every TEXT (prints
+# the lines, succeeds) or SECONDS pass (prints what was heard, fails).
+observe_until() {
+  local seconds=$1; shift
+  local args=() text
+  for text in "$@"; do args+=(--until "$text"); done
+  python3 "$TESTBED_ROOT/testbed/observer.py" --adapter hci1 --seconds "$seconds" "${args[@]}"
 }
 
 # advertising_data [hciN]: every advertising data payload the host set on a controller,

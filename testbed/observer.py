@@ -3,12 +3,15 @@
 and prints one line per device heard during the scan.
 
   observer.py --adapter hci1 --seconds 4
+  observer.py --adapter hci1 --seconds 20 --until name=Thermo --until manufacturer=0xffff:0102
 
 Devices bluetoothd remembered from earlier scans are forgotten first, so only what is on air
-now is reported. Line format (fields present only when heard):
+now is reported. With --until, the scan ends as soon as one device's line holds every given
+text (exit 0), or after --seconds without that (exit 1); without it, the scan lasts --seconds. Line format (fields present only when heard):
   device ADDRESS name=NAME uuids=U1,U2 manufacturer=0xCCCC:HEX service_data=UUID:HEX tx_power=N
 """
 import argparse
+import sys
 
 import dbus
 from dbus.mainloop.glib import DBusGMainLoop
@@ -36,6 +39,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adapter", default="hci1")
     parser.add_argument("--seconds", type=float, default=4)
+    parser.add_argument("--until", action="append", default=[],
+                        help="stop once one device line contains this text (repeatable: all of them)")
     args = parser.parse_args()
 
     DBusGMainLoop(set_as_default=True)
@@ -50,16 +55,27 @@ def main():
 
     adapter.SetDiscoveryFilter({"Transport": "le", "DuplicateData": dbus.Boolean(True)})
     adapter.StartDiscovery()
+    def heard():
+        lines = []
+        for path, interfaces in sorted(manager.GetManagedObjects().items()):
+            device = interfaces.get("org.bluez.Device1")
+            if device is not None and path.startswith(prefix + "/"):
+                lines.append(describe(device["Address"], device))
+        return lines
+
+    def found(lines):
+        return args.until and any(all(text in line for text in args.until) for line in lines)
+
     loop = GLib.MainLoop()
     GLib.timeout_add(int(args.seconds * 1000), loop.quit)
+    if args.until:
+        GLib.timeout_add(250, lambda: (loop.quit() if found(heard()) else True))
     loop.run()
-    objects = manager.GetManagedObjects()
+    lines = heard()
     adapter.StopDiscovery()
-
-    for path, interfaces in sorted(objects.items()):
-        device = interfaces.get("org.bluez.Device1")
-        if device is not None and path.startswith(prefix + "/"):
-            print(describe(device["Address"], device))
+    print("\n".join(lines))
+    if args.until and not found(lines):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ if [[ ! -s "$TESTBED_CACHE/kernel-version" ]]; then
   [[ -n "$pkg" ]] || { log "cannot find the kernel package behind linux-image-amd64 (apt-get update?)"; exit 1; }
   log "fetching $pkg"
   rm -rf "$TESTBED_CACHE/kernel" && mkdir -p "$TESTBED_CACHE/kernel"
-  (cd "$TESTBED_CACHE" && rm -f linux-image-*.deb && apt-get download -qq "$pkg")
+  (cd "$TESTBED_CACHE" && rm -f linux-image-*.deb && apt-get download -qq -o APT::Sandbox::User=root "$pkg")
   dpkg-deb -x "$TESTBED_CACHE"/linux-image-*.deb "$TESTBED_CACHE/kernel"
   rm -f "$TESTBED_CACHE"/linux-image-*.deb
   ls "$TESTBED_CACHE/kernel/lib/modules" | head -n1 > "$TESTBED_CACHE/kernel-version"

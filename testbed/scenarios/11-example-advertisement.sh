@@ -11,10 +11,7 @@ example=$!
 wait_for 20 "example-advertisement to register" 'grep -q "Advertisement registered" "$TESTBED_WORK/example.out"' \
   || { cat "$TESTBED_WORK/example.out"; exit 1; }
 
-heard=$(observe 4)
-echo "$heard"
-expect_line "manufacturer=0xffff:00010203" "$heard"
-expect_line "service_data=00009999-0000-1000-8000-00805f9b34fb:0001020304" "$heard"
+observe_until 30 "manufacturer=0xffff:00010203" "service_data=00009999-0000-1000-8000-00805f9b34fb:0001020304"
 
 captured=$(advertising_data 0)
 echo "advertising data set on hci0:"; echo "$captured"
