@@ -35,6 +35,11 @@ struct DBusBench {
                 "\(format(c.p50, 1))/\(format(c.p99, 1))".padding(15, left: true))
         }
 
+        let inFlight = 16
+        let pipelined = try await pipelinedRate(connection, calls: calls, inFlight: inFlight)
+        print("(c) no arguments, \(inFlight) calls in flight: ours \(format(pipelined, 0)) calls/s "
+            + "(the blocking C loop cannot overlap calls)")
+
         let before = residentKiB()
         _ = try await connection.benchmarkLoop(calls: 100_000, dictionary: true)
         let after = residentKiB()
@@ -75,6 +80,19 @@ struct DBusBench {
             latencies.append(microseconds(clock.now - callStart))
         }
         return Result(latencies: latencies, seconds: microseconds(clock.now - start) / 1e6)
+    }
+
+    /// `calls` calls spread over `inFlight` concurrent tasks on the connection's executor.
+    static func pipelinedRate(_ connection: DBusConnection, calls: Int, inFlight: Int) async throws -> Double {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withThrowingTaskGroup(of: DBusBench.Result.self) { group in
+            for _ in 0..<inFlight {
+                group.addTask { try await connection.benchmarkLoop(calls: calls / inFlight, dictionary: false) }
+            }
+            try await group.waitForAll()
+        }
+        return Double(calls / inFlight * inFlight) / (microseconds(clock.now - start) / 1e6)
     }
 
     static func cLoop(_ address: String, calls: Int, dictionary: Bool) -> Result {
