@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Peripheral", targets: ["Peripheral"]),
         .library(name: "PeripheralMocks", targets: ["PeripheralMocks"]),
         .library(name: "BluetoothModule", targets: ["BluetoothModule"]),
+        .library(name: "PeripheralBlueZ", targets: ["PeripheralBlueZ"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -27,6 +28,9 @@ let package = Package(
         .target(name: "Peripheral"),
         .target(name: "PeripheralMocks", dependencies: ["Peripheral"]),
 
+        // Layer 3: the Linux implementation over BlueZ.
+        .target(name: "PeripheralBlueZ", dependencies: ["Peripheral", "DBus"]),
+
         // Layer 3: the domain.
         .target(
             name: "BluetoothModule",
@@ -44,6 +48,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),
+        .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ"]),
     ]
 )
 

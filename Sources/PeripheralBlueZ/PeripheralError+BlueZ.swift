@@ -1,0 +1,39 @@
+public import DBus
+public import Peripheral
+
+extension PeripheralError {
+    /// Translates an error from BlueZ or the bus into a code and a message a person can act on.
+    /// This is the one place BlueZ's error names are mapped; an unknown name keeps its name in
+    /// the message under the `unknown` code.
+    public init(bluez error: DBusError) {
+        let detail = error.message.isEmpty ? "" : " (BlueZ: \(error.message))"
+        switch error.name.rawValue {
+        case "org.bluez.Error.NotPermitted" where error.message.contains("Maximum advertisements"):
+            self.init(.noFreeInstance, "the adapter has no free advertising slot; turn another advertisement off or wait" + detail)
+        case "org.bluez.Error.NotPermitted":
+            self.init(.failed, "BlueZ did not permit the request" + detail)
+        case "org.bluez.Error.Failed" where error.message.contains("parse advertisement"):
+            self.init(.rejected, "BlueZ could not parse the advertisement: a property has the wrong type or breaks a rule" + detail)
+        case "org.bluez.Error.Failed":
+            self.init(.failed, "BlueZ or the kernel refused the advertisement; it will be tried again" + detail)
+        case "org.bluez.Error.AlreadyExists":
+            self.init(.alreadyRegistered, "this advertisement is registered already" + detail)
+        case "org.bluez.Error.DoesNotExist":
+            self.init(.notRegistered, "BlueZ has no such advertisement registered" + detail)
+        case "org.bluez.Error.InvalidArguments":
+            self.init(.rejected, "BlueZ refused the call's arguments" + detail)
+        case "org.bluez.Error.NotReady":
+            self.init(.notPowered, "the adapter is not ready (powered off?)" + detail)
+        case DBusError.Name.noReply.rawValue, "org.freedesktop.DBus.Error.Timeout":
+            self.init(.timeout, "BlueZ did not answer in time" + detail)
+        case DBusError.Name.serviceUnknown.rawValue, DBusError.Name.nameHasNoOwner.rawValue, DBusError.Name.disconnected.rawValue:
+            self.init(.bluezUnavailable, "bluetoothd is not running (no org.bluez on the system bus)" + detail)
+        case DBusError.Name.unknownObject.rawValue, DBusError.Name.unknownMethod.rawValue, DBusError.Name.unknownInterface.rawValue:
+            self.init(.noAdapter, "the adapter is gone or cannot advertise" + detail)
+        case DBusError.Name.accessDenied.rawValue:
+            self.init(.accessDenied, "the system bus policy refused the call; see the bleadvd D-Bus policy file" + detail)
+        default:
+            self.init(.unknown, "\(error.name.rawValue): \(error.message)")
+        }
+    }
+}
