@@ -24,7 +24,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         var adapter: String?
         var failures = 0
         var retryAt: C.Instant?
-        var waiting = false
         var failedForGood = false
         var lastError: PeripheralError?
         var since: C.Instant
@@ -170,7 +169,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .adapterPowered(let adapter, false):
                 for name in entries.keys where entries[name]?.adapter == adapter && entries[name]?.registration != nil {
                     await takeOff(name)
-                    lostRegistration(name, where: { _ in true })
                 }
             case .released(let id):
                 guard let name = entries.first(where: { $0.value.registration == id })?.key else { return }
@@ -207,7 +205,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             entries[name]?.adapter = adapter
             entries[name]?.failures = 0
             entries[name]?.retryAt = nil
-            entries[name]?.waiting = false
             entries[name]?.lastError = nil
             entries[name]?.since = clock.now
             logger.info("\(name): on air on \(adapter) as \(id)")
@@ -224,7 +221,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         entry.since = clock.now
         switch error.code {
         case .noAdapter, .bluezUnavailable:
-            entry.waiting = true
             entry.retryAt = nil
             adapterInUse = nil
             logger.notice("\(name): waiting for an adapter: \(error.message)")
@@ -262,7 +258,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     private func takeOffThrowing(_ name: String) async throws {
         entries[name]?.retryAt = nil
-        entries[name]?.waiting = false
         entries[name]?.failures = 0
         guard let id = entries[name]?.registration else { return }
         do {
@@ -285,14 +280,14 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     }
 
     /// BlueZ or the adapter dropped the registrations matching `filter`: nothing of them is on air.
+    /// What should be on waits for BlueZ or the adapter to come back, not for a timer.
     private func lostRegistration(_ name: String, where filter: (Entry) -> Bool) {
-        guard var entry = entries[name], entry.registration != nil || entry.desired, filter(entry) else { return }
+        guard var entry = entries[name], filter(entry) else { return }
         if entry.registration != nil {
             entry.registration = nil
             entry.since = clock.now
         }
         if entry.desired && !entry.failedForGood {
-            entry.waiting = true
             entry.retryAt = nil
         }
         entries[name] = entry
