@@ -1,6 +1,8 @@
 extension Advertisement {
     /// The interval range BlueZ accepts, in milliseconds (0x20..0xFFFFFF × 0.625 ms).
     public static let intervalRange: ClosedRange<UInt32> = 20...10_485_759
+    /// The most data one AD structure carries: its length byte counts the type byte too.
+    static let maximumADData = 254
     /// The TX power range BlueZ accepts, in dBm.
     public static let txPowerRange: ClosedRange<Int16> = -127...20
 
@@ -82,8 +84,8 @@ extension Advertisement {
     private func budgetProblems() -> [String] {
         let payload = AdvertisingPayload(for: self)
         var problems: [String] = []
-        for entry in payload.advertisingData where entry.data.count > 255 - 1 {
-            problems.append("\(entry.field) is \(entry.size) bytes; one AD structure holds at most 255")
+        for entry in payload.advertisingData where entry.data.count > Self.maximumADData {
+            problems.append("\(entry.field) has \(entry.data.count) bytes of data; one AD structure holds at most \(Self.maximumADData)")
         }
         let total = payload.advertisingSize
         if total > AdvertisingPayload.limit, let largest = payload.advertisingData.max(by: { $0.size < $1.size }) {

@@ -19,6 +19,15 @@ struct ValidationTests {
         #expect(ad.problems() == ["manufacturer_data 0xFFFF is 32 bytes; advertising data would be 32 of 31 bytes (1 over)"])
     }
 
+    @Test("an AD structure with more data than its length byte can count is refused, with the data size")
+    func oversizedStructure() {
+        let ad = Advertisement(kind: .broadcast, manufacturerData: [.init(companyID: 0xFFFF, data: Array(repeating: 0, count: 253))])
+
+        let problems = ad.problems()
+
+        #expect(problems.first == "manufacturer_data 0xFFFF has 255 bytes of data; one AD structure holds at most 254")
+    }
+
     @Test("an iBeacon with a service UUID added is 3 over, and the message says which field is largest")
     func iBeaconPlusUUID() throws {
         var ad = try Beacon.iBeacon(uuid: BluetoothUUID(0x1234), major: 1, minor: 2, measuredPower: -59).advertisement()
