@@ -29,7 +29,10 @@ let package = Package(
         .target(name: "PeripheralMocks", dependencies: ["Peripheral"]),
 
         // Layer 3: the Linux implementation over BlueZ.
-        .target(name: "PeripheralBlueZ", dependencies: ["Peripheral", "DBus"]),
+        .target(
+            name: "PeripheralBlueZ",
+            dependencies: ["Peripheral", "DBus", .product(name: "Logging", package: "swift-log")]
+        ),
 
         // Layer 3: the domain.
         .target(
@@ -45,10 +48,13 @@ let package = Package(
             path: "Benchmarks/dbus-bench"
         ),
 
-        .testTarget(name: "DBusTests", dependencies: ["DBus"], exclude: ["Peers"]),
+        // Tests: a private bus, child processes, the Python peers.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),
-        .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ"]),
+        .testTarget(
+            name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "TestSupport"], exclude: ["StandIn"]),
     ]
 )
 

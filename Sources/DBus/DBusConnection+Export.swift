@@ -30,9 +30,10 @@ extension DBusConnection {
         }
     }
 
-    /// Removes the object at `path`, announcing `InterfacesRemoved` to its object manager.
-    /// Removing a path that is not exported does nothing.
+    /// Removes the object at `path`, announcing `InterfacesRemoved` to its object manager, and
+    /// stops serving an object manager at `path`. Removing a path that is not exported does nothing.
     public func unexport(_ path: DBusObjectPath) {
+        objectManagers.remove(path)
         guard let object = objects.removeValue(forKey: path) else { return }
         for manager in managers(of: path) {
             try? emit(path: manager, interface: StandardInterface.objectManager, member: "InterfacesRemoved",

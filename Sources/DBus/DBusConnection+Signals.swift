@@ -46,6 +46,34 @@ extension DBusConnection {
         return stream
     }
 
+    /// Subscribes to the signals any of several rules matches, in one stream, in the order the
+    /// bus delivered them (separate streams would lose the order between them). A signal that
+    /// matches two rules arrives once.
+    /// - Throws: ``DBusError`` when a rule is invalid or the bus refuses one; then none is active.
+    public func signals(matching rules: [DBusMatchRule]) async throws -> AsyncStream<DBusMessage> {
+        let (stream, continuation) = AsyncStream<DBusMessage>.makeStream()
+        var ids: [UInt64] = []
+        var lastSerial: (sender: String?, serial: UInt32)?
+        let deliver: (DBusMessage) -> Void = { message in
+            // Every subscription sees each message in the same dispatch; deliver it only once.
+            if let last = lastSerial, last.sender == message.sender, last.serial == message.serial { return }
+            lastSerial = (message.sender, message.serial)
+            continuation.yield(message)
+        }
+        do {
+            for rule in rules {
+                ids.append(try await subscribe(rule, deliver: deliver, finish: { continuation.finish() }))
+            }
+        } catch {
+            for id in ids { await unsubscribe(id) }
+            throw error
+        }
+        continuation.onTermination = { [weak self, ids] _ in
+            Task { for id in ids { await self?.unsubscribe(id) } }
+        }
+        return stream
+    }
+
     /// Watches who owns a bus name. The stream starts with the current state (from
     /// `GetNameOwner`), then reports each change; repeated states are not reported twice.
     public func watchName(_ name: String) async throws -> AsyncStream<DBusNameOwner> {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import DBus
@@ -50,7 +51,7 @@ struct DBusExportTests {
 
         @discardableResult
         func busctl(_ arguments: String...) async throws -> String {
-            try await DBusTests.busctl(bus, arguments)
+            try await TestSupport.busctl(bus, arguments)
         }
     }
 
@@ -134,7 +135,7 @@ struct DBusExportTests {
         let service = try await Service()
 
         let error = await #expect(throws: TestFailure.self) {
-            try await DBusTests.busctl(service.bus, ["set-property", service.connection.uniqueName, Self.path.rawValue, Self.interface] + arguments)
+            try await TestSupport.busctl(service.bus, ["set-property", service.connection.uniqueName, Self.path.rawValue, Self.interface] + arguments)
         }
 
         #expect(error?.description.contains(reason) == true, "\(error?.description ?? "")")

@@ -1,4 +1,5 @@
 @testable import DBus
+import TestSupport
 
 /// Values shared by the bus tests.
 enum Fixtures {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -7,13 +7,17 @@ import Glibc
 /// A child process started with `posix_spawn`, its standard output (and optionally error)
 /// on pipes. Foundation's `Process.waitUntilExit()` waits on a run loop that a Swift
 /// concurrency thread never serves, so the tests use this instead.
-final class Child: @unchecked Sendable {
-    let pid: pid_t
-    let stdout: FileHandle
-    let stderr: FileHandle?
+public final class Child: @unchecked Sendable {
+    /// The process id.
+    public let pid: pid_t
+    /// Its standard output.
+    public let stdout: FileHandle
+    /// Its standard error, when captured.
+    public let stderr: FileHandle?
     private var status: Int32?
 
-    init(_ executable: String, _ arguments: [String], captureErrors: Bool = true) throws {
+    /// Starts `executable` (a path) with `arguments`; `environment` adds to this process's.
+    public init(_ executable: String, _ arguments: [String], captureErrors: Bool = true, environment: [String: String] = [:]) throws {
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
         guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw TestFailure("pipe failed") }
@@ -41,7 +45,11 @@ final class Child: @unchecked Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        let result = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        var variables = ProcessInfo.processInfo.environment
+        variables.merge(environment) { $1 }
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         close(outPipe[1])
         close(errPipe[1])
         guard result == 0 else {
@@ -64,15 +72,22 @@ final class Child: @unchecked Sendable {
     }
 
     /// Sends SIGTERM (once) and reaps the child.
-    func terminate() {
+    public func terminate() {
         guard status == nil else { return }
-        kill(pid, SIGTERM)
+        _ = Glibc.kill(pid, SIGTERM)
+        _ = wait()
+    }
+
+    /// Sends `signal` (e.g. SIGKILL, as a crash) and reaps the child.
+    public func kill(_ signal: Int32) {
+        guard status == nil else { return }
+        _ = Glibc.kill(pid, signal)
         _ = wait()
     }
 
     /// Waits for the child to exit and returns its exit status (128 + signal when killed).
     @discardableResult
-    func wait() -> Int32 {
+    public func wait() -> Int32 {
         if let status { return status }
         var raw: Int32 = 0
         while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
@@ -86,7 +101,7 @@ final class Child: @unchecked Sendable {
 /// Runs a program to completion and returns its standard output; throws with its standard
 /// error when it exits non-zero.
 @discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> String {
+public func run(_ executable: String, _ arguments: [String]) throws -> String {
     let child = try Child(executable, arguments)
     let out = child.stdout.readDataToEndOfFile()
     let err = child.stderr?.readDataToEndOfFile() ?? Data()
@@ -101,7 +116,7 @@ func run(_ executable: String, _ arguments: [String]) throws -> String {
 /// Runs a program on a thread of its own. A peer program may call back into the code under
 /// test, whose handlers need the (two-thread) cooperative pool: blocking a pool thread on the
 /// program's exit could deadlock the test.
-func runOffPool(_ executable: String, _ arguments: [String]) async throws -> String {
+public func runOffPool(_ executable: String, _ arguments: [String]) async throws -> String {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread { continuation.resume(with: Result { try run(executable, arguments) }) }
     }

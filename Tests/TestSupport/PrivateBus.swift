@@ -1,13 +1,16 @@
-import Foundation
+public import Foundation
 
 /// A `dbus-daemon` of the test's own, on a socket in a fresh temporary folder, stopped when the
 /// value goes away. Session-style policy: everyone may own and call anything.
-final class PrivateBus: @unchecked Sendable {
-    let address: String
-    let folder: URL
+public final class PrivateBus: @unchecked Sendable {
+    /// The bus address, for `DBUS_SYSTEM_BUS_ADDRESS` or `--address=`.
+    public let address: String
+    /// A temporary folder of the test's own, removed with the bus.
+    public let folder: URL
     private let process: Child
 
-    init() throws {
+    /// Starts a bus daemon.
+    public init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("bus.conf")
@@ -39,11 +42,12 @@ final class PrivateBus: @unchecked Sendable {
     }
 
     /// Kills the bus daemon, as a crash or `systemctl stop dbus` would.
-    func stop() {
+    public func stop() {
         process.terminate()
     }
 
-    static func readLine(from handle: FileHandle) throws -> String {
+    /// Reads one line (without its newline) from a pipe.
+    public static func readLine(from handle: FileHandle) throws -> String {
         var bytes: [UInt8] = []
         while true {
             let chunk = handle.readData(ofLength: 1)
@@ -56,18 +60,20 @@ final class PrivateBus: @unchecked Sendable {
 }
 
 /// A failure of the test harness itself, with a message.
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TestFailure: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let description: String
+    /// A failure.
+    public init(_ description: String) { self.description = description }
 }
 
 /// `busctl` on the private bus: systemd's sd-bus, an implementation we did not write.
 @discardableResult
-func busctl(_ bus: PrivateBus, _ arguments: [String]) async throws -> String {
+public func busctl(_ bus: PrivateBus, _ arguments: [String]) async throws -> String {
     try await runOffPool("/usr/bin/busctl", ["--address=\(bus.address)"] + arguments)
 }
 
 /// `dbus-send` on the private bus; it prints error replies as `Error NAME: MESSAGE`.
-func dbusSend(_ bus: PrivateBus, _ arguments: [String]) async throws -> String {
+public func dbusSend(_ bus: PrivateBus, _ arguments: [String]) async throws -> String {
     try await runOffPool("/usr/bin/dbus-send", ["--bus=\(bus.address)", "--print-reply"] + arguments)
 }

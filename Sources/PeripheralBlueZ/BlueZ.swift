@@ -1,0 +1,38 @@
+public import DBus
+import Peripheral
+
+/// The names BlueZ uses on the bus: its service, its interfaces, where its objects live.
+public enum BlueZ {
+    /// bluetoothd's well-known name.
+    public static let service = "org.bluez"
+    /// The path of BlueZ's object manager.
+    public static let root: DBusObjectPath = .root
+    /// An adapter (hci0, ...).
+    public static let adapterInterface = "org.bluez.Adapter1"
+    /// An adapter's advertising manager (present once the controller can advertise).
+    public static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
+    /// What BlueZ calls on a registered advertisement, and what it reads.
+    public static let advertisementInterface = "org.bluez.LEAdvertisement1"
+
+    static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
+    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    /// The signature of `GetManagedObjects`' reply.
+    static let managedObjectsSignature: DBusSignature = "a{oa{sa{sv}}}"
+
+    /// The adapter's name (`hci0`) for its object path (`/org/bluez/hci0`); nil for any other path.
+    static func adapterName(of path: DBusObjectPath) -> String? {
+        let parts = path.rawValue.split(separator: "/")
+        guard parts.count == 3, parts[0] == "org", parts[1] == "bluez" else { return nil }
+        return String(parts[2])
+    }
+
+    /// The object path of an adapter, e.g. `/org/bluez/hci0`.
+    /// - Throws: ``PeripheralError`` `noAdapter` when the name cannot be a path element.
+    static func adapterPath(_ name: String) throws -> DBusObjectPath {
+        do {
+            return try DBusObjectPath("/org/bluez").appending(name)
+        } catch {
+            throw PeripheralError(.noAdapter, "\"\(name)\" is not an adapter name (expected e.g. hci0)")
+        }
+    }
+}

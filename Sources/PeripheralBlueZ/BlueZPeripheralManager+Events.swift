@@ -1,0 +1,121 @@
+import DBus
+import Logging
+public import Peripheral
+
+extension BlueZPeripheralManager {
+    /// What BlueZ says on the bus, as ``PeripheralEvent``s: bluetoothd leaving and coming back
+    /// (`NameOwnerChanged`), adapters that can advertise appearing and going
+    /// (`InterfacesAdded`/`InterfacesRemoved` of `LEAdvertisingManager1`), `Powered` changes, and
+    /// `Release` of one of our advertisements. All come through one subscription, so they keep
+    /// the bus's order. When the bus connection ends, a last `bluezVanished` and the stream ends.
+    public func events() async -> AsyncStream<PeripheralEvent> {
+        let (stream, continuation) = AsyncStream<PeripheralEvent>.makeStream()
+        let id = nextConsumer
+        nextConsumer += 1
+        consumers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeConsumer(id) }
+        }
+        if monitor == nil { await startMonitoring() }
+        return stream
+    }
+
+    /// Stops watching the bus and ends every event stream.
+    public func stopEvents() {
+        monitor?.cancel()
+        monitor = nil
+        for consumer in consumers.values { consumer.finish() }
+        consumers = [:]
+    }
+
+    static var rules: [DBusMatchRule] {
+        [
+            DBusMatchRule(
+                sender: DBusConnection.busName, path: "/org/freedesktop/DBus", interface: DBusConnection.busName,
+                member: "NameOwnerChanged", arg0: BlueZ.service),
+            DBusMatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded"),
+            DBusMatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved"),
+            DBusMatchRule(
+                sender: BlueZ.service, interface: BlueZ.propertiesInterface, member: "PropertiesChanged",
+                arg0: BlueZ.adapterInterface),
+        ]
+    }
+
+    private func startMonitoring() async {
+        do {
+            let signals = try await connection.signals(matching: Self.rules)
+            monitor = Task { [weak self] in
+                for await message in signals {
+                    await self?.observe(message)
+                }
+                await self?.connectionEnded()
+            }
+        } catch {
+            logger.error("cannot watch BlueZ on the bus: \(error)")
+        }
+    }
+
+    private func removeConsumer(_ id: Int) {
+        consumers[id] = nil
+    }
+
+    func publish(_ event: PeripheralEvent) {
+        logger.debug("event \(event)")
+        for consumer in consumers.values { consumer.yield(event) }
+    }
+
+    /// BlueZ called `Release`: it dropped the advertisement itself.
+    func released(_ path: DBusObjectPath) async {
+        guard registrations.removeValue(forKey: path) != nil else { return }
+        await connection.unexport(path)
+        publish(.released(AdvertisementID(path.rawValue)))
+    }
+
+    private func connectionEnded() async {
+        guard monitor != nil else { return }
+        await forgetRegistrations { _ in true }
+        publish(.bluezVanished)
+        stopEvents()
+    }
+
+    /// BlueZ no longer has these registrations (it restarted, or the adapter went): the objects go.
+    private func forgetRegistrations(where filter: (Registration) -> Bool) async {
+        for (path, registration) in registrations where filter(registration) {
+            registrations[path] = nil
+            await connection.unexport(path)
+        }
+    }
+
+    private func observe(_ message: DBusMessage) async {
+        let body = message.body
+        switch message.member {
+        case "NameOwnerChanged" where body.count == 3:
+            let old = body[1].string ?? "", new = body[2].string ?? ""
+            if !old.isEmpty {
+                await forgetRegistrations { _ in true }
+                advertisingAdapters = []
+                publish(.bluezVanished)
+            }
+            if !new.isEmpty { publish(.bluezAppeared) }
+        case "InterfacesAdded" where body.count == 2:
+            guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
+                  let interfaces = body[1].dictionaryEntries?.compactMap(\.key.string),
+                  interfaces.contains(BlueZ.advertisingManagerInterface),
+                  advertisingAdapters.insert(name).inserted else { return }
+            publish(.adapterAdded(name))
+        case "InterfacesRemoved" where body.count == 2:
+            guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
+                  let interfaces = body[1].stringArray,
+                  interfaces.contains(BlueZ.advertisingManagerInterface) || interfaces.contains(BlueZ.adapterInterface),
+                  advertisingAdapters.remove(name) != nil else { return }
+            await forgetRegistrations { $0.adapter == name }
+            publish(.adapterRemoved(name))
+        case "PropertiesChanged" where body.count >= 2:
+            guard let path = message.path, let name = BlueZ.adapterName(of: path),
+                  let powered = body[1].variantDictionary?["Powered"]?.boolean else { return }
+            publish(.adapterPowered(name, powered))
+        default:
+            logger.debug("ignored signal \(message.member ?? "?") from \(message.sender ?? "?")")
+        }
+    }
+}

@@ -1,0 +1,164 @@
+public import DBus
+public import Logging
+public import Peripheral
+
+/// The Linux `PeripheralManaging`: advertisements registered with BlueZ (bluetoothd) over
+/// D-Bus. Each advertisement is an `org.bluez.LEAdvertisement1` object this connection exports;
+/// BlueZ reads it back during `RegisterAdvertisement`, so registration is an async pending call
+/// while the connection keeps serving those call-backs.
+///
+/// The manager runs on its connection's executor: no hop between the two.
+public actor BlueZPeripheralManager: PeripheralManaging {
+    /// Where advertisement objects are exported: `/org/bleadvd/advertisement/N`.
+    public static let objectRoot: DBusObjectPath = "/org/bleadvd/advertisement"
+    /// How long a call to BlueZ may take. Registration waits on the controller.
+    public static let callTimeout: Duration = .seconds(10)
+
+    /// A registered advertisement: where it is exported and which adapter has it.
+    struct Registration {
+        var adapter: String
+        var advertisement: Advertisement
+    }
+
+    let connection: DBusConnection
+    let logger: Logger
+    var registrations: [DBusObjectPath: Registration] = [:]
+    var nextObject = 0
+    /// Adapters known to have an advertising manager, to report each appearance once.
+    var advertisingAdapters: Set<String> = []
+    var consumers: [Int: AsyncStream<PeripheralEvent>.Continuation] = [:]
+    var nextConsumer = 0
+    var monitor: Task<Void, Never>?
+
+    /// A manager on `connection` (the system bus in production).
+    public init(connection: DBusConnection, logger: Logger = Logger(label: "bleadvd.bluez")) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Runs on the connection's executor, so calls to the connection need no thread hop.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
+
+    // MARK: PeripheralManaging
+
+    public func adapters() async throws -> [AdapterCapabilities] {
+        let reply = try await callBlueZ(
+            path: BlueZ.root, interface: BlueZ.objectManagerInterface, member: "GetManagedObjects",
+            expecting: BlueZ.managedObjectsSignature)
+        let adapters = AdapterCapabilities.fromManagedObjects(reply[0])
+        advertisingAdapters = Set(adapters.map(\.name))
+        return adapters
+    }
+
+    public func powerOn(adapter: String) async throws {
+        _ = try await callBlueZ(
+            path: try BlueZ.adapterPath(adapter), interface: BlueZ.propertiesInterface, member: "Set",
+            [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(true))])
+        logger.info("powered \(adapter) on")
+    }
+
+    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
+        let adapterPath = try BlueZ.adapterPath(adapter)
+        let path = try makeObjectPath()
+        do {
+            // BlueZ asks the object manager at the path first; it lists no children, so BlueZ
+            // reads the properties with GetAll.
+            await connection.exportObjectManager(at: path)
+            try await connection.export(advertisementInterfaces(for: advertisement, at: path), at: path)
+        } catch let error as DBusError {
+            await connection.unexport(path)
+            throw PeripheralError(.invalidAdvertisement, "cannot export the advertisement: \(error.message)")
+        }
+        let started = ContinuousClock.now
+        do {
+            _ = try await callBlueZ(
+                path: adapterPath, interface: BlueZ.advertisingManagerInterface, member: "RegisterAdvertisement",
+                [.objectPath(path), .variantDictionary([:])], expecting: .empty)
+        } catch {
+            // Nothing is left behind: BlueZ has no registration, so the object goes too.
+            await connection.unexport(path)
+            throw error
+        }
+        registrations[path] = Registration(adapter: adapter, advertisement: advertisement)
+        logger.debug("registered \(path) on \(adapter) in \(ContinuousClock.now - started)")
+        return AdvertisementID(path.rawValue)
+    }
+
+    public func stopAdvertising(_ id: AdvertisementID) async throws {
+        let path = try registeredPath(id)
+        let adapter = registrations[path]!.adapter
+        // Forget it first: whatever BlueZ answers, it is no longer ours to keep on air.
+        registrations[path] = nil
+        
+        do {
+            _ = try await callBlueZ(
+                path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
+                member: "UnregisterAdvertisement", [.objectPath(path)], expecting: .empty)
+        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable {
+            // BlueZ dropped it already (released, restarted): the goal is reached.
+            logger.debug("\(path) was no longer registered: \(error.message)")
+        } catch {
+            await connection.unexport(path)
+            throw error
+        }
+        await connection.unexport(path)
+    }
+
+    public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
+        let path = try registeredPath(id)
+        let old = registrations[path]!.advertisement.bluezProperties
+        let new = advertisement.bluezProperties
+        // A property that appears or disappears changes the object's shape: BlueZ only follows
+        // changed values, so that needs a new registration (the domain's stop + start).
+        guard Set(old.keys) == Set(new.keys) else {
+            throw PeripheralError(.rejected, "the change adds or removes properties; it needs a new registration")
+        }
+        for (name, value) in new.sorted(by: { $0.key < $1.key }) where old[name] != value {
+            try await connection.setProperty(name, of: BlueZ.advertisementInterface, at: path, to: value)
+        }
+        registrations[path]!.advertisement = advertisement
+    }
+
+    // MARK: Helpers
+
+    /// Calls BlueZ, translating every failure into a ``PeripheralError``.
+    func callBlueZ(
+        path: DBusObjectPath, interface: String, member: String, _ arguments: [DBusValue] = [],
+        expecting: DBusSignature? = nil
+    ) async throws -> [DBusValue] {
+        do {
+            return try await connection.call(
+                destination: BlueZ.service, path: path, interface: interface, member: member, arguments,
+                expecting: expecting, timeout: Self.callTimeout)
+        } catch let error as DBusError {
+            throw PeripheralError(bluez: error)
+        }
+    }
+
+    private func makeObjectPath() throws -> DBusObjectPath {
+        nextObject += 1
+        return try Self.objectRoot.appending(String(nextObject))
+    }
+
+    private func registeredPath(_ id: AdvertisementID) throws -> DBusObjectPath {
+        guard let path = try? DBusObjectPath(id.rawValue), registrations[path] != nil else {
+            throw PeripheralError(.notRegistered, "\(id) is not registered")
+        }
+        return path
+    }
+
+    /// The exported interfaces of one advertisement: `LEAdvertisement1` with exactly its set
+    /// properties, `Release`, and a settable `TxPower`.
+    private func advertisementInterfaces(for advertisement: Advertisement, at path: DBusObjectPath) -> [DBusInterface] {
+        let properties = advertisement.bluezProperties.sorted { $0.key < $1.key }.map { name, value in
+            name == "TxPower"
+                ? DBusProperty(name, value: value, access: .readWrite, onSet: { _ in })
+                : DBusProperty(name, value: value)
+        }
+        let release = DBusMethod("Release") { [weak self] _ in
+            await self?.released(path)
+            return []
+        }
+        return [DBusInterface(name: BlueZ.advertisementInterface, methods: [release], properties: properties)]
+    }
+}

@@ -1,0 +1,211 @@
+import DBus
+import Peripheral
+import PeripheralBlueZ
+import TestSupport
+import Testing
+
+/// The contract between `BlueZPeripheralManager` and BlueZ, against a stand-in that behaves like
+/// bluetoothd 5.66 (StandIn/bluez_standin.py). The test bed runs the same steps against the real
+/// bluetoothd (testbed/scenarios/20-peripheral-bluez.sh).
+@Suite("BlueZPeripheralManager against a BlueZ stand-in")
+struct BlueZContractTests {
+    static let thermometer = Advertisement(
+        serviceUUIDs: [BluetoothUUID(0x180D), try! BluetoothUUID("6e400001-b5a3-f393-e0a9-e50e24dcca9e")],
+        manufacturerData: [.init(companyID: 0xFFFF, data: [1, 2, 3, 4])],
+        serviceData: [.init(uuid: BluetoothUUID(0x9999), data: [0, 1])],
+        localName: "Thermo-1")
+
+    @Test("adapters are read from BlueZ's object manager with their capabilities")
+    func adaptersAreReadFromBlueZObjectManagerWithTheirCapabilities() async throws {
+        let session = try await StandInSession(adapters: ["hci0", "hci1"])
+
+        let adapters = try await session.manager.adapters()
+
+        #expect(adapters.map(\.name) == ["hci0", "hci1"])
+        #expect(adapters[0] == AdapterCapabilities(
+            name: "hci0", powered: true, freeInstances: 4, activeInstances: 0,
+            includes: [.txPower, .appearance, .localName], secondaryChannels: [.oneM, .twoM],
+            maxAdvertisingLength: 31))
+    }
+
+    @Test("registering lets BlueZ read the advertisement back before it replies")
+    func registeringLetsBlueZReadTheAdvertisementBackBeforeItReplies() async throws {
+        let session = try await StandInSession()
+
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        #expect(try await session.calls() == [
+            "RegisterAdvertisement \(id)", "GetManagedObjects \(id)", "GetAll \(id)", "registered \(id)",
+        ])
+    }
+
+    @Test("BlueZ parses exactly the properties that are set, with the signatures it expects")
+    func bluezParsesExactlyThePropertiesThatAreSetWithTheSignaturesIt() async throws {
+        let session = try await StandInSession()
+
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        let held = try await session.advertisements()
+        #expect(held[id.rawValue] == Self.thermometer.bluezProperties)
+        #expect(held[id.rawValue].map { Set($0.keys) } == [
+            "Type", "LocalName", "ServiceUUIDs", "ManufacturerData", "ServiceData",
+        ])
+    }
+
+    @Test("stopping unregisters and removes the exported object")
+    func stoppingUnregistersAndRemovesTheExportedObject() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        try await session.manager.stopAdvertising(id)
+
+        #expect(try await session.advertisements().isEmpty)
+        #expect(try await session.calls().last == "UnregisterAdvertisement \(id)")
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("a refused registration leaves no exported object behind")
+    func aRefusedRegistrationLeavesNoExportedObjectBehind() async throws {
+        let session = try await StandInSession()
+        try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
+
+        let error = await #expect(throws: PeripheralError.self) {
+            try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        }
+
+        #expect(error?.code == .failed)
+        #expect(error?.message.contains("Failed to register advertisement") == true)
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("no free instance is reported as such")
+    func noFreeInstanceIsReportedAsSuch() async throws {
+        let session = try await StandInSession()
+        try await session.control("SetFreeInstances", [.string("hci0"), .byte(0)])
+
+        let error = await #expect(throws: PeripheralError.self) {
+            try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        }
+
+        #expect(error?.code == .noFreeInstance)
+    }
+
+    @Test("an adapter BlueZ does not have is reported as no adapter")
+    func anAdapterBlueZDoesNotHaveIsReportedAsNoAdapter() async throws {
+        let session = try await StandInSession()
+
+        let error = await #expect(throws: PeripheralError.self) {
+            try await session.manager.startAdvertising(Self.thermometer, on: "hci7")
+        }
+
+        #expect(error?.code == .noAdapter)
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("an update reaches BlueZ live through PropertiesChanged")
+    func anUpdateReachesBlueZLiveThroughPropertiesChanged() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        var changed = Self.thermometer
+        changed.localName = "Thermo-2"
+
+        try await session.manager.updateAdvertisement(id, to: changed)
+
+        #expect(try await session.advertisements()[id.rawValue]?["LocalName"] == .string("Thermo-2"))
+        #expect(try await session.calls().last == "refreshed \(id) LocalName")
+    }
+
+    @Test("BlueZ may set TxPower on the advertisement")
+    func bluezMaySetTxPowerOnTheAdvertisement() async throws {
+        let session = try await StandInSession()
+        var advertisement = Self.thermometer
+        advertisement.txPower = 0
+        let id = try await session.manager.startAdvertising(advertisement, on: "hci0")
+
+        try await session.control("SetTxPower", [.string(id.rawValue), .uint16(0), .int16(-6)])
+
+        let path = try DBusObjectPath(id.rawValue)
+        #expect(await session.connection.property("TxPower", of: BlueZ.advertisementInterface, at: path) == .int16(-6))
+    }
+
+    @Test("powering on sets the adapter's Powered property")
+    func poweringOnSetsTheAdapterPoweredProperty() async throws {
+        let session = try await StandInSession()
+        try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
+
+        try await session.manager.powerOn(adapter: "hci0")
+
+        #expect(try await session.manager.adapters().first?.powered == true)
+        #expect(try await session.calls() == ["Set Powered True"])
+    }
+
+    @Test("Release from BlueZ is an event and the object goes")
+    func releaseFromBlueZIsAnEventAndTheObjectGoes() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(await session.manager.events())
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        try await session.control("Release", [.string(id.rawValue)])
+
+        #expect(try await events.next() == .released(id))
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("a powered change of the adapter is an event")
+    func aPoweredChangeOfTheAdapterIsAnEvent() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(await session.manager.events())
+
+        try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
+
+        #expect(try await events.next() == .adapterPowered("hci0", false))
+    }
+
+    @Test("an adapter removed releases its advertisements and is an event")
+    func anAdapterRemovedReleasesItsAdvertisementsAndIsAnEvent() async throws {
+        let session = try await StandInSession(adapters: ["hci0", "hci1"])
+        _ = try await session.manager.adapters()
+        let events = await EventLog.reading(await session.manager.events())
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci1")
+
+        try await session.control("RemoveAdapter", [.string("hci1")])
+
+        // BlueZ sends Release, then InterfacesRemoved. The call's handler and the signal race in
+        // here; when the removal wins, the registration is already forgotten and Release is moot.
+        var seen = [try await events.next()]
+        if seen == [.released(id)] { seen.append(try await events.next()) }
+        #expect(seen.last == .adapterRemoved("hci1"))
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("bluetoothd killed and restarted is vanished, appeared, then the adapter, in order")
+    func bluetoothdKilledAndRestartedIsVanishedAppearedThenTheAdapter() async throws {
+        var session = try await StandInSession()
+        let events = await EventLog.reading(await session.manager.events())
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        session.standIn.crash()
+        session.standIn = try BlueZStandIn(bus: session.bus, adapters: [])
+        try await session.control("AddAdapter", [.string("hci0")])
+
+        #expect(try await events.next(3) == [.bluezVanished, .bluezAppeared, .adapterAdded("hci0")])
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("after bluetoothd restarted, its old registrations are not registered any more")
+    func afterBluetoothdRestartedOldRegistrationsAreGone() async throws {
+        var session = try await StandInSession()
+        let events = await EventLog.reading(await session.manager.events())
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        session.standIn.crash()
+        session.standIn = try BlueZStandIn(bus: session.bus)
+        _ = try await events.next(2)
+
+        let error = await #expect(throws: PeripheralError.self) {
+            try await session.manager.stopAdvertising(id)
+        }
+
+        #expect(error?.code == .notRegistered)
+        #expect(try await session.calls().isEmpty)
+    }
+}

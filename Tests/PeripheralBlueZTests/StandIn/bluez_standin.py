@@ -1,0 +1,314 @@
+#!/usr/bin/python3
+"""A BlueZ stand-in for bleadvd's contract tests, written with dbus-python (not our D-Bus code).
+
+It behaves like bluetoothd 5.66 where it matters to an advertiser:
+- owns org.bluez with an ObjectManager at / and adapters at /org/bluez/hciN, each with
+  org.bluez.Adapter1 (Powered read-write) and org.bluez.LEAdvertisingManager1;
+- RegisterAdvertisement(o, a{sv}) does not reply at once: it first calls GetManagedObjects on the
+  caller's path and, when that does not list the object, Properties.GetAll of LEAdvertisement1;
+  it checks every property's signature the way BlueZ's parser does and replies
+  "Failed to parse advertisement." on a wrong one; AlreadyExists, "Maximum advertisements
+  reached", "Failed to register advertisement" (adapter off) and DoesNotExist as BlueZ does;
+- follows PropertiesChanged of registered advertisements, as BlueZ refreshes them live;
+- sends Release (no reply expected) when told to, or when an adapter is removed.
+
+A control object at /test (interface test.StandIn) lets a test drive it and read what it saw.
+Usage: bluez_standin.py BUS_ADDRESS [ADAPTER...]   (no adapter: none until AddAdapter)
+         (prints "ready UNIQUE_NAME" once org.bluez is owned)
+"""
+import sys
+
+import dbus
+import dbus.lowlevel
+import dbus.service
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+
+OM = "org.freedesktop.DBus.ObjectManager"
+PROPS = "org.freedesktop.DBus.Properties"
+ADAPTER = "org.bluez.Adapter1"
+MANAGER = "org.bluez.LEAdvertisingManager1"
+AD = "org.bluez.LEAdvertisement1"
+CONTROL = "test.StandIn"
+
+# BlueZ 5.66's parser: property -> D-Bus signature it accepts (src/advertising.c).
+SIGNATURES = {
+    "Type": "s", "ServiceUUIDs": "as", "SolicitUUIDs": "as", "ManufacturerData": "a{qv}",
+    "ServiceData": "a{sv}", "Data": "a{yv}", "Discoverable": "b", "DiscoverableTimeout": "q",
+    "Includes": "as", "LocalName": "s", "Appearance": "q", "Duration": "q", "Timeout": "q",
+    "SecondaryChannel": "s", "MinInterval": "u", "MaxInterval": "u", "TxPower": "n",
+}
+
+
+def signature_of(value):
+    """The D-Bus signature of a value as dbus-python unmarshalled it."""
+    if isinstance(value, dbus.Dictionary):
+        return "a{%s}" % value.signature if value.signature else "a{sv}"
+    if isinstance(value, dbus.Array):
+        return "a" + (value.signature or "v")
+    table = [(dbus.Boolean, "b"), (dbus.Byte, "y"), (dbus.Int16, "n"), (dbus.UInt16, "q"),
+             (dbus.Int32, "i"), (dbus.UInt32, "u"), (dbus.Int64, "x"), (dbus.UInt64, "t"),
+             (dbus.Double, "d"), (dbus.ObjectPath, "o"), (dbus.Signature, "g"), (dbus.String, "s")]
+    for kind, code in table:
+        if isinstance(value, kind):
+            return code
+    return "?"
+
+
+def parse_error(properties):
+    """None when BlueZ's parser would accept the properties, else what it would stumble on."""
+    if "Type" in properties and str(properties["Type"]) not in ("broadcast", "peripheral"):
+        return "Type"
+    for name, value in properties.items():
+        expected = SIGNATURES.get(name)
+        if expected is not None and signature_of(value) != expected:
+            return "%s has %s, not %s" % (name, signature_of(value), expected)
+        if name in ("ManufacturerData", "ServiceData", "Data"):
+            for inner in value.values():
+                if not (isinstance(inner, dbus.Array) and inner.signature == "y"):
+                    return name + " variant does not hold ay"
+    return None
+
+
+class Failed(dbus.DBusException):
+    _dbus_error_name = "org.bluez.Error.Failed"
+
+
+class NotPermitted(dbus.DBusException):
+    _dbus_error_name = "org.bluez.Error.NotPermitted"
+
+
+class AlreadyExists(dbus.DBusException):
+    _dbus_error_name = "org.bluez.Error.AlreadyExists"
+
+
+class DoesNotExist(dbus.DBusException):
+    _dbus_error_name = "org.bluez.Error.DoesNotExist"
+
+
+class Root(dbus.service.Object):
+    def __init__(self, bus, standin):
+        super().__init__(bus, "/")
+        self.standin = standin
+
+    @dbus.service.method(OM, out_signature="a{oa{sa{sv}}}")
+    def GetManagedObjects(self):
+        return {a.path: a.interfaces() for a in self.standin.adapters.values()}
+
+    @dbus.service.signal(OM, signature="oa{sa{sv}}")
+    def InterfacesAdded(self, path, interfaces):
+        pass
+
+    @dbus.service.signal(OM, signature="oas")
+    def InterfacesRemoved(self, path, interfaces):
+        pass
+
+
+class Adapter(dbus.service.Object):
+    def __init__(self, bus, standin, name):
+        self.path = "/org/bluez/" + name
+        super().__init__(bus, self.path)
+        self.standin = standin
+        self.name = name
+        self.powered = True
+        self.free = 4
+        self.active = 0
+        self.registered = {}  # (sender, path) -> properties
+
+    def adapter_properties(self):
+        return {"Address": "00:AA:01:00:00:0%d" % len(self.standin.adapters), "Name": self.name,
+                "Powered": dbus.Boolean(self.powered)}
+
+    def manager_properties(self):
+        return {"ActiveInstances": dbus.Byte(self.active), "SupportedInstances": dbus.Byte(self.free),
+                "SupportedIncludes": dbus.Array(["tx-power", "appearance", "local-name"], signature="s"),
+                "SupportedSecondaryChannels": dbus.Array(["1M", "2M"], signature="s"),
+                "SupportedCapabilities": dbus.Dictionary({"MaxAdvLen": dbus.Byte(31)}, signature="sv")}
+
+    def interfaces(self):
+        return {ADAPTER: self.adapter_properties(), MANAGER: self.manager_properties()}
+
+    @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
+    def Get(self, interface, name):
+        return self.interfaces()[interface][name]
+
+    @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, interface):
+        return self.interfaces().get(interface, {})
+
+    @dbus.service.method(PROPS, in_signature="ssv")
+    def Set(self, interface, name, value):
+        if interface != ADAPTER or name != "Powered":
+            raise dbus.DBusException("not writable", name="org.bluez.Error.InvalidArguments")
+        self.standin.log("Set Powered %s" % bool(value))
+        self.set_powered(bool(value))
+
+    @dbus.service.signal(PROPS, signature="sa{sv}as")
+    def PropertiesChanged(self, interface, changed, invalidated):
+        pass
+
+    def set_powered(self, powered):
+        if powered != self.powered:
+            self.powered = powered
+            self.PropertiesChanged(ADAPTER, {"Powered": dbus.Boolean(powered)}, [])
+
+    def update_instances(self):
+        self.PropertiesChanged(MANAGER, {"ActiveInstances": dbus.Byte(self.active),
+                                         "SupportedInstances": dbus.Byte(self.free)}, [])
+
+    @dbus.service.method(MANAGER, in_signature="oa{sv}", sender_keyword="sender",
+                         async_callbacks=("reply", "error"))
+    def RegisterAdvertisement(self, path, options, sender, reply, error):
+        self.standin.log("RegisterAdvertisement %s" % path)
+        if (sender, path) in self.registered:
+            return error(AlreadyExists("Already Exists"))
+        if self.free == 0:
+            return error(NotPermitted("Maximum advertisements reached"))
+        client = self.standin.bus.get_object(sender, path, introspect=False)
+
+        def finish(properties):
+            problem = parse_error(properties)
+            if problem is not None:
+                self.standin.log("parse failed: " + problem)
+                return error(Failed("Failed to parse advertisement."))
+            if not self.powered:
+                return error(Failed("Failed to register advertisement"))
+            self.registered[(sender, path)] = dict(properties)
+            self.free -= 1
+            self.active += 1
+            self.update_instances()
+            self.standin.log("registered %s" % path)
+            reply()
+
+        def got_all(properties):
+            finish(properties)
+
+        def got_objects(objects):
+            if dbus.ObjectPath(path) in objects and AD in objects[dbus.ObjectPath(path)]:
+                return finish(objects[dbus.ObjectPath(path)][AD])
+            self.standin.log("GetAll %s" % path)
+            client.GetAll(AD, dbus_interface=PROPS, reply_handler=got_all,
+                          error_handler=lambda e: error(Failed("Failed to parse advertisement.")))
+
+        self.standin.log("GetManagedObjects %s" % path)
+        client.GetManagedObjects(dbus_interface=OM, reply_handler=got_objects,
+                                 error_handler=lambda e: got_objects({}))
+
+    @dbus.service.method(MANAGER, in_signature="o", sender_keyword="sender")
+    def UnregisterAdvertisement(self, path, sender):
+        self.standin.log("UnregisterAdvertisement %s" % path)
+        if (sender, path) not in self.registered:
+            raise DoesNotExist("Does Not Exist")
+        self.drop(sender, path)
+
+    def drop(self, sender, path):
+        del self.registered[(sender, path)]
+        self.free += 1
+        self.active -= 1
+        self.update_instances()
+
+    def release(self, sender, path):
+        """What BlueZ does when it removes an advertisement itself."""
+        self.drop(sender, path)
+        message = dbus.lowlevel.MethodCallMessage(sender, path, AD, "Release")
+        message.set_no_reply(True)  # as BlueZ sends it
+        self.standin.bus.send_message(message)
+        self.standin.log("Release %s" % path)
+
+    def property_changed(self, sender, path, interface, changed):
+        if interface == AD and (sender, path) in self.registered:
+            self.registered[(sender, path)].update(changed)
+            self.standin.log("refreshed %s %s" % (path, ",".join(sorted(changed))))
+
+
+class Control(dbus.service.Object):
+    def __init__(self, bus, standin):
+        super().__init__(bus, "/test")
+        self.standin = standin
+
+    @dbus.service.method(CONTROL, out_signature="as")
+    def Calls(self):
+        return self.standin.calls
+
+    @dbus.service.method(CONTROL, out_signature="a{sa{sv}}")
+    def Advertisements(self):
+        return {str(path): props for a in self.standin.adapters.values()
+                for (_, path), props in a.registered.items()}
+
+    @dbus.service.method(CONTROL, in_signature="s")
+    def Release(self, path):
+        for adapter in self.standin.adapters.values():
+            for sender, registered in list(adapter.registered):
+                if registered == path:
+                    adapter.release(sender, registered)
+
+    @dbus.service.method(CONTROL, in_signature="sb")
+    def SetPowered(self, name, powered):
+        self.standin.adapters[name].set_powered(powered)
+
+    @dbus.service.method(CONTROL, in_signature="sy")
+    def SetFreeInstances(self, name, free):
+        self.standin.adapters[name].free = int(free)
+
+    @dbus.service.method(CONTROL, in_signature="s")
+    def RemoveAdapter(self, name):
+        adapter = self.standin.adapters.pop(name)
+        for sender, path in list(adapter.registered):
+            adapter.release(sender, path)
+        self.standin.root.InterfacesRemoved(adapter.path, [MANAGER, ADAPTER])
+        adapter.remove_from_connection()
+
+    @dbus.service.method(CONTROL, in_signature="s")
+    def AddAdapter(self, name):
+        self.standin.add_adapter(name, announce=True)
+
+    @dbus.service.method(CONTROL, in_signature="sqn")
+    def SetTxPower(self, path, unused, power):
+        """Calls Properties.Set(TxPower) on a registered advertisement, as BlueZ may."""
+        for adapter in self.standin.adapters.values():
+            for sender, registered in adapter.registered:
+                if registered == path:
+                    client = self.standin.bus.get_object(sender, path, introspect=False)
+                    client.Set(AD, "TxPower", dbus.Int16(power, variant_level=1), dbus_interface=PROPS)
+
+
+class StandIn:
+    def __init__(self, bus, names):
+        self.bus = bus
+        self.calls = []
+        self.adapters = {}
+        self.root = Root(bus, self)
+        self.control = Control(bus, self)
+        for name in names:
+            self.add_adapter(name, announce=False)
+        bus.add_signal_receiver(self.on_properties_changed, signal_name="PropertiesChanged",
+                                dbus_interface=PROPS, sender_keyword="sender", path_keyword="path")
+
+    def log(self, text):
+        self.calls.append(text)
+
+    def add_adapter(self, name, announce):
+        adapter = Adapter(self.bus, self, name)
+        self.adapters[name] = adapter
+        if announce:
+            # Like bluetoothd: the adapter first, its advertising manager after the controller answered.
+            self.root.InterfacesAdded(adapter.path, {ADAPTER: adapter.adapter_properties()})
+            self.root.InterfacesAdded(adapter.path, {MANAGER: adapter.manager_properties()})
+
+    def on_properties_changed(self, interface, changed, invalidated, sender=None, path=None):
+        for adapter in self.adapters.values():
+            adapter.property_changed(sender, path, interface, changed)
+
+
+def main():
+    DBusGMainLoop(set_as_default=True)
+    bus = dbus.bus.BusConnection(sys.argv[1])
+    names = sys.argv[2:]
+    standin = StandIn(bus, names)
+    bus.request_name("org.bluez", dbus.bus.NAME_FLAG_DO_NOT_QUEUE)
+    print("ready " + bus.get_unique_name(), flush=True)
+    GLib.MainLoop().run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+import DBus
+import Foundation
+import Logging
+import Peripheral
+import PeripheralBlueZ
+import TestSupport
+
+/// `StandIn/bluez_standin.py` on a private bus: owns org.bluez and behaves like bluetoothd
+/// 5.66 toward an advertiser (see the script). Driven through its control object at `/test`.
+final class BlueZStandIn: @unchecked Sendable {
+    let process: Child
+
+    init(bus: PrivateBus, adapters: [String] = ["hci0"]) throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("StandIn/bluez_standin.py")
+        process = try Child("/usr/bin/python3", [script.path, bus.address] + adapters, captureErrors: false)
+        let line = try PrivateBus.readLine(from: process.stdout)
+        guard line.hasPrefix("ready ") else { throw TestFailure("stand-in said \(line)") }
+    }
+
+    /// Kills bluetoothd's stand-in, as `kill -9` would: org.bluez vanishes, nothing is released.
+    func crash() {
+        process.kill(SIGKILL)
+    }
+}
+
+/// A private bus with the stand-in, and the manager under test on a connection of its own.
+struct StandInSession {
+    let bus: PrivateBus
+    var standIn: BlueZStandIn
+    let connection: DBusConnection
+    let manager: BlueZPeripheralManager
+
+    init(adapters: [String] = ["hci0"]) async throws {
+        bus = try PrivateBus()
+        standIn = try BlueZStandIn(bus: bus, adapters: adapters)
+        connection = try await DBusConnection.connect(to: .address(bus.address))
+        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"))
+    }
+
+    /// Calls the stand-in's control object. It goes over the manager's own connection, so it
+    /// reaches the stand-in after every signal the manager sent before it.
+    @discardableResult
+    func control(_ member: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await connection.call(
+            destination: BlueZ.service, path: "/test", interface: "test.StandIn", member: member, arguments)
+    }
+
+    /// What the stand-in did, in order (calls it received and made).
+    func calls() async throws -> [String] {
+        try await control("Calls")[0].stringArray ?? []
+    }
+
+    /// The advertisements the stand-in holds, by object path, with the properties it parsed.
+    func advertisements() async throws -> [String: [String: DBusValue]] {
+        var result: [String: [String: DBusValue]] = [:]
+        for entry in try await control("Advertisements")[0].dictionaryEntries ?? [] {
+            result[entry.key.string ?? ""] = entry.value.variantDictionary
+        }
+        return result
+    }
+}
+
+/// The events of a stream as they come, read one by one; a read fails instead of hanging when
+/// no event comes.
+actor EventLog {
+    private var buffer: [PeripheralEvent] = []
+    private var waiter: CheckedContinuation<PeripheralEvent?, Never>?
+    private var consumer: Task<Void, Never>?
+
+    /// Starts reading `stream`.
+    static func reading(_ stream: AsyncStream<PeripheralEvent>) async -> EventLog {
+        let log = EventLog()
+        await log.consume(stream)
+        return log
+    }
+
+    private func consume(_ stream: AsyncStream<PeripheralEvent>) {
+        consumer = Task {
+            for await event in stream { self.append(event) }
+        }
+    }
+
+    private func append(_ event: PeripheralEvent) {
+        if let waiter {
+            self.waiter = nil
+            waiter.resume(returning: event)
+        } else {
+            buffer.append(event)
+        }
+    }
+
+    private func giveUp() {
+        waiter?.resume(returning: nil)
+        waiter = nil
+    }
+
+    /// The next event.
+    func next(within limit: Duration = .seconds(10)) async throws -> PeripheralEvent {
+        if !buffer.isEmpty { return buffer.removeFirst() }
+        let timer = Task {
+            // A cancelled timer (the event came) must not give up on the next read's behalf.
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            self.giveUp()
+        }
+        defer { timer.cancel() }
+        guard let event = await withCheckedContinuation({ waiter = $0 }) else {
+            throw TestFailure("no event within \(limit)")
+        }
+        return event
+    }
+
+    /// The next `count` events.
+    func next(_ count: Int) async throws -> [PeripheralEvent] {
+        var events: [PeripheralEvent] = []
+        for _ in 0..<count { events.append(try await next()) }
+        return events
+    }
+}
