@@ -9,9 +9,13 @@ let package = Package(
         .library(name: "PeripheralMocks", targets: ["PeripheralMocks"]),
         .library(name: "BluetoothModule", targets: ["BluetoothModule"]),
         .library(name: "PeripheralBlueZ", targets: ["PeripheralBlueZ"]),
+        .library(name: "AdvertiserConfig", targets: ["AdvertiserConfig"]),
+        .library(name: "AdvertiserControl", targets: ["AdvertiserControl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // Layer 0: the C library.
@@ -38,6 +42,40 @@ let package = Package(
         .target(
             name: "BluetoothModule",
             dependencies: ["Peripheral", .product(name: "Logging", package: "swift-log")]
+        ),
+
+        // Layer 4: the config file and the daemon's D-Bus contract.
+        .target(
+            name: "AdvertiserConfig",
+            dependencies: ["Peripheral", .product(name: "TOMLKit", package: "TOMLKit")]
+        ),
+
+        .target(name: "AdvertiserControl", dependencies: ["DBus", "Peripheral"]),
+
+        // Layer 5: the daemon's work, apart from the process (testable with the mock).
+        .target(
+            name: "AdvertiserDaemon",
+            dependencies: [
+                "AdvertiserConfig", "AdvertiserControl", "BluetoothModule", "Peripheral", "DBus",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // The executables: thin mains.
+        .executableTarget(
+            name: "bleadvd",
+            dependencies: [
+                "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "bleadvctl",
+            dependencies: [
+                "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
 
         // Benchmarks (not installed): `make bench-dbus`.

@@ -34,6 +34,11 @@ extension DBusValue {
         if case .uint32(let value) = self { value } else { nil }
     }
 
+    /// The number, when this is a `d`.
+    public var double: Double? {
+        if case .double(let value) = self { value } else { nil }
+    }
+
     /// The path, when this is an `o`.
     public var objectPath: DBusObjectPath? {
         if case .objectPath(let value) = self { value } else { nil }

@@ -1,0 +1,288 @@
+import Foundation
+import Peripheral
+import TOMLKit
+
+/// Reads the config file: TOML in, a ``DaemonConfig`` of validated advertisements out. Every
+/// problem is a ``ConfigError`` naming the file, the line and the key; unknown keys are errors.
+public enum ConfigParser {
+    /// Reads and parses the file at `path`.
+    public static func load(path: String) throws(ConfigError) -> DaemonConfig {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            let reason = FileManager.default.fileExists(atPath: path)
+                ? "cannot be read (permissions?) or is not UTF-8" : "does not exist"
+            throw ConfigError(file: path, line: nil, key: "", message: "the config file \(reason)")
+        }
+        return try parse(text, file: path)
+    }
+
+    /// Parses config text; `file` names it in errors.
+    public static func parse(_ text: String, file: String) throws(ConfigError) -> DaemonConfig {
+        let root: TOMLTable
+        do {
+            root = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigError(file: file, line: error.source.begin.line, key: "", message: error.description)
+        } catch {
+            throw ConfigError(file: file, line: nil, key: "", message: "not valid TOML: \(error)")
+        }
+        let reader = Reader(file: file, lines: SourceLines(text))
+        return try reader.config(root)
+    }
+}
+
+/// Walks the parsed TOML, turning each value into its typed field or a located error.
+struct Reader {
+    let file: String
+    let lines: SourceLines
+
+    static let topKeys: Set<String> = ["adapter", "power_on", "advertisement"]
+    static let fieldKeys: Set<String> = [
+        "enabled", "type", "local_name", "service_uuids", "solicit_uuids", "manufacturer_data", "service_data",
+        "data", "appearance", "includes", "discoverable", "discoverable_timeout", "duration", "timeout",
+        "secondary_channel", "min_interval_ms", "max_interval_ms", "tx_power",
+    ]
+    static let presetKeys: [String: Set<String>] = [
+        "ibeacon": ["uuid", "major", "minor", "measured_power"],
+        "altbeacon": ["manufacturer_id", "beacon_id", "reference_rssi"],
+        "eddystone_uid": ["namespace", "instance", "tx_power"],
+        "eddystone_url": ["url", "tx_power"],
+    ]
+
+    func error(_ path: [String], _ message: String) -> ConfigError {
+        ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
+    }
+
+    func config(_ root: TOMLTable) throws(ConfigError) -> DaemonConfig {
+        try checkKeys(root, allowed: Self.topKeys, at: [])
+        var config = DaemonConfig()
+        config.adapter = try root["adapter"].map { value throws(ConfigError) in try string(value, ["adapter"]) }
+        if let adapter = config.adapter, adapter.isEmpty || !adapter.allSatisfy(\.isNameCharacter) {
+            throw error(["adapter"], "\"\(adapter)\" is not an adapter name (expected e.g. hci0)")
+        }
+        config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
+        guard let section = root["advertisement"] else { return config }
+        let advertisements = try table(section, ["advertisement"])
+        for name in advertisements.keys.sorted() {
+            let path = ["advertisement", name]
+            guard !name.isEmpty, name.count <= 64, name.allSatisfy(\.isNameCharacter) else {
+                throw error(path, "names may use letters, digits, '-' and '_' (1 to 64 characters)")
+            }
+            config.advertisements[name] = try advertisement(table(advertisements[name]!, path), path)
+        }
+        return config
+    }
+
+    func advertisement(_ entry: TOMLTable, _ path: [String]) throws(ConfigError) -> ConfiguredAdvertisement {
+        let presets = entry.keys.filter { Self.presetKeys[$0] != nil }
+        let allowed = presets.isEmpty ? Self.fieldKeys.union(Self.presetKeys.keys) : Set(["enabled"] + presets)
+        if presets.count > 1 {
+            throw error(path + [presets.sorted()[1]], "only one preset per advertisement (also has \(presets.sorted()[0]))")
+        }
+        for key in entry.keys where !allowed.contains(key) {
+            throw error(path + [key], presets.isEmpty
+                ? "unknown key; known keys: \(Self.fieldKeys.union(Self.presetKeys.keys).sorted().joined(separator: ", "))"
+                : "cannot be combined with the \(presets[0]) preset")
+        }
+        let enabled = try entry["enabled"].map { value throws(ConfigError) in try bool(value, path + ["enabled"]) } ?? true
+        let advertisement: Advertisement
+        if let preset = presets.first {
+            advertisement = try self.preset(preset, table(entry[preset]!, path + [preset]), path + [preset])
+        } else {
+            advertisement = try fields(entry, path)
+        }
+        let problems = advertisement.problems()
+        guard problems.isEmpty else { throw error(path, problems.joined(separator: "; ")) }
+        return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement)
+    }
+
+    func fields(_ entry: TOMLTable, _ path: [String]) throws(ConfigError) -> Advertisement {
+        var ad = Advertisement()
+        func at(_ key: String) -> [String] { path + [key] }
+        if let value = entry["type"] {
+            let text = try string(value, at("type"))
+            guard let kind = Advertisement.Kind(rawValue: text) else {
+                throw error(at("type"), "\"\(text)\" is not a type; use \"peripheral\" or \"broadcast\"")
+            }
+            ad.kind = kind
+        }
+        ad.localName = try entry["local_name"].map { value throws(ConfigError) in try string(value, at("local_name")) }
+        ad.serviceUUIDs = try uuids(entry["service_uuids"], at("service_uuids"))
+        ad.solicitUUIDs = try uuids(entry["solicit_uuids"], at("solicit_uuids"))
+        if let value = entry["manufacturer_data"] {
+            let table = try table(value, at("manufacturer_data"))
+            for key in table.keys.sorted() {
+                let id = try integer(key, in: 0...0xFFFF, at("manufacturer_data") + [key], what: "a company id")
+                ad.manufacturerData.append(.init(companyID: UInt16(id), data: try hex(table[key]!, at("manufacturer_data") + [key])))
+            }
+        }
+        if let value = entry["service_data"] {
+            let table = try table(value, at("service_data"))
+            for key in table.keys.sorted() {
+                let uuid = try parseUUID(key, at("service_data") + [key])
+                ad.serviceData.append(.init(uuid: uuid, data: try hex(table[key]!, at("service_data") + [key])))
+            }
+        }
+        if let value = entry["data"] {
+            let table = try table(value, at("data"))
+            for key in table.keys.sorted() {
+                let type = try integer(key, in: 0...0xFF, at("data") + [key], what: "an AD type")
+                ad.data.append(.init(type: UInt8(type), data: try hex(table[key]!, at("data") + [key])))
+            }
+        }
+        ad.appearance = try entry["appearance"].map { value throws(ConfigError) in UInt16(try int(value, at("appearance"), 0...0xFFFF)) }
+        if let value = entry["includes"] {
+            for text in try strings(value, at("includes")) {
+                guard let include = Advertisement.Include(rawValue: text) else {
+                    throw error(at("includes"), "\"\(text)\" is not an include; use \"tx-power\", \"appearance\" or \"local-name\"")
+                }
+                ad.includes.insert(include)
+            }
+        }
+        ad.discoverable = try entry["discoverable"].map { value throws(ConfigError) in try bool(value, at("discoverable")) }
+        ad.discoverableTimeout = try uint16(entry["discoverable_timeout"], at("discoverable_timeout"))
+        ad.duration = try uint16(entry["duration"], at("duration"))
+        ad.timeout = try uint16(entry["timeout"], at("timeout"))
+        if let value = entry["secondary_channel"] {
+            let text = try string(value, at("secondary_channel"))
+            guard let channel = Advertisement.SecondaryChannel(rawValue: text) else {
+                throw error(at("secondary_channel"), "\"\(text)\" is not a channel; use \"1M\", \"2M\" or \"Coded\"")
+            }
+            ad.secondaryChannel = channel
+        }
+        ad.minInterval = try entry["min_interval_ms"].map { value throws(ConfigError) in
+            UInt32(try int(value, at("min_interval_ms"), Int(Advertisement.intervalRange.lowerBound)...Int(Advertisement.intervalRange.upperBound)))
+        }
+        ad.maxInterval = try entry["max_interval_ms"].map { value throws(ConfigError) in
+            UInt32(try int(value, at("max_interval_ms"), Int(Advertisement.intervalRange.lowerBound)...Int(Advertisement.intervalRange.upperBound)))
+        }
+        ad.txPower = try entry["tx_power"].map { value throws(ConfigError) in
+            Int16(try int(value, at("tx_power"), Int(Advertisement.txPowerRange.lowerBound)...Int(Advertisement.txPowerRange.upperBound)))
+        }
+        return ad
+    }
+
+    func preset(_ name: String, _ fields: TOMLTable, _ path: [String]) throws(ConfigError) -> Advertisement {
+        try checkKeys(fields, allowed: Self.presetKeys[name]!, at: path)
+        func need(_ key: String) throws(ConfigError) -> any TOMLValueConvertible {
+            guard let value = fields[key] else { throw error(path + [key], "missing; the \(name) preset needs it") }
+            return value
+        }
+        func signed8(_ key: String) throws(ConfigError) -> Int8 { Int8(try int(need(key), path + [key], -128...127)) }
+        let beacon: Beacon
+        switch name {
+        case "ibeacon":
+            beacon = .iBeacon(
+                uuid: try parseUUID(try string(need("uuid"), path + ["uuid"]), path + ["uuid"]),
+                major: UInt16(try int(need("major"), path + ["major"], 0...0xFFFF)),
+                minor: UInt16(try int(need("minor"), path + ["minor"], 0...0xFFFF)),
+                measuredPower: try signed8("measured_power"))
+        case "altbeacon":
+            let id = try hex(need("beacon_id"), path + ["beacon_id"])
+            guard id.count == 20 else { throw error(path + ["beacon_id"], "is \(id.count) bytes; it must be 20") }
+            beacon = .altBeacon(
+                manufacturerID: UInt16(try int(need("manufacturer_id"), path + ["manufacturer_id"], 0...0xFFFF)),
+                beaconID: id, referenceRSSI: try signed8("reference_rssi"))
+        case "eddystone_uid":
+            let namespace = try hex(need("namespace"), path + ["namespace"])
+            guard namespace.count == 10 else { throw error(path + ["namespace"], "is \(namespace.count) bytes; it must be 10") }
+            let instance = try hex(need("instance"), path + ["instance"])
+            guard instance.count == 6 else { throw error(path + ["instance"], "is \(instance.count) bytes; it must be 6") }
+            beacon = .eddystoneUID(namespace: namespace, instance: instance, txPower: try signed8("tx_power"))
+        default:
+            beacon = .eddystoneURL(url: try string(need("url"), path + ["url"]), txPower: try signed8("tx_power"))
+        }
+        do {
+            return try beacon.advertisement()
+        } catch {
+            throw self.error(path, error.message)
+        }
+    }
+
+    // MARK: Values
+
+    func checkKeys(_ table: TOMLTable, allowed: Set<String>, at path: [String]) throws(ConfigError) {
+        for key in table.keys.sorted() where !allowed.contains(key) {
+            throw error(path + [key], "unknown key; known keys: \(allowed.sorted().joined(separator: ", "))")
+        }
+    }
+
+    func table(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> TOMLTable {
+        guard let table = value.table else { throw error(path, "must be a table, not \(value.type)") }
+        return table
+    }
+
+    func string(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> String {
+        guard let text = value.string else { throw error(path, "must be a string, not \(value.type)") }
+        guard !text.utf8.contains(0) else { throw error(path, "contains a NUL character") }
+        return text
+    }
+
+    func bool(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> Bool {
+        guard let flag = value.bool else { throw error(path, "must be true or false, not \(value.type)") }
+        return flag
+    }
+
+    func int(_ value: any TOMLValueConvertible, _ path: [String], _ range: ClosedRange<Int>) throws(ConfigError) -> Int {
+        guard let number = value.int else { throw error(path, "must be an integer, not \(value.type)") }
+        guard range.contains(number) else {
+            throw error(path, "is \(number); it must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return number
+    }
+
+    func uint16(_ value: (any TOMLValueConvertible)?, _ path: [String]) throws(ConfigError) -> UInt16? {
+        guard let value else { return nil }
+        return UInt16(try int(value, path, 0...0xFFFF))
+    }
+
+    func strings(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [String] {
+        guard let array = value.array else { throw error(path, "must be an array of strings, not \(value.type)") }
+        var result: [String] = []
+        for element in array {
+            guard let text = element.string else { throw error(path, "must be an array of strings; found \(element.type)") }
+            result.append(text)
+        }
+        return result
+    }
+
+    func uuids(_ value: (any TOMLValueConvertible)?, _ path: [String]) throws(ConfigError) -> [BluetoothUUID] {
+        guard let value else { return [] }
+        var result: [BluetoothUUID] = []
+        for text in try strings(value, path) { result.append(try parseUUID(text, path)) }
+        return result
+    }
+
+    func parseUUID(_ text: String, _ path: [String]) throws(ConfigError) -> BluetoothUUID {
+        do {
+            return try BluetoothUUID(text)
+        } catch {
+            throw self.error(path, "\"\(text)\" is not a UUID (use 4 or 8 hex digits, or the 36-character form)")
+        }
+    }
+
+    func hex(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [UInt8] {
+        let text = try string(value, path)
+        guard let bytes = Hex.decode(text) else { throw error(path, "\"\(text)\" is not hex bytes (e.g. \"0102ff\")") }
+        return bytes
+    }
+
+    /// A number written as a key: `0xFFFF` or `65535`.
+    func integer(_ key: String, in range: ClosedRange<Int>, _ path: [String], what: String) throws(ConfigError) -> Int {
+        let lower = key.lowercased()
+        let number = lower.hasPrefix("0x") ? Int(lower.dropFirst(2), radix: 16) : Int(lower)
+        guard let number, range.contains(number) else {
+            throw error(path, "\"\(key)\" is not \(what) (a number from \(range.lowerBound) to 0x\(String(range.upperBound, radix: 16, uppercase: true)))")
+        }
+        return number
+    }
+}
+
+extension Character {
+    /// Letters, digits, `-` and `_`: what names (of advertisements, of adapters) may use.
+    var isNameCharacter: Bool {
+        isASCII && (isLetter || isNumber || self == "-" || self == "_")
+    }
+}

@@ -1,0 +1,64 @@
+public import Peripheral
+
+/// What `/etc/bleadvd/bleadvd.toml` says: which adapter, and the advertisements by name.
+public struct DaemonConfig: Hashable, Sendable {
+    /// The default config file.
+    public static let defaultPath = "/etc/bleadvd/bleadvd.toml"
+
+    /// The adapter to use (`hci0`); nil for the first that can advertise.
+    public var adapter: String?
+    /// Whether to power the adapter on when it is off.
+    public var powerOn: Bool
+    /// The advertisements, by the name `bleadvctl` uses.
+    public var advertisements: [String: ConfiguredAdvertisement]
+
+    /// A config.
+    public init(adapter: String? = nil, powerOn: Bool = true, advertisements: [String: ConfiguredAdvertisement] = [:]) {
+        self.adapter = adapter
+        self.powerOn = powerOn
+        self.advertisements = advertisements
+    }
+
+    /// The names of the advertisements, sorted.
+    public var names: [String] { advertisements.keys.sorted() }
+}
+
+/// One `[advertisement.NAME]` table.
+public struct ConfiguredAdvertisement: Hashable, Sendable {
+    /// Whether it goes on air when the daemon starts.
+    public var enabled: Bool
+    /// The advertisement, validated.
+    public var advertisement: Advertisement
+
+    /// An entry.
+    public init(enabled: Bool = true, advertisement: Advertisement) {
+        self.enabled = enabled
+        self.advertisement = advertisement
+    }
+}
+
+/// A problem in a config file: `FILE:LINE: KEY: what is wrong`.
+public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The file.
+    public var file: String
+    /// The line the problem is on, when known.
+    public var line: Int?
+    /// The dotted key, e.g. `advertisement.door.ibeacon.major`; empty for the file as a whole.
+    public var key: String
+    /// What is wrong.
+    public var message: String
+
+    /// An error.
+    public init(file: String, line: Int?, key: String, message: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+    }
+
+    /// `FILE:LINE: KEY: message`.
+    public var description: String {
+        let place = line.map { "\(file):\($0)" } ?? file
+        return key.isEmpty ? "\(place): \(message)" : "\(place): \(key): \(message)"
+    }
+}

@@ -1,0 +1,70 @@
+public import DBus
+
+/// One advertisement's state as the control API reports it.
+public struct AdvertisementState: Hashable, Sendable {
+    /// Where it is.
+    public enum State: String, Sendable, Hashable, CaseIterable {
+        /// On air.
+        case on
+        /// Off, as asked.
+        case off
+        /// A transient failure; the daemon tries again.
+        case retrying
+        /// Waiting for bluetoothd or an adapter.
+        case waiting
+        /// Refused for good until it is changed or turned on again.
+        case failed
+    }
+
+    /// Whether it should be on air.
+    public var desired: Bool
+    /// Where it is.
+    public var state: State
+    /// How long ago the state last changed.
+    public var sinceSeconds: Double
+    /// BlueZ's identity of the registration (the object path), when on air.
+    public var id: String?
+    /// The last error, when there is one.
+    public var error: String?
+    /// The last error's code (a ``Peripheral/PeripheralError/Code`` raw value).
+    public var errorCode: String?
+    /// When the next attempt is, for `retrying`.
+    public var retryInSeconds: Double?
+
+    /// A state.
+    public init(
+        desired: Bool, state: State, sinceSeconds: Double, id: String? = nil, error: String? = nil,
+        errorCode: String? = nil, retryInSeconds: Double? = nil
+    ) {
+        self.desired = desired
+        self.state = state
+        self.sinceSeconds = sinceSeconds
+        self.id = id
+        self.error = error
+        self.errorCode = errorCode
+        self.retryInSeconds = retryInSeconds
+    }
+
+    /// The `a{sv}` the control API sends.
+    public var dbusValue: DBusValue {
+        var fields: [String: DBusValue] = [
+            "desired": .boolean(desired), "state": .string(state.rawValue), "since_seconds": .double(sinceSeconds),
+        ]
+        if let id { fields["id"] = .string(id) }
+        if let error { fields["error"] = .string(error) }
+        if let errorCode { fields["error_code"] = .string(errorCode) }
+        if let retryInSeconds { fields["retry_in_seconds"] = .double(retryInSeconds) }
+        return .variantDictionary(fields)
+    }
+
+    /// Reads the `a{sv}` of one advertisement; nil when required fields are missing or mistyped.
+    public init?(_ value: DBusValue) {
+        guard let fields = value.variantDictionary, let desired = fields["desired"]?.boolean,
+              let state = fields["state"]?.string.flatMap(State.init), let since = fields["since_seconds"]?.double
+        else { return nil }
+        self.init(
+            desired: desired, state: state, sinceSeconds: since, id: fields["id"]?.string,
+            error: fields["error"]?.string, errorCode: fields["error_code"]?.string,
+            retryInSeconds: fields["retry_in_seconds"]?.double)
+    }
+}

@@ -1,0 +1,47 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sd_notify` without libsystemd: one datagram to `$NOTIFY_SOCKET` (a path, or `@name` for
+/// the abstract namespace). Without the variable (not started by systemd) it does nothing.
+public struct SystemdNotifier: Sendable {
+    private let socketPath: String?
+
+    /// A notifier for the socket systemd gave this process, if any.
+    public init(environment: [String: String]) {
+        socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The watchdog interval systemd asked for (`$WATCHDOG_USEC`), if any.
+    public static func watchdogInterval(environment: [String: String]) -> Duration? {
+        guard let text = environment["WATCHDOG_USEC"], let usec = Int64(text), usec > 0 else { return nil }
+        return .microseconds(usec)
+    }
+
+    /// Whether systemd listens.
+    public var isEnabled: Bool { socketPath != nil }
+
+    /// Sends `state` (e.g. `READY=1\nSTATUS=on air`). Failures are ignored, as sd_notify's are.
+    public func notify(_ state: String) {
+        guard let socketPath else { return }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var pathBytes = Array(socketPath.utf8)
+        if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard pathBytes.count < capacity else { return }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + pathBytes.count + (pathBytes.first == 0 ? 0 : 1))
+        let bytes = Array(state.utf8)
+        _ = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), socketAddress, length)
+            }
+        }
+    }
+}

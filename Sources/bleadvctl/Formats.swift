@@ -1,0 +1,100 @@
+import AdvertiserConfig
+import AdvertiserControl
+import Peripheral
+
+/// `bleadvctl status`, as a table for people and JSON for programs.
+enum StatusFormat {
+    static func table(_ states: [String: AdvertisementState]) -> String {
+        var rows = [["NAME", "STATE", "WANTED", "SINCE", "DETAIL"]]
+        for (name, state) in states.sorted(by: { $0.key < $1.key }) {
+            var detail = state.id ?? ""
+            if let retry = state.retryInSeconds { detail = "next try in \(duration(retry))" }
+            if let error = state.error, state.state != .on { detail += (detail.isEmpty ? "" : ": ") + error }
+            rows.append([name, state.state.rawValue, state.desired ? "on" : "off", duration(state.sinceSeconds), detail])
+        }
+        let widths = (0..<4).map { column in rows.map { $0[column].count }.max()! }
+        return rows.map { row in
+            (0..<4).map { row[$0].padding(to: widths[$0]) }.joined(separator: "  ") + "  " + row[4]
+        }.map { $0.trimmingTrailingSpaces() + "\n" }.joined()
+    }
+
+    static func json(_ states: [String: AdvertisementState]) -> String {
+        let entries = states.sorted { $0.key < $1.key }.map { name, state in
+            var fields = [
+                "\"desired\": \(state.desired)", "\"state\": \(quote(state.state.rawValue))",
+                "\"since_seconds\": \(number(state.sinceSeconds))",
+            ]
+            if let id = state.id { fields.append("\"id\": \(quote(id))") }
+            if let error = state.error { fields.append("\"error\": \(quote(error))") }
+            if let code = state.errorCode { fields.append("\"error_code\": \(quote(code))") }
+            if let retry = state.retryInSeconds { fields.append("\"retry_in_seconds\": \(number(retry))") }
+            return "  \(quote(name)): {" + fields.joined(separator: ", ") + "}"
+        }
+        return entries.isEmpty ? "{}\n" : "{\n" + entries.joined(separator: ",\n") + "\n}\n"
+    }
+
+    /// A JSON string literal.
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func number(_ value: Double) -> String {
+        let milliseconds = (value * 1000).rounded() / 1000
+        return milliseconds == milliseconds.rounded() ? String(Int(milliseconds)) : String(milliseconds)
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded())
+        if whole < 60 { return "\(whole)s" }
+        if whole < 3600 { return "\(whole / 60)m\(whole % 60)s" }
+        return "\(whole / 3600)h\((whole % 3600) / 60)m"
+    }
+}
+
+/// `bleadvctl preview`: the AD structures and bytes of one advertisement.
+enum PreviewFormat {
+    static func text(name: String, _ entry: ConfiguredAdvertisement) -> String {
+        let ad = entry.advertisement
+        let payload = AdvertisingPayload(for: ad)
+        var out = "\(name) (\(ad.kind.rawValue)\(entry.enabled ? "" : ", not enabled at start"))\n"
+        out += section("advertising data", payload.advertisingData, payload.advertisingSize, payload.advertisingBytes)
+        out += section("scan response", payload.scanResponse, payload.scanResponseSize, payload.scanResponseBytes)
+        let problems = ad.problems()
+        if !problems.isEmpty { out += "  problems: " + problems.joined(separator: "; ") + "\n" }
+        return out
+    }
+
+    private static func section(_ title: String, _ structures: [ADStructure], _ size: Int, _ bytes: [UInt8]) -> String {
+        var out = "  \(title): \(size) of \(AdvertisingPayload.limit) bytes: \(bytes.isEmpty ? "(none)" : Hex.encode(bytes))\n"
+        for structure in structures {
+            out += "    \(Hex.encode(structure.bytes))  type 0x\(Hex.encode([structure.type]))  \(structure.size) bytes  \(structure.field)\n"
+        }
+        return out
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String {
+        self + String(repeating: " ", count: max(0, width - count))
+    }
+
+    func trimmingTrailingSpaces() -> String {
+        var copy = self
+        while copy.last == " " { copy.removeLast() }
+        return copy
+    }
+}
