@@ -87,12 +87,20 @@ let package = Package(
         ),
 
         // Tests: a private bus, child processes, the Python peers.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["Peers"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),
+        .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "TestSupport"]),
+        .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig"]),
         .testTarget(
-            name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "TestSupport"], exclude: ["StandIn"]),
+            name: "AdvertiserDaemonTests",
+            dependencies: [
+                "AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "PeripheralMocks", "TestSupport",
+                // Built for the tests, which run them as programs.
+                "bleadvd", "bleadvctl",
+            ]
+        ),
     ]
 )
 

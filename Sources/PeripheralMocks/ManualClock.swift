@@ -23,11 +23,12 @@ public final class ManualClock: Clock, Sendable {
     }
 
     private struct Sleeper {
+        let id: Int
         let deadline: Instant
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private let state = Mutex((now: Instant(offset: .zero), sleepers: [Sleeper]()))
+    private let state = Mutex((now: Instant(offset: .zero), sleepers: [Sleeper](), nextID: 0))
 
     /// A clock at zero.
     public init() {}
@@ -51,13 +52,28 @@ public final class ManualClock: Clock, Sendable {
 
     /// Waits until the clock reaches `deadline`.
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        try await withCheckedThrowingContinuation { continuation in
-            let ready = state.withLock { state in
-                if deadline <= state.now { return true }
-                state.sleepers.append(Sleeper(deadline: deadline, continuation: continuation))
-                return false
-            }
-            if ready { continuation.resume() }
+        // Like the real clocks: a cancelled sleep ends at once with CancellationError.
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
         }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = state.withLock { state in
+                    if deadline <= state.now || Task.isCancelled { return true }
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            let cancelled = state.withLock { state in
+                let found = state.sleepers.first { $0.id == id }
+                state.sleepers.removeAll { $0.id == id }
+                return found
+            }
+            cancelled?.continuation.resume(throwing: CancellationError())
+        }
+        try Task.checkCancellation()
     }
 }

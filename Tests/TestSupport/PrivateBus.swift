@@ -9,23 +9,46 @@ public final class PrivateBus: @unchecked Sendable {
     public let folder: URL
     private let process: Child
 
-    /// Starts a bus daemon.
-    public init() throws {
+    /// Starts a bus daemon. With `systemPolicy`, it runs with the system bus's default policy
+    /// (no one may own names or call methods unless a rule allows it) plus those policy files.
+    public init(systemPolicy: [String]? = nil) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // Other users (the unprivileged caller of a policy test) must reach the socket.
+        chmod(folder.path, 0o755)
         let config = folder.appendingPathComponent("bus.conf")
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(folder.path)/socket</listen>
-              <auth>EXTERNAL</auth>
+        let policy = systemPolicy.map { includes in
+            """
+              <policy context="default">
+                <allow user="*"/>
+                <deny own="*"/>
+                <deny send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+              </policy>
+            """ + includes.map { "\n  <include>\($0)</include>" }.joined()
+        } ?? """
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>
                 <allow own="*"/>
               </policy>
+            """
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>\(systemPolicy == nil ? "session" : "system")</type>
+              <listen>unix:path=\(folder.path)/socket</listen>
+              <auth>EXTERNAL</auth>
+            \(policy)
             </busconfig>
             """.write(to: config, atomically: true, encoding: .utf8)
         // dbus-daemon complains on stderr that it cannot raise its fd limit; that is expected.

@@ -5,25 +5,6 @@ import Peripheral
 import PeripheralBlueZ
 import TestSupport
 
-/// `StandIn/bluez_standin.py` on a private bus: owns org.bluez and behaves like bluetoothd
-/// 5.66 toward an advertiser (see the script). Driven through its control object at `/test`.
-final class BlueZStandIn: @unchecked Sendable {
-    let process: Child
-
-    init(bus: PrivateBus, adapters: [String] = ["hci0"]) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("StandIn/bluez_standin.py")
-        process = try Child("/usr/bin/python3", [script.path, bus.address] + adapters, captureErrors: false)
-        let line = try PrivateBus.readLine(from: process.stdout)
-        guard line.hasPrefix("ready ") else { throw TestFailure("stand-in said \(line)") }
-    }
-
-    /// Kills bluetoothd's stand-in, as `kill -9` would: org.bluez vanishes, nothing is released.
-    func crash() {
-        process.kill(SIGKILL)
-    }
-}
-
 /// A private bus with the stand-in, and the manager under test on a connection of its own.
 struct StandInSession {
     let bus: PrivateBus

@@ -1,0 +1,155 @@
+import AdvertiserControl
+import DBus
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// bleadvctl against the daemon over the mock, on a private bus.
+@Suite("bleadvctl and the daemon's control API")
+struct ControlTests {
+    @Test("the daemon starts the enabled advertisements and only those")
+    func startsEnabledOnly() async throws {
+        let session = try await DaemonSession()
+
+        let started = session.mock.calls.started
+
+        #expect(started.count == 1)
+        #expect(started.first?.advertisement.localName == "Thermo-1")
+    }
+
+    @Test("on NAME registers it and exits 0 once it is on air")
+    func onRegisters() async throws {
+        let session = try await DaemonSession()
+
+        let result = try await session.ctl("on", "door")
+
+        #expect(result.status == 0)
+        #expect(result.errors.isEmpty)
+        #expect(session.mock.startAdvertisingCallCount == 2)
+        #expect(session.mock.calls.started.last?.advertisement.kind == .broadcast)
+    }
+
+    @Test("on for an advertisement already on air calls BlueZ no more")
+    func onTwiceIsIdempotent() async throws {
+        let session = try await DaemonSession()
+
+        let result = try await session.ctl("on", "heart")
+
+        #expect(result.status == 0)
+        #expect(session.mock.startAdvertisingCallCount == 1)
+    }
+
+    @Test("off without names takes every advertisement on air off")
+    func offAll() async throws {
+        let session = try await DaemonSession()
+
+        let result = try await session.ctl("off")
+
+        #expect(result.status == 0)
+        #expect(session.mock.calls.stopped == [AdvertisementID("/org/bleadvd/advertisement/1")])
+    }
+
+    @Test("an unknown name is a usage error: exit 2 and one line naming it")
+    func unknownName() async throws {
+        let session = try await DaemonSession()
+
+        let result = try await session.ctl("on", "kitchen")
+
+        #expect(result.status == 2)
+        #expect(result.errors == "bleadvctl: kitchen: no advertisement named \"kitchen\"\n")
+    }
+
+    @Test("when BlueZ refuses, on exits 1 with BlueZ's reason translated")
+    func refusedOn() async throws {
+        let session = try await DaemonSession()
+        session.mock.scriptStart(.always(.failure(PeripheralError(.noFreeInstance, "the adapter has no free advertising slot"))))
+
+        let result = try await session.ctl("on", "door")
+
+        #expect(result.status == 1)
+        #expect(result.errors == "bleadvctl: door: the adapter has no free advertising slot\n")
+    }
+
+    @Test("status --json reports each advertisement's state")
+    func statusJSON() async throws {
+        let session = try await DaemonSession()
+
+        let result = try await session.ctl("status", "--json")
+
+        #expect(result.status == 0)
+        let json = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: [String: Any]]
+        #expect(json?["heart"]?["state"] as? String == "on")
+        #expect(json?["heart"]?["id"] as? String == "/org/bleadvd/advertisement/1")
+        #expect(json?["door"]?["state"] as? String == "off")
+        #expect(json?["door"]?["desired"] as? Bool == false)
+    }
+
+    @Test("status shows a table with a row per advertisement")
+    func statusTable() async throws {
+        let session = try await DaemonSession()
+
+        let result = try await session.ctl("status")
+
+        let lines = result.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(lines.map { $0.prefix(3) } == [["NAME", "STATE", "WANTED"], ["door", "off", "off"], ["heart", "on", "on"]])
+    }
+
+    @Test("list prints the configured names, sorted")
+    func list() async throws {
+        let session = try await DaemonSession()
+
+        let result = try await session.ctl("list")
+
+        #expect(result.output == "door\nheart\n")
+    }
+
+    @Test("reload reads the changed config and starts a new enabled advertisement")
+    func reloadAdds() async throws {
+        let session = try await DaemonSession()
+        try session.writeConfig(DaemonSession.config + "\n[advertisement.kitchen]\nlocal_name = \"Kitchen\"\n")
+
+        let result = try await session.ctl("reload")
+
+        #expect(result.status == 0)
+        #expect(try await session.ctl("list").output == "door\nheart\nkitchen\n")
+        #expect(session.mock.calls.started.last?.advertisement.localName == "Kitchen")
+    }
+
+    @Test("a bad config at reload is refused with FILE:LINE: KEY and nothing on air changes")
+    func reloadRefused() async throws {
+        let session = try await DaemonSession()
+        try session.writeConfig("[advertisement.heart]\nlocal_name = \"Thermo-1\"\ncolour = \"red\"\n")
+
+        let result = try await session.ctl("reload")
+
+        #expect(result.status == 2)
+        #expect(result.errors.hasPrefix("bleadvctl: \(session.configPath):3: advertisement.heart.colour: unknown key"))
+        #expect(try await session.ctl("list").output == "door\nheart\n")
+        #expect(session.mock.stopAdvertisingCallCount == 0)
+    }
+
+    @Test("StateChanged announces an advertisement going on air")
+    func stateChangedSignal() async throws {
+        let session = try await DaemonSession()
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        let signals = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: "StateChanged"))
+
+        _ = try await session.ctl("on", "door")
+
+        var iterator = signals.makeAsyncIterator()
+        #expect(await iterator.next()?.body == [.string("door"), .string("on")])
+    }
+
+    @Test("with no daemon on the bus, bleadvctl exits 3")
+    func notRunning() async throws {
+        let bus = try PrivateBus()
+
+        let result = try await runProgram(product("bleadvctl"), ["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+
+        #expect(result.status == 3)
+        #expect(result.errors.hasPrefix("bleadvctl: bleadvd is not running"))
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// systemd/org.bleadvd.Advertiser.conf on a bus with the system bus's default-deny policy.
+@Suite("The D-Bus policy")
+struct PolicyTests {
+    static let policy = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("systemd/org.bleadvd.Advertiser.conf").path
+
+    func call(_ session: DaemonSession, _ member: String, _ arguments: [String] = [], as user: String? = nil) async throws -> ProgramResult {
+        let send = ["/usr/bin/dbus-send", "--bus=\(session.bus.address)", "--print-reply", "--dest=org.bleadvd.Advertiser",
+                    "/org/bleadvd/Advertiser", "org.bleadvd.Advertiser1.\(member)"] + arguments
+        guard let user else { return try await runProgram(send[0], Array(send.dropFirst())) }
+        return try await runProgram("/usr/sbin/runuser", ["-u", user, "--"] + send)
+    }
+
+    @Test("root may own the name and call On")
+    func rootMayCallOn() async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+
+        let result = try await call(session, "On", ["array:string:door"])
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(session.mock.startAdvertisingCallCount == 2)
+    }
+
+    @Test("an unprivileged user gets AccessDenied for On, Off and Reload", arguments: ["On", "Off", "Reload"])
+    func othersAreDenied(member: String) async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+
+        let result = try await call(session, member, member == "Reload" ? [] : ["array:string:"], as: "nobody")
+
+        #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(result.errors)")
+        #expect(session.mock.stopAdvertisingCallCount == 0)
+    }
+
+    @Test("an unprivileged user may read Status")
+    func othersMayReadStatus() async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+
+        let result = try await call(session, "Status", as: "nobody")
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("\"heart\""))
+    }
+}

@@ -1,0 +1,93 @@
+import DBus
+import Foundation
+import TestSupport
+import Testing
+
+/// The real `bleadvd` program on a private bus with the BlueZ stand-in as bluetoothd.
+@Suite("bleadvd as a process")
+struct ProcessTests {
+    static let config = """
+        [advertisement.heart]
+        local_name = "Thermo-1"
+        service_uuids = ["180D", "180F"]
+        """
+
+    /// Starts bleadvd on `bus` with `config`; returns it and the socket it notifies.
+    func startDaemon(_ bus: PrivateBus, config: String = Self.config) throws -> (Child, NotifySocket, String) {
+        let path = bus.folder.appendingPathComponent("bleadvd.toml").path
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        let notify = try NotifySocket(in: bus.folder)
+        let daemon = try Child(
+            product("bleadvd"), ["--config", path, "--log-level", "debug"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path])
+        return (daemon, notify, path)
+    }
+
+    func advertisementsHeld(on bus: PrivateBus) async throws -> Int {
+        let connection = try await DBusConnection.connect(to: .address(bus.address))
+        let reply = try await connection.call(
+            destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Advertisements")
+        return reply[0].dictionaryEntries?.count ?? -1
+    }
+
+    @Test("a bad config at start exits 2 with FILE:LINE: KEY on stderr")
+    func badConfigAtStart() async throws {
+        let bus = try PrivateBus()
+        let path = bus.folder.appendingPathComponent("bad.toml").path
+        try "[advertisement.heart]\nlocal_name = \"x\"\nmajor = 1\n".write(toFile: path, atomically: true, encoding: .utf8)
+
+        let result = try await runProgram(product("bleadvd"), ["--config", path], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+
+        #expect(result.status == 2)
+        #expect(result.errors == "<2>\(path):3: advertisement.heart.major: unknown key; known keys: altbeacon, appearance, data, discoverable, discoverable_timeout, duration, eddystone_uid, eddystone_url, enabled, ibeacon, includes, local_name, manufacturer_data, max_interval_ms, min_interval_ms, secondary_channel, service_data, service_uuids, solicit_uuids, timeout, tx_power, type\n")
+    }
+
+    @Test("READY=1 comes once the enabled advertisements are registered with BlueZ")
+    func readyAfterRegistration() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus)
+
+        try await notify.waitFor("READY=1")
+
+        #expect(try await advertisementsHeld(on: bus) == 1)
+        #expect(notify.messages.contains { $0.contains("STATUS=1 of 1 enabled advertisement(s) on air") })
+        _ = (standIn, daemon)
+    }
+
+    @Test("SIGTERM unregisters everything, says STOPPING=1 and exits 0 within 2 s")
+    func sigtermCleansUp() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus)
+        try await notify.waitFor("READY=1")
+
+        let sent = ContinuousClock.now
+        kill(daemon.pid, SIGTERM)
+        let status = await Task.detached { daemon.wait() }.value
+        let took = ContinuousClock.now - sent
+
+        #expect(status == 0)
+        #expect(took < .seconds(2))
+        #expect(try await advertisementsHeld(on: bus) == 0)
+        try await notify.waitFor("STOPPING=1", within: .seconds(1))
+        _ = standIn
+    }
+
+    @Test("SIGHUP with a bad config keeps everything on air")
+    func sighupBadConfig() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, path) = try startDaemon(bus)
+        try await notify.waitFor("READY=1")
+        try "[advertisement.heart\n".write(toFile: path, atomically: true, encoding: .utf8)
+
+        kill(daemon.pid, SIGHUP)
+        try await notify.waitFor("RELOADING=1")
+
+        #expect(try await advertisementsHeld(on: bus) == 1)
+        let list = try await runProgram(product("bleadvctl"), ["list"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        #expect(list.output == "heart\n")
+        _ = standIn
+    }
+}

@@ -1,0 +1,109 @@
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a program did: its exit status and its output.
+public struct ProgramResult: Sendable {
+    /// The exit status (128 + signal when killed).
+    public var status: Int32
+    /// Standard output.
+    public var output: String
+    /// Standard error.
+    public var errors: String
+}
+
+/// The folder this package's executables are built into (next to the test binary).
+public var productsDirectory: URL {
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    return URL(fileURLWithPath: exe).deletingLastPathComponent()
+}
+
+/// The path of one of this package's executables, e.g. `bleadvctl`.
+public func product(_ name: String) -> String {
+    productsDirectory.appendingPathComponent(name).path
+}
+
+/// Runs a program to completion on a thread of its own (see ``runOffPool(_:_:)``) and returns
+/// what it did, whatever its exit status.
+public func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> ProgramResult {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result {
+                let child = try Child(executable, arguments, environment: environment)
+                // Read stderr on another thread so a chatty program cannot fill one pipe and stall.
+                let errors = ErrorsReader(child.stderr!)
+                let output = child.stdout.readDataToEndOfFile()
+                let status = child.wait()
+                return ProgramResult(
+                    status: status, output: String(decoding: output, as: UTF8.self), errors: errors.text())
+            })
+        }
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+final class ErrorsReader: @unchecked Sendable {
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    func text() -> String {
+        done.wait()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A `$NOTIFY_SOCKET` of the test's own: receives what a service tells systemd.
+public final class NotifySocket: @unchecked Sendable {
+    /// The socket's path, for `NOTIFY_SOCKET`.
+    public let path: String
+    private let fd: Int32
+    /// Every message received so far, in order.
+    public private(set) var messages: [String] = []
+
+    /// Binds a datagram socket in `folder`.
+    public init(in folder: URL) throws {
+        path = folder.appendingPathComponent("notify").path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard fd >= 0, bound == 0 else { throw TestFailure("cannot bind \(path)") }
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit {
+        close(fd)
+        unlink(path)
+    }
+
+    /// Waits (off the cooperative pool) until a message containing `text` arrived.
+    /// - Throws: when none did within `limit`.
+    public func waitFor(_ text: String, within limit: Duration = .seconds(20)) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread.detachNewThread { [self] in
+                let deadline = ContinuousClock.now + limit
+                while ContinuousClock.now < deadline {
+                    if messages.contains(where: { $0.contains(text) }) { return continuation.resume() }
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    let count = recv(fd, &buffer, buffer.count, 0)
+                    if count > 0 { messages.append(String(decoding: buffer[0..<count], as: UTF8.self)) }
+                }
+                continuation.resume(throwing: TestFailure("no \(text) within \(limit); got \(messages)"))
+            }
+        }
+    }
+}
