@@ -2,9 +2,23 @@
 
 SWIFT        ?= swift
 PREFIX       ?= /usr/local
+DESTDIR      ?=
 BUILD_FLAGS  ?= -c release --static-swift-stdlib
+VERSION      ?= 0.1.0
 
-.PHONY: help deps build test unit-test testbed-test bench-dbus clean
+BINDIR       = $(PREFIX)/bin
+SBINDIR      = $(PREFIX)/sbin
+MANDIR       = $(PREFIX)/share/man
+# Where systemd and the bus look, whatever PREFIX is.
+UNITDIR      ?= /etc/systemd/system
+SYSUSERSDIR  ?= /usr/lib/sysusers.d
+DBUSDIR      ?= /usr/share/dbus-1/system.d
+CONFDIR      ?= /etc/bleadvd
+BASHCOMPDIR  ?= /usr/share/bash-completion/completions
+ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
+RELEASE      = .build/release
+
+.PHONY: help deps build test unit-test testbed-test systemd-check demo install uninstall deb bench-dbus clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -12,18 +26,59 @@ help: ## list the targets
 deps: ## install the Debian packages the build and tests need (apt-get update first)
 	@scripts/install-deps.sh
 
-build: deps ## build release binaries (static Swift runtime)
-	$(SWIFT) build $(BUILD_FLAGS)
+build: deps ## build release binaries (static Swift runtime): .build/release/bleadvd, bleadvctl
+	$(SWIFT) build $(BUILD_FLAGS) --product bleadvd
+	$(SWIFT) build $(BUILD_FLAGS) --product bleadvctl
 
-unit-test: deps ## unit and bus tests (private dbus-daemon, no radio)
+unit-test: deps ## unit, bus, daemon and CLI tests (private dbus-daemon, no radio)
 	$(SWIFT) test --disable-xctest
 
-testbed-test: ## end-to-end scenarios in the VM test bed with a real bluetoothd
+systemd-check: ## systemd-analyze verify and offline security score of the unit
+	@scripts/check-unit.sh
+
+testbed-test: build ## end-to-end scenarios in the VM test bed with a real bluetoothd
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/*.sh
 
-test: ## everything: unit, bus and end-to-end tests
+test: ## everything: unit, bus, daemon, unit file and end-to-end tests
 	@scripts/test-all.sh
+
+demo: build ## boot the test bed and run bleadvd from the example config; see what hci1 hears
+	testbed/setup.sh
+	testbed/run.sh testbed/scenarios/30-demo.sh
+
+install: ## install binaries, unit, D-Bus policy, sysusers, example config, man pages, completions
+	install -Dm755 $(RELEASE)/bleadvd $(DESTDIR)$(SBINDIR)/bleadvd
+	install -Dm755 $(RELEASE)/bleadvctl $(DESTDIR)$(BINDIR)/bleadvctl
+	sed 's|/usr/local/sbin/bleadvd|$(SBINDIR)/bleadvd|' systemd/bleadvd.service > $(RELEASE)/bleadvd.service
+	install -Dm644 $(RELEASE)/bleadvd.service $(DESTDIR)$(UNITDIR)/bleadvd.service
+	install -Dm644 systemd/bleadvd.sysusers $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf
+	install -Dm644 systemd/org.bleadvd.Advertiser.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf
+	@# The config is the admin's: never overwrite one that exists.
+	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm644 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
+	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
+	install -Dm644 systemd/man/bleadvctl.1 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1
+	install -Dm644 systemd/man/bleadvd.toml.5 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5
+	$(RELEASE)/bleadvctl --generate-completion-script bash > $(RELEASE)/bleadvctl.bash
+	$(RELEASE)/bleadvctl --generate-completion-script zsh > $(RELEASE)/_bleadvctl
+	install -Dm644 $(RELEASE)/bleadvctl.bash $(DESTDIR)$(BASHCOMPDIR)/bleadvctl
+	install -Dm644 $(RELEASE)/_bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
+	@# On a live system (no DESTDIR): create the user, reload the bus policy and systemd.
+	if [ -z "$(DESTDIR)" ]; then \
+	  systemd-sysusers $(SYSUSERSDIR)/bleadvd.conf 2>/dev/null || true; \
+	  busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig 2>/dev/null || true; \
+	  systemctl daemon-reload 2>/dev/null || true; \
+	fi
+
+uninstall: ## remove what install put there (keeps /etc/bleadvd/bleadvd.toml)
+	rm -f $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(BINDIR)/bleadvctl $(DESTDIR)$(UNITDIR)/bleadvd.service \
+	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf \
+	  $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
+	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
+	if [ -z "$(DESTDIR)" ]; then systemctl daemon-reload 2>/dev/null || true; fi
+
+deb: build ## a Debian package in .build/bleadvd_VERSION_ARCH.deb (dpkg-deb)
+	@scripts/make-deb.sh $(VERSION)
 
 bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 	$(SWIFT) build -c release --product dbus-bench

@@ -48,9 +48,52 @@ expect_line() {
 
 # show_diagnostics: what a failure needs to be understood from the CI log alone.
 show_diagnostics() {
+  if [[ -s "$TESTBED_WORK/bleadvd.log" ]]; then
+    echo "---- bleadvd log (last 60 lines)"
+    tail -n 60 "$TESTBED_WORK/bleadvd.log"
+  fi
   echo "---- bluetoothd log (last 80 lines)"
   tail -n 80 "$TESTBED_WORK/bluetoothd.log" 2>/dev/null
   echo "---- HCI capture, decoded (last 150 lines)"
   btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | tail -n 150
   echo "---- end of diagnostics"
+}
+
+# --- bleadvd in the bed -----------------------------------------------------------------------
+# The release binaries `make build` made (the guest shares the host's file system).
+BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/release}
+export PATH="$BLEADVD_BIN:$PATH"
+
+# install_policy: bleadvd's D-Bus policy on the guest's system bus (its /etc is an overlay).
+install_policy() {
+  mkdir -p /etc/dbus-1/system.d
+  cp "$TESTBED_ROOT/systemd/org.bleadvd.Advertiser.conf" /etc/dbus-1/system.d/
+  dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.ReloadConfig > /dev/null
+}
+
+# start_bleadvd CONFIG [ARGS...]: bleadvd in the background, logging to $TESTBED_WORK/bleadvd.log;
+# returns once it reported ready.
+start_bleadvd() {
+  local config=$1; shift
+  install_policy
+  : > "$TESTBED_WORK/bleadvd.log"
+  bleadvd --config "$config" "$@" >> "$TESTBED_WORK/bleadvd.log" 2>&1 &
+  BLEADVD_PID=$!
+  trap stop_bleadvd EXIT
+  wait_for 30 "bleadvd to be ready" 'grep -q "^<5>ready:" "$TESTBED_WORK/bleadvd.log"' \
+    || { cat "$TESTBED_WORK/bleadvd.log"; return 1; }
+}
+
+# stop_bleadvd: SIGTERM, and wait for it to exit.
+stop_bleadvd() {
+  kill -TERM "$BLEADVD_PID" 2>/dev/null || return 0
+  wait "$BLEADVD_PID" 2>/dev/null || true
+}
+
+# restart_bluetoothd: kill -9 and start it again, as a crash and systemd's restart would.
+restart_bluetoothd() {
+  pkill -9 -x bluetoothd
+  wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
+  /usr/libexec/bluetooth/bluetoothd -n -E >> "$TESTBED_WORK/bluetoothd.log" 2>&1 &
 }

@@ -70,6 +70,14 @@ def main():
     GLib.timeout_add(int(args.seconds * 1000), loop.quit)
     if args.until:
         GLib.timeout_add(250, lambda: (loop.quit() if found(heard()) else True))
+
+        def restart():
+            # The virtual controller filters duplicate reports per scan: an advertiser heard in
+            # an earlier scan may not be reported again until scanning restarts.
+            adapter.StopDiscovery()
+            adapter.StartDiscovery()
+            return True
+        GLib.timeout_add(4000, restart)
     loop.run()
     lines = heard()
     adapter.StopDiscovery()

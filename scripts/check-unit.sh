@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `make systemd-check`: the unit file as systemd reads it. Prints the offline security exposure
+# (the target is at most 1.5) and fails when verify finds a problem or the exposure is higher.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp systemd/bleadvd.service "$work/"
+# verify wants ExecStart to exist; point it at a stand-in executable in the scratch folder.
+printf '#!/bin/sh\n' > "$work/bleadvd"; chmod +x "$work/bleadvd"
+sed -i "s|/usr/local/sbin/bleadvd|$work/bleadvd|" "$work/bleadvd.service"
+# man: references cannot be checked before the pages are installed; everything else must pass.
+verify=$(systemd-analyze verify --man=no "$work/bleadvd.service" 2>&1 || true)
+if [[ -n "$verify" ]]; then echo "systemd-analyze verify: $verify"; exit 1; fi
+echo "systemd-analyze verify bleadvd.service: no problems"
+exposure=$(systemd-analyze security --offline=true "$work/bleadvd.service" 2>&1 | sed -nE 's/.*Overall exposure level for bleadvd.service: ([0-9.]+).*/\1/p')
+echo "systemd-analyze security --offline: exposure $exposure (target <= 1.5)"
+awk -v e="$exposure" 'BEGIN { exit !(e != "" && e <= 1.5) }'
