@@ -55,9 +55,11 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         await module.configure(config.advertisements.mapValues(\.advertisement))
         let enabled = config.names.filter { config.advertisements[$0]!.enabled }
         logger.notice("bleadvd starting: \(config.names.count) advertisement(s) in \(configPath), \(enabled.count) enabled")
-        let settled = await withinReadyWait { [module] in
+        // The registrations go on past the wait if BlueZ is slow; only the waiting stops.
+        let registering = Task { [module] in
             for name in enabled { try? await module.on(name) }
         }
+        let settled = await withinReadyWait { await registering.value }
         await changed()
         let summary = statusLine()
         notifier.notify("READY=1\nSTATUS=" + (settled ? summary : "still trying after \(Self.readyWait): " + summary))
