@@ -12,6 +12,8 @@ final class DBusEventLoop: @unchecked Sendable {
     let connection: OpaquePointer
     /// Set once the connection is closed and released; nothing touches it afterwards.
     private var finished = false
+    /// libdbus's timeouts (one per pending call, 25 s by default) on one timer.
+    private(set) lazy var timeouts = TimeoutScheduler(loop: self)
 
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
@@ -43,9 +45,9 @@ final class DBusEventLoop: @unchecked Sendable {
             this, nil)
         dbus_connection_set_timeout_functions(
             connection,
-            { timeout, data in DBusEventLoop.from(data).add(timeout: timeout!) },
-            { timeout, _ in TimeoutSource.from(timeout!)?.cancel() },
-            { timeout, _ in TimeoutSource.from(timeout!)?.update() },
+            { timeout, data in DBusEventLoop.from(data).timeouts.add(timeout!) },
+            { timeout, data in DBusEventLoop.from(data).timeouts.remove(timeout!) },
+            { timeout, data in DBusEventLoop.from(data).timeouts.update(timeout!) },
             this, nil)
         dbus_connection_set_wakeup_main_function(
             connection, { data in DBusEventLoop.from(data).scheduleDrain() }, this, nil)
@@ -73,6 +75,7 @@ final class DBusEventLoop: @unchecked Sendable {
         queue.async { [self] in
             guard !finished else { return }
             finished = true
+            timeouts.stop()
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
         }
@@ -92,22 +95,14 @@ final class DBusEventLoop: @unchecked Sendable {
     fileprivate func handle(_ timeout: OpaquePointer) {
         guard !finished else { return }
         dbus_timeout_handle(timeout)
-        drain()
     }
+
+    fileprivate var isFinished: Bool { finished }
 
     private func add(watch: OpaquePointer) -> dbus_bool_t {
         let source = WatchSource(watch: watch, loop: self)
         dbus_watch_set_data(watch, Unmanaged.passRetained(source).toOpaque()) { data in
             Unmanaged<WatchSource>.fromOpaque(data!).release()
-        }
-        source.update()
-        return 1
-    }
-
-    private func add(timeout: OpaquePointer) -> dbus_bool_t {
-        let source = TimeoutSource(timeout: timeout, loop: self)
-        dbus_timeout_set_data(timeout, Unmanaged.passRetained(source).toOpaque()) { data in
-            Unmanaged<TimeoutSource>.fromOpaque(data!).release()
         }
         source.update()
         return 1
@@ -184,34 +179,69 @@ private final class WatchSource {
     }
 }
 
-/// The DispatchSource timer behind one libdbus timeout (for example a pending call's).
-private final class TimeoutSource {
-    private let timeout: OpaquePointer
+/// Every libdbus timeout of a connection on one DispatchSource timer, armed for the earliest
+/// deadline. A call's timeout comes and goes with each call; giving each its own timer would
+/// cost a trip to libdispatch's manager thread per call. The timer is moved only when a
+/// deadline comes earlier than the armed one, and is left armed when a timeout goes: it then
+/// fires once for nothing and stays idle.
+final class TimeoutScheduler {
+    private unowned let loop: DBusEventLoop
     private let timer: any DispatchSourceTimer
-    private let source: SuspendableSource
+    private var deadlines: [OpaquePointer: DispatchTime] = [:]
+    private var armed: DispatchTime?
+    private var stopped = false
 
-    init(timeout: OpaquePointer, loop: DBusEventLoop) {
-        self.timeout = timeout
+    init(loop: DBusEventLoop) {
+        self.loop = loop
         timer = DispatchSource.makeTimerSource(queue: loop.queue)
-        timer.setEventHandler { loop.handle(timeout) }
-        source = SuspendableSource(timer)
+        timer.setEventHandler { [unowned self] in fire() }
+        timer.schedule(deadline: .distantFuture)
+        timer.resume()
     }
 
-    func update() {
-        let enabled = dbus_timeout_get_enabled(timeout) != 0
-        if enabled {
-            let interval = DispatchTimeInterval.milliseconds(Int(dbus_timeout_get_interval(timeout)))
-            timer.schedule(deadline: .now() + interval, repeating: interval)
+    func add(_ timeout: OpaquePointer) -> dbus_bool_t {
+        update(timeout)
+        return 1
+    }
+
+    func remove(_ timeout: OpaquePointer) {
+        deadlines[timeout] = nil
+    }
+
+    /// (Re)starts a timeout's interval when it is enabled; forgets it when it is not.
+    func update(_ timeout: OpaquePointer) {
+        guard dbus_timeout_get_enabled(timeout) != 0 else {
+            deadlines[timeout] = nil
+            return
         }
-        source.set(running: enabled)
+        let deadline = DispatchTime.now() + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+        deadlines[timeout] = deadline
+        arm(deadline)
     }
 
-    func cancel() {
-        source.cancel()
+    func stop() {
+        stopped = true
+        deadlines = [:]
+        timer.cancel()
     }
 
-    static func from(_ timeout: OpaquePointer) -> TimeoutSource? {
-        dbus_timeout_get_data(timeout).map { Unmanaged<TimeoutSource>.fromOpaque($0).takeUnretainedValue() }
+    private func arm(_ deadline: DispatchTime) {
+        guard !stopped, armed.map({ deadline < $0 }) ?? true else { return }
+        armed = deadline
+        timer.schedule(deadline: deadline)
+    }
+
+    private func fire() {
+        armed = nil
+        let now = DispatchTime.now()
+        for (timeout, deadline) in deadlines where deadline <= now {
+            // Handling one timeout may remove others; libdbus re-adds or toggles what repeats.
+            guard deadlines[timeout] != nil, !loop.isFinished else { continue }
+            deadlines[timeout] = now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+            loop.handle(timeout)
+        }
+        loop.drain()
+        if let next = deadlines.values.min() { arm(next) }
     }
 }
 

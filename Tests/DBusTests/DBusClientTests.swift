@@ -81,6 +81,25 @@ struct DBusClientTests {
         #expect(after == [.int32(42)])
     }
 
+    @Test("a short timeout fires on time while a longer one is pending (one timer serves all calls)")
+    func shortTimeoutBehindLongOne() async throws {
+        let session = try await PeerSession()
+        let connection = session.connection
+        let long = Task { try await connection.callPeer("Sleep", [.uint32(3_000)], timeout: .seconds(20)) }
+        _ = try await connection.callPeer("Number", expecting: "i")
+        let clock = ContinuousClock()
+        let start = clock.now
+
+        let error = await #expect(throws: DBusError.self) {
+            try await connection.callPeer("Sleep", [.uint32(5_000)], timeout: .milliseconds(200))
+        }
+
+        #expect(error?.name == .noReply)
+        // Well before the long call's timeout (20 s) or its reply (3 s).
+        #expect(clock.now - start < .seconds(2))
+        long.cancel()
+    }
+
     @Test("a peer that vanishes in the middle of a call fails the call, not the process")
     func peerVanishesMidCall() async throws {
         let session = try await PeerSession()
