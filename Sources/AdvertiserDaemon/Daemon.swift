@@ -20,7 +20,8 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     let notifier: SystemdNotifier
     let logger: Logger
     var config: DaemonConfig
-    var published: [String: AdvertisementState.State] = [:]
+    /// The states as last announced (StateChanged, STATUS=).
+    var published: [String: AdvertisementState] = [:]
     var retryTask: Task<Void, Never>?
     var eventTask: Task<Void, Never>?
 
@@ -141,12 +142,12 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     /// After anything happened: announce state changes, update STATUS, schedule the next retry.
     func changed() async {
         let states = await status()
-        for (name, state) in states.sorted(by: { $0.key < $1.key }) where published[name] != state.state {
+        for (name, state) in states.sorted(by: { $0.key < $1.key }) where published[name]?.state != state.state {
             await ControlService.stateChanged(name, state.state, on: connection)
         }
-        let before = published
-        published = states.mapValues(\.state)
-        if before != published { notifier.notify("STATUS=" + statusLine(states)) }
+        let before = statusLine()
+        published = states
+        if statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
         retryTask?.cancel()
         retryTask = nil
         guard let next = await module.nextRetry else { return }
@@ -162,9 +163,8 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     }
 
     /// One line for `systemctl status`: how many are on air, and why the others are not.
-    func statusLine(_ states: [String: AdvertisementState]? = nil) -> String {
-        let states = states ?? published.mapValues { AdvertisementState(desired: true, state: $0, sinceSeconds: 0) }
-        let wanted = states.filter(\.value.desired)
+    func statusLine() -> String {
+        let wanted = published.filter(\.value.desired)
         let onAir = wanted.filter { $0.value.state == .on }.count
         var line = "\(onAir) of \(wanted.count) enabled advertisement(s) on air"
         let troubled = wanted.filter { $0.value.state != .on }.sorted { $0.key < $1.key }

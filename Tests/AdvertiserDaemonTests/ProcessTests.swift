@@ -13,13 +13,13 @@ struct ProcessTests {
         """
 
     /// Starts bleadvd on `bus` with `config`; returns it and the socket it notifies.
-    func startDaemon(_ bus: PrivateBus, config: String = Self.config) throws -> (Child, NotifySocket, String) {
+    func startDaemon(_ bus: PrivateBus, config: String = Self.config, environment: [String: String] = [:]) throws -> (Child, NotifySocket, String) {
         let path = bus.folder.appendingPathComponent("bleadvd.toml").path
         try config.write(toFile: path, atomically: true, encoding: .utf8)
         let notify = try NotifySocket(in: bus.folder)
         let daemon = try Child(
             product("bleadvd"), ["--config", path, "--log-level", "debug"],
-            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path])
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path].merging(environment) { $1 })
         return (daemon, notify, path)
     }
 
@@ -52,6 +52,35 @@ struct ProcessTests {
 
         #expect(try await advertisementsHeld(on: bus) == 1)
         #expect(notify.messages.contains { $0.contains("STATUS=1 of 1 enabled advertisement(s) on air") })
+        _ = (standIn, daemon)
+    }
+
+    @Test("READY=1 still comes when BlueZ refuses, with STATUS saying why")
+    func readyWithReasonWhenRefused() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let control = try await DBusConnection.connect(to: .address(bus.address))
+        _ = try await control.call(
+            destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "SetFreeInstances",
+            [.string("hci0"), .byte(0)])
+        let (daemon, notify, _) = try startDaemon(bus)
+
+        try await notify.waitFor("READY=1")
+
+        let ready = notify.messages.first { $0.contains("READY=1") } ?? ""
+        #expect(ready.contains("STATUS=0 of 1 enabled advertisement(s) on air; heart: retrying (the adapter has no free advertising slot"))
+        _ = (standIn, daemon)
+    }
+
+    @Test("when systemd asks for a watchdog, WATCHDOG=1 comes")
+    func watchdog() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus, environment: ["WATCHDOG_USEC": "200000"])
+        try await notify.waitFor("READY=1")
+
+        try await notify.waitFor("WATCHDOG=1", within: .seconds(5))
+
         _ = (standIn, daemon)
     }
 
