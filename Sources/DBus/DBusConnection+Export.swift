@@ -75,7 +75,7 @@ extension DBusConnection {
         try value.validate()
         guard value != property.value else { return }
         objects[path]!.interfaces[interface]!.properties[index].value = value
-        if property.emitsChanged {
+        if property.emitsChanged && property.access.isReadable {
             try emit(path: path, interface: StandardInterface.properties, member: "PropertiesChanged",
                      [.string(interface), .variantDictionary([property.name: value]), .strings([])])
         }
@@ -87,7 +87,7 @@ extension DBusConnection {
 
     private static func interfacesAndProperties(_ object: ExportedObject) -> DBusValue {
         .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), object.order.map { name in
-            let properties = object.interfaces[name]!.properties
+            let properties = object.interfaces[name]!.properties.filter(\.access.isReadable)
             return DBusDictEntry(.string(name), .variantDictionary(Dictionary(
                 properties.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })))
         })
@@ -235,15 +235,21 @@ extension DBusConnection {
         }
         if member == "GetAll" {
             return .success([.variantDictionary(Dictionary(
-                interface.properties.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }))])
+                interface.properties.filter(\.access.isReadable).map { ($0.name, $0.value) },
+                uniquingKeysWith: { first, _ in first }))])
         }
         let name = call.body[1].string!
         guard let index = interface.properties.firstIndex(where: { $0.name == name }) else {
             return .failure(DBusError(.unknownProperty, "\(interfaceName) has no property \(name)"))
         }
         let property = interface.properties[index]
-        if member == "Get" { return .success([.variant(property.value)]) }
-        guard property.access == .readWrite else {
+        if member == "Get" {
+            guard property.access.isReadable else {
+                return .failure(DBusError(.accessDenied, "\(interfaceName).\(name) is write-only"))
+            }
+            return .success([.variant(property.value)])
+        }
+        guard property.access.isWritable else {
             return .failure(DBusError(.propertyReadOnly, "\(interfaceName).\(name) is read-only"))
         }
         guard let newValue = call.body[2].variantValue, newValue.type == property.type else {

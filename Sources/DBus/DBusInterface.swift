@@ -105,6 +105,13 @@ public struct DBusProperty: Sendable {
         case read
         /// Peers may read and set it.
         case readWrite
+        /// Peers may set it but not read it; it is left out of `GetAll` and `GetManagedObjects`.
+        case write
+
+        /// Whether peers may read it.
+        public var isReadable: Bool { self != .write }
+        /// Whether peers may set it.
+        public var isWritable: Bool { self != .read }
     }
 
     /// Decides on a value a peer sets: return normally to accept it, throw a ``DBusError``

@@ -22,7 +22,11 @@ enum DBusIntrospection {
                 out += "    </signal>\n"
             }
             for property in interface.properties {
-                let access = property.access == .readWrite ? "readwrite" : "read"
+                let access = switch property.access {
+                case .read: "read"
+                case .readWrite: "readwrite"
+                case .write: "write"
+                }
                 out += "    <property name=\"\(escape(property.name))\" type=\"\(escape(property.type.signature))\" access=\"\(access)\"/>\n"
             }
             out += "  </interface>\n"

@@ -148,12 +148,22 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     }
 
     /// The exported interfaces of one advertisement: `LEAdvertisement1` with exactly its set
-    /// properties, `Release`, and a settable `TxPower`.
+    /// properties, and `Release`. BlueZ (with extended advertising) sets `TxPower` to the power
+    /// the controller chose: it is read-write when the advertisement asks for a power, and
+    /// write-only otherwise, so that BlueZ's report is taken without the read-back (GetAll)
+    /// turning into a request for that power.
     private func advertisementInterfaces(for advertisement: Advertisement, at path: DBusObjectPath) -> [DBusInterface] {
-        let properties = advertisement.bluezProperties.sorted { $0.key < $1.key }.map { name, value in
+        let logger = logger
+        let report: DBusProperty.SetHandler = { value in
+            logger.debug("\(path): BlueZ says the controller transmits at \(value.int16.map(String.init) ?? "?") dBm")
+        }
+        var properties = advertisement.bluezProperties.sorted { $0.key < $1.key }.map { name, value in
             name == "TxPower"
-                ? DBusProperty(name, value: value, access: .readWrite, onSet: { _ in })
+                ? DBusProperty(name, value: value, access: .readWrite, onSet: report)
                 : DBusProperty(name, value: value)
+        }
+        if advertisement.txPower == nil {
+            properties.append(DBusProperty("TxPower", value: .int16(0), access: .write, emitsChanged: false, onSet: report))
         }
         let release = DBusMethod("Release") { [weak self] _ in
             await self?.released(path)

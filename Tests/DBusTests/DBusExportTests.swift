@@ -126,6 +126,33 @@ struct DBusExportTests {
         #expect(announced?.body == [.string(Self.interface), .variantDictionary(["Name": .string("second")]), .strings([])])
     }
 
+    @Test("a write-only property takes a Set but is left out of Get, GetAll and the object manager")
+    func writeOnlyProperty() async throws {
+        let bus = try PrivateBus()
+        let connection = try await DBusConnection.connect(to: bus)
+        await connection.exportObjectManager(at: .root)
+        try await connection.export([DBusInterface(
+            name: Self.interface,
+            properties: [DBusProperty("Level", value: .int16(0), access: .write), DBusProperty("Count", value: .uint32(3))]
+        )], at: Self.path)
+        let name = connection.uniqueName
+
+        try await TestSupport.busctl(bus, ["set-property", name, Self.path.rawValue, Self.interface, "Level", "n", "--", "-6"])
+        let all = try await TestSupport.busctl(
+            bus, ["call", name, Self.path.rawValue, "org.freedesktop.DBus.Properties", "GetAll", "s", Self.interface])
+        let managed = try await TestSupport.busctl(bus, ["call", name, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"])
+        let get = await #expect(throws: TestFailure.self) {
+            try await TestSupport.busctl(bus, ["get-property", name, Self.path.rawValue, Self.interface, "Level"])
+        }
+        let introspection = try await TestSupport.busctl(bus, ["introspect", "--xml-interface", name, Self.path.rawValue])
+
+        #expect(await connection.property("Level", of: Self.interface, at: Self.path) == .int16(-6))
+        #expect(all == "a{sv} 1 \"Count\" u 3\n")
+        #expect(!managed.contains("Level"))
+        #expect(get?.description.contains("Access denied") == true, "\(get?.description ?? "")")
+        #expect(introspection.contains("<property name=\"Level\" type=\"n\" access=\"write\"/>"))
+    }
+
     @Test("setting a property is refused when read-only, of the wrong type, or refused by its handler", arguments: [
         (["Count", "u", "4"], "is read-only"),
         (["Name", "u", "4"], "has type 's', not 'u'"),

@@ -128,6 +128,16 @@ struct BlueZContractTests {
         #expect(await session.connection.property("TxPower", of: BlueZ.advertisementInterface, at: path) == .int16(-6))
     }
 
+    @Test("BlueZ may set TxPower on an advertisement that asks for no power, without it being read back")
+    func tXPowerReportWithoutRequest() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        try await session.control("SetTxPower", [.string(id.rawValue), .uint16(0), .int16(7)])
+
+        #expect(try await session.advertisements()[id.rawValue]?["TxPower"] == nil)
+    }
+
     @Test("powering on sets the adapter's Powered property")
     func poweringOnSetsTheAdapterPoweredProperty() async throws {
         let session = try await StandInSession()
