@@ -89,7 +89,6 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         let adapter = registrations[path]!.adapter
         // Forget it first: whatever BlueZ answers, it is no longer ours to keep on air.
         registrations[path] = nil
-        
         do {
             _ = try await callBlueZ(
                 path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
