@@ -112,7 +112,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     }
 
     public func reload() async throws(ReloadError) {
-        notifier.notify("RELOADING=1")
+        notifier.reloading()
         defer { notifier.notify("READY=1\nSTATUS=" + statusLine()) }
         let new: DaemonConfig
         do {

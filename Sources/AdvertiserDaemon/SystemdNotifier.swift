@@ -18,6 +18,13 @@ public struct SystemdNotifier: Sendable {
         return .microseconds(usec)
     }
 
+    /// `RELOADING=1` with the `MONOTONIC_USEC=` systemd wants alongside it.
+    public func reloading() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        notify("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
+    }
+
     /// Whether systemd listens.
     public var isEnabled: Bool { socketPath != nil }
 

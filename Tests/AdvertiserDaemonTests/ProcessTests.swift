@@ -115,6 +115,7 @@ struct ProcessTests {
         try await notify.waitFor("RELOADING=1")
 
         #expect(try await advertisementsHeld(on: bus) == 1)
+        #expect(notify.messages.contains { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") })
         let list = try await runProgram(product("bleadvctl"), ["list"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         #expect(list.output == "heart\n")
         _ = standIn
