@@ -38,12 +38,7 @@ extension DBusConnection {
     /// connection closes.
     /// - Throws: ``DBusError`` when the rule is invalid or the bus refuses it.
     public func signals(matching rule: DBusMatchRule) async throws -> AsyncStream<DBusMessage> {
-        let (stream, continuation) = AsyncStream<DBusMessage>.makeStream()
-        let id = try await subscribe(rule, deliver: { continuation.yield($0) }, finish: { continuation.finish() })
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(id) }
-        }
-        return stream
+        try await signals(matching: [rule])
     }
 
     /// Subscribes to the signals any of several rules matches, in one stream, in the order the
