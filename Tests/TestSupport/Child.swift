@@ -98,26 +98,14 @@ public final class Child: @unchecked Sendable {
     }
 }
 
-/// Runs a program to completion and returns its standard output; throws with its standard
-/// error when it exits non-zero.
-@discardableResult
-public func run(_ executable: String, _ arguments: [String]) throws -> String {
-    let child = try Child(executable, arguments)
-    let out = child.stdout.readDataToEndOfFile()
-    let err = child.stderr?.readDataToEndOfFile() ?? Data()
-    let status = child.wait()
-    guard status == 0 else {
-        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) exited \(status): "
-            + String(decoding: err, as: UTF8.self))
-    }
-    return String(decoding: out, as: UTF8.self)
-}
-
-/// Runs a program on a thread of its own. A peer program may call back into the code under
-/// test, whose handlers need the (two-thread) cooperative pool: blocking a pool thread on the
-/// program's exit could deadlock the test.
+/// Runs a program on a thread of its own (see ``runProgram(_:_:environment:)``) and returns its
+/// standard output; throws with its standard error when it exits non-zero. A peer program may
+/// call back into the code under test, whose handlers need the (two-thread) cooperative pool:
+/// blocking a pool thread on the program's exit could deadlock the test.
 public func runOffPool(_ executable: String, _ arguments: [String]) async throws -> String {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(with: Result { try run(executable, arguments) }) }
+    let result = try await runProgram(executable, arguments)
+    guard result.status == 0 else {
+        throw TestFailure("\(executable) \(arguments.joined(separator: " ")) exited \(result.status): " + result.errors)
     }
+    return result.output
 }

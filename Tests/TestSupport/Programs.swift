@@ -25,8 +25,8 @@ public func product(_ name: String) -> String {
     productsDirectory.appendingPathComponent(name).path
 }
 
-/// Runs a program to completion on a thread of its own (see ``runOffPool(_:_:)``) and returns
-/// what it did, whatever its exit status.
+/// Runs a program to completion on a thread of its own and returns what it did, whatever its
+/// exit status. Its output is read while it runs, stdout and stderr each on their own thread.
 public func runProgram(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> ProgramResult {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread {
