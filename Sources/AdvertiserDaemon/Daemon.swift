@@ -11,6 +11,9 @@ public import Peripheral
 public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duration {
     /// How long start-up waits for the enabled advertisements before reporting READY anyway.
     public static var readyWait: Duration { .seconds(15) }
+    /// How long shutdown waits for BlueZ to unregister: a hung bluetoothd must not keep
+    /// bleadvd from exiting within systemd's patience (and the 2 s it promises).
+    public static var stopWait: Duration { .milliseconds(1500) }
 
     let configPath: String
     let module: BluetoothModule<C>
@@ -60,20 +63,24 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         let registering = Task { [module] in
             for name in enabled { try? await module.on(name) }
         }
-        let settled = await withinReadyWait { await registering.value }
+        let settled = await within(Self.readyWait) { await registering.value }
         await changed()
         let summary = statusLine()
         notifier.notify("READY=1\nSTATUS=" + (settled ? summary : "still trying after \(Self.readyWait): " + summary))
         logger.notice("ready: \(summary)")
     }
 
-    /// Takes everything off air (unregisters from BlueZ) and says STOPPING=1.
+    /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
+    /// ``stopWait``.
     public func shutdown() async {
         notifier.notify("STOPPING=1")
         eventTask?.cancel()
         retryTask?.cancel()
-        for name in config.names { try? await module.off(name) }
-        logger.notice("stopped: everything unregistered")
+        let names = config.names
+        let done = await within(Self.stopWait) { [module] in
+            for name in names { try? await module.off(name) }
+        }
+        logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
     }
 
     // MARK: AdvertiserControlling
@@ -190,14 +197,15 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         throw PeripheralError(first.1.code, failures.map { "\($0.0): \($0.1.message)" }.joined(separator: "; "))
     }
 
-    private func withinReadyWait(_ body: @escaping @Sendable () async -> Void) async -> Bool {
+    /// Runs `body` for at most `limit` on the daemon's clock; whether it finished.
+    private func within(_ limit: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await body()
                 return true
             }
             group.addTask { [clock] in
-                try? await clock.sleep(for: Self.readyWait)
+                try? await clock.sleep(for: limit)
                 return false
             }
             let first = await group.next() ?? false

@@ -63,7 +63,17 @@ struct Bleadvd: AsyncParsableCommand {
         let daemon = Daemon(
             config: settings, configPath: config, adapter: adapter, manager: manager, connection: connection,
             clock: ContinuousClock(), notifier: notifier, logger: logger)
-        let signals = Self.signals()
+        // Signals, and -1 when the bus connection is lost, in one stream.
+        let (events, continuation) = AsyncStream<Int32>.makeStream()
+        let sources = Self.watchSignals(into: continuation)
+        defer { sources.forEach { $0.cancel() } }
+        let busWatch = Task {
+            for await event in await connection.events() where event == .disconnected {
+                continuation.yield(-1)
+                return
+            }
+        }
+        defer { busWatch.cancel() }
         do {
             try await daemon.start()
         } catch let error as DBusError where error.name == .nameTaken {
@@ -82,11 +92,7 @@ struct Bleadvd: AsyncParsableCommand {
             }
         }
         defer { watchdog?.cancel() }
-        let lost = Task {
-            for await event in await connection.events() where event == .disconnected { return true }
-            return false
-        }
-        for await signal in Self.merge(signals, lost) {
+        for await signal in events {
             switch signal {
             case SIGHUP:
                 logger.notice("SIGHUP: reloading \(config)")
@@ -96,51 +102,22 @@ struct Bleadvd: AsyncParsableCommand {
                 throw ExitCode(1)
             default:
                 logger.notice("signal \(signal): unregistering and stopping")
-                await Self.bounded(.milliseconds(1500)) { await daemon.shutdown() }
+                await daemon.shutdown()
                 return
             }
         }
     }
 
-    /// SIGTERM, SIGINT and SIGHUP as a stream, through Dispatch (which installs its own handlers).
-    static func signals() -> AsyncStream<Int32> {
-        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+    /// Delivers SIGTERM, SIGINT and SIGHUP to `continuation` through Dispatch (which installs
+    /// its own handlers). The sources deliver until cancelled.
+    static func watchSignals(into continuation: AsyncStream<Int32>.Continuation) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "bleadvd.signals")
-        let sources = SignalSources()
-        for number in [SIGTERM, SIGINT, SIGHUP] {
+        return [SIGTERM, SIGINT, SIGHUP].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler { continuation.yield(number) }
             source.resume()
-            sources.sources.append(source)
-        }
-        continuation.onTermination = { _ in sources.sources.forEach { $0.cancel() } }
-        return stream
-    }
-
-    /// The signals, plus -1 when the bus connection is lost.
-    static func merge(_ signals: AsyncStream<Int32>, _ lost: Task<Bool, Never>) -> AsyncStream<Int32> {
-        let (stream, continuation) = AsyncStream<Int32>.makeStream()
-        let forward = Task {
-            for await signal in signals { continuation.yield(signal) }
-        }
-        let watch = Task {
-            if await lost.value { continuation.yield(-1) }
-        }
-        continuation.onTermination = { _ in
-            forward.cancel()
-            watch.cancel()
-        }
-        return stream
-    }
-
-    /// Runs `body`, giving up after `limit`: a hung bluetoothd must not keep bleadvd from exiting.
-    static func bounded(_ limit: Duration, _ body: @escaping @Sendable () async -> Void) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await body() }
-            group.addTask { try? await Task.sleep(for: limit) }
-            await group.next()
-            group.cancelAll()
+            return source
         }
     }
 }
@@ -150,7 +127,3 @@ enum LogLevel: String, CaseIterable, ExpressibleByArgument {
     case trace, debug, info, notice, warning, error, critical
 }
 
-/// Keeps the signal sources alive as long as the stream is consumed.
-private final class SignalSources: @unchecked Sendable {
-    var sources: [any DispatchSourceSignal] = []
-}
