@@ -132,7 +132,7 @@ struct Reader {
                 ad.data.append(.init(type: UInt8(type), data: try hex(table[key]!, at("data") + [key])))
             }
         }
-        ad.appearance = try entry["appearance"].map { value throws(ConfigError) in UInt16(try int(value, at("appearance"), 0...0xFFFF)) }
+        ad.appearance = try number(entry["appearance"], at("appearance"))
         if let value = entry["includes"] {
             for text in try strings(value, at("includes")) {
                 guard let include = Advertisement.Include(rawValue: text) else {
@@ -142,9 +142,9 @@ struct Reader {
             }
         }
         ad.discoverable = try entry["discoverable"].map { value throws(ConfigError) in try bool(value, at("discoverable")) }
-        ad.discoverableTimeout = try uint16(entry["discoverable_timeout"], at("discoverable_timeout"))
-        ad.duration = try uint16(entry["duration"], at("duration"))
-        ad.timeout = try uint16(entry["timeout"], at("timeout"))
+        ad.discoverableTimeout = try number(entry["discoverable_timeout"], at("discoverable_timeout"))
+        ad.duration = try number(entry["duration"], at("duration"))
+        ad.timeout = try number(entry["timeout"], at("timeout"))
         if let value = entry["secondary_channel"] {
             let text = try string(value, at("secondary_channel"))
             guard let channel = Advertisement.SecondaryChannel(rawValue: text) else {
@@ -152,15 +152,9 @@ struct Reader {
             }
             ad.secondaryChannel = channel
         }
-        ad.minInterval = try entry["min_interval_ms"].map { value throws(ConfigError) in
-            UInt32(try int(value, at("min_interval_ms"), Int(Advertisement.intervalRange.lowerBound)...Int(Advertisement.intervalRange.upperBound)))
-        }
-        ad.maxInterval = try entry["max_interval_ms"].map { value throws(ConfigError) in
-            UInt32(try int(value, at("max_interval_ms"), Int(Advertisement.intervalRange.lowerBound)...Int(Advertisement.intervalRange.upperBound)))
-        }
-        ad.txPower = try entry["tx_power"].map { value throws(ConfigError) in
-            Int16(try int(value, at("tx_power"), Int(Advertisement.txPowerRange.lowerBound)...Int(Advertisement.txPowerRange.upperBound)))
-        }
+        ad.minInterval = try number(entry["min_interval_ms"], at("min_interval_ms"), Advertisement.intervalRange)
+        ad.maxInterval = try number(entry["max_interval_ms"], at("max_interval_ms"), Advertisement.intervalRange)
+        ad.txPower = try number(entry["tx_power"], at("tx_power"), Advertisement.txPowerRange)
         return ad
     }
 
@@ -170,20 +164,20 @@ struct Reader {
             guard let value = fields[key] else { throw error(path + [key], "missing; the \(name) preset needs it") }
             return value
         }
-        func signed8(_ key: String) throws(ConfigError) -> Int8 { Int8(try int(need(key), path + [key], -128...127)) }
+        func signed8(_ key: String) throws(ConfigError) -> Int8 { try number(need(key), path + [key]) }
         let beacon: Beacon
         switch name {
         case "ibeacon":
             beacon = .iBeacon(
                 uuid: try parseUUID(try string(need("uuid"), path + ["uuid"]), path + ["uuid"]),
-                major: UInt16(try int(need("major"), path + ["major"], 0...0xFFFF)),
-                minor: UInt16(try int(need("minor"), path + ["minor"], 0...0xFFFF)),
+                major: try number(need("major"), path + ["major"]),
+                minor: try number(need("minor"), path + ["minor"]),
                 measuredPower: try signed8("measured_power"))
         case "altbeacon":
             let id = try hex(need("beacon_id"), path + ["beacon_id"])
             guard id.count == 20 else { throw error(path + ["beacon_id"], "is \(id.count) bytes; it must be 20") }
             beacon = .altBeacon(
-                manufacturerID: UInt16(try int(need("manufacturer_id"), path + ["manufacturer_id"], 0...0xFFFF)),
+                manufacturerID: try number(need("manufacturer_id"), path + ["manufacturer_id"]),
                 beaconID: id, referenceRSSI: try signed8("reference_rssi"))
         case "eddystone_uid":
             let namespace = try hex(need("namespace"), path + ["namespace"])
@@ -225,17 +219,24 @@ struct Reader {
         return flag
     }
 
-    func int(_ value: any TOMLValueConvertible, _ path: [String], _ range: ClosedRange<Int>) throws(ConfigError) -> Int {
+    /// An integer that fits `T`, within `range` (all of `T` unless narrower).
+    func number<T: FixedWidthInteger>(
+        _ value: any TOMLValueConvertible, _ path: [String], _ range: ClosedRange<T> = T.min...T.max
+    ) throws(ConfigError) -> T {
         guard let number = value.int else { throw error(path, "must be an integer, not \(value.type)") }
-        guard range.contains(number) else {
+        guard let fitting = T(exactly: number), range.contains(fitting) else {
             throw error(path, "is \(number); it must be between \(range.lowerBound) and \(range.upperBound)")
         }
-        return number
+        return fitting
     }
 
-    func uint16(_ value: (any TOMLValueConvertible)?, _ path: [String]) throws(ConfigError) -> UInt16? {
+    /// ``number(_:_:_:)`` for a key that may be absent.
+    func number<T: FixedWidthInteger>(
+        _ value: (any TOMLValueConvertible)?, _ path: [String], _ range: ClosedRange<T> = T.min...T.max
+    ) throws(ConfigError) -> T? {
         guard let value else { return nil }
-        return UInt16(try int(value, path, 0...0xFFFF))
+        let present: any TOMLValueConvertible = value
+        return try number(present, path, range) as T
     }
 
     func strings(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [String] {
