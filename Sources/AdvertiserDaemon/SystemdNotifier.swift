@@ -25,9 +25,6 @@ public struct SystemdNotifier: Sendable {
         notify("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
     }
 
-    /// Whether systemd listens.
-    public var isEnabled: Bool { socketPath != nil }
-
     /// Sends `state` (e.g. `READY=1\nSTATUS=on air`). Failures are ignored, as sd_notify's are.
     public func notify(_ state: String) {
         guard let socketPath else { return }

@@ -54,7 +54,6 @@ struct Failure: Error {
     var code: Int32
     var message: String
 
-    static let done: Int32 = 0
     static let failed: Int32 = 1
     static let usage: Int32 = 2
     static let notRunning: Int32 = 3
