@@ -28,19 +28,25 @@ struct DBusBench {
         let rounds = 10
         print("D-Bus round trips, \(calls) sequential calls each in \(rounds) alternating rounds, private dbus-daemon, C responder")
         print("case                      ours calls/s   C calls/s   ratio   ours p50/p99 µs   C p50/p99 µs")
+        var switchCounts: [String] = []
         for (label, dictionary) in [("(a) no arguments", false), ("(b) a{sv} of 20 entries", true)] {
             var ours = Result.empty
             var c = Result.empty
             for _ in 0..<rounds {
-                ours = ours + (try await connection.benchmarkLoop(calls: calls / rounds, dictionary: dictionary))
-                c = c + cLoop(address, calls: calls / rounds, dictionary: dictionary)
+                ours = ours + (try await counted { try await connection.benchmarkLoop(calls: calls / rounds, dictionary: dictionary) })
+                c = c + (await counted { cLoop(address, calls: calls / rounds, dictionary: dictionary) })
             }
+            switchCounts.append("\(label.prefix(3)) ours \(format(ours.switchesPerCall, 1)), C \(format(c.switchesPerCall, 1))")
             print(
                 label.padding(26), format(ours.rate, 0).padding(15, left: true), format(c.rate, 0).padding(12, left: true),
                 format(ours.rate / c.rate, 2).padding(8, left: true),
                 "\(format(ours.p50, 1))/\(format(ours.p99, 1))".padding(18, left: true),
                 "\(format(c.p50, 1))/\(format(c.p99, 1))".padding(15, left: true))
         }
+
+        // Every thread of this process, the C responder's included (the same in both loops):
+        // the difference is the hand-offs between threads that our layer costs per call.
+        print("thread switches per call: " + switchCounts.joined(separator: "; "))
 
         let inFlight = 16
         let pipelined = try await pipelinedRate(connection, calls: calls, inFlight: inFlight)
@@ -60,16 +66,27 @@ struct DBusBench {
     struct Result {
         var latencies: [Double]
         var seconds: Double
+        /// Context switches of the whole process while the loop ran.
+        var switches = 0
 
         static let empty = Result(latencies: [], seconds: 0)
 
         var rate: Double { Double(latencies.count) / seconds }
         var p50: Double { latencies.sorted()[latencies.count / 2] }
         var p99: Double { latencies.sorted()[min(latencies.count - 1, latencies.count * 99 / 100)] }
+        var switchesPerCall: Double { Double(switches) / Double(latencies.count) }
 
         static func + (a: Result, b: Result) -> Result {
-            Result(latencies: a.latencies + b.latencies, seconds: a.seconds + b.seconds)
+            Result(latencies: a.latencies + b.latencies, seconds: a.seconds + b.seconds, switches: a.switches + b.switches)
         }
+    }
+
+    /// Runs a loop and records the process's context switches during it.
+    static func counted(isolation: isolated (any Actor)? = #isolation, _ loop: () async throws -> Result) async rethrows -> Result {
+        let before = contextSwitches()
+        var result = try await loop()
+        result.switches = contextSwitches() - before
+        return result
     }
 
     static let dictionary = DBusValue.variantDictionary(
