@@ -33,14 +33,13 @@ public actor DBusConnection {
     }
 
     nonisolated let loop: DBusEventLoop
-    private nonisolated let executor: DBusQueueExecutor
     nonisolated var raw: OpaquePointer { loop.connection }
 
     /// The connection's unique name on the bus, e.g. `:1.42`.
     public nonisolated let uniqueName: String
 
     /// Runs this actor on the connection's dispatch queue.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
 
     /// Whether the connection is still open.
     public internal(set) var isConnected = true
@@ -57,7 +56,6 @@ public actor DBusConnection {
 
     private init(loop: DBusEventLoop, uniqueName: String) {
         self.loop = loop
-        self.executor = DBusQueueExecutor(queue: loop.queue)
         self.uniqueName = uniqueName
     }
 
@@ -181,9 +179,13 @@ public actor DBusConnection {
         let pending = PendingReply(pendingCall)
         outstanding[ObjectIdentifier(pending)] = pending
         defer { outstanding[ObjectIdentifier(pending)] = nil }
+        // Waiting with the connection's queue as the preferred task executor, the reply
+        // resumes this task right where it was dispatched instead of through the global pool.
         let reply = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                loop.run { pending.wait(continuation) }
+            try await withTaskExecutorPreference(loop.executor.replies) {
+                try await withCheckedThrowingContinuation { continuation in
+                    loop.run { pending.wait(continuation) }
+                }
             }
         } onCancel: {
             loop.run { pending.abandon(with: CancellationError()) }
