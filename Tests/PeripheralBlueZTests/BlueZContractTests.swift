@@ -192,7 +192,7 @@ struct BlueZContractTests {
     func bluetoothdKilledAndRestartedIsVanishedAppearedThenTheAdapter() async throws {
         var session = try await StandInSession()
         let events = await EventLog.reading(await session.manager.events())
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        _ = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
 
         session.standIn.crash()
         session.standIn = try BlueZStandIn(bus: session.bus, adapters: [])

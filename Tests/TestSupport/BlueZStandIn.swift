@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// `Peers/bluez_standin.py` on a private bus: owns org.bluez and behaves like bluetoothd
 /// 5.66 toward an advertiser (see the script). Driven through its control object at `/test`.
