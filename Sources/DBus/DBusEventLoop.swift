@@ -296,8 +296,10 @@ final class DBusQueueExecutor: SerialExecutor, @unchecked Sendable {
         held = []
         handler()
         var next = 0
-        while next < Self.handlerJobBudget, let jobs = held, next < jobs.count {
-            let job = jobs[next]
+        // Indexes into `held` rather than binding it: a job run here may append to it, and a
+        // second reference would make each append copy the array.
+        while next < Self.handlerJobBudget, let count = held?.count, next < count {
+            let job = held![next]
             next += 1
             jobsRunInHandlers += 1
             run(job)
