@@ -93,21 +93,21 @@ extension BlueZPeripheralManager {
             let old = body[1].string ?? "", new = body[2].string ?? ""
             if !old.isEmpty {
                 await forgetRegistrations { _ in true }
-                advertisingAdapters = []
                 publish(.bluezVanished)
             }
             if !new.isEmpty { publish(.bluezAppeared) }
+        // BlueZ announces an adapter's advertising manager once when it comes and once when it
+        // goes. These are the only source of the events: a reply to adapters() that already lists
+        // the adapter may be handled before the signal that announced it.
         case "InterfacesAdded" where body.count == 2:
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].dictionaryEntries?.compactMap(\.key.string),
-                  interfaces.contains(BlueZ.advertisingManagerInterface),
-                  advertisingAdapters.insert(name).inserted else { return }
+                  interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
             publish(.adapterAdded(name))
         case "InterfacesRemoved" where body.count == 2:
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].stringArray,
-                  interfaces.contains(BlueZ.advertisingManagerInterface) || interfaces.contains(BlueZ.adapterInterface),
-                  advertisingAdapters.remove(name) != nil else { return }
+                  interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
             await forgetRegistrations { $0.adapter == name }
             publish(.adapterRemoved(name))
         case "PropertiesChanged" where body.count >= 2:

@@ -24,8 +24,6 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     let logger: Logger
     var registrations: [DBusObjectPath: Registration] = [:]
     var nextObject = 0
-    /// Adapters known to have an advertising manager, to report each appearance once.
-    var advertisingAdapters: Set<String> = []
     var consumers: [Int: AsyncStream<PeripheralEvent>.Continuation] = [:]
     var nextConsumer = 0
     var monitor: Task<Void, Never>?
@@ -45,9 +43,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         let reply = try await callBlueZ(
             path: BlueZ.root, interface: BlueZ.objectManagerInterface, member: "GetManagedObjects",
             expecting: BlueZ.managedObjectsSignature)
-        let adapters = AdapterCapabilities.fromManagedObjects(reply[0])
-        advertisingAdapters = Set(adapters.map(\.name))
-        return adapters
+        return AdapterCapabilities.fromManagedObjects(reply[0])
     }
 
     public func powerOn(adapter: String) async throws {

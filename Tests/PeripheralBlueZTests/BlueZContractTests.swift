@@ -174,7 +174,6 @@ struct BlueZContractTests {
     @Test("an adapter removed releases its advertisements and is an event")
     func anAdapterRemovedReleasesItsAdvertisementsAndIsAnEvent() async throws {
         let session = try await StandInSession(adapters: ["hci0", "hci1"])
-        _ = try await session.manager.adapters()
         let events = await EventLog.reading(await session.manager.events())
         let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci1")
 
@@ -200,6 +199,20 @@ struct BlueZContractTests {
 
         #expect(try await events.next(3) == [.bluezVanished, .bluezAppeared, .adapterAdded("hci0")])
         #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("an adapter that appears while adapters() waits for BlueZ is still an event")
+    func anAdapterThatAppearsWhileAdaptersWaitsIsStillAnEvent() async throws {
+        // As after a restart of bluetoothd: the adapter registers while our GetManagedObjects
+        // waits in its queue, so InterfacesAdded and the reply listing the adapter come together.
+        let session = try await StandInSession(adapters: [])
+        let events = await EventLog.reading(await session.manager.events())
+        try await session.control("AddAdapterWhenAsked", [.string("hci0")])
+
+        let adapters = try await session.manager.adapters()
+
+        #expect(adapters.map(\.name) == ["hci0"])
+        #expect(try await events.next() == .adapterAdded("hci0"))
     }
 
     @Test("after bluetoothd restarted, its old registrations are not registered any more")

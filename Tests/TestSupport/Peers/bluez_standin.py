@@ -93,6 +93,11 @@ class Root(dbus.service.Object):
 
     @dbus.service.method(OM, out_signature="a{oa{sa{sv}}}")
     def GetManagedObjects(self):
+        # An adapter bluetoothd registered while this call waited in its queue: announced
+        # first, then listed in the reply.
+        for name in self.standin.adapters_when_asked:
+            self.standin.add_adapter(name, announce=True)
+        self.standin.adapters_when_asked = []
         return {a.path: a.interfaces() for a in self.standin.adapters.values()}
 
     @dbus.service.signal(OM, signature="oa{sa{sv}}")
@@ -262,6 +267,11 @@ class Control(dbus.service.Object):
     def AddAdapter(self, name):
         self.standin.add_adapter(name, announce=True)
 
+    @dbus.service.method(CONTROL, in_signature="s")
+    def AddAdapterWhenAsked(self, name):
+        """Adds and announces the adapter during the next GetManagedObjects, before its reply."""
+        self.standin.adapters_when_asked.append(name)
+
     @dbus.service.method(CONTROL, in_signature="sqn")
     def SetTxPower(self, path, unused, power):
         """Calls Properties.Set(TxPower) on a registered advertisement, as BlueZ may."""
@@ -277,6 +287,7 @@ class StandIn:
         self.bus = bus
         self.calls = []
         self.adapters = {}
+        self.adapters_when_asked = []
         self.root = Root(bus, self)
         self.control = Control(bus, self)
         for name in names:
