@@ -43,7 +43,8 @@ extension DBusConnection {
 
     /// Subscribes to the signals any of several rules matches, in one stream, in the order the
     /// bus delivered them (separate streams would lose the order between them). A signal that
-    /// matches two rules arrives once.
+    /// matches two rules arrives once. The order holds among the signals only: a reply that came
+    /// after a signal may resume its caller before the stream's consumer sees that signal.
     /// - Throws: ``DBusError`` when a rule is invalid or the bus refuses one; then none is active.
     public func signals(matching rules: [DBusMatchRule]) async throws -> AsyncStream<DBusMessage> {
         let (stream, continuation) = AsyncStream<DBusMessage>.makeStream()
