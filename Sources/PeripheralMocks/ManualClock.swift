@@ -28,7 +28,33 @@ public final class ManualClock: Clock, Sendable {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private let state = Mutex((now: Instant(offset: .zero), sleepers: [Sleeper](), nextID: 0))
+    private struct State {
+        var now = Instant(offset: .zero)
+        var sleepers: [Sleeper] = []
+        var nextID = 0
+        /// Tests waiting for a number of sleepers (``waitForSleepers(_:)``).
+        var watchers: [Watcher] = []
+
+        mutating func makeID() -> Int {
+            nextID += 1
+            return nextID
+        }
+
+        /// Takes out the watchers whose number of sleepers is reached.
+        mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
+            let count = sleepers.count
+            defer { watchers.removeAll { $0.count <= count } }
+            return watchers.filter { $0.count <= count }.map(\.continuation)
+        }
+    }
+
+    private struct Watcher {
+        let id: Int
+        let count: Int
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private let state = Mutex(State())
 
     /// A clock at zero.
     public init() {}
@@ -50,21 +76,43 @@ public final class ManualClock: Clock, Sendable {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
-    /// Waits until the clock reaches `deadline`.
-    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
-        // Like the real clocks: a cancelled sleep ends at once with CancellationError.
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+    /// Returns once `count` tasks are asleep on the clock, so that a test advances it past
+    /// deadlines that exist rather than before they are set; or when the task is cancelled
+    /// (a test's time limit), so that a test whose sleeper never comes ends.
+    public func waitForSleepers(_ count: Int = 1) async {
+        let id = state.withLock { $0.makeID() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
                 let ready = state.withLock { state in
-                    if deadline <= state.now || Task.isCancelled { return true }
-                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    guard state.sleepers.count < count, !Task.isCancelled else { return true }
+                    state.watchers.append(Watcher(id: id, count: count, continuation: continuation))
                     return false
                 }
                 if ready { continuation.resume() }
+            }
+        } onCancel: {
+            let cancelled = state.withLock { state in
+                let found = state.watchers.first { $0.id == id }
+                state.watchers.removeAll { $0.id == id }
+                return found
+            }
+            cancelled?.continuation.resume()
+        }
+    }
+
+    /// Waits until the clock reaches `deadline`.
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        // Like the real clocks: a cancelled sleep ends at once with CancellationError.
+        let id = state.withLock { $0.makeID() }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let (ready, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if deadline <= state.now || Task.isCancelled { return (true, []) }
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return (false, state.satisfiedWatchers())
+                }
+                if ready { continuation.resume() }
+                for watcher in watchers { watcher.resume() }
             }
         } onCancel: {
             let cancelled = state.withLock { state in

@@ -16,6 +16,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         case always(Result<Value, PeripheralError>)
         /// Each call takes the next result; a call after the last is unscripted.
         case sequence([Result<Value, PeripheralError>])
+        /// Every call waits until its task is cancelled, then throws `CancellationError`: a
+        /// bluetoothd that never answers.
+        case hangs
     }
 
     private struct State {
@@ -85,23 +88,23 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     // MARK: PeripheralManaging
 
     public func adapters() async throws -> [AdapterCapabilities] {
-        try answer("adapters()", \.adapters) { $0.adapters += 1 }
+        try await answer("adapters()", \.adapters) { $0.adapters += 1 }
     }
 
     public func powerOn(adapter: String) async throws {
-        try answer("powerOn(adapter: \(adapter))", \.powerOn) { $0.poweredOn.append(adapter) }
+        try await answer("powerOn(adapter: \(adapter))", \.powerOn) { $0.poweredOn.append(adapter) }
     }
 
     public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
-        try answer("startAdvertising(_:on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
+        try await answer("startAdvertising(_:on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
     }
 
     public func stopAdvertising(_ id: AdvertisementID) async throws {
-        try answer("stopAdvertising(\(id))", \.stop) { $0.stopped.append(id) }
+        try await answer("stopAdvertising(\(id))", \.stop) { $0.stopped.append(id) }
     }
 
     public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
-        try answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
+        try await answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
     }
 
     public func events() async -> AsyncStream<PeripheralEvent> {
@@ -112,12 +115,15 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
 
     private func answer<Value: Sendable>(
         _ call: String, _ script: WritableKeyPath<State, Script<Value>?>, record: (inout Calls) -> Void
-    ) throws -> Value {
-        let result: Result<Value, PeripheralError>? = state.withLock { state in
+    ) async throws -> Value {
+        // nil: nobody scripted the call; .some(nil): it hangs.
+        let result: Result<Value, PeripheralError>?? = state.withLock { state in
             record(&state.calls)
             switch state[keyPath: script] {
             case .always(let result)?:
                 return result
+            case .hangs?:
+                return .some(nil)
             case .sequence(var results)? where !results.isEmpty:
                 let next = results.removeFirst()
                 state[keyPath: script] = .sequence(results)
@@ -132,6 +138,13 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
             Issue.record("MockPeripheralManager: unscripted call \(call)")
             #endif
             throw MockError.unscripted(call)
+        }
+        guard let result else {
+            // Hangs: an AsyncStream's iterator returns nil once its task is cancelled.
+            let (never, continuation) = AsyncStream<Never>.makeStream()
+            for await _ in never {}
+            withExtendedLifetime(continuation) {}
+            throw CancellationError()
         }
         return try result.get()
     }

@@ -84,20 +84,18 @@ struct ProcessTests {
         _ = (standIn, daemon)
     }
 
-    @Test("SIGTERM unregisters everything, says STOPPING=1 and exits 0 within 2 s")
+    // How long it may take is ShutdownTests' business, on the injected clock.
+    @Test("SIGTERM unregisters everything, says STOPPING=1 and exits 0")
     func sigtermCleansUp() async throws {
         let bus = try PrivateBus()
         let standIn = try BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus)
         try await notify.waitFor("READY=1")
 
-        let sent = ContinuousClock.now
         kill(daemon.pid, SIGTERM)
         let status = await Task.detached { daemon.wait() }.value
-        let took = ContinuousClock.now - sent
 
         #expect(status == 0)
-        #expect(took < .seconds(2))
         #expect(try await advertisementsHeld(on: bus) == 0)
         try await notify.waitFor("STOPPING=1", within: .seconds(1))
         _ = standIn
