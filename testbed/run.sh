@@ -23,6 +23,10 @@ for s in "$@"; do
   scenarios+=("$(cd "$(dirname "$s")" && pwd)/$(basename "$s")")
 done
 
+# Two runs at once would write the same console and result files (and load two VMs on the CPUs).
+exec 9> "$TESTBED_CACHE/run.lock"
+flock -n 9 || { echo "testbed: another test bed run is under way (lock $TESTBED_CACHE/run.lock)" >&2; exit 2; }
+
 kver=$(cat "$TESTBED_CACHE/kernel-version")
 started=$(date +%s)
 echo "testbed: booting kernel $kver for ${#scenarios[@]} scenario(s)" >&2
@@ -32,13 +36,15 @@ PATH="$TESTBED_CACHE/venv/bin:$PATH" "$TESTBED_VNG" \
   --memory "${BLEADVD_TESTBED_MEMORY:-2G}" --cpus "${BLEADVD_TESTBED_CPUS:-2}" \
   --exec "$here/guest.sh ${scenarios[*]}" < /dev/null 2>&1 \
   | tee "$TESTBED_CACHE/console.log" \
-  | grep --line-buffered -v -E '^\[ *[0-9]+\.[0-9]+\]' | tee "$TESTBED_CACHE/last-run.log"
+  | grep -a --line-buffered -v -E '^\[ *[0-9]+\.[0-9]+\]' | tee "$TESTBED_CACHE/last-run.log"
 status=${PIPESTATUS[0]}
-summary=$(grep -E '^testbed: [0-9]+ passed, [0-9]+ failed' "$TESTBED_CACHE/last-run.log" | tail -n1 || true)
+# grep -a, here and above: a stray non-UTF-8 byte in the guest's output must not make grep
+# take it for binary and hide the lines after it, the summary among them.
+summary=$(grep -aE '^testbed: [0-9]+ passed, [0-9]+ failed' "$TESTBED_CACHE/last-run.log" | tail -n1 || true)
 echo "testbed: VM run took $(("$(date +%s)" - started)) s" >&2
 if [[ "$summary" != *" 0 failed"* ]]; then
   echo "---- kernel console lines about Bluetooth" >&2
-  grep -aiE '^\[ *[0-9.]+\].*(bluetooth|hci|vhci)' "$TESTBED_CACHE/console.log" | tail -n 30 >&2
+  grep -aiE '^\[ *[0-9.]+\].*(bluetooth|hci|vhci)' "$TESTBED_CACHE/console.log" | tail -n 30 >&2 || true
 fi
 if [[ -z "$summary" ]]; then
   echo "testbed: the guest did not report results (exit $status)" >&2
