@@ -5,7 +5,8 @@
 #
 # The guest shares this machine's root file system read-only (writes go to a throw-away
 # overlay), starts a system bus, two virtual controllers (hci0 advertises, hci1 listens) and
-# bluetoothd -E, then runs each scenario as root. Exit code: 0 when every scenario passed.
+# bluetoothd -E, then runs each scenario as root. Exit code: 0 when every scenario passed, 1
+# when one failed, 2 on a usage error, before testbed/setup.sh, or while another run is under way.
 # Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM.
 set -euo pipefail
 
