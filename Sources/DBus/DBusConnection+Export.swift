@@ -87,9 +87,7 @@ extension DBusConnection {
 
     private static func interfacesAndProperties(_ object: ExportedObject) -> DBusValue {
         .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), object.order.map { name in
-            let properties = object.interfaces[name]!.properties.filter(\.access.isReadable)
-            return DBusDictEntry(.string(name), .variantDictionary(Dictionary(
-                properties.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })))
+            DBusDictEntry(.string(name), object.interfaces[name]!.readableValues)
         })
     }
 
@@ -234,9 +232,7 @@ extension DBusConnection {
                 : .failure(DBusError(.unknownInterface, "object \(path) has no interface \(interfaceName)"))
         }
         if member == "GetAll" {
-            return .success([.variantDictionary(Dictionary(
-                interface.properties.filter(\.access.isReadable).map { ($0.name, $0.value) },
-                uniquingKeysWith: { first, _ in first }))])
+            return .success([interface.readableValues])
         }
         let name = call.body[1].string!
         guard let index = interface.properties.firstIndex(where: { $0.name == name }) else {

@@ -24,6 +24,12 @@ public struct DBusInterface: Sendable {
         self.signals = signals
     }
 
+    /// The properties peers may read, as `GetAll` and `GetManagedObjects` report them (`a{sv}`).
+    var readableValues: DBusValue {
+        .variantDictionary(Dictionary(
+            properties.filter(\.access.isReadable).map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }))
+    }
+
     /// Checks every name and type, so nothing malformed reaches libdbus or a peer.
     func validate() throws(DBusError) {
         try DBusName.validateInterface(name)
