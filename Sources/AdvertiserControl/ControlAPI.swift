@@ -32,11 +32,6 @@ public enum ControlAPI {
         DBusError.Name(rawValue: errorPrefix + code.rawValue.prefix(1).uppercased() + code.rawValue.dropFirst())
     }
 
-    /// The code of a daemon error name; nil for any other name.
-    public static func code(of name: DBusError.Name) -> PeripheralError.Code? {
-        PeripheralError.Code.allCases.first { errorName($0) == name }
-    }
-
     /// A peripheral error as the daemon answers it.
     public static func dbusError(_ error: PeripheralError) -> DBusError {
         DBusError(errorName(error.code), error.message)

@@ -1,13 +1,5 @@
 internal import CDBus
 
-/// A change of a bus name's owner, as ``DBusConnection/watchName(_:)`` reports it.
-public enum DBusNameOwner: Sendable, Hashable {
-    /// The name has an owner now (its unique name).
-    case appeared(owner: String)
-    /// The name has no owner.
-    case vanished
-}
-
 /// One signal subscription: its rule and where its signals go. Lives on the connection's queue.
 final class Subscription {
     let rule: DBusMatchRule
@@ -70,23 +62,6 @@ extension DBusConnection {
         return stream
     }
 
-    /// Watches who owns a bus name. The stream starts with the current state (from
-    /// `GetNameOwner`), then reports each change; repeated states are not reported twice.
-    public func watchName(_ name: String) async throws -> AsyncStream<DBusNameOwner> {
-        try DBusName.validateBusName(name)
-        let (stream, continuation) = AsyncStream<DBusNameOwner>.makeStream()
-        let state = NameWatchState(continuation)
-        let id = try await subscribe(
-            Self.ownerChangedRule(name),
-            deliver: { state.observe($0.body.count == 3 ? $0.body[2].string : nil) },
-            finish: { continuation.finish() })
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.unsubscribe(id) }
-        }
-        state.start(with: try? await nameOwner(name))
-        return stream
-    }
-
     /// The unique name that owns `name` now, or nil when it has no owner.
     public func nameOwner(_ name: String) async throws -> String? {
         do {
@@ -110,12 +85,6 @@ extension DBusConnection {
             let owner = (try? await nameOwner(name)).flatMap { $0 } ?? "another connection"
             throw DBusError(.nameTaken, "the name \(name) is already owned by \(owner)")
         }
-    }
-
-    /// Gives up a well-known name.
-    public func releaseName(_ name: String) async throws {
-        try DBusName.validateBusName(name)
-        _ = try await callBus("ReleaseName", [.string(name)], expecting: "u")
     }
 
     func callBus(_ member: String, _ arguments: [DBusValue], expecting: DBusSignature) async throws -> [DBusValue] {
@@ -155,6 +124,10 @@ extension DBusConnection {
         _ = try? await callBus("RemoveMatch", [.string(subscription.rule.text)], expecting: .empty)
     }
 
+    /// Starts following the owner of `name`, which a rule's `sender` names: libdbus matches
+    /// signals by unique sender, so the rule needs the owner's unique name.
+    /// - Throws: when the owner cannot be asked (a bus that refuses `GetNameOwner`): a
+    ///   subscription that could never match must fail, not wait forever in silence.
     private func trackOwner(of name: String) async throws {
         if trackedOwners[name] != nil {
             trackedOwners[name]!.users += 1
@@ -169,12 +142,22 @@ extension DBusConnection {
             return
         }
         trackedOwners[name] = TrackedOwner(owner: nil, users: 1, watchID: id)
-        let owner = try? await nameOwner(name)
-        trackedOwners[name]?.owner = owner ?? nil
+        do {
+            let owner = try await nameOwner(name)
+            trackedOwners[name]?.owner = owner
+        } catch {
+            untrackOwner(name)
+            throw error
+        }
     }
 
     private func untrackOwner(_ rule: DBusMatchRule) {
-        guard rule.needsOwnerTracking, let name = rule.sender, var tracked = trackedOwners[name] else { return }
+        guard rule.needsOwnerTracking, let name = rule.sender else { return }
+        untrackOwner(name)
+    }
+
+    private func untrackOwner(_ name: String) {
+        guard var tracked = trackedOwners[name] else { return }
         tracked.users -= 1
         if tracked.users > 0 {
             trackedOwners[name] = tracked
@@ -222,12 +205,6 @@ extension DBusConnection {
             handleDisconnect()
             return
         }
-        // The bus also announces the connection's own unique name; only well-known names are news.
-        if message.sender == Self.busName, message.interface == Self.busName, message.destination == uniqueName,
-           let name = message.body.first?.string, !name.hasPrefix(":") {
-            if message.member == "NameLost" { publish(.nameLost(name)) }
-            if message.member == "NameAcquired" { publish(.nameAcquired(name)) }
-        }
         if message.sender == Self.busName, message.member == "NameOwnerChanged", message.body.count == 3,
            let name = message.body[0].string, trackedOwners[name] != nil {
             let owner = message.body[2].string ?? ""
@@ -253,37 +230,5 @@ extension DBusConnection {
         publish(.disconnected)
         for listener in eventListeners.values { listener.finish() }
         eventListeners.removeAll()
-    }
-}
-
-/// The state of one name watch: reports the initial owner first, then only real changes.
-private final class NameWatchState: @unchecked Sendable {
-    private let continuation: AsyncStream<DBusNameOwner>.Continuation
-    private var started = false
-    private var early: [String?] = []
-    private var last: String??
-
-    init(_ continuation: AsyncStream<DBusNameOwner>.Continuation) {
-        self.continuation = continuation
-    }
-
-    /// The initial owner is known: report it, then any change that arrived meanwhile.
-    func start(with owner: String?) {
-        started = true
-        report(owner)
-        for change in early { report(change) }
-        early.removeAll()
-    }
-
-    /// A `NameOwnerChanged` arrived with this new owner ("" or nil: no owner).
-    func observe(_ owner: String?) {
-        if started { report(owner) } else { early.append(owner) }
-    }
-
-    private func report(_ owner: String?) {
-        let owner = owner?.isEmpty == false ? owner : nil
-        if let last, last == owner { return }
-        last = .some(owner)
-        continuation.yield(owner.map { .appeared(owner: $0) } ?? .vanished)
     }
 }

@@ -26,10 +26,6 @@ public actor DBusConnection {
     public enum Event: Sendable, Hashable {
         /// The bus went away or the connection was closed; nothing more will arrive.
         case disconnected
-        /// The bus gave this connection a well-known name.
-        case nameAcquired(String)
-        /// The bus took a well-known name away from this connection.
-        case nameLost(String)
     }
 
     nonisolated let loop: DBusEventLoop
@@ -176,16 +172,12 @@ public actor DBusConnection {
             throw DBusError(.noMemory, "out of memory sending \(message.what)")
         }
         guard let pendingCall else { throw DBusError(.disconnected, "the connection is closed") }
-        let pending = PendingReply(pendingCall)
+        let pending = PendingReply(pendingCall, queue: loop.queue)
         outstanding[ObjectIdentifier(pending)] = pending
         defer { outstanding[ObjectIdentifier(pending)] = nil }
-        // Waiting with the connection's queue as the preferred task executor, the reply
-        // resumes this task right where it was dispatched instead of through the global pool.
         let reply = try await withTaskCancellationHandler {
-            try await withTaskExecutorPreference(loop.executor.replies) {
-                try await withCheckedThrowingContinuation { continuation in
-                    loop.run { pending.wait(continuation) }
-                }
+            try await withCheckedThrowingContinuation { continuation in
+                loop.run { pending.wait(continuation) }
             }
         } onCancel: {
             loop.run { pending.abandon(with: CancellationError()) }
@@ -249,68 +241,6 @@ private final class WeakConnection: @unchecked Sendable {
 
     init(_ connection: DBusConnection) {
         self.connection = connection
-    }
-}
-
-/// One outstanding method call: the libdbus pending call and the task waiting for it.
-/// Touched only on the connection's queue.
-final class PendingReply: @unchecked Sendable {
-    private var pending: OpaquePointer?
-    private var continuation: CheckedContinuation<DBusMessage, any Error>?
-    /// The outcome when it came before anyone waited (a cancellation, a disconnect).
-    private var early: Result<DBusMessage, any Error>?
-
-    /// Takes over the caller's reference to the pending call.
-    init(_ pending: OpaquePointer) {
-        self.pending = pending
-    }
-
-    func wait(_ continuation: CheckedContinuation<DBusMessage, any Error>) {
-        if let early {
-            continuation.resume(with: early)
-            return
-        }
-        self.continuation = continuation
-        guard let pending else { return }
-        let this = Unmanaged.passRetained(self).toOpaque()
-        let set = dbus_pending_call_set_notify(
-            pending,
-            { pending, data in
-                Unmanaged<PendingReply>.fromOpaque(data!).takeUnretainedValue().complete(pending!)
-            },
-            this,
-            { data in Unmanaged<PendingReply>.fromOpaque(data!).release() })
-        if set == 0 {
-            Unmanaged<PendingReply>.fromOpaque(this).release()
-            finish(.failure(DBusError(.noMemory, "out of memory waiting for a reply")))
-        } else if dbus_pending_call_get_completed(pending) != 0 {
-            complete(pending)
-        }
-    }
-
-    /// Stops waiting: the task gets `error`, and a reply that still arrives is dropped.
-    func abandon(with error: any Error) {
-        guard let pending else { return }
-        dbus_pending_call_cancel(pending)
-        finish(.failure(error))
-    }
-
-    private func complete(_ pending: OpaquePointer) {
-        guard let reply = dbus_pending_call_steal_reply(pending) else { return }
-        defer { dbus_message_unref(reply) }
-        finish(Result { try DBusMessage(raw: reply) })
-    }
-
-    private func finish(_ result: Result<DBusMessage, any Error>) {
-        guard let pending else { return }
-        self.pending = nil
-        dbus_pending_call_unref(pending)
-        if let continuation {
-            self.continuation = nil
-            continuation.resume(with: result)
-        } else {
-            early = result
-        }
     }
 }
 

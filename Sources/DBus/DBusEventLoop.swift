@@ -87,20 +87,23 @@ final class DBusEventLoop: @unchecked Sendable {
         queue.async { [self] in drain() }
     }
 
-    fileprivate func handle(_ watch: OpaquePointer, _ flags: UInt32) {
+    /// A watch's file descriptor is ready: libdbus reads or writes, then what arrived is
+    /// dispatched.
+    func handle(_ watch: OpaquePointer, _ flags: UInt32) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !finished else { return }
-        executor.runHoldingJobs {
-            dbus_watch_handle(watch, flags)
-            drain()
-        }
+        dbus_watch_handle(watch, flags)
+        drain()
     }
 
-    fileprivate func handle(_ timeout: OpaquePointer) {
+    /// A timeout is due (a call waited too long for its reply).
+    func handle(_ timeout: OpaquePointer) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !finished else { return }
         dbus_timeout_handle(timeout)
     }
 
-    fileprivate var isFinished: Bool { finished }
+    var isFinished: Bool { finished }
 
     private func add(watch: OpaquePointer) -> dbus_bool_t {
         let source = WatchSource(watch: watch, loop: self)
@@ -113,235 +116,5 @@ final class DBusEventLoop: @unchecked Sendable {
 
     private static func from(_ data: UnsafeMutableRawPointer?) -> DBusEventLoop {
         Unmanaged<DBusEventLoop>.fromOpaque(data!).takeUnretainedValue()
-    }
-}
-
-/// A `DispatchSource` that starts suspended and must be resumed before it is released.
-private final class SuspendableSource {
-    let source: any DispatchSourceProtocol
-    private(set) var running = false
-    private var cancelled = false
-
-    init(_ source: any DispatchSourceProtocol) {
-        self.source = source
-    }
-
-    deinit {
-        cancel()
-    }
-
-    func set(running wanted: Bool) {
-        guard !cancelled, wanted != running else { return }
-        running = wanted
-        if wanted { source.resume() } else { source.suspend() }
-    }
-
-    func cancel() {
-        guard !cancelled else { return }
-        source.cancel()
-        set(running: true)
-        cancelled = true
-    }
-}
-
-/// The DispatchSources behind one libdbus watch: one for reading, one for writing.
-private final class WatchSource {
-    private let watch: OpaquePointer
-    private var readable: SuspendableSource?
-    private var writable: SuspendableSource?
-
-    init(watch: OpaquePointer, loop: DBusEventLoop) {
-        self.watch = watch
-        let fd = dbus_watch_get_unix_fd(watch)
-        let flags = dbus_watch_get_flags(watch)
-        if flags & DBUS_WATCH_READABLE.rawValue != 0 {
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
-            source.setEventHandler { loop.handle(watch, DBUS_WATCH_READABLE.rawValue) }
-            readable = SuspendableSource(source)
-        }
-        if flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
-            source.setEventHandler { loop.handle(watch, DBUS_WATCH_WRITABLE.rawValue) }
-            writable = SuspendableSource(source)
-        }
-    }
-
-    func update() {
-        let enabled = dbus_watch_get_enabled(watch) != 0
-        readable?.set(running: enabled)
-        writable?.set(running: enabled)
-    }
-
-    func cancel() {
-        readable?.cancel()
-        writable?.cancel()
-    }
-
-    static func from(_ watch: OpaquePointer) -> WatchSource? {
-        dbus_watch_get_data(watch).map { Unmanaged<WatchSource>.fromOpaque($0).takeUnretainedValue() }
-    }
-}
-
-/// Every libdbus timeout of a connection on one DispatchSource timer, armed for the earliest
-/// deadline. A call's timeout comes and goes with each call; giving each its own timer would
-/// cost a trip to libdispatch's manager thread per call. The timer is moved only when a
-/// deadline comes earlier than the armed one, and is left armed when a timeout goes: it then
-/// fires once for nothing and stays idle.
-final class TimeoutScheduler {
-    private unowned let loop: DBusEventLoop
-    private let timer: any DispatchSourceTimer
-    private var deadlines: [OpaquePointer: DispatchTime] = [:]
-    private var armed: DispatchTime?
-    private var stopped = false
-
-    init(loop: DBusEventLoop) {
-        self.loop = loop
-        timer = DispatchSource.makeTimerSource(queue: loop.queue)
-        timer.setEventHandler { [unowned self] in fire() }
-        timer.schedule(deadline: .distantFuture)
-        timer.resume()
-    }
-
-    func add(_ timeout: OpaquePointer) -> dbus_bool_t {
-        update(timeout)
-        return 1
-    }
-
-    func remove(_ timeout: OpaquePointer) {
-        deadlines[timeout] = nil
-    }
-
-    /// (Re)starts a timeout's interval when it is enabled; forgets it when it is not.
-    func update(_ timeout: OpaquePointer) {
-        guard dbus_timeout_get_enabled(timeout) != 0 else {
-            deadlines[timeout] = nil
-            return
-        }
-        let deadline = DispatchTime.now() + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
-        deadlines[timeout] = deadline
-        arm(deadline)
-    }
-
-    func stop() {
-        stopped = true
-        deadlines = [:]
-        timer.cancel()
-    }
-
-    private func arm(_ deadline: DispatchTime) {
-        guard !stopped, armed.map({ deadline < $0 }) ?? true else { return }
-        armed = deadline
-        timer.schedule(deadline: deadline)
-    }
-
-    private func fire() {
-        armed = nil
-        let now = DispatchTime.now()
-        for (timeout, deadline) in deadlines where deadline <= now {
-            // Handling one timeout may remove others; libdbus re-adds or toggles what repeats.
-            guard deadlines[timeout] != nil, !loop.isFinished else { continue }
-            deadlines[timeout] = now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
-            loop.handle(timeout)
-        }
-        loop.drain()
-        if let next = deadlines.values.min() { arm(next) }
-    }
-}
-
-/// Runs an actor's jobs on a `DispatchQueue`, so the actor and the libdbus loop share one
-/// serial executor (Linux's Dispatch has no `DispatchSerialQueue` executor of its own).
-final class DBusQueueExecutor: SerialExecutor, @unchecked Sendable {
-    let queue: DispatchQueue
-    /// The task executor a call prefers while it waits for its reply.
-    private(set) var replies: DBusReplyExecutor!
-    /// Jobs that became runnable while an event was handled on the queue; `nil` at any other
-    /// time. Touched on the queue only.
-    private var held: [Job]?
-    /// How many jobs ran inside an event handler instead of later on the queue (for tests).
-    private(set) var jobsRunInHandlers = 0
-
-    private static let key = DispatchSpecificKey<ObjectIdentifier>()
-    /// How many jobs one event handler runs before it leaves the rest to the queue.
-    static let handlerJobBudget = 64
-
-    init(queue: DispatchQueue) {
-        self.queue = queue
-        queue.setSpecific(key: Self.key, value: ObjectIdentifier(self))
-        replies = DBusReplyExecutor(serial: self)
-    }
-
-    /// Whether the caller runs on this executor's queue.
-    var isCurrent: Bool {
-        DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self)
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        submit(Job(job: UnownedJob(job), forReply: false))
-    }
-
-    fileprivate func submit(_ job: Job) {
-        if isCurrent, held != nil {
-            held!.append(job)
-        } else {
-            queue.async { self.run(job) }
-        }
-    }
-
-    /// Runs an event handler, then, before returning, the jobs it made runnable: typically the
-    /// task whose reply it dispatched. They would run next on the queue anyway; running them
-    /// here lets that task send its next call before libdispatch re-arms the event source
-    /// (which wakes its manager thread). Past ``handlerJobBudget`` jobs, the rest go to the
-    /// queue, so a chain of jobs cannot hold the handler.
-    func runHoldingJobs(_ handler: () -> Void) {
-        held = []
-        handler()
-        var next = 0
-        // Indexes into `held` rather than binding it: a job run here may append to it, and a
-        // second reference would make each append copy the array.
-        while next < Self.handlerJobBudget, let count = held?.count, next < count {
-            let job = held![next]
-            next += 1
-            jobsRunInHandlers += 1
-            run(job)
-        }
-        let rest = held?.dropFirst(next) ?? []
-        held = nil
-        for job in rest { queue.async { self.run(job) } }
-    }
-
-    private func run(_ job: Job) {
-        if job.forReply {
-            job.job.runSynchronously(on: replies.asUnownedTaskExecutor())
-        } else {
-            job.job.runSynchronously(on: asUnownedSerialExecutor())
-        }
-    }
-
-    func checkIsolated() {
-        dispatchPrecondition(condition: .onQueue(queue))
-    }
-
-    fileprivate struct Job {
-        let job: UnownedJob
-        /// Enqueued on ``DBusReplyExecutor``, rather than on the actor.
-        let forReply: Bool
-    }
-}
-
-/// The task executor a call prefers while it waits for its reply (see `DBusConnection.call`):
-/// its jobs run on the connection's queue.
-///
-/// A continuation resumes its task on the global pool, from where the task hops back to the
-/// connection: two thread wake-ups per call, which were most of what a call cost over the
-/// same loop in C. With this preference the reply resumes the task on the connection's queue.
-final class DBusReplyExecutor: TaskExecutor, @unchecked Sendable {
-    private unowned let serial: DBusQueueExecutor
-
-    init(serial: DBusQueueExecutor) {
-        self.serial = serial
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        serial.submit(DBusQueueExecutor.Job(job: UnownedJob(job), forReply: true))
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TestSupport
 
@@ -51,23 +52,6 @@ struct DBusSignalTests {
         #expect(signal?.body == [.string("it's")])
     }
 
-    @Test("watching a name reports its absence, its owner when it appears, and its vanishing")
-    func nameWatching() async throws {
-        let bus = try PrivateBus()
-        let connection = try await DBusConnection.connect(to: bus)
-        var changes = try await connection.watchName(PythonPeer.name).makeAsyncIterator()
-
-        let initial = await changes.next()
-        let peer = try PythonPeer(bus: bus)
-        let appeared = await changes.next()
-        peer.stop()
-        let vanished = await changes.next()
-
-        #expect(initial == .vanished)
-        #expect(appeared == .appeared(owner: peer.uniqueName))
-        #expect(vanished == .vanished)
-    }
-
     @Test("requesting a free name makes this connection its owner")
     func requestName() async throws {
         let bus = try PrivateBus()
@@ -93,17 +77,23 @@ struct DBusSignalTests {
         #expect(error?.message == "the name org.bleadvd.Test is already owned by \(first.uniqueName)")
     }
 
-    @Test("releasing an owned name reports NameLost")
-    func nameLost() async throws {
-        let bus = try PrivateBus()
+    @Test("a subscription by well-known sender fails when the bus will not say who owns the name")
+    func ownerUnknownFailsTheSubscription() async throws {
+        let policy = FileManager.default.temporaryDirectory.appendingPathComponent("deny-owner-\(UUID().uuidString).conf")
+        try """
+            <busconfig><policy context="default">
+              <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="GetNameOwner"/>
+            </policy></busconfig>
+            """.write(to: policy, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: policy) }
+        let bus = try PrivateBus(systemPolicy: [policy.path])
         let connection = try await DBusConnection.connect(to: bus)
-        try await connection.requestName("org.bleadvd.Test")
-        var events = await connection.events().makeAsyncIterator()
 
-        try await connection.releaseName("org.bleadvd.Test")
-        let event = await events.next()
+        let error = await #expect(throws: DBusError.self) {
+            _ = try await connection.signals(matching: DBusMatchRule(sender: "org.bluez", member: "InterfacesAdded"))
+        }
 
-        #expect(event == .nameLost("org.bleadvd.Test"))
+        #expect(error?.name == .accessDenied)
     }
 
     @Test("closing the connection finishes its signal streams")
