@@ -96,7 +96,8 @@ let package = Package(
         .testTarget(
             name: "AdvertiserDaemonTests",
             dependencies: [
-                "AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "PeripheralMocks", "TestSupport",
+                "AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "PeripheralMocks", "PeripheralBlueZ",
+                "TestSupport",
                 // Built for the tests, which run them as programs.
                 "bleadvd", "bleadvctl",
             ]

@@ -1,19 +1,29 @@
 public import AdvertiserConfig
 public import AdvertiserControl
-import BluetoothModule
+public import BluetoothModule
 public import DBus
 public import Logging
 public import Peripheral
 
-/// bleadvd's work, apart from process concerns (arguments, signals, exit): owns the control
-/// API's name, runs the ``BluetoothModule`` over a ``PeripheralManaging``, feeds it BlueZ's
-/// events, fires its retries on the clock, reloads the config, tells systemd how things are.
+/// bleadvd's work, apart from process concerns (arguments, signal handlers, exit): owns the
+/// control API's name, runs the ``BluetoothModule`` over a ``PeripheralManaging``, feeds it
+/// BlueZ's events, reloads the config, tells systemd how things are. ``run(requests:)`` is its
+/// one loop; the control API's calls (``AdvertiserControlling``) go to the module directly, and
+/// what they change reaches the loop as the module's state.
 public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duration {
     /// How long start-up waits for the enabled advertisements before reporting READY anyway.
     public static var readyWait: Duration { .seconds(15) }
     /// How long shutdown waits for BlueZ to unregister: a hung bluetoothd must not keep
     /// bleadvd from exiting within systemd's patience (and the 2 s it promises).
     public static var stopWait: Duration { .milliseconds(1500) }
+
+    /// What the process asks of the loop (from signals).
+    public enum Request: Sendable, Hashable {
+        /// Re-read the config (SIGHUP).
+        case reload
+        /// Take everything off air and return (SIGTERM, SIGINT).
+        case stop
+    }
 
     let configPath: String
     let module: BluetoothModule<C>
@@ -25,8 +35,11 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     var config: DaemonConfig
     /// The states as last announced (StateChanged, STATUS=).
     var published: [String: AdvertisementState] = [:]
-    var retryTask: Task<Void, Never>?
-    var eventTask: Task<Void, Never>?
+    /// Whether READY=1 was sent.
+    var ready = false
+    /// The last BlueZ event handed to the module; the next one waits for it, so they keep
+    /// their order without holding the loop.
+    var lastEvent: Task<Void, Never>?
 
     /// A daemon for `config` (read from `configPath`, which `reload` reads again).
     /// - Parameter adapter: overrides the config's adapter (bleadvd's `--adapter`).
@@ -46,43 +59,6 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn, logger: logger)
     }
 
-    /// Takes the bus name, serves the control API, watches BlueZ, and puts the enabled
-    /// advertisements on air; READY=1 when they are (or after ``readyWait``).
-    /// - Throws: ``DBusError`` when the name is taken or the policy forbids owning it.
-    public func start() async throws {
-        try await connection.requestName(ControlAPI.busName)
-        try await ControlService.export(self, on: connection)
-        let events = await manager.events()
-        eventTask = Task { [weak self] in
-            for await event in events { await self?.handle(event) }
-        }
-        await module.configure(config.advertisements.mapValues(\.advertisement))
-        let enabled = config.names.filter { config.advertisements[$0]!.enabled }
-        logger.notice("bleadvd starting: \(config.names.count) advertisement(s) in \(configPath), \(enabled.count) enabled")
-        // The registrations go on past the wait if BlueZ is slow; only the waiting stops.
-        let registering = Task { [module] in
-            for name in enabled { try? await module.on(name) }
-        }
-        let settled = await within(Self.readyWait) { await registering.value }
-        await changed()
-        let summary = statusLine()
-        notifier.notify("READY=1\nSTATUS=" + (settled ? summary : "still trying after \(Self.readyWait): " + summary))
-        logger.notice("ready: \(summary)")
-    }
-
-    /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
-    /// ``stopWait``.
-    public func shutdown() async {
-        notifier.notify("STOPPING=1")
-        eventTask?.cancel()
-        retryTask?.cancel()
-        let names = config.names
-        let done = await within(Self.stopWait) { [module] in
-            for name in names { try? await module.off(name) }
-        }
-        logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
-    }
-
     // MARK: AdvertiserControlling
 
     public func on(_ names: [String]) async throws(PeripheralError) {
@@ -94,24 +70,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     }
 
     public func status() async -> [String: AdvertisementState] {
-        let now = clock.now
-        return await module.status().mapValues { status in
-            var state = AdvertisementState(
-                desired: status.desired, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
-                error: status.lastError?.message, errorCode: status.lastError?.code.rawValue)
-            switch status.actual {
-            case .on(let id):
-                state.state = .on
-                state.id = id.rawValue
-            case .off: state.state = .off
-            case .waiting: state.state = .waiting
-            case .failed: state.state = .failed
-            case .retrying(let at):
-                state.state = .retrying
-                state.retryInSeconds = max(0, Self.seconds(now.duration(to: at)))
-            }
-            return state
-        }
+        states(await module.status())
     }
 
     public func list() async -> [String] {
@@ -135,38 +94,43 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         config = new
         await module.configure(new.advertisements.mapValues(\.advertisement))
         for name in added { try? await module.on(name) }
-        await changed()
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s)")
     }
 
-    // MARK: Keeping things going
+    // MARK: States
 
-    func handle(_ event: PeripheralEvent) async {
-        await module.handle(event)
-        await changed()
+    /// The control API's view of the module's states.
+    func states(_ statuses: [String: BluetoothModule<C>.Status]) -> [String: AdvertisementState] {
+        let now = clock.now
+        return statuses.mapValues { status in
+            var state = AdvertisementState(
+                desired: status.desired, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
+                error: status.lastError?.message, errorCode: status.lastError?.code.rawValue)
+            switch status.phase {
+            case .on(let id, _):
+                state.state = .on
+                state.id = id.rawValue
+            case .off: state.state = .off
+            case .waiting: state.state = .waiting
+            case .failed: state.state = .failed
+            case .retrying(let at, _):
+                state.state = .retrying
+                state.retryInSeconds = max(0, Self.seconds(now.duration(to: at)))
+            }
+            return state
+        }
     }
 
-    /// After anything happened: announce state changes, update STATUS, schedule the next retry.
-    func changed() async {
-        let states = await status()
+    /// Announces what changed: StateChanged for each advertisement whose state moved, and
+    /// STATUS= when the summary did. Called from the loop only.
+    func publish(_ statuses: [String: BluetoothModule<C>.Status]) async {
+        let states = states(statuses)
         for (name, state) in states.sorted(by: { $0.key < $1.key }) where published[name]?.state != state.state {
             await ControlService.stateChanged(name, state.state, on: connection)
         }
         let before = statusLine()
         published = states
-        if statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
-        retryTask?.cancel()
-        retryTask = nil
-        guard let next = await module.nextRetry else { return }
-        retryTask = Task { [clock, weak self] in
-            guard (try? await clock.sleep(until: next, tolerance: nil)) != nil else { return }
-            await self?.retryDue()
-        }
-    }
-
-    private func retryDue() async {
-        await module.retryDue()
-        await changed()
+        if ready, statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
     }
 
     /// One line for `systemctl status`: how many are on air, and why the others are not.
@@ -182,6 +146,8 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         return line
     }
 
+    // MARK: Helpers
+
     private func each(_ names: [String], _ body: (String) async throws(PeripheralError) -> Void) async throws(PeripheralError) {
         let targets = names.isEmpty ? config.names : names
         var failures: [(String, PeripheralError)] = []
@@ -192,36 +158,18 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
                 failures.append((name, error))
             }
         }
-        await changed()
         guard let first = failures.first else { return }
         throw PeripheralError(first.1.code, failures.map { "\($0.0): \($0.1.message)" }.joined(separator: "; "))
     }
 
-    /// Runs `body` for at most `limit` on the daemon's clock; whether it finished.
-    private func within(_ limit: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await body()
-                return true
-            }
-            group.addTask { [clock] in
-                try? await clock.sleep(for: limit)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-    }
-
-    /// The module throws ``PeripheralError`` only; this says so to the type system.
+    /// The module throws ``PeripheralError`` only, or `CancellationError` when its caller gave up.
     private static func typed(_ body: () async throws -> Void) async throws(PeripheralError) {
         do {
             try await body()
         } catch let error as PeripheralError {
             throw error
         } catch {
-            throw PeripheralError(.unknown, "\(error)")
+            throw PeripheralError(.timeout, "gave up waiting: \(error)")
         }
     }
 

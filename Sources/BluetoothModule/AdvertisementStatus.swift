@@ -2,31 +2,35 @@ public import Peripheral
 
 /// What the module knows about one named advertisement.
 public struct AdvertisementStatus<Instant: InstantProtocol & Sendable>: Sendable, Hashable {
-    /// What is on air, or why not.
-    public enum Actual: Sendable, Hashable {
+    /// Where an advertisement is: one phase at a time, each with what only it needs.
+    public enum Phase: Sendable, Hashable {
         /// Not on air, and not meant to be.
         case off
-        /// Registered with BlueZ under this identity.
-        case on(AdvertisementID)
-        /// A transient failure; the next attempt is at that instant.
-        case retrying(at: Instant)
-        /// Waiting for BlueZ or for an adapter that can advertise.
+        /// Registered with BlueZ under this identity, on this adapter.
+        case on(AdvertisementID, adapter: String)
+        /// A transient failure; the next attempt is at that instant. `failures` counts the
+        /// attempts that failed in a row (the backoff grows with it).
+        case retrying(at: Instant, failures: Int)
+        /// Waiting for BlueZ or for an adapter that can advertise; an event brings it back.
         case waiting
-        /// Refused for good (e.g. BlueZ could not parse it); fix the advertisement.
-        case failed
+        /// Refused for good (e.g. BlueZ could not parse it); waits for a new `on`.
+        case failed(PeripheralError)
     }
 
     /// Whether it should be on air.
     public var desired: Bool
-    /// What is on air.
-    public var actual: Actual
+    /// What is on air, or why not.
+    public var phase: Phase
     /// The last error, kept until the next success.
     public var lastError: PeripheralError?
-    /// When `actual` last changed.
+    /// When `phase` last changed.
     public var since: Instant
 
-    /// Whether it is on air now.
-    public var isOnAir: Bool {
-        if case .on = actual { true } else { false }
+    /// A status.
+    public init(desired: Bool, phase: Phase, lastError: PeripheralError? = nil, since: Instant) {
+        self.desired = desired
+        self.phase = phase
+        self.lastError = lastError
+        self.since = since
     }
 }

@@ -8,25 +8,22 @@ public import Peripheral
 /// - Events reconcile: BlueZ gone means nothing is on air; BlueZ or an adapter back means
 ///   everything that should be on is registered again; `Release` re-registers unless the
 ///   advertisement's own `timeout` ran out.
-/// - Transient failures are retried with backoff on the injected clock: the module records
-///   when (``nextRetry``), and whoever drives it calls ``retryDue()`` then (the daemon's loop,
-///   or a test after advancing a manual clock). Permanent failures wait for a new `on`.
+/// - Transient failures are retried with backoff on the injected clock. The module owns the
+///   timer: it sleeps until ``nextRetry`` and calls ``retryDue()`` itself (a test may call it
+///   after advancing a manual clock, too). Permanent failures wait for a new `on`.
+/// - Every change of state is announced on ``changes()``.
 ///
-/// Operations run one at a time, so an event never interleaves with a registration.
+/// Operations run one at a time, so an event never interleaves with a registration. A task
+/// waiting for its turn can be cancelled: it leaves the queue and throws `CancellationError`.
 public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// The status of one advertisement, with instants of this module's clock.
     public typealias Status = AdvertisementStatus<C.Instant>
+    /// Where an advertisement is.
+    public typealias Phase = Status.Phase
 
     struct Entry {
         var advertisement: Advertisement
-        var desired = false
-        var registration: AdvertisementID?
-        var adapter: String?
-        var failures = 0
-        var retryAt: C.Instant?
-        var failedForGood = false
-        var lastError: PeripheralError?
-        var since: C.Instant
+        var status: Status
     }
 
     private let manager: any PeripheralManaging
@@ -36,9 +33,13 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private let retry: RetryPolicy
     private let logger: Logger
     private var entries: [String: Entry] = [:]
-    private var adapterInUse: String?
+    private var adapterInUse: AdapterCapabilities?
     private var busy = false
-    private var queued: [CheckedContinuation<Void, Never>] = []
+    private var queued: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+    private var nextWaiter = 0
+    private var retryTimer: (at: C.Instant, task: Task<Void, Never>)?
+    private var listeners: [Int: AsyncStream<[String: Status]>.Continuation] = [:]
+    private var announced: [String: Status] = [:]
 
     /// A module over a peripheral manager.
     /// - Parameters:
@@ -56,34 +57,36 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         self.logger = logger
     }
 
+    deinit {
+        retryTimer?.task.cancel()
+        for listener in listeners.values { listener.finish() }
+    }
+
     // MARK: What the user asks
 
     /// Sets the advertisements by name. New names start off; a changed advertisement that is on
     /// air is updated in place; a name no longer given is taken off air and forgotten.
     public func configure(_ advertisements: [String: Advertisement]) async {
-        await exclusively {
+        try? await exclusively {
             for name in entries.keys.sorted() where advertisements[name] == nil {
                 await takeOff(name)
                 entries[name] = nil
             }
             for (name, advertisement) in advertisements.sorted(by: { $0.key < $1.key }) {
-                guard var entry = entries[name] else {
-                    entries[name] = Entry(advertisement: advertisement, since: clock.now)
+                guard let entry = entries[name] else {
+                    entries[name] = Entry(advertisement: advertisement, status: Status(desired: false, phase: .off, since: clock.now))
                     continue
                 }
                 guard entry.advertisement != advertisement else { continue }
-                entry.advertisement = advertisement
-                entry.failedForGood = false
-                entries[name] = entry
-                if let id = entry.registration {
-                    do {
-                        try await manager.updateAdvertisement(id, to: advertisement)
-                    } catch {
-                        logger.warning("updating \(name) in place failed (\(error)); registering it again")
-                        await takeOff(name)
-                        entries[name]?.desired = true
-                        _ = try? await register(name)
-                    }
+                entries[name]!.advertisement = advertisement
+                if case .failed = entry.status.phase { move(name, to: .waiting) }
+                guard case .on(let id, _) = entry.status.phase else { continue }
+                do {
+                    try await manager.updateAdvertisement(id, to: advertisement)
+                } catch {
+                    logger.warning("updating \(name) in place failed (\(error)); registering it again")
+                    await takeOff(name)
+                    await attempt(name)
                 }
             }
         }
@@ -92,53 +95,64 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Puts an advertisement on air and returns once BlueZ registered it. When it is on air
     /// already, nothing is called.
     /// - Throws: ``PeripheralError``: `unknownName`, or why it could not be registered (for a
-    ///   transient reason the module keeps trying; see ``status()``).
+    ///   transient reason the module keeps trying; see ``status()``); `CancellationError` when
+    ///   the task is cancelled while it waits for its turn.
     public func on(_ name: String) async throws {
         try await exclusively {
-            guard entries[name] != nil else { throw Self.unknown(name) }
-            entries[name]!.desired = true
-            entries[name]!.failedForGood = false
-            guard entries[name]!.registration == nil else { return }
-            try await register(name)
+            guard let entry = entries[name] else { throw Self.unknown(name) }
+            entries[name]!.status.desired = true
+            switch entry.status.phase {
+            case .on: return
+            case .off, .failed: move(name, to: .waiting)
+            case .waiting, .retrying: break
+            }
+            if let failure = await attempt(name) { throw failure }
         }
     }
 
     /// Takes an advertisement off air. When it is off already, nothing is called.
-    /// - Throws: ``PeripheralError``: `unknownName`, or why BlueZ could not unregister it.
+    /// - Throws: ``PeripheralError``: `unknownName`, or why BlueZ could not unregister it
+    ///   (it is still on air then); `CancellationError` as for ``on(_:)``.
     public func off(_ name: String) async throws {
         try await exclusively {
             guard entries[name] != nil else { throw Self.unknown(name) }
-            entries[name]!.desired = false
+            entries[name]!.status.desired = false
             try await takeOffThrowing(name)
         }
     }
 
     /// The status of every advertisement, by name.
     public func status() -> [String: Status] {
-        entries.mapValues { entry in
-            let actual: Status.Actual =
-                if let id = entry.registration { .on(id) }
-                else if !entry.desired { .off }
-                else if entry.failedForGood { .failed }
-                else if let at = entry.retryAt { .retrying(at: at) }
-                else { .waiting }
-            return Status(desired: entry.desired, actual: actual, lastError: entry.lastError, since: entry.since)
+        entries.mapValues(\.status)
+    }
+
+    /// Every change of ``status()`` from now on, latest first: a consumer that falls behind
+    /// gets the newest state, not every step.
+    public func changes() -> AsyncStream<[String: Status]> {
+        let (stream, continuation) = AsyncStream<[String: Status]>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = nextWaiter
+        nextWaiter += 1
+        listeners[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeListener(id) }
         }
+        return stream
     }
 
     /// The earliest scheduled retry, if any.
     public var nextRetry: C.Instant? {
-        entries.values.compactMap(\.retryAt).min()
+        entries.values.compactMap { entry -> C.Instant? in
+            if case .retrying(let at, _) = entry.status.phase { at } else { nil }
+        }.min()
     }
 
     /// Retries every advertisement whose retry time has come.
     public func retryDue() async {
-        await exclusively {
+        try? await exclusively {
             let now = clock.now
             for name in entries.keys.sorted() {
-                guard let at = entries[name]?.retryAt, at <= now else { continue }
-                entries[name]!.retryAt = nil
-                _ = try? await register(name)
+                guard case .retrying(let at, _)? = entries[name]?.status.phase, at <= now else { continue }
+                await attempt(name)
             }
         }
     }
@@ -147,12 +161,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// Reconciles after something happened below.
     public func handle(_ event: PeripheralEvent) async {
-        await exclusively {
+        try? await exclusively {
             logger.info("event: \(event)")
             switch event {
             case .bluezVanished:
                 adapterInUse = nil
-                for name in entries.keys { lostRegistration(name, where: { _ in true }) }
+                for name in entries.keys { lostRegistration(name, onAdapter: nil) }
             case .bluezAppeared:
                 adapterInUse = nil
                 await reconcile()
@@ -161,25 +175,27 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 adapterInUse = nil
                 await reconcile()
             case .adapterRemoved(let adapter):
-                if adapterInUse == adapter { adapterInUse = nil }
-                for name in entries.keys { lostRegistration(name, where: { $0.adapter == adapter }) }
+                if adapterInUse?.name == adapter { adapterInUse = nil }
+                for name in entries.keys { lostRegistration(name, onAdapter: adapter) }
             case .adapterPowered(let adapter, true):
                 guard configuredAdapter == nil || configuredAdapter == adapter else { return }
+                adapterInUse = nil
                 await reconcile()
             case .adapterPowered(let adapter, false):
-                for name in entries.keys where entries[name]?.adapter == adapter && entries[name]?.registration != nil {
-                    await takeOff(name)
+                adapterInUse = nil
+                for name in entries.keys.sorted() {
+                    if case .on(_, adapter)? = entries[name]?.status.phase { await takeOff(name) }
                 }
             case .released(let id):
-                guard let name = entries.first(where: { $0.value.registration == id })?.key else { return }
-                entries[name]!.registration = nil
-                entries[name]!.since = clock.now
+                guard let name = entries.first(where: { $0.value.status.phase.id == id })?.key else { return }
                 if entries[name]!.advertisement.timeout != nil {
                     logger.info("\(name): its timeout ran out; it is off now")
-                    entries[name]!.desired = false
+                    entries[name]!.status.desired = false
+                    move(name, to: .off)
                 } else {
                     logger.notice("\(name): BlueZ released it; registering it again")
-                    _ = try? await register(name)
+                    move(name, to: .waiting)
+                    await attempt(name)
                 }
             }
         }
@@ -189,55 +205,56 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     private func reconcile() async {
         for name in entries.keys.sorted() {
-            guard let entry = entries[name], entry.desired, entry.registration == nil, !entry.failedForGood else { continue }
-            entries[name]!.retryAt = nil
-            _ = try? await register(name)
+            guard let status = entries[name]?.status, status.desired else { continue }
+            switch status.phase {
+            case .waiting, .retrying: await attempt(name)
+            case .off, .on, .failed: break
+            }
         }
     }
 
-    /// Registers `name`; records the outcome and schedules a retry for a transient failure.
-    private func register(_ name: String) async throws {
-        guard let advertisement = entries[name]?.advertisement else { return }
+    /// Tries to register `name` once and records what happened: on air, or why not (a retry
+    /// scheduled for a transient failure). Returns the failure, if any.
+    @discardableResult
+    private func attempt(_ name: String) async -> PeripheralError? {
+        guard let advertisement = entries[name]?.advertisement else { return nil }
         do {
             let adapter = try await resolveAdapter()
-            let id = try await manager.startAdvertising(advertisement, on: adapter)
-            entries[name]?.registration = id
-            entries[name]?.adapter = adapter
-            entries[name]?.failures = 0
-            entries[name]?.retryAt = nil
-            entries[name]?.lastError = nil
-            entries[name]?.since = clock.now
-            logger.info("\(name): on air on \(adapter) as \(id)")
+            try advertisement.validate(for: adapter)
+            let id = try await manager.startAdvertising(advertisement, on: adapter.name)
+            entries[name]?.status.lastError = nil
+            move(name, to: .on(id, adapter: adapter.name))
+            logger.info("\(name): on air on \(adapter.name) as \(id)")
+            return nil
         } catch {
-            let failure = error as? PeripheralError ?? PeripheralError(.unknown, "\(error)")
+            let failure = error as? PeripheralError
+                ?? (error is CancellationError
+                    ? PeripheralError(.timeout, "gave up waiting for BlueZ") : PeripheralError(.unknown, "\(error)"))
             recordFailure(name, failure)
-            throw failure
+            return failure
         }
     }
 
     private func recordFailure(_ name: String, _ error: PeripheralError) {
-        guard var entry = entries[name] else { return }
-        entry.lastError = error
-        entry.since = clock.now
+        guard let status = entries[name]?.status else { return }
+        entries[name]!.status.lastError = error
         switch error.code {
         case .noAdapter, .bluezUnavailable:
-            entry.retryAt = nil
             adapterInUse = nil
+            move(name, to: .waiting)
             logger.notice("\(name): waiting for an adapter: \(error.message)")
         case _ where error.isTransient:
-            entry.failures += 1
-            let delay = retry.delay(afterFailures: entry.failures)
-            entry.retryAt = clock.now.advanced(by: delay)
+            let failures = (status.phase.failures ?? 0) + 1
+            let delay = retry.delay(afterFailures: failures)
+            move(name, to: .retrying(at: clock.now.advanced(by: delay), failures: failures))
             logger.warning("\(name): \(error.message); retrying in \(delay)")
         default:
-            entry.failedForGood = true
-            entry.retryAt = nil
+            move(name, to: .failed(error))
             logger.error("\(name): \(error.message); not retrying until it is turned on again")
         }
-        entries[name] = entry
     }
 
-    private func resolveAdapter() async throws -> String {
+    private func resolveAdapter() async throws -> AdapterCapabilities {
         if let adapterInUse { return adapterInUse }
         let adapters = try await manager.adapters()
         let chosen = configuredAdapter.flatMap { name in adapters.first { $0.name == name } }
@@ -252,22 +269,22 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             }
             try await manager.powerOn(adapter: adapter.name)
         }
-        adapterInUse = adapter.name
-        return adapter.name
+        adapterInUse = adapter
+        return adapter
     }
 
+    /// Unregisters `name` if it is on air; then it is off, or waiting when it should be on.
     private func takeOffThrowing(_ name: String) async throws {
-        entries[name]?.retryAt = nil
-        entries[name]?.failures = 0
-        guard let id = entries[name]?.registration else { return }
-        do {
-            try await manager.stopAdvertising(id)
-        } catch let error as PeripheralError where error.code == .notRegistered {
-            // Gone already: the goal is reached.
+        guard let status = entries[name]?.status else { return }
+        if case .on(let id, _) = status.phase {
+            do {
+                try await manager.stopAdvertising(id)
+            } catch let error as PeripheralError where error.code == .notRegistered {
+                // Gone already: the goal is reached.
+            }
+            logger.info("\(name): off air")
         }
-        entries[name]?.registration = nil
-        entries[name]?.since = clock.now
-        logger.info("\(name): off air")
+        move(name, to: status.desired ? .waiting : .off)
     }
 
     private func takeOff(_ name: String) async {
@@ -275,37 +292,103 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             try await takeOffThrowing(name)
         } catch {
             logger.warning("\(name): unregistering failed: \(error)")
-            entries[name]?.registration = nil
+            move(name, to: entries[name]?.status.desired == true ? .waiting : .off)
         }
     }
 
-    /// BlueZ or the adapter dropped the registrations matching `filter`: nothing of them is on air.
-    /// What should be on waits for BlueZ or the adapter to come back, not for a timer.
-    private func lostRegistration(_ name: String, where filter: (Entry) -> Bool) {
-        guard var entry = entries[name], filter(entry) else { return }
-        if entry.registration != nil {
-            entry.registration = nil
-            entry.since = clock.now
+    /// BlueZ or the adapter dropped the registration of `name` (any adapter when nil): it is not
+    /// on air. What should be on waits for BlueZ or the adapter to come back, not for a timer.
+    private func lostRegistration(_ name: String, onAdapter adapter: String?) {
+        guard let status = entries[name]?.status else { return }
+        switch status.phase {
+        case .on(_, let on) where adapter == nil || adapter == on:
+            move(name, to: status.desired ? .waiting : .off)
+        case .retrying where adapter == nil:
+            move(name, to: .waiting)
+        default:
+            break
         }
-        if entry.desired && !entry.failedForGood {
-            entry.retryAt = nil
-        }
-        entries[name] = entry
+    }
+
+    private func move(_ name: String, to phase: Phase) {
+        guard entries[name] != nil, entries[name]!.status.phase != phase else { return }
+        entries[name]!.status.phase = phase
+        entries[name]!.status.since = clock.now
     }
 
     private static func unknown(_ name: String) -> PeripheralError {
         PeripheralError(.unknownName, "no advertisement named \"\(name)\"")
     }
 
-    /// Runs `body` when no other operation is running.
-    private func exclusively<T>(_ body: () async throws -> T) async rethrows -> T {
+    // MARK: One at a time
+
+    /// Runs `body` when no other operation is running, then arms the retry timer and announces
+    /// what changed.
+    private func exclusively<T>(_ body: () async throws -> T) async throws -> T {
         if busy {
-            await withCheckedContinuation { queued.append($0) }
+            let id = nextWaiter
+            nextWaiter += 1
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    queued.append((id, continuation))
+                }
+            } onCancel: {
+                Task { await self.leaveQueue(id) }
+            }
         }
         busy = true
         defer {
-            if queued.isEmpty { busy = false } else { queued.removeFirst().resume() }
+            if queued.isEmpty { busy = false } else { queued.removeFirst().continuation.resume() }
+            scheduleRetry()
+            announce()
         }
         return try await body()
+    }
+
+    /// A cancelled waiter that has not had its turn yet leaves the queue.
+    private func leaveQueue(_ id: Int) {
+        guard let index = queued.firstIndex(where: { $0.id == id }) else { return }
+        queued.remove(at: index).continuation.resume(throwing: CancellationError())
+    }
+
+    /// Keeps one timer armed for the earliest retry.
+    private func scheduleRetry() {
+        let next = nextRetry
+        guard next != retryTimer?.at else { return }
+        retryTimer?.task.cancel()
+        retryTimer = next.map { at in
+            (at, Task { [clock, weak self] in
+                guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
+                await self?.retryTimerFired(at)
+            })
+        }
+    }
+
+    private func retryTimerFired(_ at: C.Instant) async {
+        if retryTimer?.at == at { retryTimer = nil }
+        await retryDue()
+    }
+
+    private func announce() {
+        let now = status()
+        guard now != announced else { return }
+        announced = now
+        for listener in listeners.values { listener.yield(now) }
+    }
+
+    private func removeListener(_ id: Int) {
+        listeners[id] = nil
+    }
+}
+
+extension AdvertisementStatus.Phase {
+    /// The registration's identity when on air.
+    var id: AdvertisementID? {
+        if case .on(let id, _) = self { id } else { nil }
+    }
+
+    /// How many attempts failed in a row, when retrying.
+    var failures: Int? {
+        if case .retrying(_, let failures) = self { failures } else { nil }
     }
 }

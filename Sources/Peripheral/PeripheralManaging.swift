@@ -51,5 +51,8 @@ public protocol PeripheralManaging: Sendable {
     func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws
 
     /// The events from now on, for one consumer.
-    func events() async -> AsyncStream<PeripheralEvent>
+    /// - Throws: when they cannot be watched (the bus refused a subscription): without them,
+    ///   nothing would be put back on air after bluetoothd restarts, so the caller must not go
+    ///   on as if all were well.
+    func events() async throws -> AsyncStream<PeripheralEvent>
 }

@@ -8,7 +8,10 @@ extension BlueZPeripheralManager {
     /// (`InterfacesAdded`/`InterfacesRemoved` of `LEAdvertisingManager1`), `Powered` changes, and
     /// `Release` of one of our advertisements. All come through one subscription, so they keep
     /// the bus's order. When the bus connection ends, a last `bluezVanished` and the stream ends.
-    public func events() async -> AsyncStream<PeripheralEvent> {
+    /// - Throws: ``DBusError`` when the bus refuses a subscription (e.g. its policy); then
+    ///   there is no stream.
+    public func events() async throws -> AsyncStream<PeripheralEvent> {
+        if monitor == nil { try await startMonitoring() }
         let (stream, continuation) = AsyncStream<PeripheralEvent>.makeStream()
         let id = nextConsumer
         nextConsumer += 1
@@ -16,7 +19,6 @@ extension BlueZPeripheralManager {
         continuation.onTermination = { [weak self] _ in
             Task { await self?.removeConsumer(id) }
         }
-        if monitor == nil { await startMonitoring() }
         return stream
     }
 
@@ -41,17 +43,14 @@ extension BlueZPeripheralManager {
         ]
     }
 
-    private func startMonitoring() async {
-        do {
-            let signals = try await connection.signals(matching: Self.rules)
-            monitor = Task { [weak self] in
-                for await message in signals {
-                    await self?.observe(message)
-                }
-                await self?.connectionEnded()
+    private func startMonitoring() async throws {
+        let signals = try await connection.signals(matching: Self.rules)
+        guard monitor == nil else { return }
+        monitor = Task { [weak self] in
+            for await message in signals {
+                await self?.observe(message)
             }
-        } catch {
-            logger.error("cannot watch BlueZ on the bus: \(error)")
+            await self?.connectionEnded()
         }
     }
 

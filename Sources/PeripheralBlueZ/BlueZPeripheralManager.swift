@@ -111,7 +111,11 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         for (name, value) in new.sorted(by: { $0.key < $1.key }) where old[name] != value {
             try await connection.setProperty(name, of: BlueZ.advertisementInterface, at: path, to: value)
         }
-        registrations[path]!.advertisement = advertisement
+        // BlueZ may have released it meanwhile: then there is nothing left to record.
+        guard registrations[path] != nil else {
+            throw PeripheralError(.notRegistered, "\(id) was released by BlueZ while it was being updated")
+        }
+        registrations[path]?.advertisement = advertisement
     }
 
     // MARK: Helpers

@@ -17,8 +17,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         /// Each call takes the next result; a call after the last is unscripted.
         case sequence([Result<Value, PeripheralError>])
         /// Every call waits until its task is cancelled, then throws `CancellationError`: a
-        /// bluetoothd that never answers.
+        /// bluetoothd that never answers, behind a client that gives up when asked.
         case hangs
+        /// Every call waits for ever, cancelled or not: the worst a peer and its client can do.
+        /// Whatever promises a deadline must keep it without the call's help.
+        case neverAnswers
     }
 
     private struct State {
@@ -29,6 +32,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var update: Script<Void>?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
+        var eventsFailure: PeripheralError?
+        /// The calls that never answer (``Script/neverAnswers``), held so they stay pending.
+        var unanswered: [UnsafeContinuation<Void, Never>] = []
     }
 
     /// Everything the mock was asked, in order per kind of call.
@@ -64,6 +70,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptStop(_ script: Script<Void>) { state.withLock { $0.stop = script } }
     /// Scripts `updateAdvertisement(_:to:)`.
     public func scriptUpdate(_ script: Script<Void>) { state.withLock { $0.update = script } }
+
+    /// Makes `events()` throw `error` (a bus that refuses the subscription).
+    public func failEvents(with error: PeripheralError) { state.withLock { $0.eventsFailure = error } }
 
     /// Delivers an event to every `events()` stream.
     public func emit(_ event: PeripheralEvent) {
@@ -107,46 +116,62 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         try await answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
     }
 
-    public func events() async -> AsyncStream<PeripheralEvent> {
+    public func events() async throws -> AsyncStream<PeripheralEvent> {
         let (stream, continuation) = AsyncStream<PeripheralEvent>.makeStream()
-        state.withLock { $0.listeners.append(continuation) }
+        let failure: PeripheralError? = state.withLock { state in
+            if state.eventsFailure == nil { state.listeners.append(continuation) }
+            return state.eventsFailure
+        }
+        if let failure { throw failure }
         return stream
+    }
+
+    private enum Answer<Value: Sendable> {
+        case result(Result<Value, PeripheralError>)
+        case hang
+        case never
+        case unscripted
     }
 
     private func answer<Value: Sendable>(
         _ call: String, _ script: WritableKeyPath<State, Script<Value>?>, record: (inout Calls) -> Void
     ) async throws -> Value {
-        // nil: nobody scripted the call; .some(nil): it hangs.
-        let result: Result<Value, PeripheralError>?? = state.withLock { state in
+        let answer: Answer<Value> = state.withLock { state in
             record(&state.calls)
             switch state[keyPath: script] {
             case .always(let result)?:
-                return result
+                return .result(result)
             case .hangs?:
-                return .some(nil)
+                return .hang
+            case .neverAnswers?:
+                return .never
             case .sequence(var results)? where !results.isEmpty:
                 let next = results.removeFirst()
                 state[keyPath: script] = .sequence(results)
-                return next
+                return .result(next)
             default:
                 state.calls.unscripted.append(call)
-                return nil
+                return .unscripted
             }
         }
-        guard let result else {
+        switch answer {
+        case .result(let result):
+            return try result.get()
+        case .hang:
+            // An AsyncStream's iterator returns nil once its task is cancelled.
+            let (never, continuation) = AsyncStream<Never>.makeStream()
+            for await _ in never {}
+            withExtendedLifetime(continuation) {}
+            throw CancellationError()
+        case .never:
+            await withUnsafeContinuation { continuation in state.withLock { $0.unanswered.append(continuation) } }
+            throw CancellationError()
+        case .unscripted:
             #if canImport(Testing)
             Issue.record("MockPeripheralManager: unscripted call \(call)")
             #endif
             throw MockError.unscripted(call)
         }
-        guard let result else {
-            // Hangs: an AsyncStream's iterator returns nil once its task is cancelled.
-            let (never, continuation) = AsyncStream<Never>.makeStream()
-            for await _ in never {}
-            withExtendedLifetime(continuation) {}
-            throw CancellationError()
-        }
-        return try result.get()
     }
 }
 

@@ -58,70 +58,37 @@ struct Bleadvd: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let environment = ProcessInfo.processInfo.environment
-        let notifier = SystemdNotifier(environment: environment)
-        let manager = BlueZPeripheralManager(connection: connection, logger: logger)
         let daemon = Daemon(
-            config: settings, configPath: config, adapter: adapter, manager: manager, connection: connection,
-            clock: ContinuousClock(), notifier: notifier, logger: logger)
-        // Signals, and -1 when the bus connection is lost, in one stream.
-        let (events, continuation) = AsyncStream<Int32>.makeStream()
-        let sources = Self.watchSignals(into: continuation)
+            config: settings, configPath: config, adapter: adapter,
+            manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
+            clock: ContinuousClock(), notifier: SystemdNotifier(environment: environment), logger: logger)
+        let (requests, post) = AsyncStream<Daemon<ContinuousClock>.Request>.makeStream()
+        let sources = Self.watchSignals { number in
+            logger.notice("signal \(number)")
+            post.yield(number == SIGHUP ? .reload : .stop)
+        }
         defer { sources.forEach { $0.cancel() } }
-        let busWatch = Task {
-            for await event in await connection.events() where event == .disconnected {
-                continuation.yield(-1)
-                return
-            }
-        }
-        defer { busWatch.cancel() }
         do {
-            try await daemon.start()
-        } catch let error as DBusError where error.name == .nameTaken {
-            logger.critical("another bleadvd is running: \(error.message)")
+            try await daemon.run(requests: requests, watchdog: SystemdNotifier.watchdogInterval(environment: environment))
+        } catch {
+            logger.critical("\(error)")
             throw ExitCode(1)
-        } catch let error as DBusError where error.name == .accessDenied {
-            logger.critical("the system bus refused the name \(ControlAPI.busName): is /usr/share/dbus-1/system.d/org.bleadvd.Advertiser.conf installed and the bus reloaded? (\(error.message))")
-            throw ExitCode(1)
-        }
-        let watchdog = SystemdNotifier.watchdogInterval(environment: environment).map { interval in
-            Task {
-                while !Task.isCancelled {
-                    notifier.notify("WATCHDOG=1")
-                    try? await Task.sleep(for: interval / 2)
-                }
-            }
-        }
-        defer { watchdog?.cancel() }
-        for await signal in events {
-            switch signal {
-            case SIGHUP:
-                logger.notice("SIGHUP: reloading \(config)")
-                try? await daemon.reload()
-            case -1:
-                logger.critical("lost the system bus; exiting so that systemd restarts bleadvd")
-                throw ExitCode(1)
-            default:
-                logger.notice("signal \(signal): unregistering and stopping")
-                await daemon.shutdown()
-                return
-            }
         }
     }
 
-    /// Delivers SIGTERM, SIGINT and SIGHUP to `continuation` through Dispatch (which installs
-    /// its own handlers). The sources deliver until cancelled.
-    static func watchSignals(into continuation: AsyncStream<Int32>.Continuation) -> [any DispatchSourceSignal] {
+    /// Delivers SIGTERM, SIGINT and SIGHUP to `handler` through Dispatch (which installs its
+    /// own handlers). The sources deliver until cancelled.
+    static func watchSignals(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "bleadvd.signals")
         return [SIGTERM, SIGINT, SIGHUP].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { continuation.yield(number) }
+            source.setEventHandler { handler(number) }
             source.resume()
             return source
         }
     }
 }
-
 /// `--log-level`: swift-log's levels, by name.
 enum LogLevel: String, CaseIterable, ExpressibleByArgument {
     case trace, debug, info, notice, warning, error, critical

@@ -1,4 +1,5 @@
 import AdvertiserControl
+import AdvertiserDaemon
 import DBus
 import Foundation
 import Peripheral
@@ -141,6 +142,24 @@ struct ControlTests {
 
         var iterator = signals.makeAsyncIterator()
         #expect(await iterator.next()?.body == [.string("door"), .string("on")])
+    }
+
+    @Test("a change of state is announced once, however many callers asked for it")
+    func stateChangedOnce() async throws {
+        let session = try await DaemonSession()
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        var signals = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: "StateChanged")).makeAsyncIterator()
+
+        async let first: Void = session.daemon.on(["door"])
+        async let second: Void = session.daemon.on(["door"])
+        _ = try await (first, second)
+        let announced = await signals.next()?.body
+        try await session.daemon.off(["door"])
+        let next = await signals.next()?.body
+
+        #expect(announced == [.string("door"), .string("on")])
+        #expect(next == [.string("door"), .string("off")])
     }
 
     @Test("with no daemon on the bus, bleadvctl exits 3")

@@ -27,20 +27,39 @@ struct DaemonSession {
     let connection: DBusConnection
     let daemon: Daemon<ManualClock>
     let configPath: String
+    /// What the daemon told systemd.
+    let notify: NotifySocket
+    /// Where the test asks the daemon's loop to reload or stop, as signals do.
+    let requests: AsyncStream<Daemon<ManualClock>.Request>.Continuation
+    /// The daemon's loop: ends when asked to stop, fails when it cannot go on.
+    let running: Task<Void, any Error>
 
-    /// A started daemon; `heart` is on air (enabled), `door` is off.
-    init(config: String = Self.config, bus: PrivateBus? = nil) async throws {
+    /// A daemon running its loop, READY; `heart` is on air (enabled), `door` is off.
+    /// - Parameters:
+    ///   - script: scripts the mock further before the daemon starts.
+    ///   - waitForReady: whether to return only after READY=1.
+    init(
+        config: String = Self.config, bus: PrivateBus? = nil, watchdog: Duration? = nil,
+        waitForReady: Bool = true, script: (MockPeripheralManager) -> Void = { _ in }
+    ) async throws {
         self.bus = try bus ?? PrivateBus()
         configPath = self.bus.folder.appendingPathComponent("bleadvd.toml").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0")])))
         mock.scriptStart(.always(.success(AdvertisementID("/org/bleadvd/advertisement/1"))))
         mock.scriptStop(.always(.success(())))
+        script(mock)
         connection = try await DBusConnection.connect(to: .address(self.bus.address))
-        daemon = Daemon(
+        notify = try NotifySocket(in: self.bus.folder, name: "notify-\(UUID().uuidString.prefix(8))")
+        let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
-            connection: connection, clock: clock, logger: Logger(label: "test"))
-        try await daemon.start()
+            connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
+            logger: Logger(label: "test"))
+        self.daemon = daemon
+        let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
+        self.requests = requests
+        running = Task { try await daemon.run(requests: stream, watchdog: watchdog) }
+        if waitForReady { try await notify.waitFor("READY=1") }
     }
 
     /// Runs `bleadvctl` against the daemon's bus.

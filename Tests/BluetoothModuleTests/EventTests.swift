@@ -12,7 +12,7 @@ struct EventTests {
 
         await h.module.handle(.bluezVanished)
 
-        #expect(await h.status()?.actual == .waiting)
+        #expect(await h.status()?.phase == .waiting)
         #expect(await h.status()?.desired == true)
         #expect(h.mock.stopAdvertisingCallCount == 0)
     }
@@ -26,7 +26,7 @@ struct EventTests {
         await h.module.handle(.bluezAppeared)
 
         #expect(h.mock.startAdvertisingCallCount == 2)
-        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
 
     @Test("when BlueZ comes back, what is off stays off")
@@ -51,7 +51,7 @@ struct EventTests {
         await h.module.handle(.adapterAdded("hci0"))
 
         #expect(h.mock.startAdvertisingCallCount == 2)
-        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
         #expect(await h.module.nextRetry == nil)
     }
 
@@ -61,7 +61,7 @@ struct EventTests {
         try await h.module.on("heart")
 
         await h.module.handle(.adapterRemoved("hci0"))
-        let whileGone = await h.status()?.actual
+        let whileGone = await h.status()?.phase
         await h.module.handle(.adapterAdded("hci0"))
 
         #expect(whileGone == .waiting)
@@ -85,7 +85,7 @@ struct EventTests {
         try await h.module.on("heart")
 
         await h.module.handle(.adapterPowered("hci0", false))
-        let whileOff = await h.status()?.actual
+        let whileOff = await h.status()?.phase
         await h.module.handle(.adapterPowered("hci0", true))
 
         #expect(whileOff == .waiting)
@@ -101,7 +101,7 @@ struct EventTests {
         await h.module.handle(.released(Harness.heartID))
 
         #expect(h.mock.startAdvertisingCallCount == 2)
-        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
 
     @Test("released because its own timeout ran out: it is off, and stays off")
@@ -116,7 +116,7 @@ struct EventTests {
 
         #expect(h.mock.startAdvertisingCallCount == 1)
         #expect(await h.status()?.desired == false)
-        #expect(await h.status()?.actual == .off)
+        #expect(await h.status()?.phase == .off)
     }
 
     @Test("a release for an identity the module does not know changes nothing")
@@ -127,6 +127,6 @@ struct EventTests {
         await h.module.handle(.released(AdvertisementID("/someone/else")))
 
         #expect(h.mock.startAdvertisingCallCount == 1)
-        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
 }

@@ -14,7 +14,7 @@ struct OnOffTests {
         #expect(h.mock.startAdvertisingCallCount == 1)
         #expect(h.mock.calls.started.first?.advertisement == Harness.heart)
         #expect(h.mock.calls.started.first?.adapter == "hci0")
-        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
 
     @Test("on twice is one registration")
@@ -36,7 +36,7 @@ struct OnOffTests {
 
         #expect(h.mock.calls.stopped == [Harness.heartID])
         #expect(await h.status()?.desired == false)
-        #expect(await h.status()?.actual == .off)
+        #expect(await h.status()?.phase == .off)
     }
 
     @Test("off when already off calls nothing")
@@ -66,7 +66,7 @@ struct OnOffTests {
 
         try await h.module.off("heart")
 
-        #expect(await h.status()?.actual == .off)
+        #expect(await h.status()?.phase == .off)
     }
 
     @Test("a powered-off adapter is powered on before registering")

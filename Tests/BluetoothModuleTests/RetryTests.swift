@@ -15,7 +15,7 @@ struct RetryTests {
         let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
 
         #expect(error == Self.full)
-        #expect(await h.status()?.actual == .retrying(at: ManualClock.Instant(offset: .seconds(1))))
+        #expect(await h.status()?.phase == .retrying(at: ManualClock.Instant(offset: .seconds(1)), failures: 1))
         #expect(await h.status()?.lastError == Self.full)
     }
 
@@ -29,7 +29,7 @@ struct RetryTests {
         await h.module.retryDue()
 
         #expect(h.mock.startAdvertisingCallCount == 2)
-        #expect(await h.status()?.actual == .on(Harness.heartID))
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
         #expect(await h.status()?.lastError == nil)
     }
 
@@ -83,7 +83,7 @@ struct RetryTests {
         await h.module.retryDue()
 
         #expect(h.mock.startAdvertisingCallCount == 1)
-        #expect(await h.status()?.actual == .failed)
+        #expect(await h.status()?.phase == .failed(PeripheralError(.rejected, "Failed to parse advertisement.")))
         #expect(await h.module.nextRetry == nil)
     }
 
@@ -99,7 +99,7 @@ struct RetryTests {
 
         #expect(await h.module.nextRetry == nil)
         #expect(h.mock.startAdvertisingCallCount == 1)
-        #expect(await h.status()?.actual == .off)
+        #expect(await h.status()?.phase == .off)
     }
 
     @Test("with no adapter the module waits for one instead of retrying on a timer")
@@ -109,7 +109,7 @@ struct RetryTests {
         let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
 
         #expect(error?.code == .noAdapter)
-        #expect(await h.status()?.actual == .waiting)
+        #expect(await h.status()?.phase == .waiting)
         #expect(await h.module.nextRetry == nil)
     }
 }

@@ -1,4 +1,5 @@
 import DBus
+import Foundation
 import Peripheral
 import PeripheralBlueZ
 import TestSupport
@@ -152,7 +153,7 @@ struct BlueZContractTests {
     @Test("Release from BlueZ is an event and the object goes")
     func releaseFromBlueZIsAnEventAndTheObjectGoes() async throws {
         let session = try await StandInSession()
-        let events = await EventLog.reading(await session.manager.events())
+        let events = await EventLog.reading(try await session.manager.events())
         let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
 
         try await session.control("Release", [.string(id.rawValue)])
@@ -164,7 +165,7 @@ struct BlueZContractTests {
     @Test("a powered change of the adapter is an event")
     func aPoweredChangeOfTheAdapterIsAnEvent() async throws {
         let session = try await StandInSession()
-        let events = await EventLog.reading(await session.manager.events())
+        let events = await EventLog.reading(try await session.manager.events())
 
         try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
 
@@ -174,7 +175,7 @@ struct BlueZContractTests {
     @Test("an adapter removed releases its advertisements and is an event")
     func anAdapterRemovedReleasesItsAdvertisementsAndIsAnEvent() async throws {
         let session = try await StandInSession(adapters: ["hci0", "hci1"])
-        let events = await EventLog.reading(await session.manager.events())
+        let events = await EventLog.reading(try await session.manager.events())
         let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci1")
 
         try await session.control("RemoveAdapter", [.string("hci1")])
@@ -190,7 +191,7 @@ struct BlueZContractTests {
     @Test("bluetoothd killed and restarted is vanished, appeared, then the adapter, in order")
     func bluetoothdKilledAndRestartedIsVanishedAppearedThenTheAdapter() async throws {
         var session = try await StandInSession()
-        let events = await EventLog.reading(await session.manager.events())
+        let events = await EventLog.reading(try await session.manager.events())
         _ = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
 
         session.standIn.crash()
@@ -206,7 +207,7 @@ struct BlueZContractTests {
         // As after a restart of bluetoothd: the adapter registers while our GetManagedObjects
         // waits in its queue, so InterfacesAdded and the reply listing the adapter come together.
         let session = try await StandInSession(adapters: [])
-        let events = await EventLog.reading(await session.manager.events())
+        let events = await EventLog.reading(try await session.manager.events())
         try await session.control("AddAdapterWhenAsked", [.string("hci0")])
 
         let adapters = try await session.manager.adapters()
@@ -218,7 +219,7 @@ struct BlueZContractTests {
     @Test("after bluetoothd restarted, its old registrations are not registered any more")
     func afterBluetoothdRestartedOldRegistrationsAreGone() async throws {
         var session = try await StandInSession()
-        let events = await EventLog.reading(await session.manager.events())
+        let events = await EventLog.reading(try await session.manager.events())
         let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
         session.standIn.crash()
         session.standIn = try BlueZStandIn(bus: session.bus)
@@ -230,5 +231,23 @@ struct BlueZContractTests {
 
         #expect(error?.code == .notRegistered)
         #expect(try await session.calls().isEmpty)
+    }
+}
+
+@Suite("BlueZPeripheralManager on a bus that refuses")
+struct BlueZRefusalTests {
+    @Test("events() fails when the bus will not let BlueZ be watched")
+    func eventsFailWhenTheBusRefuses() async throws {
+        let policy = FileManager.default.temporaryDirectory.appendingPathComponent("deny-owner-\(UUID().uuidString).conf")
+        try """
+            <busconfig><policy context="default">
+              <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="GetNameOwner"/>
+            </policy></busconfig>
+            """.write(to: policy, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: policy) }
+        let bus = try PrivateBus(systemPolicy: [policy.path])
+        let manager = BlueZPeripheralManager(connection: try await DBusConnection.connect(to: .address(bus.address)))
+
+        await #expect(throws: DBusError.self) { _ = try await manager.events() }
     }
 }

@@ -69,9 +69,9 @@ public final class NotifySocket: @unchecked Sendable {
     /// Every message received so far, in order.
     public private(set) var messages: [String] = []
 
-    /// Binds a datagram socket in `folder`.
-    public init(in folder: URL) throws {
-        path = folder.appendingPathComponent("notify").path
+    /// Binds a datagram socket called `name` in `folder`.
+    public init(in folder: URL, name: String = "notify") throws {
+        path = folder.appendingPathComponent(name).path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)

@@ -91,14 +91,16 @@ class Root(dbus.service.Object):
         super().__init__(bus, "/")
         self.standin = standin
 
-    @dbus.service.method(OM, out_signature="a{oa{sa{sv}}}")
-    def GetManagedObjects(self):
+    @dbus.service.method(OM, out_signature="a{oa{sa{sv}}}", async_callbacks=("reply", "error"))
+    def GetManagedObjects(self, reply, error):
+        if self.standin.hung:
+            return self.standin.log("no reply to GetManagedObjects")
         # An adapter bluetoothd registered while this call waited in its queue: announced
         # first, then listed in the reply.
         for name in self.standin.adapters_when_asked:
             self.standin.add_adapter(name, announce=True)
         self.standin.adapters_when_asked = []
-        return {a.path: a.interfaces() for a in self.standin.adapters.values()}
+        reply({a.path: a.interfaces() for a in self.standin.adapters.values()})
 
     @dbus.service.signal(OM, signature="oa{sa{sv}}")
     def InterfacesAdded(self, path, interfaces):
@@ -165,6 +167,8 @@ class Adapter(dbus.service.Object):
                          async_callbacks=("reply", "error"))
     def RegisterAdvertisement(self, path, options, sender, reply, error):
         self.standin.log("RegisterAdvertisement %s" % path)
+        if self.standin.hung:
+            return self.standin.log("no reply to RegisterAdvertisement %s" % path)
         if (sender, path) in self.registered:
             return error(AlreadyExists("Already Exists"))
         if self.free == 0:
@@ -199,12 +203,15 @@ class Adapter(dbus.service.Object):
         client.GetManagedObjects(dbus_interface=OM, reply_handler=got_objects,
                                  error_handler=lambda e: got_objects({}))
 
-    @dbus.service.method(MANAGER, in_signature="o", sender_keyword="sender")
-    def UnregisterAdvertisement(self, path, sender):
+    @dbus.service.method(MANAGER, in_signature="o", sender_keyword="sender", async_callbacks=("reply", "error"))
+    def UnregisterAdvertisement(self, path, sender, reply, error):
         self.standin.log("UnregisterAdvertisement %s" % path)
+        if self.standin.hung:
+            return self.standin.log("no reply to UnregisterAdvertisement %s" % path)
         if (sender, path) not in self.registered:
-            raise DoesNotExist("Does Not Exist")
+            return error(DoesNotExist("Does Not Exist"))
         self.drop(sender, path)
+        reply()
 
     def drop(self, sender, path):
         del self.registered[(sender, path)]
@@ -272,6 +279,11 @@ class Control(dbus.service.Object):
         """Adds and announces the adapter during the next GetManagedObjects, before its reply."""
         self.standin.adapters_when_asked.append(name)
 
+    @dbus.service.method(CONTROL)
+    def Hang(self):
+        """From now on BlueZ's own calls get no reply at all, as from a frozen bluetoothd."""
+        self.standin.hung = True
+
     @dbus.service.method(CONTROL, in_signature="sqn")
     def SetTxPower(self, path, unused, power):
         """Calls Properties.Set(TxPower) on a registered advertisement, as BlueZ may."""
@@ -288,6 +300,7 @@ class StandIn:
         self.calls = []
         self.adapters = {}
         self.adapters_when_asked = []
+        self.hung = False
         self.root = Root(bus, self)
         self.control = Control(bus, self)
         for name in names:

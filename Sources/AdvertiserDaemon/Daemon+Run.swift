@@ -1,0 +1,162 @@
+public import AdvertiserControl
+import AdvertiserConfig
+import BluetoothModule
+import DBus
+import Logging
+import Peripheral
+
+/// Why the daemon cannot go on; bleadvd exits non-zero with it, and systemd restarts it.
+public struct DaemonFailure: Error, Hashable, Sendable, CustomStringConvertible {
+    /// One line saying what happened and what to check.
+    public var description: String
+
+    /// A failure.
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+extension Daemon {
+    /// What the loop reacts to, one at a time.
+    enum Event: Sendable {
+        /// Something BlueZ said; handed to the module in order.
+        case peripheral(PeripheralEvent)
+        /// The module's states changed (after a control call, an event, a retry).
+        case states([String: BluetoothModule<C>.Status])
+        /// The start-up registrations finished (`true`), or ``readyWait`` passed first.
+        case started(settled: Bool)
+        /// The process asked for something.
+        case request(Request)
+        /// The bus connection is gone.
+        case busLost
+    }
+
+    /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
+    /// enabled advertisements on air and says READY=1 once they are (or after ``readyWait``,
+    /// whatever BlueZ does); then keeps them there until ``Request/stop`` (returns within
+    /// ``stopWait``, whatever BlueZ does) or until the bus is lost.
+    /// - Parameter watchdog: systemd's `WatchdogSec=` (`$WATCHDOG_USEC`), if set: WATCHDOG=1 is
+    ///   sent every half of it, each after a round trip through this actor and the bus.
+    /// - Throws: ``DaemonFailure`` when the name is taken or refused, BlueZ cannot be watched,
+    ///   or the bus connection is lost.
+    public func run(requests: AsyncStream<Request>, watchdog: Duration? = nil) async throws(DaemonFailure) {
+        let bluez = try await start()
+        let (inbox, post) = AsyncStream<Event>.makeStream()
+        let changes = await module.changes()
+        let busEvents = await connection.events()
+        var feeders = [
+            Task { for await event in bluez { post.yield(.peripheral(event)) } },
+            Task { for await states in changes { post.yield(.states(states)) } },
+            Task { for await request in requests { post.yield(.request(request)) } },
+            Task { for await event in busEvents where event == .disconnected { post.yield(.busLost) } },
+            registerEnabled { post.yield(.started(settled: $0)) },
+        ]
+        if let watchdog { feeders.append(Task { await keepWatchdog(every: watchdog / 2) }) }
+        defer { feeders.forEach { $0.cancel() } }
+        for await event in inbox {
+            switch event {
+            case .peripheral(let event):
+                let previous = lastEvent
+                lastEvent = Task { [module] in
+                    await previous?.value
+                    await module.handle(event)
+                }
+            case .states(let states):
+                await publish(states)
+            case .started(let settled):
+                await announceReady(settled: settled)
+            case .request(.reload):
+                logger.notice("reloading \(configPath)")
+                Task { try? await reload() }
+            case .request(.stop):
+                logger.notice("stopping: unregistering everything")
+                await shutdown()
+                return
+            case .busLost:
+                throw DaemonFailure("lost the system bus; exiting so that systemd restarts bleadvd")
+            }
+        }
+    }
+
+    /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
+    /// ``stopWait`` even if BlueZ never answers.
+    public func shutdown() async {
+        notifier.notify("STOPPING=1")
+        let names = config.names
+        let done = await Deadline.within(Self.stopWait, on: clock) { [module] () async -> Void in
+            for name in names { try? await module.off(name) }
+        } != nil
+        logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
+    }
+
+    /// One heartbeat: a round trip through this actor and the bus connection (the bus confirms
+    /// that this connection still owns the control API's name), within `limit`.
+    public nonisolated func heartbeat(within limit: Duration) async -> Bool {
+        await Deadline.within(limit, on: clock) { await self.ownsName() } ?? false
+    }
+
+    // MARK: Start-up
+
+    /// Takes the name, serves the control API, subscribes to BlueZ's events, and hands the
+    /// module its advertisements.
+    private func start() async throws(DaemonFailure) -> AsyncStream<PeripheralEvent> {
+        let events: AsyncStream<PeripheralEvent>
+        do {
+            try await connection.requestName(ControlAPI.busName)
+            try await ControlService.export(self, on: connection)
+        } catch let error as DBusError where error.name == .nameTaken {
+            throw DaemonFailure("another bleadvd is running: \(error.message)")
+        } catch let error as DBusError where error.name == .accessDenied {
+            throw DaemonFailure(
+                "the system bus refused the name \(ControlAPI.busName): is /usr/share/dbus-1/system.d/org.bleadvd.Advertiser.conf installed and the bus reloaded? (\(error.message))")
+        } catch {
+            throw DaemonFailure("cannot serve \(ControlAPI.busName) on the system bus: \(error)")
+        }
+        do {
+            events = try await manager.events()
+        } catch {
+            throw DaemonFailure("cannot watch BlueZ on the system bus, so advertisements could not be restored after bluetoothd restarts: \(error)")
+        }
+        await module.configure(config.advertisements.mapValues(\.advertisement))
+        return events
+    }
+
+    /// Registers the enabled advertisements; calls `settled` once they are all registered or
+    /// refused (`true`), or when ``readyWait`` passed first (`false`). The registrations go on
+    /// past the wait if BlueZ is slow; only the waiting stops.
+    private func registerEnabled(_ settled: @escaping @Sendable (Bool) -> Void) -> Task<Void, Never> {
+        let enabled = config.names.filter { config.advertisements[$0]!.enabled }
+        logger.notice("bleadvd starting: \(config.names.count) advertisement(s) in \(configPath), \(enabled.count) enabled")
+        let registering = Task { [module] in
+            for name in enabled { try? await module.on(name) }
+        }
+        return Task { [clock] in
+            settled(await Deadline.within(Self.readyWait, on: clock) { await registering.value } != nil)
+        }
+    }
+
+    private func announceReady(settled: Bool) async {
+        guard !ready else { return }
+        await publish(await module.status())
+        ready = true
+        let summary = statusLine()
+        notifier.notify("READY=1\nSTATUS=" + (settled ? summary : "still trying after \(Self.readyWait): " + summary))
+        logger.notice("ready: \(summary)")
+    }
+
+    // MARK: Watchdog
+
+    private nonisolated func keepWatchdog(every interval: Duration) async {
+        while (try? await clock.sleep(for: interval)) != nil {
+            if await heartbeat(within: interval) {
+                notifier.notify("WATCHDOG=1")
+            } else {
+                logger.warning("watchdog: no round trip through the daemon and the bus within \(interval); not telling systemd we are alive")
+            }
+        }
+    }
+
+    private func ownsName() async -> Bool {
+        (try? await connection.nameOwner(ControlAPI.busName)) == connection.uniqueName
+    }
+}

@@ -1,0 +1,82 @@
+import BluetoothModule
+import Peripheral
+import PeripheralMocks
+import Testing
+
+@Suite("The module's phases, its own retry timer, and its queue", .timeLimit(.minutes(1)))
+struct PhaseTests {
+    static let full = PeripheralError(.noFreeInstance, "Maximum advertisements reached")
+
+    @Test("a retry is made by the module's own timer when the clock reaches it")
+    func theModuleRetriesByItself() async {
+        let h = await Harness()
+        h.mock.scriptStart(.sequence([.failure(Self.full), .success(Harness.heartID)]))
+        let changes = await h.module.changes()
+        _ = try? await h.module.on("heart")
+        await h.clock.waitForSleepers()
+
+        h.clock.advance(by: .seconds(1))
+        let onAir = await changes.first { $0["heart"]?.phase == .on(Harness.heartID, adapter: "hci0") }
+
+        #expect(onAir != nil)
+        #expect(h.mock.startAdvertisingCallCount == 2)
+    }
+
+    @Test("each failure in a row is counted in the phase, with the backoff it earns")
+    func failuresAreCountedInThePhase() async {
+        let h = await Harness()
+        h.mock.scriptStart(.sequence([.failure(Self.full), .failure(Self.full)]))
+        _ = try? await h.module.on("heart")
+        h.clock.advance(by: .seconds(1))
+
+        await h.module.retryDue()
+
+        #expect(await h.status()?.phase == .retrying(at: ManualClock.Instant(offset: .seconds(3)), failures: 2))
+    }
+
+    @Test("an advertisement the adapter cannot carry fails for good without calling BlueZ")
+    func adapterCapabilitiesAreChecked() async {
+        let h = await Harness(adapters: [AdapterCapabilities(name: "hci0", secondaryChannels: [.oneM])])
+        var coded = Harness.heart
+        coded.secondaryChannel = .coded
+        await h.module.configure(["heart": coded])
+
+        let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
+
+        #expect(error?.code == .invalidAdvertisement)
+        #expect(error?.message == "secondary_channel \"Coded\" is not supported by hci0 (supported: 1M)")
+        #expect(h.mock.startAdvertisingCallCount == 0)
+        #expect(await h.status()?.phase == .failed(error!))
+    }
+
+    @Test("a task waiting for its turn behind a BlueZ that never answers leaves the queue when cancelled")
+    func waitingForTheModuleIsCancellable() async {
+        let h = await Harness()
+        h.mock.scriptStart(.neverAnswers)
+        let holder = Task { try await h.module.on("heart") }
+        while h.mock.startAdvertisingCallCount == 0 { await Task.yield() }
+        let waiter = Task { try await h.module.off("heart") }
+
+        waiter.cancel()
+        let outcome = await waiter.result
+
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        #expect(h.mock.stopAdvertisingCallCount == 0)
+        holder.cancel()
+    }
+
+    @Test("an update that finds the registration gone registers it again")
+    func updateOfAReleasedRegistration() async {
+        let h = await Harness()
+        try? await h.module.on("heart")
+        h.mock.scriptUpdate(.always(.failure(PeripheralError(.notRegistered, "/ad/heart was released by BlueZ while it was being updated"))))
+        var renamed = Harness.heart
+        renamed.localName = "Thermo-2"
+
+        await h.module.configure(["heart": renamed])
+
+        #expect(h.mock.startAdvertisingCallCount == 2)
+        #expect(h.mock.calls.started.last?.advertisement.localName == "Thermo-2")
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
+    }
+}
