@@ -39,11 +39,75 @@ struct Reader {
     let lines: SourceLines
 
     static let topKeys: Set<String> = ["adapter", "power_on", "advertisement"]
-    static let fieldKeys: Set<String> = [
-        "enabled", "type", "local_name", "service_uuids", "solicit_uuids", "manufacturer_data", "service_data",
-        "data", "appearance", "includes", "discoverable", "discoverable_timeout", "duration", "timeout",
-        "secondary_channel", "min_interval_ms", "max_interval_ms", "tx_power",
+    /// The keys every advertisement may have, preset or not.
+    static let commonKeys: Set<String> = ["enabled"]
+    /// The raw fields: each key with how its value goes into the advertisement. The known keys
+    /// are read off this list, so a key cannot be accepted without being read.
+    static let fields: [Field] = [
+        Field("type") { reader, value, path, ad throws(ConfigError) in
+            let text = try reader.string(value, path)
+            guard let kind = Advertisement.Kind(rawValue: text) else {
+                throw reader.error(path, "\"\(text)\" is not a type; use \"peripheral\" or \"broadcast\"")
+            }
+            ad.kind = kind
+        },
+        Field("local_name") { reader, value, path, ad throws(ConfigError) in ad.localName = try reader.string(value, path) },
+        Field("service_uuids") { reader, value, path, ad throws(ConfigError) in ad.serviceUUIDs = try reader.uuids(value, path) },
+        Field("solicit_uuids") { reader, value, path, ad throws(ConfigError) in ad.solicitUUIDs = try reader.uuids(value, path) },
+        Field("manufacturer_data") { reader, value, path, ad throws(ConfigError) in
+            let table = try reader.table(value, path)
+            for key in table.keys.sorted() {
+                let id = try reader.integer(key, in: 0...0xFFFF, path + [key], what: "a company id")
+                ad.manufacturerData.append(.init(companyID: UInt16(id), data: try reader.hex(table[key]!, path + [key])))
+            }
+        },
+        Field("service_data") { reader, value, path, ad throws(ConfigError) in
+            let table = try reader.table(value, path)
+            for key in table.keys.sorted() {
+                let uuid = try reader.parseUUID(key, path + [key])
+                ad.serviceData.append(.init(uuid: uuid, data: try reader.hex(table[key]!, path + [key])))
+            }
+        },
+        Field("data") { reader, value, path, ad throws(ConfigError) in
+            let table = try reader.table(value, path)
+            for key in table.keys.sorted() {
+                let type = try reader.integer(key, in: 0...0xFF, path + [key], what: "an AD type")
+                ad.data.append(.init(type: UInt8(type), data: try reader.hex(table[key]!, path + [key])))
+            }
+        },
+        Field("appearance") { reader, value, path, ad throws(ConfigError) in ad.appearance = try reader.number(value, path) },
+        Field("includes") { reader, value, path, ad throws(ConfigError) in
+            for text in try reader.strings(value, path) {
+                guard let include = Advertisement.Include(rawValue: text) else {
+                    throw reader.error(path, "\"\(text)\" is not an include; use \"tx-power\", \"appearance\" or \"local-name\"")
+                }
+                ad.includes.insert(include)
+            }
+        },
+        Field("discoverable") { reader, value, path, ad throws(ConfigError) in ad.discoverable = try reader.bool(value, path) },
+        Field("discoverable_timeout") { reader, value, path, ad throws(ConfigError) in
+            ad.discoverableTimeout = try reader.number(value, path)
+        },
+        Field("duration") { reader, value, path, ad throws(ConfigError) in ad.duration = try reader.number(value, path) },
+        Field("timeout") { reader, value, path, ad throws(ConfigError) in ad.timeout = try reader.number(value, path) },
+        Field("secondary_channel") { reader, value, path, ad throws(ConfigError) in
+            let text = try reader.string(value, path)
+            guard let channel = Advertisement.SecondaryChannel(rawValue: text) else {
+                throw reader.error(path, "\"\(text)\" is not a channel; use \"1M\", \"2M\" or \"Coded\"")
+            }
+            ad.secondaryChannel = channel
+        },
+        Field("min_interval_ms") { reader, value, path, ad throws(ConfigError) in
+            ad.minInterval = try reader.number(value, path, Advertisement.intervalRange)
+        },
+        Field("max_interval_ms") { reader, value, path, ad throws(ConfigError) in
+            ad.maxInterval = try reader.number(value, path, Advertisement.intervalRange)
+        },
+        Field("tx_power") { reader, value, path, ad throws(ConfigError) in
+            ad.txPower = try reader.number(value, path, Advertisement.txPowerRange)
+        },
     ]
+    static let fieldKeys = commonKeys.union(fields.map(\.key))
     static let presetKeys: [String: Set<String>] = [
         "ibeacon": ["uuid", "major", "minor", "measured_power"],
         "altbeacon": ["manufacturer_id", "beacon_id", "reference_rssi"],
@@ -77,7 +141,7 @@ struct Reader {
 
     func advertisement(_ entry: TOMLTable, _ path: [String]) throws(ConfigError) -> ConfiguredAdvertisement {
         let presets = entry.keys.filter { Self.presetKeys[$0] != nil }
-        let allowed = presets.isEmpty ? Self.fieldKeys.union(Self.presetKeys.keys) : Set(["enabled"] + presets)
+        let allowed = presets.isEmpty ? Self.fieldKeys.union(Self.presetKeys.keys) : Self.commonKeys.union(presets)
         if presets.count > 1 {
             throw error(path + [presets.sorted()[1]], "only one preset per advertisement (also has \(presets.sorted()[0]))")
         }
@@ -100,61 +164,10 @@ struct Reader {
 
     func fields(_ entry: TOMLTable, _ path: [String]) throws(ConfigError) -> Advertisement {
         var ad = Advertisement()
-        func at(_ key: String) -> [String] { path + [key] }
-        if let value = entry["type"] {
-            let text = try string(value, at("type"))
-            guard let kind = Advertisement.Kind(rawValue: text) else {
-                throw error(at("type"), "\"\(text)\" is not a type; use \"peripheral\" or \"broadcast\"")
-            }
-            ad.kind = kind
+        for field in Self.fields {
+            guard let value = entry[field.key] else { continue }
+            try field.apply(self, value, path + [field.key], &ad)
         }
-        ad.localName = try entry["local_name"].map { value throws(ConfigError) in try string(value, at("local_name")) }
-        ad.serviceUUIDs = try uuids(entry["service_uuids"], at("service_uuids"))
-        ad.solicitUUIDs = try uuids(entry["solicit_uuids"], at("solicit_uuids"))
-        if let value = entry["manufacturer_data"] {
-            let table = try table(value, at("manufacturer_data"))
-            for key in table.keys.sorted() {
-                let id = try integer(key, in: 0...0xFFFF, at("manufacturer_data") + [key], what: "a company id")
-                ad.manufacturerData.append(.init(companyID: UInt16(id), data: try hex(table[key]!, at("manufacturer_data") + [key])))
-            }
-        }
-        if let value = entry["service_data"] {
-            let table = try table(value, at("service_data"))
-            for key in table.keys.sorted() {
-                let uuid = try parseUUID(key, at("service_data") + [key])
-                ad.serviceData.append(.init(uuid: uuid, data: try hex(table[key]!, at("service_data") + [key])))
-            }
-        }
-        if let value = entry["data"] {
-            let table = try table(value, at("data"))
-            for key in table.keys.sorted() {
-                let type = try integer(key, in: 0...0xFF, at("data") + [key], what: "an AD type")
-                ad.data.append(.init(type: UInt8(type), data: try hex(table[key]!, at("data") + [key])))
-            }
-        }
-        ad.appearance = try number(entry["appearance"], at("appearance"))
-        if let value = entry["includes"] {
-            for text in try strings(value, at("includes")) {
-                guard let include = Advertisement.Include(rawValue: text) else {
-                    throw error(at("includes"), "\"\(text)\" is not an include; use \"tx-power\", \"appearance\" or \"local-name\"")
-                }
-                ad.includes.insert(include)
-            }
-        }
-        ad.discoverable = try entry["discoverable"].map { value throws(ConfigError) in try bool(value, at("discoverable")) }
-        ad.discoverableTimeout = try number(entry["discoverable_timeout"], at("discoverable_timeout"))
-        ad.duration = try number(entry["duration"], at("duration"))
-        ad.timeout = try number(entry["timeout"], at("timeout"))
-        if let value = entry["secondary_channel"] {
-            let text = try string(value, at("secondary_channel"))
-            guard let channel = Advertisement.SecondaryChannel(rawValue: text) else {
-                throw error(at("secondary_channel"), "\"\(text)\" is not a channel; use \"1M\", \"2M\" or \"Coded\"")
-            }
-            ad.secondaryChannel = channel
-        }
-        ad.minInterval = try number(entry["min_interval_ms"], at("min_interval_ms"), Advertisement.intervalRange)
-        ad.maxInterval = try number(entry["max_interval_ms"], at("max_interval_ms"), Advertisement.intervalRange)
-        ad.txPower = try number(entry["tx_power"], at("tx_power"), Advertisement.txPowerRange)
         return ad
     }
 
@@ -230,15 +243,6 @@ struct Reader {
         return fitting
     }
 
-    /// ``number(_:_:_:)`` for a key that may be absent.
-    func number<T: FixedWidthInteger>(
-        _ value: (any TOMLValueConvertible)?, _ path: [String], _ range: ClosedRange<T> = T.min...T.max
-    ) throws(ConfigError) -> T? {
-        guard let value else { return nil }
-        let present: any TOMLValueConvertible = value
-        return try number(present, path, range) as T
-    }
-
     func strings(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [String] {
         guard let array = value.array else { throw error(path, "must be an array of strings, not \(value.type)") }
         var result: [String] = []
@@ -249,8 +253,7 @@ struct Reader {
         return result
     }
 
-    func uuids(_ value: (any TOMLValueConvertible)?, _ path: [String]) throws(ConfigError) -> [BluetoothUUID] {
-        guard let value else { return [] }
+    func uuids(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [BluetoothUUID] {
         var result: [BluetoothUUID] = []
         for text in try strings(value, path) { result.append(try parseUUID(text, path)) }
         return result
@@ -278,6 +281,19 @@ struct Reader {
             throw error(path, "\"\(key)\" is not \(what) (a number from \(range.lowerBound) to 0x\(String(range.upperBound, radix: 16, uppercase: true)))")
         }
         return number
+    }
+}
+
+/// One key of an advertisement's table and how its value goes into the advertisement.
+struct Field: Sendable {
+    typealias Apply = @Sendable (Reader, any TOMLValueConvertible, [String], inout Advertisement) throws(ConfigError) -> Void
+
+    let key: String
+    let apply: Apply
+
+    init(_ key: String, _ apply: @escaping Apply) {
+        self.key = key
+        self.apply = apply
     }
 }
 

@@ -1,0 +1,120 @@
+import Foundation
+import Peripheral
+import Testing
+
+@testable import AdvertiserConfig
+
+/// The keys the parser knows, the keys it reads, and the keys bleadvd.toml(5) documents are the
+/// same keys.
+@Suite("The config's keys")
+struct ConfigKeyTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// A value for each field key that differs from the field's default.
+    static let samples: [String: String] = [
+        "enabled": "false", "type": "\"broadcast\"", "local_name": "\"x\"", "service_uuids": "[\"180D\"]",
+        "solicit_uuids": "[\"180D\"]", "manufacturer_data": "{ \"0xFFFF\" = \"01\" }",
+        "service_data": "{ \"180D\" = \"01\" }", "data": "{ \"0x26\" = \"01\" }", "appearance": "1",
+        "includes": "[\"tx-power\"]", "discoverable": "false", "discoverable_timeout": "10", "duration": "2",
+        "timeout": "10", "secondary_channel": "\"1M\"", "min_interval_ms": "100", "max_interval_ms": "200",
+        "tx_power": "0",
+    ]
+
+    /// A whole table for each preset.
+    static let presets: [String: [String: String]] = [
+        "ibeacon": ["uuid": "\"e2c56db5-dffb-48d2-b060-d0f5a71096e0\"", "major": "1", "minor": "2", "measured_power": "-59"],
+        "altbeacon": ["manufacturer_id": "0x0118", "beacon_id": "\"" + String(repeating: "ab", count: 20) + "\"", "reference_rssi": "-59"],
+        "eddystone_uid": ["namespace": "\"" + String(repeating: "01", count: 10) + "\"", "instance": "\"010203040506\"", "tx_power": "-20"],
+        "eddystone_url": ["url": "\"https://example.com\"", "tx_power": "-20"],
+    ]
+
+    @Test("every advertisement key the parser knows is read: setting it changes the result")
+    func everyKnownFieldIsRead() throws {
+        let plain = try ConfigParser.parse("[advertisement.a]\n", file: "t.toml").advertisements["a"]
+
+        for key in Reader.fieldKeys.sorted() {
+            let sample = try #require(Self.samples[key], "no sample value for \(key): add one, with a test of what it does")
+            let parsed = try ConfigParser.parse("[advertisement.a]\n\(key) = \(sample)\n", file: "t.toml").advertisements["a"]
+            #expect(parsed != plain, "\(key) = \(sample) is accepted but changes nothing")
+        }
+    }
+
+    @Test("every key of every preset is read: a table without it is refused as missing that key", arguments: presets.keys.sorted())
+    func everyPresetKeyIsRead(preset: String) throws {
+        let full = try #require(Self.presets[preset])
+        #expect(Set(full.keys) == Reader.presetKeys[preset])
+        _ = try ConfigParser.parse(Self.config(preset, full), file: "t.toml")
+
+        for key in full.keys.sorted() {
+            var partial = full
+            partial[key] = nil
+            #expect(throws: ConfigError.self) { try ConfigParser.parse(Self.config(preset, partial), file: "t.toml") }
+            let message = (try? ConfigParser.parse(Self.config(preset, partial), file: "t.toml")).map { _ in "" }
+                ?? Self.error(Self.config(preset, partial))
+            #expect(message.hasSuffix("advertisement.a.\(preset).\(key): missing; the \(preset) preset needs it"))
+        }
+    }
+
+    @Test("bleadvd.toml(5) documents exactly the keys the parser knows")
+    func manPageDocumentsEveryKey() throws {
+        let page = try String(contentsOf: Self.root.appendingPathComponent("systemd/man/bleadvd.toml.5"), encoding: .utf8)
+        let documented = Self.documentedKeys(page)
+
+        #expect(documented.top == Reader.topKeys.subtracting(["advertisement"]))
+        #expect(documented.fields == Reader.fieldKeys)
+        #expect(documented.presets == Reader.presetKeys)
+    }
+
+    @Test("the example config names every advertisement key, set or in a comment")
+    func exampleMentionsEveryKey() throws {
+        let example = try String(contentsOf: Self.root.appendingPathComponent("systemd/bleadvd.toml"), encoding: .utf8)
+        let words = Set(example.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+
+        let missing = Reader.fieldKeys.union(Reader.topKeys).union(Reader.presetKeys.keys)
+            .union(Reader.presetKeys.values.joined()).subtracting(words)
+
+        #expect(missing.isEmpty, "not in the example: \(missing.sorted())")
+    }
+
+    static func config(_ preset: String, _ table: [String: String]) -> String {
+        "[advertisement.a.\(preset)]\n" + table.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)\n" }.joined()
+    }
+
+    static func error(_ text: String) -> String {
+        do {
+            _ = try ConfigParser.parse(text, file: "t.toml")
+            return ""
+        } catch {
+            return error.description
+        }
+    }
+
+    /// The keys a man page lists: the `.B key` / `.BR key ", " key` line after each `.TP`, and for
+    /// each preset the comma-separated names on the line after its `.BI [advertisement. NAME .preset]`.
+    static func documentedKeys(_ page: String) -> (top: Set<String>, fields: Set<String>, presets: [String: Set<String>]) {
+        var top = Set<String>(), fields = Set<String>(), presets: [String: Set<String>] = [:]
+        var section = ""
+        var preset: String?
+        var tagged = false
+        for line in page.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            defer { tagged = line == ".TP" }
+            if line.hasPrefix(".SH ") { section = String(line.dropFirst(4)) }
+            if let name = preset {
+                presets[name] = Set(line.split(separator: ",").compactMap {
+                    $0.split(separator: " ").first.map { String($0.filter { $0.isLetter || $0 == "_" }) }
+                })
+                preset = nil
+            }
+            if section == "PRESETS", line.hasPrefix(".BI [advertisement. NAME ."), line.hasSuffix("]") {
+                preset = String(line.dropFirst(".BI [advertisement. NAME .".count).dropLast())
+            }
+            guard tagged, line.hasPrefix(".B ") || line.hasPrefix(".BR ") else { continue }
+            let names = line.split(separator: " ").dropFirst().map(String.init)
+                .filter { $0.allSatisfy { $0.isLowercase || $0 == "_" } && !$0.isEmpty }
+            if section == "TOP-LEVEL KEYS" { top.formUnion(names.prefix(1)) }
+            if section == "ADVERTISEMENTS" { fields.formUnion(names) }
+        }
+        return (top, fields, presets)
+    }
+}
