@@ -14,12 +14,15 @@ public struct AdapterCapabilities: Hashable, Sendable {
     public var secondaryChannels: Set<Advertisement.SecondaryChannel>
     /// `SupportedCapabilities["MaxAdvLen"]` where BlueZ reports it (extended advertising).
     public var maxAdvertisingLength: Int?
+    /// `SupportedCapabilities["MinTxPower"]...["MaxTxPower"]` in dBm, where BlueZ reports them.
+    public var txPowerRange: ClosedRange<Int16>?
 
     /// Capabilities.
     public init(
         name: String, powered: Bool = true, freeInstances: Int = 1, activeInstances: Int = 0,
         includes: Set<Advertisement.Include> = Set(Advertisement.Include.allCases),
-        secondaryChannels: Set<Advertisement.SecondaryChannel> = [], maxAdvertisingLength: Int? = nil
+        secondaryChannels: Set<Advertisement.SecondaryChannel> = [], maxAdvertisingLength: Int? = nil,
+        txPowerRange: ClosedRange<Int16>? = nil
     ) {
         self.name = name
         self.powered = powered
@@ -28,5 +31,6 @@ public struct AdapterCapabilities: Hashable, Sendable {
         self.includes = includes
         self.secondaryChannels = secondaryChannels
         self.maxAdvertisingLength = maxAdvertisingLength
+        self.txPowerRange = txPowerRange
     }
 }

@@ -8,8 +8,8 @@ extension Advertisement {
 
     /// Every rule BlueZ 5.66 enforces when parsing an advertisement, and the 31-byte budget,
     /// checked before anything is registered. Fields are named as in the config file.
-    /// - Parameter capabilities: the adapter's, when known: checks the secondary channel and
-    ///   the includes against what it supports.
+    /// - Parameter capabilities: the adapter's, when known: checks the secondary channel, the
+    ///   includes and the TX power against what it supports.
     /// - Returns: one message per problem, empty when the advertisement is valid.
     public func problems(for capabilities: AdapterCapabilities? = nil) -> [String] {
         var problems: [String] = []
@@ -76,6 +76,9 @@ extension Advertisement {
         }
         for include in includes.sorted() where !capabilities.includes.contains(include) {
             problems.append("includes \"\(include.rawValue)\" is not supported by \(capabilities.name)")
+        }
+        if let txPower, let range = capabilities.txPowerRange, !range.contains(txPower) {
+            problems.append("tx_power is \(txPower) dBm; \(capabilities.name) transmits between \(range.lowerBound) and \(range.upperBound) dBm")
         }
         return problems
     }

@@ -27,6 +27,7 @@ extension AdapterCapabilities {
     /// Capabilities from an adapter's `Adapter1` and `LEAdvertisingManager1` properties.
     public init(name: String, adapter: [String: DBusValue], advertisingManager manager: [String: DBusValue]) {
         let capabilities = manager["SupportedCapabilities"]?.variantDictionary ?? [:]
+        let power = (capabilities["MinTxPower"]?.int16, capabilities["MaxTxPower"]?.int16)
         self.init(
             name: name,
             powered: adapter["Powered"]?.boolean ?? false,
@@ -35,6 +36,7 @@ extension AdapterCapabilities {
             includes: Set((manager["SupportedIncludes"]?.stringArray ?? []).compactMap(Advertisement.Include.init)),
             secondaryChannels: Set(
                 (manager["SupportedSecondaryChannels"]?.stringArray ?? []).compactMap(Advertisement.SecondaryChannel.init)),
-            maxAdvertisingLength: capabilities["MaxAdvLen"]?.byte.map(Int.init))
+            maxAdvertisingLength: capabilities["MaxAdvLen"]?.byte.map(Int.init),
+            txPowerRange: power.0.flatMap { low in power.1.flatMap { high in low <= high ? low...high : nil } })
     }
 }

@@ -89,4 +89,16 @@ struct BlueZErrorTests {
         #expect(PeripheralError(bluez: DBusError("org.bluez.Error.NotPermitted", "Maximum advertisements reached")).isTransient)
         #expect(!PeripheralError(bluez: DBusError("org.bluez.Error.Failed", "Failed to parse advertisement.")).isTransient)
     }
+
+    @Test("the TX power range comes from BlueZ's SupportedCapabilities")
+    func txPowerRangeFromBlueZ() {
+        let manager: [String: DBusValue] = [
+            "SupportedCapabilities": .variantDictionary(["MinTxPower": .int16(-34), "MaxTxPower": .int16(7), "MaxAdvLen": .byte(251)]),
+        ]
+
+        let capabilities = AdapterCapabilities(name: "hci0", adapter: [:], advertisingManager: manager)
+
+        #expect(capabilities.txPowerRange == -34...7)
+        #expect(capabilities.maxAdvertisingLength == 251)
+    }
 }

@@ -70,6 +70,15 @@ struct ValidationTests {
         ])
     }
 
+    @Test("a TX power outside what the adapter transmits is refused, naming its range")
+    func txPowerRange() {
+        let adapter = AdapterCapabilities(name: "hci0", txPowerRange: -34...7)
+
+        let problems = Advertisement(txPower: 10).problems(for: adapter)
+
+        #expect(problems == ["tx_power is 10 dBm; hci0 transmits between -34 and 7 dBm"])
+    }
+
     @Test("every problem is reported at once, in one error")
     func allProblemsAtOnce() {
         let ad = Advertisement(minInterval: 1, txPower: 50)
