@@ -80,7 +80,7 @@ extension Daemon {
 
     /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
     /// ``stopWait`` even if BlueZ never answers.
-    public func shutdown() async {
+    func shutdown() async {
         notifier.notify("STOPPING=1")
         let names = config.names
         let done = await Deadline.within(Self.stopWait, on: clock) { [module] () async -> Void in
