@@ -1,4 +1,4 @@
-public import AdvertiserControl
+import AdvertiserControl
 import AdvertiserConfig
 import BluetoothModule
 import DBus
