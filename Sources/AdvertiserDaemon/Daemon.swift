@@ -1,6 +1,6 @@
 public import AdvertiserConfig
 public import AdvertiserControl
-public import BluetoothModule
+import BluetoothModule
 public import DBus
 public import Logging
 public import Peripheral
