@@ -18,7 +18,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test unit-test testbed-test systemd-check demo install uninstall deb bench-dbus clean
+.PHONY: help deps build test unit-test testbed-test systemd-check docs demo install uninstall deb bench-dbus clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ unit-test: deps ## unit, bus, daemon and CLI tests (private dbus-daemon, no radi
 
 systemd-check: ## systemd-analyze verify and offline security score of the unit
 	@scripts/check-unit.sh
+
+docs: deps ## API documentation of the library products (DocC); fails on any warning or undocumented declaration
+	@scripts/check-docs.sh
 
 testbed-test: build ## end-to-end scenarios in the VM test bed with a real bluetoothd
 	testbed/setup.sh

@@ -40,6 +40,7 @@ step() {
 step "dependencies" make --no-print-directory deps
 step "unit, bus, daemon and CLI tests" make --no-print-directory unit-test
 step "systemd unit file" make --no-print-directory systemd-check
+step "API documentation" make --no-print-directory docs
 step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test
 
 printf '\ntests: %d passed, %d failed\n' "$passed" "$failed"

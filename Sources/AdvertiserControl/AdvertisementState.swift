@@ -26,7 +26,7 @@ public struct AdvertisementState: Hashable, Sendable {
     public var id: String?
     /// The last error, when there is one.
     public var error: String?
-    /// The last error's code (a ``Peripheral/PeripheralError/Code`` raw value).
+    /// The last error's code (a `PeripheralError.Code` raw value).
     public var errorCode: String?
     /// When the next attempt is, for `retrying`.
     public var retryInSeconds: Double?

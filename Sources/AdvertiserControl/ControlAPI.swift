@@ -14,7 +14,7 @@ public import Peripheral
 ///   - `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
 ///   - signal `StateChanged(s name, s state)`, once per change; changes in quick succession
 ///     are coalesced, so a listener may miss a passing state but always gets the latest.
-/// - Errors are named `org.bleadvd.Error.<Code>` after ``PeripheralError/Code`` (e.g.
+/// - Errors are named `org.bleadvd.Error.<Code>` after `PeripheralError.Code` (e.g.
 ///   `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config.
 public enum ControlAPI {
     /// The daemon's well-known name.

@@ -43,8 +43,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// A module over a peripheral manager.
     /// - Parameters:
+    ///   - manager: the Bluetooth stack (`BlueZPeripheralManager`, or a mock in tests).
+    ///   - clock: the clock retries are scheduled on.
     ///   - adapter: the adapter to use; nil for the first that can advertise.
     ///   - powerOn: whether to power the adapter on when it is off.
+    ///   - retry: the backoff for transient failures.
+    ///   - logger: where what happens is logged.
     public init(
         manager: any PeripheralManaging, clock: C, adapter: String? = nil, powerOn: Bool = true,
         retry: RetryPolicy = .standard, logger: Logger = Logger(label: "bleadvd.module")
@@ -94,7 +98,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// Puts an advertisement on air and returns once BlueZ registered it. When it is on air
     /// already, nothing is called.
-    /// - Throws: ``PeripheralError``: `unknownName`, or why it could not be registered (for a
+    /// - Throws: `PeripheralError`: `unknownName`, or why it could not be registered (for a
     ///   transient reason the module keeps trying; see ``status()``); `CancellationError` when
     ///   the task is cancelled while it waits for its turn.
     public func on(_ name: String) async throws {
@@ -111,7 +115,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     }
 
     /// Takes an advertisement off air. When it is off already, nothing is called.
-    /// - Throws: ``PeripheralError``: `unknownName`, or why BlueZ could not unregister it
+    /// - Throws: `PeripheralError`: `unknownName`, or why BlueZ could not unregister it
     ///   (it is still on air then); `CancellationError` as for ``on(_:)``.
     public func off(_ name: String) async throws {
         try await exclusively {

@@ -157,6 +157,7 @@ public actor DBusConnection {
 
     /// Sends a method call and waits for its reply, serving other messages meanwhile.
     /// - Parameters:
+    ///   - message: a method call.
     ///   - timeout: how long to wait before failing with `NoReply`.
     /// - Returns: the method return.
     /// - Throws: ``DBusError``: the peer's error reply, `NoReply` on timeout, `Disconnected`,

@@ -1,6 +1,6 @@
 /// One advertisement, as BlueZ's `org.bluez.LEAdvertisement1` describes it (BlueZ 5.66): every
 /// property is here, unset ones are `nil` or empty. A value type: build it, check it with
-/// ``validate()``, see its bytes with ``AdvertisingPayload``.
+/// ``validate(for:)``, see its bytes with ``AdvertisingPayload``.
 public struct Advertisement: Hashable, Sendable {
     /// `Type`: whether centrals may connect.
     public enum Kind: String, Sendable, Hashable, CaseIterable {

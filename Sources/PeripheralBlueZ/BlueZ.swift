@@ -27,7 +27,7 @@ public enum BlueZ {
     }
 
     /// The object path of an adapter, e.g. `/org/bluez/hci0`.
-    /// - Throws: ``PeripheralError`` `noAdapter` when the name cannot be a path element.
+    /// - Throws: `PeripheralError` `noAdapter` when the name cannot be a path element.
     static func adapterPath(_ name: String) throws -> DBusObjectPath {
         do {
             return try DBusObjectPath("/org/bluez").appending(name)

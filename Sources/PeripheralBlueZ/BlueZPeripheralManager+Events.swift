@@ -3,12 +3,12 @@ import Logging
 public import Peripheral
 
 extension BlueZPeripheralManager {
-    /// What BlueZ says on the bus, as ``PeripheralEvent``s: bluetoothd leaving and coming back
+    /// What BlueZ says on the bus, as `PeripheralEvent`s: bluetoothd leaving and coming back
     /// (`NameOwnerChanged`), adapters that can advertise appearing and going
     /// (`InterfacesAdded`/`InterfacesRemoved` of `LEAdvertisingManager1`), `Powered` changes, and
     /// `Release` of one of our advertisements. All come through one subscription, so they keep
     /// the bus's order. When the bus connection ends, a last `bluezVanished` and the stream ends.
-    /// - Throws: ``DBusError`` when the bus refuses a subscription (e.g. its policy); then
+    /// - Throws: `DBusError` when the bus refuses a subscription (e.g. its policy); then
     ///   there is no stream.
     public func events() async throws -> AsyncStream<PeripheralEvent> {
         if monitor == nil { try await startMonitoring() }

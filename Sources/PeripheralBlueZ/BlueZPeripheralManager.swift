@@ -39,6 +39,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     // MARK: PeripheralManaging
 
+    /// The adapters that can advertise (those with `LEAdvertisingManager1`), from BlueZ's
+    /// `GetManagedObjects`, sorted by name.
     public func adapters() async throws -> [AdapterCapabilities] {
         let reply = try await callBlueZ(
             path: BlueZ.root, interface: BlueZ.objectManagerInterface, member: "GetManagedObjects",
@@ -46,6 +48,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         return AdapterCapabilities.fromManagedObjects(reply[0])
     }
 
+    /// Sets the adapter's `Powered` property.
     public func powerOn(adapter: String) async throws {
         _ = try await callBlueZ(
             path: try BlueZ.adapterPath(adapter), interface: BlueZ.propertiesInterface, member: "Set",
@@ -53,6 +56,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         logger.info("powered \(adapter) on")
     }
 
+    /// Exports the advertisement as an `LEAdvertisement1` object and registers it; returns once
+    /// BlueZ replied (after reading the object back). A refused registration leaves no object.
     public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
         let adapterPath = try BlueZ.adapterPath(adapter)
         let path = try makeObjectPath()
@@ -80,6 +85,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         return AdvertisementID(path.rawValue)
     }
 
+    /// Unregisters the advertisement and removes its object. One BlueZ no longer has counts as
+    /// stopped.
     public func stopAdvertising(_ id: AdvertisementID) async throws {
         let path = try registeredPath(id)
         let adapter = registrations[path]!.adapter
@@ -99,6 +106,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         await connection.unexport(path)
     }
 
+    /// Changes the object's properties and says so with `PropertiesChanged`: BlueZ puts the new
+    /// data on air in place. A change that adds or removes a property is refused (`rejected`).
     public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
         let path = try registeredPath(id)
         let old = registrations[path]!.advertisement.bluezProperties
@@ -120,7 +129,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     // MARK: Helpers
 
-    /// Calls BlueZ, translating every failure into a ``PeripheralError``.
+    /// Calls BlueZ, translating every failure into a `PeripheralError`.
     func callBlueZ(
         path: DBusObjectPath, interface: String, member: String, _ arguments: [DBusValue] = [],
         expecting: DBusSignature? = nil

@@ -96,26 +96,32 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
 
     // MARK: PeripheralManaging
 
+    /// Records the call; answers as ``scriptAdapters(_:)`` says.
     public func adapters() async throws -> [AdapterCapabilities] {
         try await answer("adapters()", \.adapters) { $0.adapters += 1 }
     }
 
+    /// Records the call; answers as ``scriptPowerOn(_:)`` says.
     public func powerOn(adapter: String) async throws {
         try await answer("powerOn(adapter: \(adapter))", \.powerOn) { $0.poweredOn.append(adapter) }
     }
 
+    /// Records the call; answers as ``scriptStart(_:)`` says.
     public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
         try await answer("startAdvertising(_:on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
     }
 
+    /// Records the call; answers as ``scriptStop(_:)`` says.
     public func stopAdvertising(_ id: AdvertisementID) async throws {
         try await answer("stopAdvertising(\(id))", \.stop) { $0.stopped.append(id) }
     }
 
+    /// Records the call; answers as ``scriptUpdate(_:)`` says.
     public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
         try await answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
     }
 
+    /// A stream of what ``emit(_:)`` delivers; throws what ``failEvents(with:)`` set.
     public func events() async throws -> AsyncStream<PeripheralEvent> {
         let (stream, continuation) = AsyncStream<PeripheralEvent>.makeStream()
         let failure: PeripheralError? = state.withLock { state in

@@ -1,0 +1,44 @@
+import BluetoothModule
+import DBus
+import Peripheral
+import PeripheralBlueZ
+import Testing
+
+/// The examples of the BluetoothModule and PeripheralBlueZ articles, run against the BlueZ
+/// stand-in: the same code, on the stand-in's private bus instead of the system bus.
+@Suite("The BluetoothModule and PeripheralBlueZ articles' examples", .timeLimit(.minutes(1)))
+struct ArticleExampleTests {
+    @Test("the module embedded over BlueZPeripheralManager puts an advertisement on air and says so")
+    func embeddingTheModule() async throws {
+        let session = try await StandInSession()
+
+        let bluez = BlueZPeripheralManager(connection: session.connection)
+        let module = BluetoothModule(manager: bluez, clock: ContinuousClock())
+        let events = try await bluez.events()
+        let feeding = Task { for await event in events { await module.handle(event) } }
+        await module.configure(["door": try Beacon.eddystoneURL(url: "https://example.com", txPower: -20).advertisement()])
+        let changes = await module.changes()
+        try await module.on("door")
+        let onAir = await changes.first { if case .on = $0["door"]?.phase { true } else { false } }
+
+        #expect(onAir != nil)
+        #expect(try await session.advertisements().count == 1)
+        feeding.cancel()
+    }
+
+    @Test("the manager alone registers a validated advertisement and unregisters it")
+    func usingTheManager() async throws {
+        let session = try await StandInSession()
+
+        let manager = BlueZPeripheralManager(connection: session.connection)
+        let adapters = try await manager.adapters()
+        let ad = Advertisement(kind: .broadcast, serviceData: [.init(uuid: BluetoothUUID(0xFCD2), data: [0x40])])
+        try ad.validate(for: adapters.first)
+        let id = try await manager.startAdvertising(ad, on: "hci0")
+        let held = try await session.advertisements().count
+        try await manager.stopAdvertising(id)
+
+        #expect(held == 1)
+        #expect(try await session.advertisements().isEmpty)
+    }
+}
