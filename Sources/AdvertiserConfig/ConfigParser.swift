@@ -33,6 +33,37 @@ public enum ConfigParser {
     }
 }
 
+extension ConfigParser {
+    /// The advertisement `name` with `changes` applied (`bleadvctl set`), checked exactly as
+    /// the config file is. Keys are those of ``ConfiguredAdvertisement/settings``; for a preset,
+    /// its own keys are given without the preset's name (`major`, `temperature`).
+    /// - Throws: ``ConfigError`` (with no file or line) naming the key: unknown, the wrong
+    ///   type, out of range, or an advertisement that no longer fits, with the byte counts.
+    public static func applying(
+        _ changes: [String: ConfigValue], to configured: ConfiguredAdvertisement, name: String
+    ) throws(ConfigError) -> ConfiguredAdvertisement {
+        let path = ["advertisement", name]
+        let preset = configured.settings.keys.lazy.compactMap { $0.split(separator: ".").first.map(String.init) }
+            .first { Reader.presetKeys[$0] != nil }
+        var settings = configured.settings
+        for (key, value) in changes {
+            guard key != "enabled" else {
+                throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
+                                  message: "is not a value; turn advertisements on and off with bleadvctl on and off")
+            }
+            if let preset, !key.contains(".") {
+                settings[preset + "." + key] = value
+            } else {
+                settings[key] = value
+            }
+        }
+        let table = ConfiguredAdvertisement.table(of: settings)
+        table["enabled"] = configured.enabled
+        let reader = Reader(file: "", lines: SourceLines(""))
+        return try reader.advertisement(table, path)
+    }
+}
+
 /// Walks the parsed TOML, turning each value into its typed field or a located error.
 struct Reader {
     let file: String
@@ -113,7 +144,10 @@ struct Reader {
         "altbeacon": ["manufacturer_id", "beacon_id", "reference_rssi"],
         "eddystone_uid": ["namespace", "instance", "tx_power"],
         "eddystone_url": ["url", "tx_power"],
+        "bthome": Set(BTHome.objects.map(\.name)).union(bthomeKeys),
     ]
+    /// The `bthome` preset's keys besides its measurements.
+    static let bthomeKeys: Set<String> = ["trigger_based", "local_name"]
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -152,14 +186,53 @@ struct Reader {
         }
         let enabled = try entry["enabled"].map { value throws(ConfigError) in try bool(value, path + ["enabled"]) } ?? true
         let advertisement: Advertisement
-        if let preset = presets.first {
+        var sensor: BTHome?
+        if presets.first == "bthome" {
+            let fields = try table(entry["bthome"]!, path + ["bthome"])
+            sensor = try bthome(fields, path + ["bthome"])
+            let localName = try fields["local_name"].map { value throws(ConfigError) in try string(value, path + ["bthome", "local_name"]) }
+            do {
+                advertisement = try sensor!.advertisement(localName: localName)
+            } catch {
+                throw self.error(path + ["bthome"], error.message)
+            }
+        } else if let preset = presets.first {
             advertisement = try self.preset(preset, table(entry[preset]!, path + [preset]), path + [preset])
         } else {
             advertisement = try fields(entry, path)
         }
         let problems = advertisement.problems()
         guard problems.isEmpty else { throw error(path, problems.joined(separator: "; ")) }
-        return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement)
+        var settings = ConfiguredAdvertisement.settings(of: entry)
+        settings["enabled"] = nil
+        return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement, bthome: sensor, settings: settings)
+    }
+
+    /// A `[advertisement.NAME.bthome]` table: measurements by object name, `trigger_based`.
+    func bthome(_ fields: TOMLTable, _ path: [String]) throws(ConfigError) -> BTHome {
+        try checkKeys(fields, allowed: Self.presetKeys["bthome"]!, at: path)
+        var sensor = BTHome(values: [:])
+        sensor.triggerBased = try fields["trigger_based"].map { value throws(ConfigError) in try bool(value, path + ["trigger_based"]) } ?? false
+        for name in fields.keys.sorted() where !Self.bthomeKeys.contains(name) {
+            let object = BTHome.objectsByName[name]!
+            let value: Double
+            if object.binary {
+                value = try bool(fields[name]!, path + [name]) ? 1 : 0
+            } else {
+                guard let number = fields[name]!.double ?? fields[name]!.int.map(Double.init) else {
+                    throw error(path + [name], "must be a number, not \(fields[name]!.type)")
+                }
+                value = number
+            }
+            guard object.encode(value) != nil else {
+                throw error(path + [name], "is \(object.format(value)); it must be between \(object.format(object.range.lowerBound)) and \(object.format(object.range.upperBound))\(object.unit.isEmpty ? "" : " " + object.unit)")
+            }
+            sensor.values[name] = value
+        }
+        guard !sensor.values.isEmpty else {
+            throw error(path, "has no measurement; give at least one, e.g. temperature = 21.5")
+        }
+        return sensor
     }
 
     func fields(_ entry: TOMLTable, _ path: [String]) throws(ConfigError) -> Advertisement {

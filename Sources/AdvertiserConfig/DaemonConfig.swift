@@ -29,11 +29,29 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
     public var enabled: Bool
     /// The advertisement, validated.
     public var advertisement: Advertisement
+    /// The BTHome sensor, for a `bthome` preset: its values change with `bleadvctl set`, and its
+    /// packet id with each change.
+    public var bthome: BTHome?
+    /// What the table says, key by key (`local_name`, `manufacturer_data.0xFFFF`,
+    /// `ibeacon.major`, `bthome.temperature`): what `bleadvctl set` changes.
+    public var settings: [String: ConfigValue]
 
     /// An entry.
-    public init(enabled: Bool = true, advertisement: Advertisement) {
+    public init(enabled: Bool = true, advertisement: Advertisement, bthome: BTHome? = nil, settings: [String: ConfigValue] = [:]) {
         self.enabled = enabled
         self.advertisement = advertisement
+        self.bthome = bthome
+        self.settings = settings
+    }
+
+    /// The advertisement with the BTHome packet id set to `packetID` (for a `bthome` preset;
+    /// any other advertisement is returned as it is).
+    public func advertisement(packetID: UInt8) throws(PeripheralError) -> Advertisement {
+        guard var sensor = bthome else { return advertisement }
+        sensor.packetID = packetID
+        var ad = advertisement
+        ad.serviceData = [.init(uuid: BTHome.serviceUUID, data: try sensor.serviceData())]
+        return ad
     }
 }
 
@@ -56,9 +74,10 @@ public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    /// `FILE:LINE: KEY: message`.
+    /// `FILE:LINE: KEY: message`; `KEY: message` when there is no file (a value set at run time).
     public var description: String {
         let place = line.map { "\(file):\($0)" } ?? file
-        return key.isEmpty ? "\(place): \(message)" : "\(place): \(key): \(message)"
+        let what = key.isEmpty ? message : "\(key): \(message)"
+        return place.isEmpty ? what : "\(place): \(what)"
     }
 }

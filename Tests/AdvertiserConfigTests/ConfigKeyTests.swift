@@ -29,6 +29,16 @@ struct ConfigKeyTests {
         "eddystone_url": ["url": "\"https://example.com\"", "tx_power": "-20"],
     ]
 
+    @Test("every BTHome measurement is read: setting it changes the sensor", arguments: BTHome.objects)
+    func everyMeasurementIsRead(object: BTHome.Object) throws {
+        let value = object.binary ? "true" : object.format(object.range.upperBound)
+
+        let parsed = try ConfigParser.parse("[advertisement.a.bthome]\n\(object.name) = \(value)\n", file: "t.toml")
+
+        let read = parsed.advertisements["a"]?.bthome?.values[object.name]
+        #expect(read.flatMap(object.encode) == object.encode(object.binary ? 1 : object.range.upperBound))
+    }
+
     @Test("every advertisement key the parser knows is read: setting it changes the result")
     func everyKnownFieldIsRead() throws {
         let plain = try ConfigParser.parse("[advertisement.a]\n", file: "t.toml").advertisements["a"]
@@ -40,7 +50,7 @@ struct ConfigKeyTests {
         }
     }
 
-    @Test("every key of every preset is read: a table without it is refused as missing that key", arguments: presets.keys.sorted())
+    @Test("every key of every beacon preset is read: a table without it is refused as missing that key", arguments: presets.keys.sorted())
     func everyPresetKeyIsRead(preset: String) throws {
         let full = try #require(Self.presets[preset])
         #expect(Set(full.keys) == Reader.presetKeys[preset])
@@ -63,7 +73,23 @@ struct ConfigKeyTests {
 
         #expect(documented.top == Reader.topKeys.subtracting(["advertisement"]))
         #expect(documented.fields == Reader.fieldKeys)
-        #expect(documented.presets == Reader.presetKeys)
+        #expect(documented.presets == Reader.presetKeys.mapValues { $0.subtracting(BTHome.objects.map(\.name)) })
+    }
+
+    @Test("bleadvd.toml(5) lists every BTHome measurement with its object id, range and unit")
+    func manPageListsEveryMeasurement() throws {
+        let page = try String(contentsOf: Self.root.appendingPathComponent("systemd/man/bleadvd.toml.5"), encoding: .utf8)
+        let section = page.components(separatedBy: ".SH BTHOME MEASUREMENTS\n").dropFirst().first ?? ""
+        let block = section.components(separatedBy: ".nf\n").dropFirst().first?.components(separatedBy: "\n.fi").first ?? ""
+
+        let expected = BTHome.objects.map { object in
+            let range = object.binary ? "true or false" : "\(object.format(object.range.lowerBound)) to \(object.format(object.range.upperBound))"
+            let name = object.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+            let shown = range.padding(toLength: 34, withPad: " ", startingAt: 0)
+            return "\(name)0x\(String(format: "%02X", object.id))  \(shown)\(object.unit)".replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+        }
+
+        #expect(block.split(separator: "\n").dropFirst().map(String.init) == expected, "expected:\n\(expected.joined(separator: "\n"))")
     }
 
     @Test("the example config names every advertisement key, set or in a comment")
@@ -71,8 +97,9 @@ struct ConfigKeyTests {
         let example = try String(contentsOf: Self.root.appendingPathComponent("systemd/bleadvd.toml"), encoding: .utf8)
         let words = Set(example.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
 
+        // BTHome's measurements are too many for an example; the man page lists them all.
         let missing = Reader.fieldKeys.union(Reader.topKeys).union(Reader.presetKeys.keys)
-            .union(Reader.presetKeys.values.joined()).subtracting(words)
+            .union(Reader.presetKeys.values.joined()).subtracting(BTHome.objects.map(\.name)).subtracting(words)
 
         #expect(missing.isEmpty, "not in the example: \(missing.sorted())")
     }

@@ -27,14 +27,19 @@ struct ConfigParserTests {
 
         #expect(config.adapter == nil)
         #expect(config.powerOn)
-        #expect(config.names == ["door", "heart"])
-        #expect(config.advertisements["heart"] == ConfiguredAdvertisement(enabled: true, advertisement: Advertisement(
+        #expect(config.names == ["door", "heart", "kitchen"])
+        #expect(config.advertisements["heart"]?.enabled == true)
+        #expect(config.advertisements["heart"]?.advertisement == Advertisement(
             kind: .peripheral, serviceUUIDs: [BluetoothUUID(0x180D), BluetoothUUID(0x180F)],
             manufacturerData: [.init(companyID: 0xFFFF, data: [1, 2, 3, 4])],
-            serviceData: [.init(uuid: BluetoothUUID(0x9999), data: [0, 1])], localName: "Thermo-1")))
-        #expect(config.advertisements["door"] == ConfiguredAdvertisement(enabled: false, advertisement: try Beacon.iBeacon(
+            serviceData: [.init(uuid: BluetoothUUID(0x9999), data: [0, 1])], localName: "Thermo-1"))
+        #expect(config.advertisements["door"]?.enabled == false)
+        #expect(config.advertisements["door"]?.advertisement == (try Beacon.iBeacon(
             uuid: try BluetoothUUID("e2c56db5-dffb-48d2-b060-d0f5a71096e0"), major: 1, minor: 2, measuredPower: -59
         ).advertisement()))
+        #expect(config.advertisements["kitchen"]?.enabled == false)
+        #expect(config.advertisements["kitchen"]?.bthome == BTHome(values: ["temperature": 21.5, "humidity": 40.2, "battery": 87]))
+        #expect(config.advertisements["kitchen"]?.advertisement.localName == "Kitchen")
     }
 
     @Test("every field maps to its advertisement property")

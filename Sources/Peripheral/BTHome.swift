@@ -1,0 +1,262 @@
+/// A BTHome v2 sensor (bthome.io): named measurements sent as service data for UUID 0xFCD2,
+/// which Home Assistant, ESPHome proxies and Theengs decode with no pairing.
+///
+/// The payload is the device information byte (version 2, and whether the sensor sends only on
+/// a trigger), then one object per measurement in ascending object-id order, the packet id
+/// (object 0x00) first: a receiver drops a packet whose id it has seen, so the id changes with
+/// every new set of values.
+public struct BTHome: Hashable, Sendable {
+    /// The service UUID BTHome v2 uses.
+    public static let serviceUUID = BluetoothUUID(0xFCD2)
+
+    /// One kind of measurement: its object id and how its value is carried.
+    public struct Object: Hashable, Sendable {
+        /// The name used in the config and by `bleadvctl set`, e.g. `temperature`.
+        public let name: String
+        /// The BTHome object id.
+        public let id: UInt8
+        /// Bytes on air (little endian).
+        public let size: Int
+        /// Whether the integer on air is signed.
+        public let signed: Bool
+        /// What one step on air is worth (0.01 for a temperature in hundredths of a degree).
+        public let factor: Double
+        /// A binary sensor: true or false, one byte.
+        public let binary: Bool
+        /// The unit, for people.
+        public let unit: String
+        /// The values that make sense, where narrower than what the bytes can carry
+        /// (a battery level is 0 to 100 %).
+        public let physical: ClosedRange<Double>?
+
+        init(
+            _ name: String, _ id: UInt8, size: Int = 1, signed: Bool = false, factor: Double = 1, unit: String = "",
+            physical: ClosedRange<Double>? = nil
+        ) {
+            self.name = name
+            self.id = id
+            self.size = size
+            self.signed = signed
+            self.factor = factor
+            self.binary = false
+            self.unit = unit
+            self.physical = physical
+        }
+
+        init(binary name: String, _ id: UInt8) {
+            self.name = name
+            self.id = id
+            size = 1
+            signed = false
+            factor = 1
+            binary = true
+            unit = ""
+            physical = nil
+        }
+
+        /// The smallest and largest steps on air.
+        var steps: ClosedRange<Double> {
+            if binary { return 0...1 }
+            let bits = size * 8
+            return signed ? (-power(of2: bits - 1))...(power(of2: bits - 1) - 1) : 0...(power(of2: bits) - 1)
+        }
+
+        /// The smallest and largest values the object carries.
+        public var range: ClosedRange<Double> {
+            let carried = (steps.lowerBound * factor)...(steps.upperBound * factor)
+            guard let physical else { return carried }
+            return max(carried.lowerBound, physical.lowerBound)...min(carried.upperBound, physical.upperBound)
+        }
+
+        /// The bytes of `value`, or nil when it is outside ``range``.
+        public func encode(_ value: Double) -> [UInt8]? {
+            guard value.isFinite, physical?.contains(value) ?? true else { return nil }
+            let step = (value / factor).rounded()
+            guard steps.contains(step) else { return nil }
+            let raw = UInt64(bitPattern: Int64(step))
+            return (0..<size).map { UInt8(truncatingIfNeeded: raw >> (8 * UInt64($0))) }
+        }
+
+        /// How many decimals a value of this object has (2 for a factor of 0.01).
+        var decimals: Int {
+            var decimals = 0
+            var scaled = factor
+            while decimals < 9, (scaled - scaled.rounded()).magnitude > 1e-9 {
+                scaled *= 10
+                decimals += 1
+            }
+            return decimals
+        }
+
+        /// `value` with this object's decimals, trailing zeros dropped: `327.67`, `-40`.
+        public func format(_ value: Double) -> String {
+            BTHome.format(value, decimals: decimals)
+        }
+    }
+
+    /// Every sensor and binary-sensor object of the BTHome v2 format, by object id. Names
+    /// with a suffix are the same quantity in another size or resolution.
+    public static let objects: [Object] = [
+        Object("battery", 0x01, unit: "%", physical: 0...100),
+        Object("temperature", 0x02, size: 2, signed: true, factor: 0.01, unit: "°C"),
+        Object("humidity", 0x03, size: 2, factor: 0.01, unit: "%", physical: 0...100),
+        Object("pressure", 0x04, size: 3, factor: 0.01, unit: "hPa"),
+        Object("illuminance", 0x05, size: 3, factor: 0.01, unit: "lx"),
+        Object("mass_kg", 0x06, size: 2, factor: 0.01, unit: "kg"),
+        Object("mass_lb", 0x07, size: 2, factor: 0.01, unit: "lb"),
+        Object("dew_point", 0x08, size: 2, signed: true, factor: 0.01, unit: "°C"),
+        Object("count", 0x09),
+        Object("energy", 0x0A, size: 3, factor: 0.001, unit: "kWh"),
+        Object("power", 0x0B, size: 3, factor: 0.01, unit: "W"),
+        Object("voltage", 0x0C, size: 2, factor: 0.001, unit: "V"),
+        Object("pm2_5", 0x0D, size: 2, unit: "µg/m³"),
+        Object("pm10", 0x0E, size: 2, unit: "µg/m³"),
+        Object(binary: "generic", 0x0F),
+        Object(binary: "power_on", 0x10),
+        Object(binary: "opening", 0x11),
+        Object("co2", 0x12, size: 2, unit: "ppm"),
+        Object("tvoc", 0x13, size: 2, unit: "µg/m³"),
+        Object("moisture", 0x14, size: 2, factor: 0.01, unit: "%", physical: 0...100),
+        Object(binary: "battery_low", 0x15),
+        Object(binary: "battery_charging", 0x16),
+        Object(binary: "carbon_monoxide", 0x17),
+        Object(binary: "cold", 0x18),
+        Object(binary: "connectivity", 0x19),
+        Object(binary: "door", 0x1A),
+        Object(binary: "garage_door", 0x1B),
+        Object(binary: "gas_detected", 0x1C),
+        Object(binary: "heat", 0x1D),
+        Object(binary: "light", 0x1E),
+        Object(binary: "lock", 0x1F),
+        Object(binary: "moisture_detected", 0x20),
+        Object(binary: "motion", 0x21),
+        Object(binary: "moving", 0x22),
+        Object(binary: "occupancy", 0x23),
+        Object(binary: "plug", 0x24),
+        Object(binary: "presence", 0x25),
+        Object(binary: "problem", 0x26),
+        Object(binary: "running", 0x27),
+        Object(binary: "safety", 0x28),
+        Object(binary: "smoke", 0x29),
+        Object(binary: "sound", 0x2A),
+        Object(binary: "tamper", 0x2B),
+        Object(binary: "vibration", 0x2C),
+        Object(binary: "window", 0x2D),
+        Object("humidity_1", 0x2E, unit: "%", physical: 0...100),
+        Object("moisture_1", 0x2F, unit: "%", physical: 0...100),
+        Object("count_16", 0x3D, size: 2),
+        Object("count_32", 0x3E, size: 4),
+        Object("rotation", 0x3F, size: 2, signed: true, factor: 0.1, unit: "°"),
+        Object("distance_mm", 0x40, size: 2, unit: "mm"),
+        Object("distance_m", 0x41, size: 2, factor: 0.1, unit: "m"),
+        Object("duration", 0x42, size: 3, factor: 0.001, unit: "s"),
+        Object("current", 0x43, size: 2, factor: 0.001, unit: "A"),
+        Object("speed", 0x44, size: 2, factor: 0.01, unit: "m/s"),
+        Object("temperature_0_1", 0x45, size: 2, signed: true, factor: 0.1, unit: "°C"),
+        Object("uv_index", 0x46, factor: 0.1),
+        Object("volume_0_1", 0x47, size: 2, factor: 0.1, unit: "L"),
+        Object("volume_ml", 0x48, size: 2, unit: "mL"),
+        Object("volume_flow_rate", 0x49, size: 2, factor: 0.001, unit: "m³/h"),
+        Object("voltage_0_1", 0x4A, size: 2, factor: 0.1, unit: "V"),
+        Object("gas", 0x4B, size: 3, factor: 0.001, unit: "m³"),
+        Object("gas_32", 0x4C, size: 4, factor: 0.001, unit: "m³"),
+        Object("energy_32", 0x4D, size: 4, factor: 0.001, unit: "kWh"),
+        Object("volume", 0x4E, size: 4, factor: 0.001, unit: "L"),
+        Object("water", 0x4F, size: 4, factor: 0.001, unit: "L"),
+        Object("acceleration", 0x51, size: 2, factor: 0.001, unit: "m/s²"),
+        Object("gyroscope", 0x52, size: 2, factor: 0.001, unit: "°/s"),
+        Object("volume_storage", 0x55, size: 4, factor: 0.001, unit: "L"),
+        Object("conductivity", 0x56, size: 2, unit: "µS/cm"),
+        Object("temperature_1", 0x57, signed: true, unit: "°C"),
+        Object("temperature_0_35", 0x58, signed: true, factor: 0.35, unit: "°C"),
+        Object("count_s8", 0x59, signed: true),
+        Object("count_s16", 0x5A, size: 2, signed: true),
+        Object("count_s32", 0x5B, size: 4, signed: true),
+        Object("power_s32", 0x5C, size: 4, signed: true, factor: 0.01, unit: "W"),
+        Object("current_s16", 0x5D, size: 2, signed: true, factor: 0.001, unit: "A"),
+        Object("direction", 0x5E, size: 2, factor: 0.01, unit: "°"),
+        Object("precipitation", 0x5F, size: 2, factor: 0.1, unit: "mm"),
+        Object("channel", 0x60),
+        Object("rotational_speed", 0x61, size: 2, unit: "rpm"),
+        Object("speed_s32", 0x62, size: 4, signed: true, factor: 0.000001, unit: "m/s"),
+        Object("acceleration_s32", 0x63, size: 4, signed: true, factor: 0.000001, unit: "m/s²"),
+        Object("light_level", 0x64),
+    ]
+
+    /// The objects by name.
+    public static let objectsByName: [String: Object] = Dictionary(uniqueKeysWithValues: objects.map { ($0.name, $0) })
+
+    /// The measurements by object name; a binary sensor is 0 or 1.
+    public var values: [String: Double]
+    /// Whether the sensor sends only when something happens (BTHome's trigger-based flag), so
+    /// that receivers do not expect regular updates.
+    public var triggerBased: Bool
+    /// The packet id (object 0x00).
+    public var packetID: UInt8
+
+    /// A sensor.
+    public init(values: [String: Double], triggerBased: Bool = false, packetID: UInt8 = 0) {
+        self.values = values
+        self.triggerBased = triggerBased
+        self.packetID = packetID
+    }
+
+    /// The device information byte: BTHome version 2, unencrypted, and the trigger-based flag.
+    public var deviceInformation: UInt8 {
+        0x40 | (triggerBased ? 0x04 : 0)
+    }
+
+    /// The objects, packet id first, then ascending by object id.
+    /// - Throws: ``PeripheralError`` (`invalidValue`) naming an unknown measurement or a value
+    ///   outside what its object carries, with the range.
+    public func objectBytes() throws(PeripheralError) -> [UInt8] {
+        var bytes: [UInt8] = [0x00, packetID]
+        for name in values.keys.sorted(by: { Self.order($0) < Self.order($1) }) {
+            guard let object = Self.objectsByName[name] else {
+                throw PeripheralError(.invalidValue, "\(name) is not a BTHome measurement; known: \(Self.objects.map(\.name).joined(separator: ", "))")
+            }
+            let value = values[name]!
+            guard let encoded = object.encode(value) else {
+                let shown = value.isFinite ? Self.format(value, decimals: 6) : "\(value)"
+                throw PeripheralError(.invalidValue, "\(name) is \(shown); it must be between \(object.format(object.range.lowerBound)) and \(object.format(object.range.upperBound))\(object.unit.isEmpty ? "" : " " + object.unit)")
+            }
+            bytes += [object.id] + encoded
+        }
+        return bytes
+    }
+
+    /// The service data for 0xFCD2: the device information byte and the objects.
+    public func serviceData() throws(PeripheralError) -> [UInt8] {
+        [deviceInformation] + (try objectBytes())
+    }
+
+    /// A broadcast advertisement carrying the sensor, with `localName` in the scan response.
+    public func advertisement(localName: String? = nil) throws(PeripheralError) -> Advertisement {
+        Advertisement(
+            kind: .broadcast, serviceData: [.init(uuid: Self.serviceUUID, data: try serviceData())], localName: localName)
+    }
+
+    private static func order(_ name: String) -> Int {
+        objectsByName[name].map { Int($0.id) } ?? Int.max
+    }
+
+    /// `value` rounded to `decimals`, trailing zeros dropped, no exponent (no Foundation here).
+    static func format(_ value: Double, decimals: Int) -> String {
+        let scale = power(of10: decimals)
+        let scaled = Int64((value.magnitude * scale).rounded())
+        let whole = scaled / Int64(scale)
+        var fraction = String(scaled % Int64(scale))
+        fraction = String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        return sign + String(whole) + (fraction.isEmpty ? "" : "." + fraction)
+    }
+}
+
+private func power(of2 exponent: Int) -> Double {
+    (0..<exponent).reduce(1.0) { value, _ in value * 2 }
+}
+
+private func power(of10 exponent: Int) -> Double {
+    (0..<exponent).reduce(1.0) { value, _ in value * 10 }
+}

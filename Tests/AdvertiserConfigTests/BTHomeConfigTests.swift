@@ -1,0 +1,134 @@
+import AdvertiserConfig
+import Peripheral
+import Testing
+
+@Suite("BTHome in the config, and values changed at run time")
+struct BTHomeConfigTests {
+    static let kitchen = """
+        [advertisement.kitchen.bthome]
+        local_name = "Kitchen"
+        temperature = 21.5
+        humidity = 40.2
+        battery = 87
+        """
+
+    func error(_ text: String) -> String? {
+        do {
+            _ = try ConfigParser.parse(text, file: "t.toml")
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    func kitchen() throws -> ConfiguredAdvertisement {
+        try #require(try ConfigParser.parse(Self.kitchen, file: "t.toml").advertisements["kitchen"])
+    }
+
+    func applyingError(_ changes: [String: ConfigValue], to configured: ConfiguredAdvertisement) -> String? {
+        do {
+            _ = try ConfigParser.applying(changes, to: configured, name: "kitchen")
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    @Test("a bthome table becomes a broadcast of its service data, with the name in the scan response")
+    func bthomeTable() throws {
+        let configured = try kitchen()
+
+        #expect(configured.advertisement.kind == .broadcast)
+        #expect(configured.advertisement.localName == "Kitchen")
+        #expect(configured.advertisement.serviceData == [.init(
+            uuid: BTHome.serviceUUID, data: [0x40, 0x00, 0x00, 0x01, 0x57, 0x02, 0x66, 0x08, 0x03, 0xB4, 0x0F])])
+    }
+
+    @Test("a new packet id changes only the packet id byte")
+    func packetID() throws {
+        let ad = try kitchen().advertisement(packetID: 5)
+
+        #expect(ad.serviceData.first?.data == [0x40, 0x00, 0x05, 0x01, 0x57, 0x02, 0x66, 0x08, 0x03, 0xB4, 0x0F])
+    }
+
+    @Test("config errors name the key, the line and the range", arguments: [
+        ("[advertisement.k.bthome]\ntemperature = 400\n", "t.toml:2: advertisement.k.bthome.temperature: is 400; it must be between -327.68 and 327.67 °C"),
+        ("[advertisement.k.bthome]\nbattery = 120\n", "t.toml:2: advertisement.k.bthome.battery: is 120; it must be between 0 and 100 %"),
+        ("[advertisement.k.bthome]\ntemprature = 1\n", "t.toml:2: advertisement.k.bthome.temprature: unknown key; known keys: acceleration, acceleration_s32, battery,"),
+        ("[advertisement.k.bthome]\ndoor = 1\n", "t.toml:2: advertisement.k.bthome.door: must be true or false, not int"),
+        ("[advertisement.k.bthome]\ntemperature = \"warm\"\n", "t.toml:2: advertisement.k.bthome.temperature: must be a number, not string"),
+        ("[advertisement.k.bthome]\nlocal_name = \"x\"\n", "t.toml:1: advertisement.k.bthome: has no measurement; give at least one, e.g. temperature = 21.5"),
+    ])
+    func configErrors(text: String, message: String) {
+        #expect(error(text)?.hasPrefix(message) == true, "\(error(text) ?? "no error")")
+    }
+
+    @Test("set changes a measurement given by name, and nothing else")
+    func setMeasurement() throws {
+        let changed = try ConfigParser.applying(["temperature": .double(22.25)], to: try kitchen(), name: "kitchen")
+
+        #expect(changed.bthome?.values == ["temperature": 22.25, "humidity": 40.2, "battery": 87])
+        #expect(changed.settings["bthome.temperature"] == .double(22.25))
+    }
+
+    @Test("set may add a measurement the file did not have")
+    func setNewMeasurement() throws {
+        let changed = try ConfigParser.applying(["door": .bool(true)], to: try kitchen(), name: "kitchen")
+
+        #expect(changed.bthome?.values["door"] == 1)
+    }
+
+    @Test("set refuses what the config would refuse, naming the key", arguments: [
+        (["temperature": ConfigValue.integer(400)], "advertisement.kitchen.bthome.temperature: is 400; it must be between -327.68 and 327.67 °C"),
+        (["temprature": .integer(1)], "advertisement.kitchen.bthome.temprature: unknown key; known keys: acceleration,"),
+        (["enabled": .bool(false)], "advertisement.kitchen.enabled: is not a value; turn advertisements on and off with bleadvctl on and off"),
+        (["co2": .integer(400), "pressure": .double(1000), "illuminance": .integer(1), "power": .integer(1), "count": .integer(1)],
+         "advertisement.kitchen: service_data fcd2 is 32 bytes; advertising data would be 32 of 31 bytes (1 over)"),
+    ])
+    func setRefusals(changes: [String: ConfigValue], message: String) throws {
+        let failure = applyingError(changes, to: try kitchen())
+
+        #expect(failure?.hasPrefix(message) == true, "\(failure ?? "no error")")
+    }
+
+    @Test("set changes a beacon preset's field by its name", arguments: [("major", ConfigValue.integer(7))])
+    func setBeaconField(key: String, value: ConfigValue) throws {
+        let door = try #require(try ConfigParser.parse("""
+            [advertisement.door.ibeacon]
+            uuid = "e2c56db5-dffb-48d2-b060-d0f5a71096e0"
+            major = 1
+            minor = 2
+            measured_power = -59
+            """, file: "t.toml").advertisements["door"])
+
+        let changed = try ConfigParser.applying([key: value], to: door, name: "door")
+
+        #expect(changed.advertisement.manufacturerData.first?.data[18...19] == [0x00, 0x07])
+    }
+
+    @Test("set changes raw fields: a name, and one company's manufacturer data")
+    func setRawFields() throws {
+        let heart = try #require(try ConfigParser.parse("""
+            [advertisement.heart]
+            local_name = "Thermo-1"
+            manufacturer_data = { "0xFFFF" = "0102" }
+            """, file: "t.toml").advertisements["heart"])
+
+        let changed = try ConfigParser.applying(
+            ["local_name": .string("Thermo-2"), "manufacturer_data.0xFFFF": .string("0a0b0c")], to: heart, name: "heart")
+
+        #expect(changed.advertisement.localName == "Thermo-2")
+        #expect(changed.advertisement.manufacturerData == [.init(companyID: 0xFFFF, data: [0x0A, 0x0B, 0x0C])])
+    }
+
+    @Test("typed text takes the type the key holds now", arguments: [
+        ("0102", ConfigValue?.some(.string("x")), ConfigValue.string("0102")),
+        ("21.5", nil, .double(21.5)),
+        ("21", .double(1), .integer(21)),
+        ("true", nil, .bool(true)),
+        ("180D,180F", .array([]), .array([.string("180D"), .string("180F")])),
+    ])
+    func parsingText(text: String, current: ConfigValue?, expected: ConfigValue) {
+        #expect(ConfigValue(parsing: text, like: current) == expected)
+    }
+}
