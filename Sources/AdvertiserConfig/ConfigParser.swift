@@ -43,19 +43,13 @@ extension ConfigParser {
         _ changes: [String: ConfigValue], to configured: ConfiguredAdvertisement, name: String
     ) throws(ConfigError) -> ConfiguredAdvertisement {
         let path = ["advertisement", name]
-        let preset = configured.settings.keys.lazy.compactMap { $0.split(separator: ".").first.map(String.init) }
-            .first { Reader.presetKeys[$0] != nil }
         var settings = configured.settings
         for (key, value) in changes {
             guard key != "enabled" else {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "is not a value; turn advertisements on and off with bleadvctl on and off")
             }
-            if let preset, !key.contains(".") {
-                settings[preset + "." + key] = value
-            } else {
-                settings[key] = value
-            }
+            settings[configured.settingKey(key)] = value
         }
         let table = ConfiguredAdvertisement.table(of: settings)
         table["enabled"] = configured.enabled

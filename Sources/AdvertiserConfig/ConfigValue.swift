@@ -68,6 +68,18 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ConfiguredAdvertisement {
+    /// The preset this advertisement uses, if any (`ibeacon`, `bthome`, ...).
+    public var preset: String? {
+        settings.keys.lazy.compactMap { $0.split(separator: ".").first.map(String.init) }.first { Reader.presetKeys[$0] != nil }
+    }
+
+    /// The key of ``settings`` that `key` (as given to `bleadvctl set`) names: for a preset,
+    /// its own keys are given without its name (`temperature` is `bthome.temperature`).
+    public func settingKey(_ key: String) -> String {
+        guard let preset, !key.contains(".") else { return key }
+        return preset + "." + key
+    }
+
     /// An advertisement's table as settings: `key` for a value, `key.subkey` for a value in a
     /// table (`manufacturer_data.0xFFFF`, `ibeacon.major`, `bthome.temperature`).
     static func settings(of table: TOMLTable) -> [String: ConfigValue] {

@@ -30,11 +30,13 @@ public struct AdvertisementState: Hashable, Sendable {
     public var errorCode: String?
     /// When the next attempt is, for `retrying`.
     public var retryInSeconds: Double?
+    /// Its values, by config key, as the config file would write them (what `set` changes).
+    public var values: [String: String]
 
     /// A state.
     public init(
         desired: Bool, state: State, sinceSeconds: Double, id: String? = nil, error: String? = nil,
-        errorCode: String? = nil, retryInSeconds: Double? = nil
+        errorCode: String? = nil, retryInSeconds: Double? = nil, values: [String: String] = [:]
     ) {
         self.desired = desired
         self.state = state
@@ -43,6 +45,7 @@ public struct AdvertisementState: Hashable, Sendable {
         self.error = error
         self.errorCode = errorCode
         self.retryInSeconds = retryInSeconds
+        self.values = values
     }
 
     /// The `a{sv}` the control API sends.
@@ -54,6 +57,8 @@ public struct AdvertisementState: Hashable, Sendable {
         if let error { fields["error"] = .string(error) }
         if let errorCode { fields["error_code"] = .string(errorCode) }
         if let retryInSeconds { fields["retry_in_seconds"] = .double(retryInSeconds) }
+        fields["values"] = .dictionary(
+            key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })
         return .variantDictionary(fields)
     }
 
@@ -65,6 +70,9 @@ public struct AdvertisementState: Hashable, Sendable {
         self.init(
             desired: desired, state: state, sinceSeconds: since, id: fields["id"]?.string,
             error: fields["error"]?.string, errorCode: fields["error_code"]?.string,
-            retryInSeconds: fields["retry_in_seconds"]?.double)
+            retryInSeconds: fields["retry_in_seconds"]?.double,
+            values: (fields["values"]?.dictionaryEntries ?? []).reduce(into: [:]) { result, entry in
+                if let key = entry.key.string, let value = entry.value.string { result[key] = value }
+            })
     }
 }

@@ -40,6 +40,12 @@ public struct AdvertiserClient: Sendable {
         try await call("List", expecting: "as")[0].stringArray ?? []
     }
 
+    /// Changes values of an advertisement on air (`bleadvctl set`): each value as typed; the
+    /// daemon reads it as the type its key holds.
+    public func set(_ name: String, _ values: [String: String]) async throws {
+        _ = try await call("Set", [.string(name), .variantDictionary(values.mapValues { .string($0) })])
+    }
+
     /// Makes the daemon re-read its config file.
     public func reload() async throws {
         _ = try await call("Reload")

@@ -8,10 +8,13 @@ public import Peripheral
 ///   - `On(as names)`, `Off(as names)`: no names means every configured advertisement. `On`
 ///     returns once BlueZ registered them all.
 ///   - `Status() -> a{sa{sv}}`: per name `desired` b, `state` s (on, off, retrying, waiting,
-///     failed), `since_seconds` d, and when set `id` s, `error` s, `error_code` s,
-///     `retry_in_seconds` d.
+///     failed), `since_seconds` d, `values` a{ss} (its config values, as set now), and when set
+///     `id` s, `error` s, `error_code` s, `retry_in_seconds` d.
 ///   - `List() -> as`: the configured names.
 ///   - `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
+///   - `Set(s name, a{sv} values)`: changes values on air in place (BTHome measurements,
+///     beacon fields, raw fields by config key), checked as the config file is.
+///   - signal `ValuesChanged(s name, a{ss} values)` when changed values went to BlueZ.
 ///   - signal `StateChanged(s name, s state)`, once per change; changes in quick succession
 ///     are coalesced, so a listener may miss a passing state but always gets the latest.
 /// - Errors are named `org.bleadvd.Error.<Code>` after `PeripheralError.Code` (e.g.

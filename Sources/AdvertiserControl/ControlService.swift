@@ -14,6 +14,11 @@ public protocol AdvertiserControlling: Sendable {
     /// Re-reads the config file.
     /// - Throws: a message naming the file, line and key when the new config is refused.
     func reload() async throws(ReloadError)
+    /// Changes values of one advertisement on air, in place: `values` by the keys of its
+    /// config table (`temperature`, `major`, `local_name`, `manufacturer_data.0xFFFF`), each a
+    /// string as typed, or a number, a boolean or an array of strings.
+    /// - Throws: `unknownName`, or `invalidValue` naming the key (nothing changes then).
+    func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError)
 }
 
 /// A refused config, as `Reload` reports it.
@@ -48,6 +53,12 @@ public enum ControlService {
             DBusMethod("List", outputs: [DBusArgument("names", .array(.string))]) { _ in
                 [.strings(await target.list())]
             },
+            DBusMethod("Set", inputs: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))]) { call in
+                let values = (call.arguments[1].dictionaryEntries ?? []).reduce(into: [String: DBusValue]()) { result, entry in
+                    if let key = entry.key.string, let value = entry.value.variantValue { result[key] = value }
+                }
+                return try await perform { () throws(PeripheralError) in try await target.set(call.arguments[0].string ?? "", values) }
+            },
             DBusMethod("Reload") { _ in
                 do {
                     try await target.reload()
@@ -57,7 +68,10 @@ public enum ControlService {
                 return []
             },
         ]
-        let signals = [DBusSignalDescription("StateChanged", arguments: [DBusArgument("name", .string), DBusArgument("state", .string)])]
+        let signals = [
+            DBusSignalDescription("StateChanged", arguments: [DBusArgument("name", .string), DBusArgument("state", .string)]),
+            DBusSignalDescription("ValuesChanged", arguments: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .string))]),
+        ]
         try await connection.export(
             [DBusInterface(name: ControlAPI.interface, methods: methods, signals: signals)], at: ControlAPI.path)
     }
@@ -67,6 +81,14 @@ public enum ControlService {
         try? await connection.emit(
             path: ControlAPI.path, interface: ControlAPI.interface, member: "StateChanged",
             [.string(name), .string(state.rawValue)])
+    }
+
+    /// Announces that an advertisement's values changed on air: each key with its value as the
+    /// config file would write it.
+    public static func valuesChanged(_ name: String, _ values: [String: String], on connection: DBusConnection) async {
+        try? await connection.emit(
+            path: ControlAPI.path, interface: ControlAPI.interface, member: "ValuesChanged",
+            [.string(name), .dictionary(key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })])
     }
 
     private static func perform(_ body: () async throws(PeripheralError) -> Void) async throws -> [DBusValue] {

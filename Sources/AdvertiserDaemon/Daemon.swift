@@ -16,6 +16,9 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     /// How long shutdown waits for BlueZ to unregister: a hung bluetoothd must not keep
     /// bleadvd from exiting within systemd's patience (and the 2 s it promises).
     public static var stopWait: Duration { .milliseconds(1500) }
+    /// The shortest time between two changes of one advertisement sent to BlueZ: values set
+    /// faster than that are coalesced, the newest wins.
+    public static var updateInterval: Duration { .milliseconds(100) }
 
     /// What the process asks of the loop (from signals).
     public enum Request: Sendable, Hashable {
@@ -32,7 +35,16 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     let clock: C
     let notifier: SystemdNotifier
     let logger: Logger
+    /// The advertisements as they are now: the file's, with the values set since.
     var config: DaemonConfig
+    /// The advertisements as the file said when it was last read.
+    var fileConfig: DaemonConfig
+    /// The BTHome packet id of each advertisement, changed with each new set of values.
+    var packetIDs: [String: UInt8] = [:]
+    /// Changed advertisements waiting for their turn to go to BlueZ (``updateInterval``).
+    var pendingUpdates: [String: Advertisement] = [:]
+    /// The advertisements whose changes are being sent now.
+    var sending: Set<String> = []
     /// The states as last announced (StateChanged, STATUS=).
     var published: [String: AdvertisementState] = [:]
     /// Whether READY=1 was sent.
@@ -49,6 +61,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         logger: Logger
     ) {
         self.config = config
+        self.fileConfig = config
         self.configPath = configPath
         self.manager = manager
         self.connection = connection
@@ -73,6 +86,10 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         states(await module.status())
     }
 
+    public func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError) {
+        try await change(name, values)
+    }
+
     public func list() async -> [String] {
         config.names
     }
@@ -91,8 +108,14 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
             logger.warning("adapter and power_on changes take effect when bleadvd restarts")
         }
         let added = new.names.filter { config.advertisements[$0] == nil && new.advertisements[$0]!.enabled }
-        config = new
-        await module.configure(new.advertisements.mapValues(\.advertisement))
+        var live = new
+        for name in new.names where new.advertisements[name] == fileConfig.advertisements[name] {
+            // The file did not change this one: the values set at run time stay.
+            live.advertisements[name] = config.advertisements[name]
+        }
+        fileConfig = new
+        config = live
+        await module.configure(live.advertisements.mapValues(\.advertisement))
         for name in added { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s)")
     }
@@ -118,6 +141,10 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
                 state.retryInSeconds = max(0, Self.seconds(now.duration(to: at)))
             }
             return state
+        }.reduce(into: [:]) { result, entry in
+            var state = entry.value
+            state.values = values(of: entry.key)
+            result[entry.key] = state
         }
     }
 

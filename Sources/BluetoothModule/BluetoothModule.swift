@@ -77,22 +77,43 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 entries[name] = nil
             }
             for (name, advertisement) in advertisements.sorted(by: { $0.key < $1.key }) {
-                guard let entry = entries[name] else {
+                guard entries[name] != nil else {
                     entries[name] = Entry(advertisement: advertisement, status: Status(desired: false, phase: .off, since: clock.now))
                     continue
                 }
-                guard entry.advertisement != advertisement else { continue }
-                entries[name]!.advertisement = advertisement
-                if case .failed = entry.status.phase { move(name, to: .waiting) }
-                guard case .on(let id, _) = entry.status.phase else { continue }
-                do {
-                    try await manager.updateAdvertisement(id, to: advertisement)
-                } catch {
-                    logger.warning("updating \(name) in place failed (\(error)); registering it again")
-                    await takeOff(name)
-                    await attempt(name)
-                }
+                await replace(name, with: advertisement)
             }
+        }
+    }
+
+    /// Replaces one advertisement. When it is on air it is changed in place, without going off
+    /// air (a change BlueZ cannot follow in place, such as a property that appears, registers
+    /// it again).
+    /// - Throws: ``PeripheralError`` `unknownName`; `CancellationError` as for ``on(_:)``.
+    public func update(_ name: String, to advertisement: Advertisement) async throws {
+        try await exclusively {
+            guard entries[name] != nil else { throw Self.unknown(name) }
+            await replace(name, with: advertisement)
+        }
+    }
+
+    private func replace(_ name: String, with advertisement: Advertisement) async {
+        guard let entry = entries[name], entry.advertisement != advertisement else { return }
+        entries[name]!.advertisement = advertisement
+        switch entry.status.phase {
+        case .on(let id, _):
+            do {
+                try await manager.updateAdvertisement(id, to: advertisement)
+            } catch {
+                logger.warning("updating \(name) in place failed (\(error)); registering it again")
+                await takeOff(name)
+                await attempt(name)
+            }
+        case .failed where entry.status.desired:
+            move(name, to: .waiting)
+            await attempt(name)
+        case .off, .waiting, .retrying, .failed:
+            break
         }
     }
 

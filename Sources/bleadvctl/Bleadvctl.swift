@@ -22,12 +22,13 @@ struct Bleadvctl: AsyncParsableCommand {
               bleadvctl on heart          # on air; returns once BlueZ registered it
               bleadvctl off               # everything off air
               bleadvctl status --json     # state per advertisement, for scripts
+              bleadvctl set kitchen temperature=21.7   # a BTHome value, changed on air
               bleadvctl preview door      # the bytes on air, without a daemon
 
             Exit status: 0 done; 1 the operation failed; 2 usage or config error; 3 bleadvd is \
             not running.
             """,
-        subcommands: [On.self, Off.self, Status.self, List.self, Reload.self, Preview.self])
+        subcommands: [On.self, Off.self, Status.self, List.self, Set.self, Reload.self, Preview.self])
 
     static func main() async {
         do {

@@ -35,7 +35,7 @@ extension Bleadvctl {
         static let configuration = CommandConfiguration(
             abstract: "Show each advertisement's state.",
             discussion: "States: on (on air), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), failed (refused until changed).")
-        @Flag(help: "Print JSON: {name: {desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?}}.")
+        @Flag(help: "Print JSON: {name: {desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, values}}.")
         var json = false
 
         func run() async throws {
@@ -49,6 +49,44 @@ extension Bleadvctl {
 
         func run() async throws {
             for name in try await withDaemon({ try await $0.list() }) { print(name) }
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change an advertisement's values on air, in place.",
+            discussion: """
+                KEY is a key of the advertisement's table in the config file: a BTHome \
+                measurement (temperature=21.5, door=true), a beacon field (major=7), or a raw \
+                field (local_name=Kitchen, manufacturer_data.0xFFFF=0102, service_data.180F=64, \
+                data.0x26=01). Values are checked as the config file is; one that does not fit \
+                is refused (exit 2) and the old bytes stay on air. The advertisement is changed \
+                in place, not re-registered; changes faster than every 100 ms are coalesced, \
+                the newest wins. Values set here last until the advertisement's table in the \
+                file changes (and is reloaded) or bleadvd restarts.
+
+                Example, from a systemd timer or cron every minute:
+                  bleadvctl set kitchen temperature=$(read-sensor) battery=87
+                """)
+        @Argument(help: ArgumentHelp("The advertisement.", valueName: "name"))
+        var name: String
+        @Argument(help: ArgumentHelp("What to change.", valueName: "key=value"))
+        var values: [String]
+
+        func validate() throws {
+            for pair in values where !pair.contains("=") || pair.hasPrefix("=") {
+                throw ValidationError("\"\(pair)\" is not KEY=VALUE")
+            }
+            if values.isEmpty { throw ValidationError("nothing to set; give KEY=VALUE, e.g. temperature=21.5") }
+        }
+
+        func run() async throws {
+            var changes: [String: String] = [:]
+            for pair in values {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                changes[String(parts[0])] = String(parts[1])
+            }
+            try await withDaemon { try await $0.set(name, changes) }
         }
     }
 
@@ -115,7 +153,7 @@ extension Failure {
             self.init(code: Self.failed, message: "bleadvd did not answer in time: \(error.message)")
         case ControlAPI.configError:
             self.init(code: Self.usage, message: error.message)
-        case ControlAPI.errorName(.unknownName):
+        case ControlAPI.errorName(.unknownName), ControlAPI.errorName(.invalidValue), ControlAPI.errorName(.invalidAdvertisement):
             self.init(code: Self.usage, message: error.message)
         default:
             self.init(code: Self.failed, message: error.message)

@@ -10,6 +10,11 @@ enum StatusFormat {
             var detail = state.id ?? ""
             if let retry = state.retryInSeconds { detail = "next try in \(duration(retry))" }
             if let error = state.error, state.state != .on { detail += (detail.isEmpty ? "" : ": ") + error }
+            let measurements = state.values.filter { $0.key.hasPrefix("bthome.") && $0.key != "bthome.local_name" }
+            if !measurements.isEmpty {
+                let shown = measurements.sorted { $0.key < $1.key }.map { "\($0.key.dropFirst("bthome.".count))=\($0.value)" }
+                detail += (detail.isEmpty ? "" : " ") + shown.joined(separator: " ")
+            }
             rows.append([name, state.state.rawValue, state.desired ? "on" : "off", duration(state.sinceSeconds), detail])
         }
         let widths = (0..<4).map { column in rows.map { $0[column].count }.max()! }
@@ -28,6 +33,8 @@ enum StatusFormat {
             if let error = state.error { fields.append("\"error\": \(quote(error))") }
             if let code = state.errorCode { fields.append("\"error_code\": \(quote(code))") }
             if let retry = state.retryInSeconds { fields.append("\"retry_in_seconds\": \(number(retry))") }
+            let values = state.values.sorted { $0.key < $1.key }.map { "\(quote($0.key)): \(quote($0.value))" }
+            fields.append("\"values\": {" + values.joined(separator: ", ") + "}")
             return "  \(quote(name)): {" + fields.joined(separator: ", ") + "}"
         }
         return entries.isEmpty ? "{}\n" : "{\n" + entries.joined(separator: ",\n") + "\n}\n"

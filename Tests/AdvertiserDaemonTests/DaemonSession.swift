@@ -33,6 +33,13 @@ struct DaemonSession {
     let requests: AsyncStream<Daemon<ManualClock>.Request>.Continuation
     /// The daemon's loop: ends when asked to stop, fails when it cannot go on.
     let running: Task<Void, any Error>
+    /// Whatever a test needs alive as long as the session (a listener's connection).
+    private let kept = Kept()
+
+    /// Keeps `object` alive as long as the session.
+    func keep(_ object: some Sendable & AnyObject) {
+        kept.append(object)
+    }
 
     /// A daemon running its loop, READY; `heart` is on air (enabled), `door` is off.
     /// - Parameters:
@@ -70,5 +77,15 @@ struct DaemonSession {
     /// Replaces the config file (for reload).
     func writeConfig(_ text: String) throws {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+}
+
+/// Objects kept alive with a session.
+private final class Kept: @unchecked Sendable {
+    private let lock = NSLock()
+    private var objects: [AnyObject] = []
+
+    func append(_ object: AnyObject) {
+        lock.withLock { objects.append(object) }
     }
 }

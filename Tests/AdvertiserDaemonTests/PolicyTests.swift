@@ -26,7 +26,7 @@ struct PolicyTests {
         #expect(session.mock.startAdvertisingCallCount == 2)
     }
 
-    @Test("an unprivileged user gets AccessDenied for On, Off and Reload", arguments: ["On", "Off", "Reload"])
+    @Test("an unprivileged user gets AccessDenied for On, Off, Set and Reload", arguments: ["On", "Off", "Set", "Reload"])
     func othersAreDenied(member: String) async throws {
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
 

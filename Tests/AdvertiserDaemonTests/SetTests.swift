@@ -1,0 +1,123 @@
+import AdvertiserControl
+import AdvertiserDaemon
+import DBus
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// Values changed on air: `Set` and `bleadvctl set`, against the daemon over the mock.
+@Suite("Values changed on air", .timeLimit(.minutes(1)))
+struct SetTests {
+    static let config = DaemonSession.config + """
+
+        [advertisement.kitchen.bthome]
+        local_name = "Kitchen"
+        temperature = 21.5
+        humidity = 40.2
+        battery = 87
+        """
+
+    /// A session whose kitchen sensor is on air, and ValuesChanged as a listener on the bus
+    /// hears it (the listener lives as long as the session: see `DaemonSession.keep`).
+    func session() async throws -> (DaemonSession, AsyncStream<DBusMessage>.Iterator) {
+        let session = try await DaemonSession(config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        let changes = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: "ValuesChanged"))
+        _ = try await session.ctl("on", "kitchen")
+        session.keep(listener)
+        return (session, changes.makeAsyncIterator())
+    }
+
+    func serviceData(_ advertisement: Advertisement?) -> [UInt8]? {
+        advertisement?.serviceData.first?.data
+    }
+
+    @Test("set changes a BTHome value in place: BlueZ gets one update, nothing is unregistered")
+    func setInPlace() async throws {
+        var (session, changes) = try await session()
+
+        let result = try await session.ctl("set", "kitchen", "temperature=22.5")
+        let announced = await changes.next()
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(session.mock.updateAdvertisementCallCount == 1)
+        #expect(session.mock.stopAdvertisingCallCount == 0)
+        // Packet id 1, battery 87, 22.5 °C (0x08CA), 40.2 % (0x0FB4).
+        #expect(serviceData(session.mock.calls.updated.last?.advertisement) == [0x40, 0x00, 0x01, 0x01, 0x57, 0x02, 0xCA, 0x08, 0x03, 0xB4, 0x0F])
+        #expect(announced?.body.first == .string("kitchen"))
+    }
+
+    @Test("1,000 sets in a burst reach BlueZ as a few updates, the last value last")
+    func burstsCoalesce() async throws {
+        var (session, changes) = try await session()
+
+        for step in 1...1000 {
+            try await session.daemon.set("kitchen", ["temperature": .double(Double(step) / 100)])
+        }
+        var last: [String: String] = [:]
+        while last["bthome.temperature"] != "10.0" {
+            await session.clock.waitForSleepers()
+            session.clock.advance(by: Daemon<ManualClock>.updateInterval)
+            let body = await changes.next()?.body
+            last = (body?.last?.dictionaryEntries ?? []).reduce(into: [:]) { $0[$1.key.string ?? ""] = $1.value.string }
+        }
+
+        #expect(session.mock.updateAdvertisementCallCount <= 3)
+        // 10.00 °C is 0x03E8.
+        #expect(serviceData(session.mock.calls.updated.last?.advertisement)?[5...7] == [0x02, 0xE8, 0x03])
+    }
+
+    @Test("status shows the values now on air")
+    func statusShowsValues() async throws {
+        var (session, changes) = try await session()
+        _ = try await session.ctl("set", "kitchen", "temperature=22.5", "door=true")
+        _ = await changes.next()
+
+        let table = try await session.ctl("status")
+
+        #expect(table.output.contains("kitchen  on"))
+        #expect(table.output.contains("battery=87 door=true humidity=40.2 temperature=22.5"))
+    }
+
+    @Test("a value set refused by the config's rules exits 2 with one line, and nothing changes on air", arguments: [
+        (["kitchen", "temperature=400"], "bleadvctl: advertisement.kitchen.bthome.temperature: is 400; it must be between -327.68 and 327.67 °C\n"),
+        (["kitchen", "temprature=1"], "bleadvctl: advertisement.kitchen.bthome.temprature: unknown key; known keys: acceleration,"),
+        (["kitchen", "temperature=warm"], "bleadvctl: advertisement.kitchen.bthome.temperature: must be a number, not string\n"),
+        (["kitchen", "co2=400", "pressure=1000", "illuminance=1", "power=1", "count=1"],
+         "bleadvctl: advertisement.kitchen: service_data fcd2 is 32 bytes; advertising data would be 32 of 31 bytes (1 over)\n"),
+        (["parlour", "temperature=20"], "bleadvctl: no advertisement named \"parlour\"\n"),
+        (["kitchen", "enabled=false"], "bleadvctl: advertisement.kitchen.enabled: is not a value; turn advertisements on and off with bleadvctl on and off\n"),
+    ])
+    func refused(arguments: [String], message: String) async throws {
+        let (session, _) = try await session()
+
+        let result = try await runProgram(
+            product("bleadvctl"), ["set"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+
+        #expect(result.status == 2)
+        #expect(result.errors.hasPrefix(message), "\(result.errors)")
+        #expect(session.mock.updateAdvertisementCallCount == 0)
+        #expect(try await session.ctl("status", "--json").output.contains("\"bthome.temperature\": \"21.5\""))
+    }
+
+    @Test("a reload keeps values set at run time where the file did not change, and takes the file's where it did")
+    func reloadKeepsUnchangedValues() async throws {
+        var (session, changes) = try await session()
+        _ = try await session.ctl("set", "kitchen", "temperature=22.5")
+        _ = await changes.next()
+        try session.writeConfig(Self.config.replacingOccurrences(of: "Thermo-1", with: "Thermo-2"))
+
+        _ = try await session.ctl("reload")
+        let kept = try await session.ctl("status", "--json").output
+        try session.writeConfig(Self.config.replacingOccurrences(of: "battery = 87", with: "battery = 50"))
+        _ = try await session.ctl("reload")
+        let fromFile = try await session.ctl("status", "--json").output
+
+        #expect(kept.contains("\"bthome.temperature\": \"22.5\""))
+        #expect(fromFile.contains("\"bthome.temperature\": \"21.5\""))
+        #expect(fromFile.contains("\"bthome.battery\": \"50\""))
+    }
+}
