@@ -1,4 +1,3 @@
-import Foundation
 import Testing
 import TestSupport
 
@@ -79,14 +78,7 @@ struct DBusSignalTests {
 
     @Test("a subscription by well-known sender fails when the bus will not say who owns the name")
     func ownerUnknownFailsTheSubscription() async throws {
-        let policy = FileManager.default.temporaryDirectory.appendingPathComponent("deny-owner-\(UUID().uuidString).conf")
-        try """
-            <busconfig><policy context="default">
-              <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="GetNameOwner"/>
-            </policy></busconfig>
-            """.write(to: policy, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: policy) }
-        let bus = try PrivateBus(systemPolicy: [policy.path])
+        let bus = try PrivateBus.refusingGetNameOwner()
         let connection = try await DBusConnection.connect(to: bus)
 
         let error = await #expect(throws: DBusError.self) {

@@ -1,5 +1,4 @@
 import DBus
-import Foundation
 import Peripheral
 import PeripheralBlueZ
 import TestSupport
@@ -238,14 +237,7 @@ struct BlueZContractTests {
 struct BlueZRefusalTests {
     @Test("events() fails when the bus will not let BlueZ be watched")
     func eventsFailWhenTheBusRefuses() async throws {
-        let policy = FileManager.default.temporaryDirectory.appendingPathComponent("deny-owner-\(UUID().uuidString).conf")
-        try """
-            <busconfig><policy context="default">
-              <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="GetNameOwner"/>
-            </policy></busconfig>
-            """.write(to: policy, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: policy) }
-        let bus = try PrivateBus(systemPolicy: [policy.path])
+        let bus = try PrivateBus.refusingGetNameOwner()
         let manager = BlueZPeripheralManager(connection: try await DBusConnection.connect(to: .address(bus.address)))
 
         await #expect(throws: DBusError.self) { _ = try await manager.events() }

@@ -59,6 +59,19 @@ public final class PrivateBus: @unchecked Sendable {
         address = try Self.readLine(from: process.stdout)
     }
 
+    /// A bus with the system bus's default policy that also refuses `GetNameOwner`, so that a
+    /// connection cannot learn who owns a name (to test what follows from that).
+    public static func refusingGetNameOwner() throws -> PrivateBus {
+        let policy = FileManager.default.temporaryDirectory.appendingPathComponent("deny-owner-\(UUID().uuidString).conf")
+        try """
+            <busconfig><policy context="default">
+              <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="GetNameOwner"/>
+            </policy></busconfig>
+            """.write(to: policy, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: policy) }
+        return try PrivateBus(systemPolicy: [policy.path])
+    }
+
     deinit {
         stop()
         try? FileManager.default.removeItem(at: folder)
