@@ -2,9 +2,10 @@
 """Reads a btmon capture (btsnoop, monitor format) and prints the advertising payloads the
 host gave a controller, as hex, oldest first: the exact bytes that went on air.
 
-  hcicapture.py FILE [--index N] (--adv-data | --scan-data)
+  hcicapture.py FILE [--index N] (--adv-data | --scan-data) [--timestamps]
 
-Covers the legacy (LE Set Advertising Data / Scan Response Data) and the extended
+With --timestamps each line starts with the time btmon saw the command, in seconds since the
+epoch (the same clock as `date +%s.%N`). Covers the legacy (LE Set Advertising Data / Scan Response Data) and the extended
 (LE Set Extended Advertising Data / Scan Response Data) commands. Each line:
   HANDLE HEX        (HANDLE is "-" for legacy commands, which have none)
 """
@@ -13,6 +14,8 @@ import struct
 import sys
 
 MONITOR_FORMAT = 2001
+# btsnoop timestamps count microseconds from year 0; this is 1970-01-01 in them.
+BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
 COMMAND_PACKET = 2
 LEGACY_ADV, LEGACY_SCAN = 0x2008, 0x2009
 EXT_ADV, EXT_SCAN = 0x2037, 0x2038
@@ -30,21 +33,21 @@ def records(path):
             head = f.read(24)
             if len(head) < 24:
                 return
-            _, included, flags, _, _ = struct.unpack(">IIIIQ", head)
+            _, included, flags, _, stamp = struct.unpack(">IIIIQ", head)
             data = f.read(included)
-            yield flags >> 16, flags & 0xFFFF, data
+            yield flags >> 16, flags & 0xFFFF, data, (stamp - BTSNOOP_EPOCH) / 1e6
 
 
 def payloads(path, index, legacy_opcode, extended_opcode):
-    for record_index, opcode, packet in records(path):
+    for record_index, opcode, packet, stamp in records(path):
         if record_index != index or opcode != COMMAND_PACKET or len(packet) < 3:
             continue
         command, length = struct.unpack("<HB", packet[:3])
         params = packet[3:3 + length]
         if command == legacy_opcode and params:
-            yield "-", params[1:1 + params[0]]
+            yield "-", params[1:1 + params[0]], stamp
         elif command == extended_opcode and len(params) >= 4:
-            yield "%d" % params[0], params[4:4 + params[3]]
+            yield "%d" % params[0], params[4:4 + params[3]], stamp
 
 
 def main():
@@ -54,10 +57,11 @@ def main():
     kind = parser.add_mutually_exclusive_group(required=True)
     kind.add_argument("--adv-data", action="store_true")
     kind.add_argument("--scan-data", action="store_true")
+    parser.add_argument("--timestamps", action="store_true")
     args = parser.parse_args()
     opcodes = (LEGACY_ADV, EXT_ADV) if args.adv_data else (LEGACY_SCAN, EXT_SCAN)
-    for handle, data in payloads(args.file, args.index, *opcodes):
-        print(handle, data.hex())
+    for handle, data, stamp in payloads(args.file, args.index, *opcodes):
+        print(("%.6f " % stamp if args.timestamps else "") + handle, data.hex())
 
 
 if __name__ == "__main__":

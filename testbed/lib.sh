@@ -32,6 +32,12 @@ observe_until() {
   python3 "$TESTBED_ROOT/testbed/observer.py" --adapter hci1 --seconds "$seconds" "${args[@]}"
 }
 
+# decode KIND ARGS...: testbed/decode.py in the decoder venv (Home Assistant's bthome-ble,
+# beacontools): parsers we did not write.
+decode() {
+  "${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python" "$TESTBED_ROOT/testbed/decode.py" "$@"
+}
+
 # advertising_data [hciN]: every advertising data payload the host set on a controller,
 # in hex, oldest first, read from the btmon capture.
 advertising_data() {

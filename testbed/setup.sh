@@ -51,4 +51,12 @@ if [[ ! -x "$TESTBED_VNG" ]]; then
   /usr/bin/python3 -m venv "$TESTBED_CACHE/venv"
   "$TESTBED_CACHE/venv/bin/pip" install -q --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
 fi
+if [[ ! -x "$TESTBED_CACHE/decoders/bin/python" ]] || ! "$TESTBED_CACHE/decoders/bin/python" -c 'import bthome_ble, beacontools' 2>/dev/null; then
+  # Decoders we did not write, for scenarios to check what hci1 hears: Home Assistant's BTHome
+  # parser and a beacon parser.
+  log "installing bthome-ble $BTHOME_BLE_VERSION and beacontools $BEACONTOOLS_VERSION into $TESTBED_CACHE/decoders"
+  /usr/bin/python3 -m venv "$TESTBED_CACHE/decoders"
+  "$TESTBED_CACHE/decoders/bin/pip" install -q --disable-pip-version-check \
+    "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION"
+fi
 log "ready (kernel $kver, $(("$(date +%s)" - started)) s)"

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Decodes what a scanner heard with parsers we did not write: Home Assistant's BTHome parser
+(PyPI bthome-ble) for service data 0xFCD2, and beacontools for iBeacon, AltBeacon and Eddystone.
+
+  decode.py bthome ADDRESS HEX [--name NAME] [--key HEX32]
+      prints one line per measurement, e.g. "temperature 21.5" (Home Assistant's keys)
+  decode.py ibeacon HEX          (manufacturer data of company 0x004C, without the company id)
+
+Runs in the test bed's decoder venv (testbed/setup.sh), inside the VM.
+"""
+import argparse
+import sys
+
+
+def bthome(args):
+    from bthome_ble import BTHomeBluetoothDeviceData
+    from habluetooth import BluetoothServiceInfoBleak
+    from bleak.backends.device import BLEDevice
+
+    data = bytes.fromhex(args.hex)
+    device = BLEDevice(args.address, args.name, None)
+    info = BluetoothServiceInfoBleak(
+        name=args.name or args.address, address=args.address, rssi=-60, manufacturer_data={},
+        service_data={"0000fcd2-0000-1000-8000-00805f9b34fb": data},
+        service_uuids=["0000fcd2-0000-1000-8000-00805f9b34fb"], source="local", device=device,
+        advertisement=None, connectable=False, time=0, tx_power=None)
+    parser = BTHomeBluetoothDeviceData(bindkey=bytes.fromhex(args.key) if args.key else None)
+    update = parser.update(info)
+    if not update.entity_values and not update.binary_entity_values:
+        print("bthome-ble decoded nothing from %s" % args.hex, file=sys.stderr)
+        return 1
+    for key, value in sorted(update.entity_values.items(), key=lambda kv: kv[0].key):
+        print("%s %s" % (key.key, value.native_value))
+    for key, value in sorted(update.binary_entity_values.items(), key=lambda kv: kv[0].key):
+        print("%s %s" % (key.key, value.native_value))
+    return 0
+
+
+def ibeacon(args):
+    from beacontools import parse_packet
+    # beacontools parses the AD structure: length, type 0xFF, company 0x004C, then the data.
+    data = bytes.fromhex("4c00" + args.hex)
+    packet = parse_packet(bytes([len(data) + 1, 0xFF]) + data)
+    if packet is None:
+        print("beacontools decoded nothing from %s" % args.hex, file=sys.stderr)
+        return 1
+    print("uuid %s major %d minor %d tx_power %d" % (packet.uuid, packet.major, packet.minor, packet.tx_power))
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="kind", required=True)
+    b = sub.add_parser("bthome")
+    b.add_argument("address")
+    b.add_argument("hex")
+    b.add_argument("--name")
+    b.add_argument("--key")
+    i = sub.add_parser("ibeacon")
+    i.add_argument("hex")
+    args = parser.parse_args()
+    return bthome(args) if args.kind == "bthome" else ibeacon(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

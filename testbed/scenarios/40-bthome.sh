@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# BTHome v2 for Home Assistant, checked by Home Assistant's own parser (PyPI bthome-ble):
+# - a [advertisement.kitchen.bthome] sensor is heard on hci1 and decodes to 21.5 °C, 40.2 %,
+#   battery 87 %;
+# - `bleadvctl set` changes the values on air in place: the parser decodes the new values and
+#   btmon shows no Remove Advertising in between;
+# - the time from `bleadvctl set` to the new bytes given to the controller, over 10 sets;
+# - 300 Set calls in a burst (1,000 take longer than a scenario may under software emulation;
+#   the 1,000-call case is a unit test on the injected clock): how many updates reached the
+#   controller, the last value on air, bleadvd's memory before and after;
+# - the iBeacon preset decodes with beacontools.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+config="$TESTBED_WORK/bthome.toml"
+cat > "$config" <<'TOML'
+adapter = "hci0"
+[advertisement.kitchen.bthome]
+local_name = "Kitchen"
+temperature = 21.5
+humidity = 40.2
+battery = 87
+
+[advertisement.door]
+enabled = false
+[advertisement.door.ibeacon]
+uuid = "e2c56db5-dffb-48d2-b060-d0f5a71096e0"
+major = 1
+minor = 2
+measured_power = -59
+TOML
+fcd2=0000fcd2-0000-1000-8000-00805f9b34fb
+removals() { btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | grep -c "Remove Advertising" || true; }
+
+# decoded SERVICE_DATA_HEX: Home Assistant's reading of it, one "key value" per line.
+decoded() { decode bthome "$address" "$1" --name Kitchen; }
+# heard_fcd2: the 0xFCD2 service data hci1 hears now.
+heard_fcd2() { observe_until 20 "service_data=$fcd2:" | sed -nE "s/.*service_data=$fcd2:([0-9a-f]+).*/\1/p" | head -n1; }
+# wait_decoded TEXT...: scans until the decoded values hold every TEXT line.
+wait_decoded() {
+  local i data values
+  for i in 1 2 3 4 5 6; do
+    data=$(heard_fcd2) || true
+    values=$(decoded "$data" 2>/dev/null) || true
+    if all_lines "$values" "$@"; then printf '%s\n' "$values" | sed 's/^/    /'; return 0; fi
+  done
+  echo "the decoder never saw $*; last heard $data:" >&2; printf '%s\n' "$values" >&2
+  return 1
+}
+all_lines() { local text=$1; shift; local line; for line in "$@"; do grep -qxF "$line" <<< "$text" || return 1; done; }
+
+start_bleadvd "$config"
+address=$(dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Get \
+  string:org.bluez.Adapter1 string:Address | sed -nE 's/.*string "([0-9A-F:]+)".*/\1/p')
+echo "hci1 hears kitchen; Home Assistant's bthome-ble decodes:"
+wait_decoded "temperature 21.5" "humidity 40.2" "battery 87"
+
+before=$(removals)
+echo "bleadvctl set kitchen temperature=22.7 humidity=41.3 battery=86:"
+bleadvctl set kitchen temperature=22.7 humidity=41.3 battery=86
+wait_decoded "temperature 22.7" "humidity 41.3" "battery 86"
+bleadvctl status | sed 's/^/    /'
+[[ "$(removals)" == "$before" ]] || { echo "BlueZ removed the advertisement to change it" >&2; exit 1; }
+echo "    no Remove Advertising between the two ($before before, $(removals) after)"
+
+echo "bleadvctl set to the new bytes given to the controller, 10 sets (btmon's clock), and the"
+echo "daemon's share: Set on the bus to bleadvd's PropertiesChanged (dbus-monitor's clock):"
+dbus-monitor --system --profile > "$TESTBED_WORK/set-monitor.txt" 2>&1 &
+monitor=$!
+sleep 1
+: > "$TESTBED_WORK/set-times.txt"
+for i in $(seq 1 10); do
+  value=$((2300 + i))
+  echo "$(date +%s.%N) $(printf '02%02x%02x' $((value & 255)) $((value >> 8)))" >> "$TESTBED_WORK/set-times.txt"
+  bleadvctl set kitchen "temperature=${value:0:2}.${value:2}"
+  sleep 0.3
+done
+sleep 1
+kill "$monitor"; wait "$monitor" 2>/dev/null || true
+python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index 0 --adv-data --timestamps \
+  > "$TESTBED_WORK/adv-times.txt"
+# For each set: the first advertising data that carries its temperature, after the set began.
+awk 'NR == FNR { start[FNR] = $1; want[FNR] = $2; n = FNR; next }
+     { for (i = 1; i <= n; i++) if (!(i in done) && $1 >= start[i] && index($3, want[i])) { done[i] = ($1 - start[i]) * 1000 } }
+     END { for (i = 1; i <= n; i++) print (i in done) ? int(done[i]) : "missing" }' \
+  "$TESTBED_WORK/set-times.txt" "$TESTBED_WORK/adv-times.txt" | sort -n > "$TESTBED_WORK/set-latency.txt"
+echo "    set to controller, ms: $(tr '\n' ' ' < "$TESTBED_WORK/set-latency.txt")-> median $(sed -n 5p "$TESTBED_WORK/set-latency.txt")-$(sed -n 6p "$TESTBED_WORK/set-latency.txt") ms"
+! grep -q missing "$TESTBED_WORK/set-latency.txt" || { echo "a set never reached the controller" >&2; exit 1; }
+bleadvd_name=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+  org.freedesktop.DBus.GetNameOwner string:org.bleadvd.Advertiser | awk -F'"' '/string/ {print $2}')
+# dbus-monitor --profile: type time serial sender destination path interface member.
+awk -v daemon="$bleadvd_name" '
+  $1 == "mc" && $8 == "Set" && $7 == "org.bleadvd.Advertiser1" { received = $2 }
+  $1 == "sig" && $4 == daemon && $8 == "PropertiesChanged" && received { print int(($2 - received) * 1000000); received = 0 }' \
+  "$TESTBED_WORK/set-monitor.txt" | sort -n > "$TESTBED_WORK/set-share.txt"
+echo "    Set to PropertiesChanged, µs: $(tr '\n' ' ' < "$TESTBED_WORK/set-share.txt")"
+[[ $(wc -l < "$TESTBED_WORK/set-share.txt") -ge 10 ]] || { echo "not every Set was followed by PropertiesChanged" >&2; exit 1; }
+
+echo "300 Set calls in a burst (one client, as fast as the bus takes them):"
+rss_before=$(awk '/VmRSS/ {print $2}' "/proc/$BLEADVD_PID/status")
+updates_before=$(advertising_data 0 | wc -l)
+burst_start=$(date +%s.%N)
+python3 - <<'PY'
+import dbus
+bus = dbus.SystemBus()
+advertiser = dbus.Interface(bus.get_object("org.bleadvd.Advertiser", "/org/bleadvd/Advertiser"), "org.bleadvd.Advertiser1")
+for step in range(1, 301):
+    advertiser.Set("kitchen", {"temperature": dbus.Double(step / 30.0, variant_level=1)})
+PY
+burst=$(awk -v s="$burst_start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+wait_decoded "temperature 10.0"
+sleep 1
+updates=$(( $(advertising_data 0 | wc -l) - updates_before ))
+rss_after=$(awk '/VmRSS/ {print $2}' "/proc/$BLEADVD_PID/status")
+echo "    300 calls in $burst s; the controller got $updates new advertising data; last value on air 10.0 °C"
+echo "    bleadvd RSS: $rss_before KiB before, $rss_after KiB after"
+# At most one change every 100 ms (and one at each end) may reach BlueZ, and fewer than the calls.
+allowed=$(awk -v b="$burst" 'BEGIN { printf "%d", b * 10 + 2 }')
+(( updates <= allowed && updates < 300 )) || { echo "the burst was not coalesced: $updates updates, at most $allowed allowed" >&2; exit 1; }
+
+echo "bleadvctl set kitchen temperature=400 is refused and nothing changes on air:"
+if bleadvctl set kitchen temperature=400; then echo "accepted" >&2; exit 1; else echo "    exit $?"; fi
+wait_decoded "temperature 10.0"
+
+echo "the iBeacon preset, decoded by beacontools:"
+bleadvctl off kitchen
+bleadvctl on door
+line=$(observe_until 30 "manufacturer=0x004c:")
+decode ibeacon "$(sed -nE 's/.*manufacturer=0x004c:([0-9a-f]+).*/\1/p' <<< "$line")" | tee "$TESTBED_WORK/ibeacon.txt" | sed 's/^/    /'
+grep -qx "uuid e2c56db5-dffb-48d2-b060-d0f5a71096e0 major 1 minor 2 tx_power -59" "$TESTBED_WORK/ibeacon.txt"
+stop_bleadvd
