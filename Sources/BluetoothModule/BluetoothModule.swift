@@ -89,7 +89,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Replaces one advertisement. When it is on air it is changed in place, without going off
     /// air (a change BlueZ cannot follow in place, such as a property that appears, registers
     /// it again).
-    /// - Throws: ``PeripheralError`` `unknownName`; `CancellationError` as for ``on(_:)``.
+    /// - Throws: `PeripheralError` `unknownName`; `CancellationError` as for ``on(_:)``.
     public func update(_ name: String, to advertisement: Advertisement) async throws {
         try await exclusively {
             guard entries[name] != nil else { throw Self.unknown(name) }
