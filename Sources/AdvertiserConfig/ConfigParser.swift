@@ -218,9 +218,7 @@ struct Reader {
                 }
                 value = number
             }
-            guard object.encode(value) != nil else {
-                throw error(path + [name], "is \(object.format(value)); it must be between \(object.format(object.range.lowerBound)) and \(object.format(object.range.upperBound))\(object.unit.isEmpty ? "" : " " + object.unit)")
-            }
+            if let problem = object.problem(with: value) { throw error(path + [name], problem) }
             sensor.values[name] = value
         }
         guard !sensor.values.isEmpty else {

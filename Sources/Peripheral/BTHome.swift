@@ -77,6 +77,14 @@ public struct BTHome: Hashable, Sendable {
             return (0..<size).map { UInt8(truncatingIfNeeded: raw >> (8 * UInt64($0))) }
         }
 
+        /// Why `value` cannot be carried (`is 400; it must be between -327.68 and 327.67 °C`),
+        /// or nil when it can.
+        public func problem(with value: Double) -> String? {
+            guard encode(value) == nil else { return nil }
+            let shown = value.isFinite ? BTHome.format(value, decimals: 6) : "\(value)"
+            return "is \(shown); it must be between \(format(range.lowerBound)) and \(format(range.upperBound))\(unit.isEmpty ? "" : " " + unit)"
+        }
+
         /// How many decimals a value of this object has (2 for a factor of 0.01).
         var decimals: Int {
             var decimals = 0
@@ -217,8 +225,7 @@ public struct BTHome: Hashable, Sendable {
             }
             let value = values[name]!
             guard let encoded = object.encode(value) else {
-                let shown = value.isFinite ? Self.format(value, decimals: 6) : "\(value)"
-                throw PeripheralError(.invalidValue, "\(name) is \(shown); it must be between \(object.format(object.range.lowerBound)) and \(object.format(object.range.upperBound))\(object.unit.isEmpty ? "" : " " + object.unit)")
+                throw PeripheralError(.invalidValue, "\(name) \(object.problem(with: value) ?? "cannot be carried")")
             }
             bytes += [object.id] + encoded
         }
