@@ -11,7 +11,7 @@ extension Daemon {
     /// winning. Returns once the values are accepted.
     func change(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) {
         guard let configured = config.advertisements[name] else {
-            throw PeripheralError(.unknownName, "no advertisement named \"\(name)\"")
+            throw PeripheralError.unknownName(name)
         }
         var changes: [String: ConfigValue] = [:]
         for (key, value) in values {

@@ -92,7 +92,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// - Throws: `PeripheralError` `unknownName`; `CancellationError` as for ``on(_:)``.
     public func update(_ name: String, to advertisement: Advertisement) async throws {
         try await exclusively {
-            guard entries[name] != nil else { throw Self.unknown(name) }
+            guard entries[name] != nil else { throw PeripheralError.unknownName(name) }
             await replace(name, with: advertisement)
         }
     }
@@ -124,7 +124,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ///   the task is cancelled while it waits for its turn.
     public func on(_ name: String) async throws {
         try await exclusively {
-            guard let entry = entries[name] else { throw Self.unknown(name) }
+            guard let entry = entries[name] else { throw PeripheralError.unknownName(name) }
             entries[name]!.status.desired = true
             switch entry.status.phase {
             case .on: return
@@ -140,7 +140,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ///   (it is still on air then); `CancellationError` as for ``on(_:)``.
     public func off(_ name: String) async throws {
         try await exclusively {
-            guard entries[name] != nil else { throw Self.unknown(name) }
+            guard entries[name] != nil else { throw PeripheralError.unknownName(name) }
             entries[name]!.status.desired = false
             try await takeOffThrowing(name)
         }
@@ -339,10 +339,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         guard entries[name] != nil, entries[name]!.status.phase != phase else { return }
         entries[name]!.status.phase = phase
         entries[name]!.status.since = clock.now
-    }
-
-    private static func unknown(_ name: String) -> PeripheralError {
-        PeripheralError(.unknownName, "no advertisement named \"\(name)\"")
     }
 
     // MARK: One at a time

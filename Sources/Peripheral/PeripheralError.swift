@@ -44,6 +44,11 @@ public struct PeripheralError: Error, Hashable, Sendable {
         self.message = message
     }
 
+    /// `unknownName`: no advertisement has `name`.
+    public static func unknownName(_ name: String) -> PeripheralError {
+        PeripheralError(.unknownName, "no advertisement named \"\(name)\"")
+    }
+
     /// Whether trying again later may succeed (as opposed to an advertisement that will be
     /// refused every time until it is changed).
     public var isTransient: Bool {
