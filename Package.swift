@@ -20,18 +20,23 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // Layer 0: the C library.
+        // Layer 0: the C libraries.
         .systemLibrary(
             name: "CDBus",
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
 
         // Layer 1: D-Bus for Swift.
         .target(name: "DBus", dependencies: ["CDBus"]),
 
-        // Layer 2: the advertising core, standard library only.
-        .target(name: "Peripheral"),
+        // Layer 2: the advertising core: the standard library, and libcrypto for BTHome's AES-CCM.
+        .target(name: "Peripheral", dependencies: ["CCrypto"]),
         .target(name: "PeripheralMocks", dependencies: ["Peripheral"]),
 
         // Layer 3: the Linux implementation over BlueZ.

@@ -14,7 +14,7 @@ Package: bleadvd
 Version: $version
 Architecture: $arch
 Maintainer: bleadvd developers <dev@bleadvd.invalid>
-Depends: libdbus-1-3, bluez
+Depends: libdbus-1-3, libssl3, bluez
 Section: net
 Priority: optional
 Description: Bluetooth LE advertising daemon

@@ -5,6 +5,11 @@
   decode.py bthome ADDRESS HEX [--name NAME] [--key HEX32]
       prints one line per measurement, e.g. "temperature 21.5" (Home Assistant's keys)
   decode.py ibeacon HEX          (manufacturer data of company 0x004C, without the company id)
+      prints "uuid UUID major N minor N tx_power N"
+  decode.py eddystone HEX        (service data of UUID 0xFEAA)
+      prints "uid namespace HEX instance HEX tx_power N" or "url URL tx_power N"
+
+(AltBeacon is not here: no maintained PyPI parser decodes it; beacontools does not.)
 
 Runs in the test bed's decoder venv (testbed/setup.sh), inside the VM.
 """
@@ -48,6 +53,22 @@ def ibeacon(args):
     return 0
 
 
+def eddystone(args):
+    from beacontools import parse_packet
+    from beacontools.packet_types.eddystone import EddystoneUIDFrame, EddystoneURLFrame
+    # beacontools wants the AD structures: the 0xFEAA service UUID list, then its service data.
+    data = bytes.fromhex("aafe" + args.hex)
+    frame = parse_packet(bytes([3, 0x03, 0xAA, 0xFE, len(data) + 1, 0x16]) + data)
+    if isinstance(frame, EddystoneUIDFrame):
+        print("uid namespace %s instance %s tx_power %d" % (frame.namespace, frame.instance, frame.tx_power))
+    elif isinstance(frame, EddystoneURLFrame):
+        print("url %s tx_power %d" % (frame.url, frame.tx_power))
+    else:
+        print("beacontools decoded no Eddystone UID or URL from %s" % args.hex, file=sys.stderr)
+        return 1
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -56,10 +77,10 @@ def main():
     b.add_argument("hex")
     b.add_argument("--name")
     b.add_argument("--key")
-    i = sub.add_parser("ibeacon")
-    i.add_argument("hex")
+    for kind in ("ibeacon", "eddystone"):
+        sub.add_parser(kind).add_argument("hex")
     args = parser.parse_args()
-    return bthome(args) if args.kind == "bthome" else ibeacon(args)
+    return {"bthome": bthome, "ibeacon": ibeacon, "eddystone": eddystone}[args.kind](args)
 
 
 if __name__ == "__main__":

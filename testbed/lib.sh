@@ -38,6 +38,35 @@ decode() {
   "${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python" "$TESTBED_ROOT/testbed/decode.py" "$@"
 }
 
+# heard_service_data UUID: the service data for UUID (128-bit form) hci1 hears now, in hex.
+heard_service_data() {
+  observe_until 20 "service_data=$1:" | sed -nE "s/.*service_data=$1:([0-9a-f]+).*/\1/p" | head -n1
+}
+
+# wait_bthome "DECODE ARGS" TEXT...: scans until Home Assistant's reading of the 0xFCD2 service
+# data hci1 hears (decode bthome DECODE ARGS HEX) holds every TEXT line; prints the reading and
+# leaves the hex in HEARD.
+wait_bthome() {
+  local args=$1; shift
+  local i values line missing
+  for i in 1 2 3 4 5 6; do
+    HEARD=$(heard_service_data 0000fcd2-0000-1000-8000-00805f9b34fb) || true
+    # shellcheck disable=SC2086
+    values=$(decode bthome $args "$HEARD" 2>/dev/null) || true
+    missing=0
+    for line in "$@"; do grep -qxF "$line" <<< "$values" || missing=1; done
+    if ((missing == 0)); then printf '%s\n' "$values" | sed 's/^/    /'; return 0; fi
+  done
+  echo "the decoder never saw $*; last heard $HEARD:" >&2; printf '%s\n' "$values" >&2
+  return 1
+}
+
+# adapter_address [hciN]: the adapter's address as BlueZ reports it (receivers see it).
+adapter_address() {
+  dbus-send --system --print-reply --dest=org.bluez "/org/bluez/${1:-hci0}" org.freedesktop.DBus.Properties.Get \
+    string:org.bluez.Adapter1 string:Address | sed -nE 's/.*string "([0-9A-F:]+)".*/\1/p'
+}
+
 # advertising_data [hciN]: every advertising data payload the host set on a controller,
 # in hex, oldest first, read from the btmon capture.
 advertising_data() {

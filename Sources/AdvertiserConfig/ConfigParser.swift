@@ -49,6 +49,10 @@ extension ConfigParser {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "is not a value; turn advertisements on and off with bleadvctl on and off")
             }
+            guard !ConfiguredAdvertisement.secretKeys.contains(configured.settingKey(key)) else {
+                throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
+                                  message: "cannot be set at run time; change it in the config file and reload")
+            }
             settings[configured.settingKey(key)] = value
         }
         let table = ConfiguredAdvertisement.table(of: settings)
@@ -141,7 +145,7 @@ struct Reader {
         "bthome": Set(BTHome.objects.map(\.name)).union(bthomeKeys),
     ]
     /// The `bthome` preset's keys besides its measurements.
-    static let bthomeKeys: Set<String> = ["trigger_based", "local_name"]
+    static let bthomeKeys: Set<String> = ["trigger_based", "local_name", "encryption_key"]
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -207,6 +211,14 @@ struct Reader {
         try checkKeys(fields, allowed: Self.presetKeys["bthome"]!, at: path)
         var sensor = BTHome(values: [:])
         sensor.triggerBased = try fields["trigger_based"].map { value throws(ConfigError) in try bool(value, path + ["trigger_based"]) } ?? false
+        if let value = fields["encryption_key"] {
+            // Never echoed: the message says what is wrong without showing the key.
+            let text = try string(value, path + ["encryption_key"])
+            guard let key = BTHome.Key(hex: text) else {
+                throw error(path + ["encryption_key"], "must be 32 hex digits (a 16-byte key); this one has \(text.count) characters")
+            }
+            sensor.encryptionKey = key
+        }
         for name in fields.keys.sorted() where !Self.bthomeKeys.contains(name) {
             let object = BTHome.objectsByName[name]!
             let value: Double

@@ -36,6 +36,14 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
     /// `ibeacon.major`, `bthome.temperature`): what `bleadvctl set` changes.
     public var settings: [String: ConfigValue]
 
+    /// Settings that are never shown (status, logs) nor set at run time.
+    public static let secretKeys: Set<String> = ["bthome.encryption_key"]
+
+    /// ``settings`` without the secret ones: what `bleadvctl status` shows.
+    public var shownSettings: [String: ConfigValue] {
+        settings.filter { !Self.secretKeys.contains($0.key) }
+    }
+
     /// An entry.
     public init(enabled: Bool = true, advertisement: Advertisement, bthome: BTHome? = nil, settings: [String: ConfigValue] = [:]) {
         self.enabled = enabled

@@ -38,7 +38,7 @@ extension Daemon {
 
     /// The values of an advertisement as the config file would write them.
     func values(of name: String) -> [String: String] {
-        (config.advertisements[name]?.settings ?? [:]).mapValues { value in
+        (config.advertisements[name]?.shownSettings ?? [:]).mapValues { value in
             if case .string(let text) = value { text } else { value.description }
         }
     }

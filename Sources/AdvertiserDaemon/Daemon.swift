@@ -54,11 +54,13 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     var lastEvent: Task<Void, Never>?
 
     /// A daemon for `config` (read from `configPath`, which `reload` reads again).
-    /// - Parameter adapter: overrides the config's adapter (bleadvd's `--adapter`).
+    /// - Parameters:
+    ///   - adapter: overrides the config's adapter (bleadvd's `--adapter`).
+    ///   - counters: where encrypted BTHome's counters are kept (bleadvd's `--state-directory`).
     public init(
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
-        logger: Logger
+        counters: (any EncryptionCounters)? = nil, logger: Logger
     ) {
         self.config = config
         self.fileConfig = config
@@ -69,7 +71,8 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         self.notifier = notifier
         self.logger = logger
         self.module = BluetoothModule(
-            manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn, logger: logger)
+            manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,
+            counters: counters, logger: logger)
     }
 
     // MARK: AdvertiserControlling
@@ -87,7 +90,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     }
 
     public func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError) {
-        try await change(name, values)
+        try change(name, values)
     }
 
     public func list() async -> [String] {

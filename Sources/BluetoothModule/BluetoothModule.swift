@@ -31,6 +31,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private let configuredAdapter: String?
     private let powerOnAllowed: Bool
     private let retry: RetryPolicy
+    private let counters: (any EncryptionCounters)?
     private let logger: Logger
     private var entries: [String: Entry] = [:]
     private var adapterInUse: AdapterCapabilities?
@@ -48,16 +49,20 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ///   - adapter: the adapter to use; nil for the first that can advertise.
     ///   - powerOn: whether to power the adapter on when it is off.
     ///   - retry: the backoff for transient failures.
+    ///   - counters: where encrypted BTHome's counters come from; without it an advertisement
+    ///     with a `bthomeKey` fails to register.
     ///   - logger: where what happens is logged.
     public init(
         manager: any PeripheralManaging, clock: C, adapter: String? = nil, powerOn: Bool = true,
-        retry: RetryPolicy = .standard, logger: Logger = Logger(label: "bleadvd.module")
+        retry: RetryPolicy = .standard, counters: (any EncryptionCounters)? = nil,
+        logger: Logger = Logger(label: "bleadvd.module")
     ) {
         self.manager = manager
         self.clock = clock
         self.configuredAdapter = adapter
         self.powerOnAllowed = powerOn
         self.retry = retry
+        self.counters = counters
         self.logger = logger
     }
 
@@ -103,7 +108,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         switch entry.status.phase {
         case .on(let id, _):
             do {
-                try await manager.updateAdvertisement(id, to: advertisement)
+                guard let adapter = adapterInUse else { throw PeripheralError(.notRegistered, "no adapter in use") }
+                try await manager.updateAdvertisement(id, to: sealed(advertisement, for: adapter))
             } catch {
                 logger.warning("updating \(name) in place failed (\(error)); registering it again")
                 await takeOff(name)
@@ -246,7 +252,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         do {
             let adapter = try await resolveAdapter()
             try advertisement.validate(for: adapter)
-            let id = try await manager.startAdvertising(advertisement, on: adapter.name)
+            let id = try await manager.startAdvertising(sealed(advertisement, for: adapter), on: adapter.name)
             entries[name]?.status.lastError = nil
             move(name, to: .on(id, adapter: adapter.name))
             logger.info("\(name): on air on \(adapter.name) as \(id)")
@@ -277,6 +283,17 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             move(name, to: .failed(error))
             logger.error("\(name): \(error.message); not retrying until it is turned on again")
         }
+    }
+
+    /// `advertisement` as it goes to BlueZ on `adapter`: an encrypted BTHome sealed for the
+    /// adapter's address with the next counter for its key.
+    private func sealed(_ advertisement: Advertisement, for adapter: AdapterCapabilities) throws(PeripheralError) -> Advertisement {
+        guard let key = advertisement.bthomeKey else { return advertisement }
+        guard let address = adapter.address.flatMap(BTHome.addressBytes) else {
+            throw PeripheralError(.failed, "BlueZ did not report \(adapter.name)'s address, which encrypted BTHome needs")
+        }
+        guard let counters else { throw PeripheralError(.invalidAdvertisement, "encrypted BTHome needs a counter store") }
+        return advertisement.sealed(address: address, counter: try counters.next(for: key))
     }
 
     private func resolveAdapter() async throws -> AdapterCapabilities {

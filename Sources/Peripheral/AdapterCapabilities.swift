@@ -2,6 +2,9 @@
 public struct AdapterCapabilities: Hashable, Sendable {
     /// The adapter's name, e.g. `hci0`.
     public var name: String
+    /// `Adapter1.Address`, e.g. `54:48:E6:8F:80:A5`: the address receivers see (encrypted
+    /// BTHome needs it); nil when BlueZ did not say.
+    public var address: String?
     /// Whether the adapter is powered.
     public var powered: Bool
     /// `SupportedInstances`: advertising slots still free (BlueZ counts free, not total).
@@ -19,12 +22,13 @@ public struct AdapterCapabilities: Hashable, Sendable {
 
     /// Capabilities.
     public init(
-        name: String, powered: Bool = true, freeInstances: Int = 1, activeInstances: Int = 0,
+        name: String, address: String? = nil, powered: Bool = true, freeInstances: Int = 1, activeInstances: Int = 0,
         includes: Set<Advertisement.Include> = Set(Advertisement.Include.allCases),
         secondaryChannels: Set<Advertisement.SecondaryChannel> = [], maxAdvertisingLength: Int? = nil,
         txPowerRange: ClosedRange<Int16>? = nil
     ) {
         self.name = name
+        self.address = address
         self.powered = powered
         self.freeInstances = freeInstances
         self.activeInstances = activeInstances

@@ -109,6 +109,9 @@ public struct Advertisement: Hashable, Sendable {
     public var maxInterval: UInt32?
     /// `TxPower`, in dBm: the power requested.
     public var txPower: Int16?
+    /// Encrypted BTHome: the 0xFCD2 service data is encrypted with this key each time it goes
+    /// to BlueZ (``sealed(address:counter:)``); nil for an advertisement sent as it is.
+    public var bthomeKey: BTHome.Key?
 
     /// An advertisement; every property left out is unset.
     public init(

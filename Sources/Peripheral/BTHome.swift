@@ -201,17 +201,21 @@ public struct BTHome: Hashable, Sendable {
     public var triggerBased: Bool
     /// The packet id (object 0x00).
     public var packetID: UInt8
+    /// The key the objects are encrypted with on air; nil for a sensor anyone can read.
+    public var encryptionKey: Key?
 
     /// A sensor.
-    public init(values: [String: Double], triggerBased: Bool = false, packetID: UInt8 = 0) {
+    public init(values: [String: Double], triggerBased: Bool = false, packetID: UInt8 = 0, encryptionKey: Key? = nil) {
         self.values = values
         self.triggerBased = triggerBased
         self.packetID = packetID
+        self.encryptionKey = encryptionKey
     }
 
-    /// The device information byte: BTHome version 2, unencrypted, and the trigger-based flag.
+    /// The device information byte: BTHome version 2, the encryption flag and the
+    /// trigger-based flag.
     public var deviceInformation: UInt8 {
-        0x40 | (triggerBased ? 0x04 : 0)
+        0x40 | (triggerBased ? 0x04 : 0) | (encryptionKey != nil ? 0x01 : 0)
     }
 
     /// The objects, packet id first, then ascending by object id.
@@ -232,15 +236,19 @@ public struct BTHome: Hashable, Sendable {
         return bytes
     }
 
-    /// The service data for 0xFCD2: the device information byte and the objects.
+    /// The service data for 0xFCD2: the device information byte and the objects, not yet
+    /// encrypted (``seal(_:key:address:counter:)`` does that, for the adapter that sends it).
     public func serviceData() throws(PeripheralError) -> [UInt8] {
         [deviceInformation] + (try objectBytes())
     }
 
-    /// A broadcast advertisement carrying the sensor, with `localName` in the scan response.
+    /// A broadcast advertisement carrying the sensor, with `localName` in the scan response;
+    /// with an ``encryptionKey``, its ``Advertisement/bthomeKey``.
     public func advertisement(localName: String? = nil) throws(PeripheralError) -> Advertisement {
-        Advertisement(
+        var advertisement = Advertisement(
             kind: .broadcast, serviceData: [.init(uuid: Self.serviceUUID, data: try serviceData())], localName: localName)
+        advertisement.bthomeKey = encryptionKey
+        return advertisement
     }
 
     private static func order(_ name: String) -> Int {

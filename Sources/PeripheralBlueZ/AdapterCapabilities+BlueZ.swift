@@ -30,6 +30,7 @@ extension AdapterCapabilities {
         let power = (capabilities["MinTxPower"]?.int16, capabilities["MaxTxPower"]?.int16)
         self.init(
             name: name,
+            address: adapter["Address"]?.string,
             powered: adapter["Powered"]?.boolean ?? false,
             freeInstances: Int(manager["SupportedInstances"]?.byte ?? 0),
             activeInstances: Int(manager["ActiveInstances"]?.byte ?? 0),

@@ -39,6 +39,11 @@ struct Bleadvd: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The lowest level logged: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: LogLevel = .info
 
+    @Option(help: ArgumentHelp(
+        "Where encrypted BTHome's counters are kept (default: $STATE_DIRECTORY, which systemd's StateDirectory= sets, or /var/lib/bleadvd).",
+        valueName: "path"))
+    var stateDirectory: String?
+
     func run() async throws {
         let level = Logger.Level(rawValue: logLevel.rawValue)!
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
@@ -58,10 +63,13 @@ struct Bleadvd: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let environment = ProcessInfo.processInfo.environment
+        // systemd passes StateDirectory= as a colon-separated list; bleadvd's unit names one.
+        let state = stateDirectory ?? environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/bleadvd"
         let daemon = Daemon(
             config: settings, configPath: config, adapter: adapter,
             manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
-            clock: ContinuousClock(), notifier: SystemdNotifier(environment: environment), logger: logger)
+            clock: ContinuousClock(), notifier: SystemdNotifier(environment: environment),
+            counters: CounterDirectory(path: state), logger: logger)
         let (requests, post) = AsyncStream<Daemon<ContinuousClock>.Request>.makeStream()
         let sources = Self.watchSignals { number in
             logger.notice("signal \(number)")

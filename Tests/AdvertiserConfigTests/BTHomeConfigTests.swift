@@ -58,6 +58,11 @@ struct BTHomeConfigTests {
         ("[advertisement.k.bthome]\ndoor = 1\n", "t.toml:2: advertisement.k.bthome.door: must be true or false, not int"),
         ("[advertisement.k.bthome]\ntemperature = \"warm\"\n", "t.toml:2: advertisement.k.bthome.temperature: must be a number, not string"),
         ("[advertisement.k.bthome]\nlocal_name = \"x\"\n", "t.toml:1: advertisement.k.bthome: has no measurement; give at least one, e.g. temperature = 21.5"),
+        ("[advertisement.k.bthome]\nbattery = 1\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db9\"\n",
+         "t.toml:3: advertisement.k.bthome.encryption_key: must be 32 hex digits (a 16-byte key); this one has 30 characters"),
+        ("[advertisement.k.bthome]\nbattery = 1\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db9zz\"\n",
+         "t.toml:3: advertisement.k.bthome.encryption_key: must be 32 hex digits (a 16-byte key); this one has 32 characters"),
+        ("[advertisement.k.bthome]\nbattery = 1\nencryption_key = 5\n", "t.toml:3: advertisement.k.bthome.encryption_key: must be a string"),
     ])
     func configErrors(text: String, message: String) {
         #expect(error(text)?.hasPrefix(message) == true, "\(error(text) ?? "no error")")
@@ -130,5 +135,36 @@ struct BTHomeConfigTests {
     ])
     func parsingText(text: String, current: ConfigValue?, expected: ConfigValue) {
         #expect(ConfigValue(parsing: text, like: current) == expected)
+    }
+
+    @Test("an encryption key makes an encrypted sensor: the flag in the device information byte, the key on the advertisement")
+    func encryptionKey() throws {
+        let text = Self.kitchen + "\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db932\"\n"
+
+        let configured = try #require(try ConfigParser.parse(text, file: "t.toml").advertisements["kitchen"])
+
+        #expect(configured.advertisement.bthomeKey == BTHome.Key(hex: "231d39c1d7cc1ab1aee224cd096db932"))
+        #expect(configured.advertisement.serviceData.first?.data.first == 0x41)
+        #expect(configured.shownSettings["bthome.encryption_key"] == nil)
+        #expect(configured.shownSettings["bthome.temperature"] == .double(21.5))
+    }
+
+    @Test("the encryption key cannot be set at run time")
+    func encryptionKeyNotSettable() throws {
+        let text = Self.kitchen + "\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db932\"\n"
+        let configured = try #require(try ConfigParser.parse(text, file: "t.toml").advertisements["kitchen"])
+
+        #expect(applyingError(["encryption_key": .string("00112233445566778899aabbccddeeff")], to: configured)
+            == "advertisement.kitchen.encryption_key: cannot be set at run time; change it in the config file and reload")
+    }
+
+    @Test("an encrypted sensor is sized with its counter and tag: 8 bytes more than the plain one")
+    func encryptedSize() {
+        let measurements = "temperature = 21.5\nhumidity = 40.2\nbattery = 87\npressure = 1000\nco2 = 400\nilluminance = 10\n"
+        let plain = "[advertisement.k.bthome]\n" + measurements
+        let encrypted = plain + "encryption_key = \"231d39c1d7cc1ab1aee224cd096db932\"\n"
+
+        #expect(error(plain) == nil)
+        #expect(error(encrypted)?.contains("advertising data would be 34 of 31 bytes (3 over)") == true, "\(error(encrypted) ?? "no error")")
     }
 }

@@ -41,6 +41,9 @@ struct DaemonSession {
         kept.append(object)
     }
 
+    /// hci0's address, which encrypted BTHome is sealed for.
+    static let address = "54:48:E6:8F:80:A5"
+
     /// A daemon running its loop, READY; `heart` is on air (enabled), `door` is off.
     /// - Parameters:
     ///   - script: scripts the mock further before the daemon starts.
@@ -52,7 +55,7 @@ struct DaemonSession {
         self.bus = try bus ?? PrivateBus()
         configPath = self.bus.folder.appendingPathComponent("bleadvd.toml").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0")])))
+        mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: Self.address)])))
         mock.scriptStart(.always(.success(AdvertisementID("/org/bleadvd/advertisement/1"))))
         mock.scriptStop(.always(.success(())))
         script(mock)
@@ -61,7 +64,7 @@ struct DaemonSession {
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            logger: Logger(label: "test"))
+            counters: MockCounters(), logger: Logger(label: "test"))
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         self.requests = requests

@@ -120,4 +120,22 @@ struct SetTests {
         #expect(fromFile.contains("\"bthome.temperature\": \"21.5\""))
         #expect(fromFile.contains("\"bthome.battery\": \"50\""))
     }
+
+    @Test("an encrypted sensor goes on air sealed, and neither status nor set ever shows its key")
+    func encryptedSensor() async throws {
+        let key = "231d39c1d7cc1ab1aee224cd096db932"
+        let session = try await DaemonSession(config: Self.config + "\nencryption_key = \"\(key)\"\n")
+        _ = try await session.ctl("on", "kitchen")
+
+        let status = try await session.ctl("status")
+        let refused = try await session.ctl("set", "kitchen", "encryption_key=00112233445566778899aabbccddeeff")
+
+        let sent = try #require(serviceData(session.mock.calls.started.last?.advertisement))
+        let opened = BTHome.open(sent, key: BTHome.Key(hex: key)!, address: BTHome.addressBytes(DaemonSession.address)!)
+        #expect(opened == [0x41, 0x00, 0x00, 0x01, 0x57, 0x02, 0x66, 0x08, 0x03, 0xB4, 0x0F])
+        #expect(status.output.contains("temperature=21.5"), "\(status.output)")
+        #expect(!status.output.contains("231d39c1") && !status.output.contains("encryption_key"))
+        #expect(refused.status == 2)
+        #expect(refused.errors.contains("cannot be set at run time"), "\(refused.errors)")
+    }
 }

@@ -11,13 +11,14 @@ struct Harness {
 
     let mock = MockPeripheralManager()
     let clock = ManualClock()
+    let counters = MockCounters()
     let module: BluetoothModule<ManualClock>
 
     init(adapter: String? = nil, powerOn: Bool = true, adapters: [AdapterCapabilities] = [hci0]) async {
         mock.scriptAdapters(.always(.success(adapters)))
         mock.scriptStart(.always(.success(Self.heartID)))
         mock.scriptStop(.always(.success(())))
-        module = BluetoothModule(manager: mock, clock: clock, adapter: adapter, powerOn: powerOn)
+        module = BluetoothModule(manager: mock, clock: clock, adapter: adapter, powerOn: powerOn, counters: counters)
         await module.configure(["heart": Self.heart])
     }
 

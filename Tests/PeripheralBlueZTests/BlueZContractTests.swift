@@ -23,7 +23,7 @@ struct BlueZContractTests {
 
         #expect(adapters.map(\.name) == ["hci0", "hci1"])
         #expect(adapters[0] == AdapterCapabilities(
-            name: "hci0", powered: true, freeInstances: 4, activeInstances: 0,
+            name: "hci0", address: "00:AA:01:00:00:00", powered: true, freeInstances: 4, activeInstances: 0,
             includes: [.txPower, .appearance, .localName], secondaryChannels: [.oneM, .twoM],
             maxAdvertisingLength: 31))
     }

@@ -29,29 +29,11 @@ major = 1
 minor = 2
 measured_power = -59
 TOML
-fcd2=0000fcd2-0000-1000-8000-00805f9b34fb
 removals() { btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | grep -c "Remove Advertising" || true; }
-
-# decoded SERVICE_DATA_HEX: Home Assistant's reading of it, one "key value" per line.
-decoded() { decode bthome "$address" "$1" --name Kitchen; }
-# heard_fcd2: the 0xFCD2 service data hci1 hears now.
-heard_fcd2() { observe_until 20 "service_data=$fcd2:" | sed -nE "s/.*service_data=$fcd2:([0-9a-f]+).*/\1/p" | head -n1; }
-# wait_decoded TEXT...: scans until the decoded values hold every TEXT line.
-wait_decoded() {
-  local i data values
-  for i in 1 2 3 4 5 6; do
-    data=$(heard_fcd2) || true
-    values=$(decoded "$data" 2>/dev/null) || true
-    if all_lines "$values" "$@"; then printf '%s\n' "$values" | sed 's/^/    /'; return 0; fi
-  done
-  echo "the decoder never saw $*; last heard $data:" >&2; printf '%s\n' "$values" >&2
-  return 1
-}
-all_lines() { local text=$1; shift; local line; for line in "$@"; do grep -qxF "$line" <<< "$text" || return 1; done; }
+wait_decoded() { wait_bthome "$address --name Kitchen" "$@"; }
 
 start_bleadvd "$config"
-address=$(dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Get \
-  string:org.bluez.Adapter1 string:Address | sed -nE 's/.*string "([0-9A-F:]+)".*/\1/p')
+address=$(adapter_address)
 echo "hci1 hears kitchen; Home Assistant's bthome-ble decodes:"
 wait_decoded "temperature 21.5" "humidity 40.2" "battery 87"
 

@@ -117,13 +117,14 @@ class Adapter(dbus.service.Object):
         super().__init__(bus, self.path)
         self.standin = standin
         self.name = name
+        self.address = "00:AA:01:00:00:%02X" % len(standin.adapters)
         self.powered = True
         self.free = 4
         self.active = 0
         self.registered = {}  # (sender, path) -> properties
 
     def adapter_properties(self):
-        return {"Address": "00:AA:01:00:00:0%d" % len(self.standin.adapters), "Name": self.name,
+        return {"Address": self.address, "Name": self.name,
                 "Powered": dbus.Boolean(self.powered)}
 
     def manager_properties(self):

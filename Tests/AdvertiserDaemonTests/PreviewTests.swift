@@ -1,0 +1,26 @@
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("bleadvctl preview")
+struct PreviewTests {
+    func preview(_ config: String) async throws -> ProgramResult {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("preview-\(UUID().uuidString).toml").path
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try await runProgram(product("bleadvctl"), ["preview", "--config", path])
+    }
+
+    @Test("an encrypted BTHome sensor is previewed at the size it has on air, counter and tag included")
+    func encryptedSize() async throws {
+        let sensor = "[advertisement.kitchen.bthome]\ntemperature = 21.5\n"
+
+        let plain = try await preview(sensor)
+        let encrypted = try await preview(sensor + "encryption_key = \"231d39c1d7cc1ab1aee224cd096db932\"\n")
+
+        #expect(plain.output.contains("advertising data: 10 of 31 bytes"), "\(plain.output)")
+        #expect(encrypted.output.contains("advertising data: 18 of 31 bytes"), "\(encrypted.output)")
+        #expect(encrypted.output.contains("encrypted BTHome"))
+        #expect(!encrypted.output.contains("231d39c1"))
+    }
+}

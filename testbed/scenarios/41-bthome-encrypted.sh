@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Encrypted BTHome and the Eddystone presets, checked by parsers we did not write:
+# - an encrypted [advertisement.sealed.bthome] decodes with Home Assistant's bthome-ble given
+#   the key (25.06 °C, 50.55 %: the format's own example) and to nothing without it;
+# - the counter on air grows with each `bleadvctl set`, and after bleadvd restarts it is beyond
+#   every counter used before (kept in the state directory);
+# - 1,000 Set calls in a burst: updates that reached the controller, the last value on air
+#   (decrypted), bleadvd's memory before and after;
+# - the Eddystone-UID and Eddystone-URL presets decode with beacontools.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+key=231d39c1d7cc1ab1aee224cd096db932
+config="$TESTBED_WORK/encrypted.toml"
+cat > "$config" <<TOML
+adapter = "hci0"
+[advertisement.sealed.bthome]
+local_name = "Sealed"
+temperature = 25.06
+humidity = 50.55
+encryption_key = "$key"
+
+[advertisement.uid]
+enabled = false
+[advertisement.uid.eddystone_uid]
+namespace = "00112233445566778899"
+instance = "aabbccddeeff"
+tx_power = -20
+
+[advertisement.url]
+enabled = false
+[advertisement.url.eddystone_url]
+url = "https://bleadvd.example.org/x"
+tx_power = -18
+TOML
+chmod 600 "$config"
+state="$TESTBED_WORK/state"
+# counter HEX: the counter in sealed service data (4 bytes little endian before the 4-byte tag).
+counter() { local c=${1: -16:8}; echo $((16#${c:6:2}${c:4:2}${c:2:2}${c:0:2})); }
+
+start_bleadvd "$config" --state-directory "$state"
+address=$(adapter_address)
+echo "hci1 hears sealed; Home Assistant's bthome-ble decodes it with the key:"
+wait_bthome "$address --name Sealed --key $key" "temperature 25.06" "humidity 50.55"
+first=$(counter "$HEARD")
+echo "    service data $HEARD, counter $first"
+if decode bthome "$address" "$HEARD" --name Sealed > "$TESTBED_WORK/keyless.txt" 2>&1; then
+  echo "decoded without the key:" >&2; cat "$TESTBED_WORK/keyless.txt" >&2; exit 1
+fi
+echo "    without the key it decodes to nothing"
+if bleadvctl status | grep -q "$key"; then echo "status shows the key" >&2; exit 1; fi
+
+echo "bleadvctl set sealed temperature=26.5: decoded with the key, a higher counter:"
+bleadvctl set sealed temperature=26.5
+wait_bthome "$address --name Sealed --key $key" "temperature 26.5" "humidity 50.55"
+second=$(counter "$HEARD")
+echo "    counter $second"
+((second > first)) || { echo "the counter did not grow: $first then $second" >&2; exit 1; }
+
+echo "bleadvd restarted: the counter goes on beyond every one used before:"
+stop_bleadvd
+start_bleadvd "$config" --state-directory "$state"
+wait_bthome "$address --name Sealed --key $key" "temperature 25.06"
+third=$(counter "$HEARD")
+echo "    counter $third; $(ls "$state") holds $(cat "$state"/bthome-*.counter)"
+((third > second)) || { echo "the counter went back after a restart: $second then $third" >&2; exit 1; }
+
+echo "1,000 Set calls in a burst (one client, as fast as the bus takes them):"
+rss_before=$(awk '/VmRSS/ {print $2}' "/proc/$BLEADVD_PID/status")
+updates_before=$(advertising_data 0 | wc -l)
+burst_start=$(date +%s.%N)
+python3 - <<'PY'
+import dbus
+bus = dbus.SystemBus()
+advertiser = dbus.Interface(bus.get_object("org.bleadvd.Advertiser", "/org/bleadvd/Advertiser"), "org.bleadvd.Advertiser1")
+for step in range(1, 1001):
+    advertiser.Set("sealed", {"temperature": dbus.Double(step / 40.0, variant_level=1)})
+PY
+burst=$(elapsed "$burst_start")
+wait_bthome "$address --name Sealed --key $key" "temperature 25.0"
+sleep 1
+updates=$(( $(advertising_data 0 | wc -l) - updates_before ))
+rss_after=$(awk '/VmRSS/ {print $2}' "/proc/$BLEADVD_PID/status")
+echo "    1,000 calls in $burst s; the controller got $updates new advertising data; last value on air 25.0 °C"
+echo "    bleadvd RSS: $rss_before KiB before, $rss_after KiB after"
+allowed=$(awk -v b="$burst" 'BEGIN { printf "%d", b * 10 + 2 }')
+(( updates <= allowed && updates < 1000 )) || { echo "the burst was not coalesced: $updates updates, at most $allowed allowed" >&2; exit 1; }
+
+feaa=0000feaa-0000-1000-8000-00805f9b34fb
+# wait_eddystone LINE: scans until beacontools' reading of the 0xFEAA service data hci1 hears is LINE.
+wait_eddystone() {
+  local i reading=
+  for i in 1 2 3 4 5 6; do
+    reading=$(decode eddystone "$(heard_service_data "$feaa")" 2>&1) || true
+    if [[ "$reading" == "$1" ]]; then echo "    $reading"; return 0; fi
+  done
+  echo "beacontools never read: $1; last: $reading" >&2
+  return 1
+}
+echo "the Eddystone-UID preset, decoded by beacontools:"
+bleadvctl off sealed
+bleadvctl on uid
+wait_eddystone "uid namespace 00112233445566778899 instance aabbccddeeff tx_power -20"
+echo "the Eddystone-URL preset, decoded by beacontools:"
+bleadvctl off uid
+bleadvctl on url
+wait_eddystone "url https://bleadvd.example.org/x tx_power -18"
+stop_bleadvd
