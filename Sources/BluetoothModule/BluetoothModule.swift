@@ -106,10 +106,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         guard let entry = entries[name], entry.advertisement != advertisement else { return }
         entries[name]!.advertisement = advertisement
         switch entry.status.phase {
-        case .on(let id, _):
+        case .on(let id, let adapter):
             do {
-                guard let adapter = adapterInUse else { throw PeripheralError(.notRegistered, "no adapter in use") }
-                try await manager.updateAdvertisement(id, to: sealed(advertisement, for: adapter))
+                let sent = advertisement.bthomeKey == nil ? advertisement : try sealed(advertisement, for: await capabilities(of: adapter))
+                try await manager.updateAdvertisement(id, to: sent)
             } catch {
                 logger.warning("updating \(name) in place failed (\(error)); registering it again")
                 await takeOff(name)
@@ -294,6 +294,15 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         }
         guard let counters else { throw PeripheralError(.invalidAdvertisement, "encrypted BTHome needs a counter store") }
         return advertisement.sealed(address: address, counter: try counters.next(for: key))
+    }
+
+    /// What adapter `name` can do: the one in use, or as BlueZ reports it now.
+    private func capabilities(of name: String) async throws -> AdapterCapabilities {
+        if let adapterInUse, adapterInUse.name == name { return adapterInUse }
+        guard let adapter = try await manager.adapters().first(where: { $0.name == name }) else {
+            throw PeripheralError(.noAdapter, "adapter \(name) is not present")
+        }
+        return adapter
     }
 
     private func resolveAdapter() async throws -> AdapterCapabilities {

@@ -52,6 +52,21 @@ struct EncryptionTests {
         #expect(h.mock.startAdvertisingCallCount == 1)
     }
 
+    @Test("a change after another adapter appeared is still made in place, sealed for the adapter it is on")
+    func changeAfterAdapterEvent() async throws {
+        let h = await Harness(adapters: [Self.hci0])
+        h.mock.scriptUpdate(.always(.success(())))
+        await h.module.configure(["kitchen": try Self.sensor(temperature: 21.5)])
+        try await h.module.on("kitchen")
+        await h.module.handle(.adapterAdded("hci1"))
+
+        try await h.module.update("kitchen", to: try Self.sensor(temperature: 22))
+
+        #expect(h.mock.updateAdvertisementCallCount == 1)
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(Self.opened(h.mock.calls.updated.first?.advertisement) == [0x41, 0x00, 0x00, 0x02, 0x98, 0x08])
+    }
+
     @Test("an adapter whose address BlueZ did not report registers nothing and says why")
     func noAddress() async throws {
         let h = await Harness(adapters: [AdapterCapabilities(name: "hci0")])
