@@ -31,10 +31,12 @@ def bthome(args):
         advertisement=None, connectable=False, time=0, tx_power=None)
     parser = BTHomeBluetoothDeviceData(bindkey=bytes.fromhex(args.key) if args.key else None)
     update = parser.update(info)
-    if not update.entity_values and not update.binary_entity_values:
+    # signal_strength is the reception's (the rssi given above), not decoded from the data.
+    values = {key: value for key, value in update.entity_values.items() if key.key != "signal_strength"}
+    if not values and not update.binary_entity_values:
         print("bthome-ble decoded nothing from %s" % args.hex, file=sys.stderr)
         return 1
-    for key, value in sorted(update.entity_values.items(), key=lambda kv: kv[0].key):
+    for key, value in sorted(values.items(), key=lambda kv: kv[0].key):
         print("%s %s" % (key.key, value.native_value))
     for key, value in sorted(update.binary_entity_values.items(), key=lambda kv: kv[0].key):
         print("%s %s" % (key.key, value.native_value))

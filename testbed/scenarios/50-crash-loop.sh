@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bluetoothd killed with -9 and started again, 20 times in a row, two advertisements enabled:
+# after each crash both are registered again (ActiveInstances), each time within 1 s of hci0's
+# LEAdvertisingManager1 answering again; hci1 hears them after the first and the last crash.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+config="$TESTBED_WORK/crash.toml"
+cat > "$config" <<'TOML'
+adapter = "hci0"
+[advertisement.first]
+type = "broadcast"
+manufacturer_data = { "0xFFFF" = "c1a5" }
+[advertisement.second]
+type = "broadcast"
+service_data = { "9999" = "c2a5" }
+TOML
+heard() { observe_until 30 "manufacturer=0xffff:c1a5" && observe_until 30 "service_data=00009999-0000-1000-8000-00805f9b34fb:c2a5"; }
+diagnose() {
+  echo "---- bleadvctl status"; bleadvctl status || true
+  echo "---- bleadvd's log around the last crash"; grep -n "" "$TESTBED_WORK/bleadvd.log" | tail -n 80
+  echo "---- bluetoothd's last crash"; sed -n '/---- crash/h; /---- crash/!H; ${x;p}' "$TESTBED_WORK/bluetoothd-crashes.log" | tail -n 40
+}
+
+start_bleadvd "$config" --log-level debug
+wait_for 30 "both advertisements on air" 'bleadvctl status --json | grep -c "\"state\": \"on\"" | grep -qx 2'
+echo "before the crashes, hci1 hears both:"
+heard | sed 's/^/    /'
+
+echo "20 crashes (kill -9, 0.3 s, bluetoothd started again):"
+if ! python3 "$TESTBED_ROOT/testbed/crashloop.py" --times 20 --expect 2 --log "$TESTBED_WORK/bluetoothd-crashes.log" \
+    | tee "$TESTBED_WORK/crashes.txt" | sed 's/^/    /'; then
+  diagnose; exit 1
+fi
+sed -nE 's/.* registered ([0-9.]+) s later/\1/p' "$TESTBED_WORK/crashes.txt" | sort -n > "$TESTBED_WORK/reregister.txt"
+echo "    re-registered after the manager answered, s: min $(head -1 "$TESTBED_WORK/reregister.txt"), median $(sed -n 10p "$TESTBED_WORK/reregister.txt")-$(sed -n 11p "$TESTBED_WORK/reregister.txt"), max $(tail -1 "$TESTBED_WORK/reregister.txt")"
+awk '$1 > 1.0 { slow = 1 } END { exit slow }' "$TESTBED_WORK/reregister.txt" \
+  || { echo "a re-registration took more than 1 s" >&2; diagnose; exit 1; }
+echo "after the last crash, hci1 hears both:"
+heard | sed 's/^/    /'
+stop_bleadvd
