@@ -20,9 +20,9 @@ public enum ConfigParser {
 
     /// Parses config text; `file` names it in errors.
     public static func parse(_ text: String, file: String) throws(ConfigError) -> DaemonConfig {
-        let root: TOMLTable
+        let root: [String: TOMLNode]
         do {
-            root = try TOMLTable(string: text)
+            root = TOMLNode(try TOMLTable(string: text)).table ?? [:]
         } catch let error as TOMLParseError {
             throw ConfigError(file: file, line: error.source.begin.line, key: "", message: error.description)
         } catch {
@@ -55,8 +55,8 @@ extension ConfigParser {
             }
             settings[configured.settingKey(key)] = value
         }
-        let table = ConfiguredAdvertisement.table(of: settings)
-        table["enabled"] = configured.enabled
+        var table = ConfiguredAdvertisement.table(of: settings)
+        table["enabled"] = .bool(configured.enabled)
         let reader = Reader(file: "", lines: SourceLines(""))
         return try reader.advertisement(table, path)
     }
@@ -151,7 +151,7 @@ struct Reader {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
     }
 
-    func config(_ root: TOMLTable) throws(ConfigError) -> DaemonConfig {
+    func config(_ root: [String: TOMLNode]) throws(ConfigError) -> DaemonConfig {
         try checkKeys(root, allowed: Self.topKeys, at: [])
         var config = DaemonConfig()
         config.adapter = try root["adapter"].map { value throws(ConfigError) in try string(value, ["adapter"]) }
@@ -171,7 +171,7 @@ struct Reader {
         return config
     }
 
-    func advertisement(_ entry: TOMLTable, _ path: [String]) throws(ConfigError) -> ConfiguredAdvertisement {
+    func advertisement(_ entry: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> ConfiguredAdvertisement {
         let presets = entry.keys.filter { Self.presetKeys[$0] != nil }
         let allowed = presets.isEmpty ? Self.fieldKeys.union(Self.presetKeys.keys) : Self.commonKeys.union(presets)
         if presets.count > 1 {
@@ -207,7 +207,7 @@ struct Reader {
     }
 
     /// A `[advertisement.NAME.bthome]` table: measurements by object name, `trigger_based`.
-    func bthome(_ fields: TOMLTable, _ path: [String]) throws(ConfigError) -> BTHome {
+    func bthome(_ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> BTHome {
         try checkKeys(fields, allowed: Self.presetKeys["bthome"]!, at: path)
         var sensor = BTHome(values: [:])
         sensor.triggerBased = try fields["trigger_based"].map { value throws(ConfigError) in try bool(value, path + ["trigger_based"]) } ?? false
@@ -239,7 +239,7 @@ struct Reader {
         return sensor
     }
 
-    func fields(_ entry: TOMLTable, _ path: [String]) throws(ConfigError) -> Advertisement {
+    func fields(_ entry: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> Advertisement {
         var ad = Advertisement()
         for field in Self.fields {
             guard let value = entry[field.key] else { continue }
@@ -248,9 +248,9 @@ struct Reader {
         return ad
     }
 
-    func preset(_ name: String, _ fields: TOMLTable, _ path: [String]) throws(ConfigError) -> Advertisement {
+    func preset(_ name: String, _ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> Advertisement {
         try checkKeys(fields, allowed: Self.presetKeys[name]!, at: path)
-        func need(_ key: String) throws(ConfigError) -> any TOMLValueConvertible {
+        func need(_ key: String) throws(ConfigError) -> TOMLNode {
             guard let value = fields[key] else { throw error(path + [key], "missing; the \(name) preset needs it") }
             return value
         }
@@ -287,31 +287,31 @@ struct Reader {
 
     // MARK: Values
 
-    func checkKeys(_ table: TOMLTable, allowed: Set<String>, at path: [String]) throws(ConfigError) {
+    func checkKeys(_ table: [String: TOMLNode], allowed: Set<String>, at path: [String]) throws(ConfigError) {
         for key in table.keys.sorted() where !allowed.contains(key) {
             throw error(path + [key], "unknown key; known keys: \(allowed.sorted().joined(separator: ", "))")
         }
     }
 
-    func table(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> TOMLTable {
+    func table(_ value: TOMLNode, _ path: [String]) throws(ConfigError) -> [String: TOMLNode] {
         guard let table = value.table else { throw error(path, "must be a table, not \(value.type)") }
         return table
     }
 
-    func string(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> String {
+    func string(_ value: TOMLNode, _ path: [String]) throws(ConfigError) -> String {
         guard let text = value.string else { throw error(path, "must be a string, not \(value.type)") }
         guard !text.utf8.contains(0) else { throw error(path, "contains a NUL character") }
         return text
     }
 
-    func bool(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> Bool {
+    func bool(_ value: TOMLNode, _ path: [String]) throws(ConfigError) -> Bool {
         guard let flag = value.bool else { throw error(path, "must be true or false, not \(value.type)") }
         return flag
     }
 
     /// An integer that fits `T`, within `range` (all of `T` unless narrower).
     func number<T: FixedWidthInteger>(
-        _ value: any TOMLValueConvertible, _ path: [String], _ range: ClosedRange<T> = T.min...T.max
+        _ value: TOMLNode, _ path: [String], _ range: ClosedRange<T> = T.min...T.max
     ) throws(ConfigError) -> T {
         guard let number = value.int else { throw error(path, "must be an integer, not \(value.type)") }
         guard let fitting = T(exactly: number), range.contains(fitting) else {
@@ -320,7 +320,7 @@ struct Reader {
         return fitting
     }
 
-    func strings(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [String] {
+    func strings(_ value: TOMLNode, _ path: [String]) throws(ConfigError) -> [String] {
         guard let array = value.array else { throw error(path, "must be an array of strings, not \(value.type)") }
         var result: [String] = []
         for element in array {
@@ -330,7 +330,7 @@ struct Reader {
         return result
     }
 
-    func uuids(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [BluetoothUUID] {
+    func uuids(_ value: TOMLNode, _ path: [String]) throws(ConfigError) -> [BluetoothUUID] {
         var result: [BluetoothUUID] = []
         for text in try strings(value, path) { result.append(try parseUUID(text, path)) }
         return result
@@ -344,7 +344,7 @@ struct Reader {
         }
     }
 
-    func hex(_ value: any TOMLValueConvertible, _ path: [String]) throws(ConfigError) -> [UInt8] {
+    func hex(_ value: TOMLNode, _ path: [String]) throws(ConfigError) -> [UInt8] {
         let text = try string(value, path)
         guard let bytes = Hex.decode(text) else { throw error(path, "\"\(text)\" is not hex bytes (e.g. \"0102ff\")") }
         return bytes
@@ -363,7 +363,7 @@ struct Reader {
 
 /// One key of an advertisement's table and how its value goes into the advertisement.
 struct Field: Sendable {
-    typealias Apply = @Sendable (Reader, any TOMLValueConvertible, [String], inout Advertisement) throws(ConfigError) -> Void
+    typealias Apply = @Sendable (Reader, TOMLNode, [String], inout Advertisement) throws(ConfigError) -> Void
 
     let key: String
     let apply: Apply

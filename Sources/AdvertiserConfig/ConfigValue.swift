@@ -1,5 +1,3 @@
-import TOMLKit
-
 /// One value of the config file, as `bleadvctl set` and the control API's `Set` pass it: a
 /// string, a whole number, a decimal number, true or false, or an array of them.
 public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
@@ -41,28 +39,30 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    init?(toml value: any TOMLValueConvertible) {
-        if let text = value.string { self = .string(text) }
-        else if let number = value.int { self = .integer(number) }
-        else if let number = value.double { self = .double(number) }
-        else if let flag = value.bool { self = .bool(flag) }
-        else if let array = value.array {
+    init?(toml value: TOMLNode) {
+        switch value {
+        case .string(let text): self = .string(text)
+        case .integer(let number): self = .integer(number)
+        case .double(let number): self = .double(number)
+        case .bool(let flag): self = .bool(flag)
+        case .array(let elements):
             var values: [ConfigValue] = []
-            for element in array {
+            for element in elements {
                 guard let value = ConfigValue(toml: element) else { return nil }
                 values.append(value)
             }
             self = .array(values)
-        } else { return nil }
+        case .table, .other: return nil
+        }
     }
 
-    var toml: any TOMLValueConvertible {
+    var toml: TOMLNode {
         switch self {
-        case .string(let text): text
-        case .integer(let number): number
-        case .double(let number): number
-        case .bool(let flag): flag
-        case .array(let values): TOMLArray(values.map(\.toml))
+        case .string(let text): .string(text)
+        case .integer(let number): .integer(number)
+        case .double(let number): .double(number)
+        case .bool(let flag): .bool(flag)
+        case .array(let values): .array(values.map(\.toml))
         }
     }
 }
@@ -82,7 +82,7 @@ extension ConfiguredAdvertisement {
 
     /// An advertisement's table as settings: `key` for a value, `key.subkey` for a value in a
     /// table (`manufacturer_data.0xFFFF`, `ibeacon.major`, `bthome.temperature`).
-    static func settings(of table: TOMLTable) -> [String: ConfigValue] {
+    static func settings(of table: [String: TOMLNode]) -> [String: ConfigValue] {
         var settings: [String: ConfigValue] = [:]
         for key in table.keys {
             guard let value = table[key] else { continue }
@@ -98,17 +98,18 @@ extension ConfiguredAdvertisement {
     }
 
     /// The table that ``settings(of:)`` came from.
-    static func table(of settings: [String: ConfigValue]) -> TOMLTable {
-        let table = TOMLTable()
-        for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
+    static func table(of settings: [String: ConfigValue]) -> [String: TOMLNode] {
+        var table: [String: TOMLNode] = [:]
+        var inner: [String: [String: TOMLNode]] = [:]
+        for (key, value) in settings {
             let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
             if parts.count == 2 {
-                if table[parts[0]]?.table == nil { table[parts[0]] = TOMLTable() }
-                table[parts[0]]!.table![parts[1]] = value.toml
+                inner[parts[0], default: [:]][parts[1]] = value.toml
             } else {
                 table[key] = value.toml
             }
         }
+        for (key, entries) in inner { table[key] = .table(entries) }
         return table
     }
 }
