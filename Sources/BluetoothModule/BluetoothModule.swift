@@ -204,6 +204,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .adapterAdded(let adapter):
                 guard configuredAdapter == nil || configuredAdapter == adapter else { return }
                 adapterInUse = nil
+                await moveToEarlier(adapter)
                 await reconcile()
             case .adapterRemoved(let adapter):
                 if adapterInUse?.name == adapter { adapterInUse = nil }
@@ -233,6 +234,19 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     }
 
     // MARK: Doing it
+
+    /// With no adapter configured, advertisements belong on the first adapter that can
+    /// advertise, by name. When `adapter` comes and sorts before the one they are on (after
+    /// bluetoothd restarts, whichever adapter's advertising manager comes first is taken), they
+    /// move to it, so where they end up does not depend on that race.
+    private func moveToEarlier(_ adapter: String) async {
+        guard configuredAdapter == nil else { return }
+        for name in entries.keys.sorted() {
+            guard case .on(_, let on)? = entries[name]?.status.phase, adapter < on else { continue }
+            logger.notice("\(name): moving from \(on) to \(adapter), the first adapter that can advertise")
+            await takeOff(name)
+        }
+    }
 
     private func reconcile() async {
         for name in entries.keys.sorted() {

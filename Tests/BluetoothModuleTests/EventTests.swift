@@ -129,4 +129,42 @@ struct EventTests {
         #expect(h.mock.startAdvertisingCallCount == 1)
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
+
+    @Test("with no adapter named, advertisements on a later adapter move to an earlier one when it comes")
+    func moveToEarlierAdapter() async throws {
+        let hci1 = AdapterCapabilities(name: "hci1")
+        let h = await Harness(adapters: [hci1])
+        try await h.module.on("heart")
+        h.mock.scriptAdapters(.always(.success([Harness.hci0, hci1])))
+
+        await h.module.handle(.adapterAdded("hci0"))
+
+        #expect(h.mock.calls.stopped == [Harness.heartID])
+        #expect(h.mock.calls.started.map(\.adapter) == ["hci1", "hci0"])
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
+    }
+
+    @Test("with no adapter named, a later adapter that comes moves nothing")
+    func laterAdapterMovesNothing() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+        h.mock.scriptAdapters(.always(.success([Harness.hci0, AdapterCapabilities(name: "hci1")])))
+
+        await h.module.handle(.adapterAdded("hci1"))
+
+        #expect(h.mock.stopAdvertisingCallCount == 0)
+        #expect(h.mock.startAdvertisingCallCount == 1)
+    }
+
+    @Test("with an adapter named, another adapter that comes moves nothing")
+    func namedAdapterStays() async throws {
+        let hci1 = AdapterCapabilities(name: "hci1")
+        let h = await Harness(adapter: "hci1", adapters: [Harness.hci0, hci1])
+        try await h.module.on("heart")
+
+        await h.module.handle(.adapterAdded("hci0"))
+
+        #expect(h.mock.stopAdvertisingCallCount == 0)
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci1"))
+    }
 }

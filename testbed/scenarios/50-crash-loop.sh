@@ -6,8 +6,8 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/crash.toml"
+# No adapter named: the default, which most users keep. hci1 can advertise too.
 cat > "$config" <<'TOML'
-adapter = "hci0"
 [advertisement.first]
 type = "broadcast"
 manufacturer_data = { "0xFFFF" = "c1a5" }
