@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "TestSupport"]),
-        .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig"]),
+        .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig"], exclude: ["Corpus"]),
         .testTarget(
             name: "AdvertiserDaemonTests",
             dependencies: [

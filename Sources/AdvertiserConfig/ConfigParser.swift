@@ -1,25 +1,87 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Peripheral
 import TOMLKit
 
 /// Reads the config file: TOML in, a ``DaemonConfig`` of validated advertisements out. Every
 /// problem is a ``ConfigError`` naming the file, the line and the key; unknown keys are errors.
 public enum ConfigParser {
+    /// The largest config file read: far more than any real one, small enough that a wrong
+    /// path (a log, a disk image) is refused rather than read.
+    public static let maximumFileSize = 1 << 20
+    /// The most advertisements one file may define.
+    public static let maximumAdvertisements = 1000
+
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(ConfigError) -> DaemonConfig {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            let reason = FileManager.default.fileExists(atPath: path)
-                ? "cannot be read (permissions?) or is not UTF-8" : "does not exist"
-            throw ConfigError(file: path, line: nil, key: "", message: "the config file \(reason)")
+        try parse(try contents(of: path), file: path)
+    }
+
+    /// The text of the file at `path`, or why it cannot be a config file: missing, a directory
+    /// or another kind of file, unreadable, too big, a NUL byte, not UTF-8 (with the line).
+    static func contents(of path: String) throws(ConfigError) -> String {
+        func failure(_ message: String, line: Int? = nil) -> ConfigError {
+            ConfigError(file: path, line: line, key: "", message: message)
         }
-        return try parse(text, file: path)
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw failure(errno == ENOENT ? "the config file does not exist" : "the config file cannot be read: \(String(cString: strerror(errno)))")
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw failure("is a directory, not a config file")
+        default: throw failure("is not a regular file (a FIFO, a device or a socket); give a config file")
+        }
+        guard info.st_size <= maximumFileSize else {
+            throw failure("is \(info.st_size) bytes; a config file is at most \(maximumFileSize) bytes")
+        }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure("the config file cannot be read: \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while bytes.count <= maximumFileSize {
+            let count = read(descriptor, &buffer, buffer.count)
+            guard count >= 0 else { throw failure("the config file cannot be read: \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            bytes += buffer[..<count]
+        }
+        guard bytes.count <= maximumFileSize else {
+            throw failure("grew past \(maximumFileSize) bytes while it was read; a config file is at most that")
+        }
+        return try text(bytes, file: path)
+    }
+
+    /// `bytes` as UTF-8 text.
+    static func text(_ bytes: [UInt8], file: String) throws(ConfigError) -> String {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            var offset = 0
+            var iterator = bytes.makeIterator()
+            var decoder = UTF8()
+            decoding: while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue(let scalar): offset += UTF8.width(scalar)
+                case .emptyInput, .error: break decoding
+                }
+            }
+            throw ConfigError(file: file, line: line(at: offset, in: bytes), key: "", message: "is not UTF-8 text (byte \(offset + 1) is not)")
+        }
+        return text
+    }
+
+    /// The line (1-based) that byte `offset` of `bytes` is on.
+    static func line(at offset: Int, in bytes: [UInt8]) -> Int {
+        bytes[..<offset].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
     }
 
     /// Parses config text; `file` names it in errors.
     public static func parse(_ text: String, file: String) throws(ConfigError) -> DaemonConfig {
+        // TOMLKit reads a C string: it would stop at a NUL and ignore the rest unseen.
+        if let nul = text.utf8.firstIndex(of: 0) {
+            let line = line(at: text.utf8.distance(from: text.utf8.startIndex, to: nul), in: Array(text.utf8))
+            throw ConfigError(file: file, line: line, key: "", message: "contains a NUL byte; a config file is text")
+        }
         let root: [String: TOMLNode]
         do {
             root = TOMLNode(try TOMLTable(string: text)).table ?? [:]
@@ -161,6 +223,9 @@ struct Reader {
         config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
         guard let section = root["advertisement"] else { return config }
         let advertisements = try table(section, ["advertisement"])
+        guard advertisements.count <= ConfigParser.maximumAdvertisements else {
+            throw error(["advertisement"], "has \(advertisements.count) advertisements; a config file may define at most \(ConfigParser.maximumAdvertisements)")
+        }
         for name in advertisements.keys.sorted() {
             let path = ["advertisement", name]
             guard !name.isEmpty, name.count <= 64, name.allSatisfy(\.isNameCharacter) else {

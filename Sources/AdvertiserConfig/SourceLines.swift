@@ -8,8 +8,9 @@ struct SourceLines {
 
     init(_ text: String) {
         var table: [String] = []
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingLeadingSpaces()
+        // Any line break: "\r\n" is one Character in Swift, so splitting on "\n" alone misses it.
+        for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = raw.drop { $0 == "\u{FEFF}" }.trimmingLeadingSpaces()
             if line.hasPrefix("[") {
                 let inner = line.drop { $0 == "[" }.prefix { $0 != "]" }
                 table = Self.dottedKey(Substring(inner))

@@ -3,6 +3,9 @@ extension Advertisement {
     public static let intervalRange: ClosedRange<UInt32> = 20...10_485_759
     /// The most data one AD structure carries: its length byte counts the type byte too.
     static let maximumADData = 254
+    /// The longest Bluetooth device name, in bytes (the Core Specification's limit; on air it is
+    /// shortened to what fits).
+    public static let maximumNameLength = 248
     /// The TX power range BlueZ accepts, in dBm.
     public static let txPowerRange: ClosedRange<Int16> = -127...20
 
@@ -19,6 +22,9 @@ extension Advertisement {
         if let localName {
             if localName.isEmpty { problems.append("local_name is empty") }
             if localName.utf8.contains(0) { problems.append("local_name contains a NUL character") }
+            if localName.utf8.count > Self.maximumNameLength {
+                problems.append("local_name is \(localName.utf8.count) bytes; a Bluetooth device name is at most \(Self.maximumNameLength)")
+            }
         }
         if appearance != nil && includes.contains(.appearance) {
             problems.append("appearance and includes \"appearance\" cannot both be set; BlueZ refuses the pair")

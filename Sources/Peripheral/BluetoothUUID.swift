@@ -51,9 +51,11 @@ public struct BluetoothUUID: Hashable, Sendable {
         var hex = Substring(text)
         if hex.hasPrefix("0x") || hex.hasPrefix("0X") { hex = hex.dropFirst(2) }
         let digits = hex.filter { $0 != "-" }
-        let dashesOK = digits.count != 32 || !hex.contains("-")
+        // Dashes only where the 36-character form has them.
+        let dashesOK = !hex.contains("-")
             || hex.split(separator: "-", omittingEmptySubsequences: false).map(\.count) == [8, 4, 4, 4, 12]
-        guard dashesOK, [4, 8, 32].contains(digits.count), let parsed = Hex.decode(String(digits)) else {
+        guard dashesOK, [4, 8, 32].contains(digits.count), digits.allSatisfy(\.isHexDigit),
+              let parsed = Hex.decode(String(digits)) else {
             throw PeripheralError(
                 .invalidValue,
                 "\"\(text)\" is not a Bluetooth UUID; use 4 hex digits (180D), 8 (0000180D) or a full UUID "
