@@ -62,6 +62,13 @@ extension DBusConnection {
         return stream
     }
 
+    /// The unique name that owns `name` as this connection last saw it from `NameOwnerChanged`,
+    /// without asking the bus: nil when it has no owner or no subscription's `sender` names it.
+    /// Messages are handled in order, so it is current for the message being handled.
+    public func followedOwner(of name: String) -> String? {
+        trackedOwners[name]?.owner
+    }
+
     /// The unique name that owns `name` now, or nil when it has no owner.
     public func nameOwner(_ name: String) async throws -> String? {
         do {

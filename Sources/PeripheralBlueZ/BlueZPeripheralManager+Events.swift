@@ -63,8 +63,20 @@ extension BlueZPeripheralManager {
         for consumer in consumers.values { consumer.yield(event) }
     }
 
-    /// BlueZ called `Release`: it dropped the advertisement itself.
-    func released(_ path: DBusObjectPath) async {
+    /// `Release` was called: when bluetoothd called it, it dropped the advertisement itself.
+    /// From anyone else (the bus policy lets root call anything) it is ignored: it would only
+    /// make bleadvd forget a registration that BlueZ still has.
+    func released(_ path: DBusObjectPath, by sender: String?) async {
+        let bluetoothd: String?
+        if let followed = await connection.followedOwner(of: BlueZ.service) {
+            bluetoothd = followed
+        } else {
+            bluetoothd = (try? await connection.nameOwner(BlueZ.service)) ?? nil
+        }
+        guard let sender, sender == bluetoothd else {
+            logger.warning("ignored Release of \(path.rawValue) from \(sender ?? "an unknown sender"), which is not bluetoothd")
+            return
+        }
         guard registrations.removeValue(forKey: path) != nil else { return }
         await connection.unexport(path)
         publish(.released(AdvertisementID(path.rawValue)))

@@ -173,8 +173,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         if advertisement.txPower == nil {
             properties.append(DBusProperty("TxPower", value: .int16(0), access: .write, emitsChanged: false, onSet: report))
         }
-        let release = DBusMethod("Release") { [weak self] _ in
-            await self?.released(path)
+        let release = DBusMethod("Release") { [weak self] call in
+            await self?.released(path, by: call.sender)
             return []
         }
         return [DBusInterface(name: BlueZ.advertisementInterface, methods: [release], properties: properties)]

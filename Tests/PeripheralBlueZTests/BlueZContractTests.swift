@@ -161,6 +161,22 @@ struct BlueZContractTests {
         #expect(await session.connection.exportedPaths.isEmpty)
     }
 
+    @Test("Release from a peer that is not bluetoothd is ignored: the registration stays")
+    func releaseFromAnotherPeerIsIgnored() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
+
+        _ = try await stranger.call(
+            destination: session.connection.uniqueName, path: DBusObjectPath(id.rawValue),
+            interface: "org.bluez.LEAdvertisement1", member: "Release")
+
+        #expect(await session.connection.exportedPaths.count == 1)
+        // Still known, so it is unregistered from BlueZ, which has it (not refused as unknown).
+        try await session.manager.stopAdvertising(id)
+        #expect(try await session.calls().last == "UnregisterAdvertisement \(id)")
+    }
+
     @Test("a powered change of the adapter is an event")
     func aPoweredChangeOfTheAdapterIsAnEvent() async throws {
         let session = try await StandInSession()
