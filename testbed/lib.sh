@@ -43,21 +43,24 @@ heard_service_data() {
   observe_until 20 "service_data=$1:" | sed -nE "s/.*service_data=$1:([0-9a-f]+).*/\1/p" | head -n1
 }
 
-# wait_bthome "DECODE ARGS" TEXT...: scans until Home Assistant's reading of the 0xFCD2 service
-# data hci1 hears (decode bthome DECODE ARGS HEX) holds every TEXT line; prints the reading and
-# leaves the hex in HEARD.
+# wait_bthome "DECODE OPTIONS" TEXT...: scans until Home Assistant's reading of the 0xFCD2
+# service data hci1 hears (decode bthome ADDRESS HEX DECODE OPTIONS, with the address hci1
+# heard it from, as Home Assistant does) holds every TEXT line; prints the reading and leaves
+# the hex in HEARD and the address in HEARD_ADDRESS.
 wait_bthome() {
-  local args=$1; shift
-  local i values line missing
+  local options=$1; shift
+  local i line values missing
   for i in 1 2 3 4 5 6; do
-    HEARD=$(heard_service_data 0000fcd2-0000-1000-8000-00805f9b34fb) || true
+    line=$(observe_until 20 "service_data=0000fcd2-0000-1000-8000-00805f9b34fb:" | grep -m1 "service_data=0000fcd2") || true
+    HEARD=$(sed -nE 's/.*service_data=0000fcd2-0000-1000-8000-00805f9b34fb:([0-9a-f]+).*/\1/p' <<< "$line")
+    HEARD_ADDRESS=$(sed -nE 's/.*device ([0-9A-F:]{17}).*/\1/p' <<< "$line")
     # shellcheck disable=SC2086
-    values=$(decode bthome $args "$HEARD" 2>/dev/null) || true
+    values=$(decode bthome "$HEARD_ADDRESS" "$HEARD" $options 2>/dev/null) || true
     missing=0
     for line in "$@"; do grep -qxF "$line" <<< "$values" || missing=1; done
     if ((missing == 0)); then printf '%s\n' "$values" | sed 's/^/    /'; return 0; fi
   done
-  echo "the decoder never saw $*; last heard $HEARD:" >&2; printf '%s\n' "$values" >&2
+  echo "the decoder never saw $*; last heard $HEARD from $HEARD_ADDRESS:" >&2; printf '%s\n' "$values" >&2
   return 1
 }
 

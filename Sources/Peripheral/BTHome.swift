@@ -242,11 +242,16 @@ public struct BTHome: Hashable, Sendable {
         [deviceInformation] + (try objectBytes())
     }
 
-    /// A broadcast advertisement carrying the sensor, with `localName` in the scan response;
-    /// with an ``encryptionKey``, its ``Advertisement/bthomeKey``.
+    /// An advertisement carrying the sensor, with `localName` in the scan response; with an
+    /// ``encryptionKey``, its ``Advertisement/bthomeKey``.
+    ///
+    /// It is connectable (`peripheral`), not a broadcast: Linux sends a non-connectable
+    /// advertisement from a fresh random address (unless the adapter itself is connectable),
+    /// and Home Assistant knows a BTHome sensor by its address, and decrypts with it. A
+    /// connectable one goes out from the adapter's own address.
     public func advertisement(localName: String? = nil) throws(PeripheralError) -> Advertisement {
         var advertisement = Advertisement(
-            kind: .broadcast, serviceData: [.init(uuid: Self.serviceUUID, data: try serviceData())], localName: localName)
+            kind: .peripheral, serviceData: [.init(uuid: Self.serviceUUID, data: try serviceData())], localName: localName)
         advertisement.bthomeKey = encryptionKey
         return advertisement
     }

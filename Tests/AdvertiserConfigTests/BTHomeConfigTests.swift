@@ -34,11 +34,11 @@ struct BTHomeConfigTests {
         }
     }
 
-    @Test("a bthome table becomes a broadcast of its service data, with the name in the scan response")
+    @Test("a bthome table becomes a connectable advertisement of its service data, with the name in the scan response")
     func bthomeTable() throws {
         let configured = try kitchen()
 
-        #expect(configured.advertisement.kind == .broadcast)
+        #expect(configured.advertisement.kind == .peripheral)
         #expect(configured.advertisement.localName == "Kitchen")
         #expect(configured.advertisement.serviceData == [.init(
             uuid: BTHome.serviceUUID, data: [0x40, 0x00, 0x00, 0x01, 0x57, 0x02, 0x66, 0x08, 0x03, 0xB4, 0x0F])])

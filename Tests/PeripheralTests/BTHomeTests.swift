@@ -74,11 +74,11 @@ struct BTHomeTests {
         #expect(error?.message.hasPrefix("temprature is not a BTHome measurement; known: battery, temperature, humidity") == true)
     }
 
-    @Test("the advertisement is a broadcast of the service data, within the 31-byte budget")
+    @Test("the advertisement is connectable (sent from the adapter's own address), within the 31-byte budget")
     func advertisement() throws {
         let ad = try BTHome(values: ["temperature": 21.5, "humidity": 40.2, "battery": 87]).advertisement(localName: "Kitchen")
 
-        #expect(ad.kind == .broadcast)
+        #expect(ad.kind == .peripheral)
         #expect(ad.serviceData.first?.uuid == BluetoothUUID(0xFCD2))
         #expect(ad.problems().isEmpty)
     }

@@ -30,12 +30,14 @@ minor = 2
 measured_power = -59
 TOML
 removals() { btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | grep -c "Remove Advertising" || true; }
-wait_decoded() { wait_bthome "$address --name Kitchen" "$@"; }
+wait_decoded() { wait_bthome "--name Kitchen" "$@"; }
 
 start_bleadvd "$config"
 address=$(adapter_address)
 echo "hci1 hears kitchen; Home Assistant's bthome-ble decodes:"
 wait_decoded "temperature 21.5" "humidity 40.2" "battery 87"
+echo "    heard from $HEARD_ADDRESS, the adapter's own address (Home Assistant knows the sensor by it)"
+[[ "$HEARD_ADDRESS" == "$address" ]] || { echo "heard from $HEARD_ADDRESS, not hci0's $address" >&2; exit 1; }
 
 before=$(removals)
 echo "bleadvctl set kitchen temperature=22.7 humidity=41.3 battery=86:"

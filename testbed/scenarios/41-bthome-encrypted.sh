@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Encrypted BTHome and the Eddystone presets, checked by parsers we did not write:
 # - an encrypted [advertisement.sealed.bthome] decodes with Home Assistant's bthome-ble given
-#   the key (25.06 °C, 50.55 %: the format's own example) and to nothing without it;
+#   the key and the address hci1 heard it from, as Home Assistant does (25.06 °C, 50.55 %: the
+#   format's own example), and to nothing without the key; that address is hci0's own;
 # - the counter on air grows with each `bleadvctl set`, and after bleadvd restarts it is beyond
 #   every counter used before (kept in the state directory);
 # - 1,000 Set calls in a burst: updates that reached the controller, the last value on air
@@ -41,10 +42,11 @@ counter() { local c=${1: -16:8}; echo $((16#${c:6:2}${c:4:2}${c:2:2}${c:0:2})); 
 start_bleadvd "$config" --state-directory "$state"
 address=$(adapter_address)
 echo "hci1 hears sealed; Home Assistant's bthome-ble decodes it with the key:"
-wait_bthome "$address --name Sealed --key $key" "temperature 25.06" "humidity 50.55"
+wait_bthome "--name Sealed --key $key" "temperature 25.06" "humidity 50.55"
 first=$(counter "$HEARD")
-echo "    service data $HEARD, counter $first"
-if decode bthome "$address" "$HEARD" --name Sealed > "$TESTBED_WORK/keyless.txt" 2>&1; then
+echo "    service data $HEARD from $HEARD_ADDRESS, counter $first"
+[[ "$HEARD_ADDRESS" == "$address" ]] || { echo "heard from $HEARD_ADDRESS, not hci0's $address: no receiver could decrypt" >&2; exit 1; }
+if decode bthome "$HEARD_ADDRESS" "$HEARD" --name Sealed > "$TESTBED_WORK/keyless.txt" 2>&1; then
   echo "decoded without the key:" >&2; cat "$TESTBED_WORK/keyless.txt" >&2; exit 1
 fi
 echo "    without the key it decodes to nothing"
@@ -52,7 +54,7 @@ if bleadvctl status | grep -q "$key"; then echo "status shows the key" >&2; exit
 
 echo "bleadvctl set sealed temperature=26.5: decoded with the key, a higher counter:"
 bleadvctl set sealed temperature=26.5
-wait_bthome "$address --name Sealed --key $key" "temperature 26.5" "humidity 50.55"
+wait_bthome "--name Sealed --key $key" "temperature 26.5" "humidity 50.55"
 second=$(counter "$HEARD")
 echo "    counter $second"
 ((second > first)) || { echo "the counter did not grow: $first then $second" >&2; exit 1; }
@@ -60,7 +62,7 @@ echo "    counter $second"
 echo "bleadvd restarted: the counter goes on beyond every one used before:"
 stop_bleadvd
 start_bleadvd "$config" --state-directory "$state"
-wait_bthome "$address --name Sealed --key $key" "temperature 25.06"
+wait_bthome "--name Sealed --key $key" "temperature 25.06"
 third=$(counter "$HEARD")
 echo "    counter $third; $(ls "$state") holds $(cat "$state"/bthome-*.counter)"
 ((third > second)) || { echo "the counter went back after a restart: $second then $third" >&2; exit 1; }
@@ -83,7 +85,7 @@ updates_before=$(advertising_data 0 | wc -l)
 burst_start=$(date +%s.%N)
 burst 1000 40
 burst_time=$(elapsed "$burst_start")
-wait_bthome "$address --name Sealed --key $key" "temperature 25.0"
+wait_bthome "--name Sealed --key $key" "temperature 25.0"
 sleep 1
 updates=$(( $(advertising_data 0 | wc -l) - updates_before ))
 rss_first=$(rss)
@@ -91,7 +93,7 @@ echo "    1,000 calls in $burst_time s; the controller got $updates new advertis
 allowed=$(awk -v b="$burst_time" 'BEGIN { printf "%d", b * 10 + 2 }')
 (( updates <= allowed && updates < 1000 )) || { echo "the burst was not coalesced: $updates updates, at most $allowed allowed" >&2; exit 1; }
 burst 300 15
-wait_bthome "$address --name Sealed --key $key" "temperature 20.0" > /dev/null
+wait_bthome "--name Sealed --key $key" "temperature 20.0" > /dev/null
 sleep 1
 rss_second=$(rss)
 echo "    bleadvd RSS: $rss_start KiB before, $rss_first KiB after the 1,000, $rss_second KiB after 300 more"
