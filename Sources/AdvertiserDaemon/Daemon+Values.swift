@@ -13,6 +13,12 @@ extension Daemon {
         guard let configured = config.advertisements[name] else {
             throw PeripheralError.unknownName(name)
         }
+        guard !values.isEmpty else {
+            throw PeripheralError(.invalidValue, "no values given; set at least one, e.g. temperature=21.5")
+        }
+        if let long = values.keys.first(where: { $0.count > 64 }) {
+            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(long)) is no key of the config file")
+        }
         var changes: [String: ConfigValue] = [:]
         for (key, value) in values {
             changes[key] = try Self.configValue(value, key: key, like: configured.settings[configured.settingKey(key)])
@@ -64,6 +70,7 @@ extension Daemon {
         case .string(let text): return ConfigValue(parsing: text, like: current)
         case .boolean(let flag): return .bool(flag)
         case .double(let number) where number.isFinite: return .double(number)
+        case .double(let number): throw PeripheralError(.invalidValue, "\(key): is \(number); give a finite number")
         case .byte(let n): return .integer(Int(n))
         case .int16(let n): return .integer(Int(n))
         case .uint16(let n): return .integer(Int(n))

@@ -180,6 +180,9 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
 
     private func each(_ names: [String], _ body: (String) async throws(PeripheralError) -> Void) async throws(PeripheralError) {
         let targets = names.isEmpty ? config.names : names
+        // All known, or nothing is done: the caller learns every name it got wrong at once.
+        let unknown = targets.filter { config.advertisements[$0] == nil }
+        if !unknown.isEmpty { throw PeripheralError.unknownNames(unknown) }
         var failures: [(String, PeripheralError)] = []
         for name in targets {
             do {

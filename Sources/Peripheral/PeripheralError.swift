@@ -46,7 +46,19 @@ public struct PeripheralError: Error, Hashable, Sendable {
 
     /// `unknownName`: no advertisement has `name`.
     public static func unknownName(_ name: String) -> PeripheralError {
-        PeripheralError(.unknownName, "no advertisement named \"\(name)\"")
+        PeripheralError(.unknownName, "no advertisement named \(quoted(name))")
+    }
+
+    /// `unknownName` for several names: the first three, and how many more.
+    public static func unknownNames(_ names: [String]) -> PeripheralError {
+        let shown = names.prefix(3).map(quoted).joined(separator: ", ")
+        return PeripheralError(.unknownName, "no advertisement named \(shown)\(names.count > 3 ? " and \(names.count - 3) more" : "")")
+    }
+
+    /// `"text"` for a message; the start of it and its length when it is longer than any name
+    /// or key (a megabyte sent by a caller is not sent back).
+    public static func quoted(_ text: String) -> String {
+        text.count <= 64 ? "\"\(text)\"" : "\"\(text.prefix(24))...\" (\(text.count) characters)"
     }
 
     /// Whether trying again later may succeed (as opposed to an advertisement that will be

@@ -59,7 +59,7 @@ struct ControlTests {
         let result = try await session.ctl("on", "kitchen")
 
         #expect(result.status == 2)
-        #expect(result.errors == "bleadvctl: kitchen: no advertisement named \"kitchen\"\n")
+        #expect(result.errors == "bleadvctl: no advertisement named \"kitchen\"\n")
     }
 
     @Test("when BlueZ refuses, on exits 1 with BlueZ's reason translated")
