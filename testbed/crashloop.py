@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """kill -9 bluetoothd and start it again, TIMES times in a row, as a crash and systemd's
-restart would; after each, how long until hci0's LEAdvertisingManager1 answers again and how
-long after that ActiveInstances is back to EXPECT.
+restart would (or stop it cleanly with --signal TERM: it sends Release first); after each, how
+long until hci0's LEAdvertisingManager1 answers again and how long after that ActiveInstances
+is back to EXPECT.
 
-  crashloop.py --times 20 --expect 2 [--pause 0.3] [--timeout 15] [--log FILE]
+  crashloop.py --times 20 --expect 2 [--signal KILL|TERM] [--pause 0.3] [--timeout 15] [--log FILE]
 
 One line per crash: "crash 3: manager back 0.81 s after the start, 2 registered 0.42 s later".
 Exits 1 at the first crash after which ActiveInstances does not reach EXPECT within TIMEOUT s.
@@ -42,6 +43,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--times", type=int, default=20)
     parser.add_argument("--expect", type=int, required=True)
+    parser.add_argument("--signal", default="KILL", choices=["KILL", "TERM"])
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between the kill and the start")
     parser.add_argument("--timeout", type=float, default=15)
     parser.add_argument("--log", default="/dev/null", help="bluetoothd's output is appended here")
@@ -50,9 +52,9 @@ def main():
     bus_daemon = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
     log = open(args.log, "ab")
     for crash in range(1, args.times + 1):
-        subprocess.run(["pkill", "-9", "-x", "bluetoothd"], check=False)
+        subprocess.run(["pkill", "-" + args.signal, "-x", "bluetoothd"], check=False)
         if wait(lambda: not bus_daemon.NameHasOwner("org.bluez", dbus_interface="org.freedesktop.DBus"), 10) is None:
-            print("crash %d: org.bluez still owned 10 s after kill -9" % crash)
+            print("crash %d: org.bluez still owned 10 s after SIG%s" % (crash, args.signal))
             return 1
         time.sleep(args.pause)
         log.write(b"---- crash %d\n" % crash)

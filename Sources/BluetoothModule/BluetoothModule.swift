@@ -148,7 +148,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         try await exclusively {
             guard entries[name] != nil else { throw PeripheralError.unknownName(name) }
             entries[name]!.status.desired = false
+            let wasOn = entries[name]!.status.phase.id != nil
             try await takeOffThrowing(name)
+            if wasOn { await slotFreed() }
         }
     }
 
@@ -218,12 +220,15 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 for name in entries.keys.sorted() {
                     if case .on(_, adapter)? = entries[name]?.status.phase { await takeOff(name) }
                 }
+                // Power it on again (power_on = true) and re-register, or say why not.
+                await reconcile()
             case .released(let id):
                 guard let name = entries.first(where: { $0.value.status.phase.id == id })?.key else { return }
                 if entries[name]!.advertisement.timeout != nil {
                     logger.info("\(name): its timeout ran out; it is off now")
                     entries[name]!.status.desired = false
                     move(name, to: .off)
+                    await slotFreed()
                 } else {
                     logger.notice("\(name): BlueZ released it; registering it again")
                     move(name, to: .waiting)
@@ -234,6 +239,17 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     }
 
     // MARK: Doing it
+
+    /// One of our advertisements left its slot: those waiting for a free slot are tried now, in
+    /// name order, rather than at their next retry (which still comes, for a slot that another
+    /// program frees).
+    private func slotFreed() async {
+        for name in entries.keys.sorted() {
+            guard case .retrying? = entries[name]?.status.phase,
+                  entries[name]?.status.lastError?.code == .noFreeInstance else { continue }
+            await attempt(name)
+        }
+    }
 
     /// With no adapter configured, advertisements belong on the first adapter that can
     /// advertise, by name. When `adapter` comes and sorts before the one they are on (after

@@ -79,18 +79,38 @@ struct EventTests {
         #expect(h.mock.adaptersCallCount == 1)
     }
 
-    @Test("powered off: unregistered and waiting; powered on: registered again")
-    func powerCycle() async throws {
+    @Test("powered off behind its back with power_on: powered on again and registered again")
+    func powerCycleWithPowerOn() async throws {
         let h = await Harness()
+        h.mock.scriptPowerOn(.always(.success(())))
         try await h.module.on("heart")
+        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
 
         await h.module.handle(.adapterPowered("hci0", false))
-        let whileOff = await h.status()?.phase
+
+        #expect(h.mock.stopAdvertisingCallCount == 1)
+        #expect(h.mock.calls.poweredOn == ["hci0"])
+        #expect(h.mock.startAdvertisingCallCount == 2)
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
+    }
+
+    @Test("powered off with power_on = false: off air with the reason; powered on: registered again")
+    func powerCycleWithoutPowerOn() async throws {
+        let h = await Harness(powerOn: false)
+        try await h.module.on("heart")
+        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
+
+        await h.module.handle(.adapterPowered("hci0", false))
+        let whileOff = await h.status()
+        h.mock.scriptAdapters(.always(.success([Harness.hci0])))
         await h.module.handle(.adapterPowered("hci0", true))
 
-        #expect(whileOff == .waiting)
-        #expect(h.mock.stopAdvertisingCallCount == 1)
+        let retrying = if case .retrying? = whileOff?.phase { true } else { false }
+        #expect(retrying)
+        #expect(whileOff?.lastError?.message == "adapter hci0 is powered off and power_on is false")
+        #expect(h.mock.calls.poweredOn.isEmpty)
         #expect(h.mock.startAdvertisingCallCount == 2)
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
 
     @Test("released by BlueZ: registered again at once")

@@ -112,4 +112,21 @@ struct RetryTests {
         #expect(await h.status()?.phase == .waiting)
         #expect(await h.module.nextRetry == nil)
     }
+
+    @Test("an advertisement waiting for a free slot goes on air as soon as another is turned off, before its retry")
+    func slotFreedByOff() async throws {
+        let h = await Harness()
+        let doorID = AdvertisementID("/ad/door")
+        await h.module.configure(["heart": Harness.heart, "door": Harness.door])
+        h.mock.scriptStart(.sequence([
+            .success(Harness.heartID), .failure(PeripheralError(.noFreeInstance, "no free slot")), .success(doorID),
+        ]))
+        try await h.module.on("heart")
+        _ = try? await h.module.on("door")
+
+        try await h.module.off("heart")
+
+        #expect(await h.status("door")?.phase == .on(doorID, adapter: "hci0"))
+        #expect(h.mock.startAdvertisingCallCount == 3)
+    }
 }

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Faults other than a crash, with the real bluetoothd:
+# - bluetoothd stopped cleanly (SIGTERM: it sends Release first) and started, 3 times: both
+#   advertisements registered again, each within 1 s of hci0's advertising manager answering;
+# - hci0 powered off behind bleadvd's back (btmgmt): with power_on = true bleadvd powers it on
+#   and re-registers; with power_on = false it waits, says why in status, and re-registers once
+#   the adapter is powered on again;
+# - one advertisement more than hci0 has free slots: all but the last (by name) on air, the last
+#   says there is no free slot, and goes on air as soon as another is turned off.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+active() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $2}'; }
+powered() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered | awk '{print $2}'; }
+two="$TESTBED_WORK/two.toml"
+cat > "$two" <<'TOML'
+adapter = "hci0"
+[advertisement.first]
+type = "broadcast"
+manufacturer_data = { "0xFFFF" = "f1" }
+[advertisement.second]
+type = "broadcast"
+manufacturer_data = { "0xFFFE" = "f2" }
+TOML
+
+start_bleadvd "$two"
+wait_for 30 "both on air" '[[ "$(active)" == 2 ]]'
+echo "bluetoothd stopped cleanly (SIGTERM) and started again, 3 times:"
+python3 "$TESTBED_ROOT/testbed/crashloop.py" --signal TERM --times 3 --expect 2 --log "$TESTBED_WORK/bluetoothd-stops.log" \
+  | tee "$TESTBED_WORK/stops.txt" | sed 's/^/    /'
+awk '/registered/ { if ($(NF - 1) + 0 > 1.0) slow = 1 } END { exit slow }' "$TESTBED_WORK/stops.txt" \
+  || { echo "a re-registration took more than 1 s" >&2; exit 1; }
+
+echo "hci0 powered off behind bleadvd's back (power_on = true):"
+off_at=$(date +%s.%N)
+btmgmt --index 0 power off > /dev/null
+wait_for 20 "hci0 powered again and both on air" '[[ "$(powered)" == true && "$(active)" == 2 ]]'
+echo "    bleadvd powered hci0 on and re-registered both in $(elapsed "$off_at") s"
+stop_bleadvd
+
+echo "the same with power_on = false:"
+sed 's/^adapter = "hci0"$/adapter = "hci0"\npower_on = false/' "$two" > "$TESTBED_WORK/nopower.toml"
+start_bleadvd "$TESTBED_WORK/nopower.toml"
+wait_for 30 "both on air" '[[ "$(active)" == 2 ]]'
+btmgmt --index 0 power off > /dev/null
+wait_for 20 "bleadvd to say why they are off" 'bleadvctl status | grep -q "power_on is false"'
+sleep 2
+[[ "$(powered)" == false ]] || { echo "bleadvd powered hci0 on although power_on = false" >&2; exit 1; }
+bleadvctl status | sed 's/^/    /'
+on_at=$(date +%s.%N)
+btmgmt --index 0 power on > /dev/null
+wait_for 20 "both on air again" '[[ "$(active)" == 2 ]]'
+echo "    powered on by hand: both on air again $(elapsed "$on_at") s later"
+stop_bleadvd
+
+free=$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 SupportedInstances | awk '{print $2}')
+count=$((free + 1))
+echo "$count advertisements for $free free slots on hci0:"
+many="$TESTBED_WORK/many.toml"
+echo 'adapter = "hci0"' > "$many"
+for i in $(seq -w 1 "$count"); do
+  printf '[advertisement.a%s]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "a%s" }\n' "$i" "$i" >> "$many"
+done
+last=$(printf 'a%02d' "$count")
+start_bleadvd "$many"
+wait_for 30 "$free on air" '[[ "$(active)" == "$free" ]]'
+bleadvctl status | grep -E "^$last " | sed 's/^/    /'
+bleadvctl status | grep -E "^$last " | grep -q "no free advertising slot" || { echo "$last does not say it waits for a slot" >&2; exit 1; }
+freed_at=$(date +%s.%N)
+bleadvctl off a01
+wait_for 10 "$last on air" 'bleadvctl status | grep -qE "^$last +on "'
+echo "    bleadvctl off a01: $last on air $(elapsed "$freed_at") s later"
+observe_until 30 "manufacturer=0xffff:$(printf '%02d' "$count" | sed 's/^/a/')" > /dev/null && echo "    hci1 hears $last"
+stop_bleadvd
