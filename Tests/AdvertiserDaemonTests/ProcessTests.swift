@@ -42,6 +42,25 @@ struct ProcessTests {
         #expect(result.errors == "<2>\(path):3: advertisement.heart.major: unknown key; known keys: altbeacon, appearance, bthome, data, discoverable, discoverable_timeout, duration, eddystone_uid, eddystone_url, enabled, ibeacon, includes, local_name, manufacturer_data, max_interval_ms, min_interval_ms, secondary_channel, service_data, service_uuids, solicit_uuids, timeout, tx_power, type\n")
     }
 
+    @Test("when the system bus goes away, bleadvd exits 1 at once with one line saying so, and bleadvctl exits 3")
+    func busLost() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus)
+        try await notify.waitFor("READY=1")
+
+        bus.stop()
+        let status = await Task.detached { daemon.wait() }.value
+        let client = try await runProgram(product("bleadvctl"), ["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+
+        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        #expect(status == 1)
+        #expect(errors.split(separator: "\n").filter { $0.hasPrefix("<2>") } == ["<2>lost the system bus; exiting so that systemd restarts bleadvd"])
+        #expect(client.status == 3)
+        #expect(client.errors.hasPrefix("bleadvctl: cannot reach the system bus, so bleadvd is not running there"))
+        _ = standIn
+    }
+
     @Test("READY=1 comes once the enabled advertisements are registered with BlueZ")
     func readyAfterRegistration() async throws {
         let bus = try PrivateBus()
