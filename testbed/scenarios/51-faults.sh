@@ -58,8 +58,8 @@ count=$((free + 1))
 echo "$count advertisements for $free free slots on hci0:"
 many="$TESTBED_WORK/many.toml"
 echo 'adapter = "hci0"' > "$many"
-for i in $(seq -w 1 "$count"); do
-  printf '[advertisement.a%s]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "a%s" }\n' "$i" "$i" >> "$many"
+for i in $(seq 1 "$count"); do
+  printf '[advertisement.a%02d]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "a%03d" }\n' "$i" "$i" >> "$many"
 done
 last=$(printf 'a%02d' "$count")
 start_bleadvd "$many"
@@ -69,6 +69,7 @@ bleadvctl status | grep -E "^$last " | grep -q "no free advertising slot" || { e
 freed_at=$(date +%s.%N)
 bleadvctl off a01
 wait_for 10 "$last on air" 'bleadvctl status | grep -qE "^$last +on "'
-echo "    bleadvctl off a01: $last on air $(elapsed "$freed_at") s later"
-observe_until 30 "manufacturer=0xffff:$(printf '%02d' "$count" | sed 's/^/a/')" > /dev/null && echo "    hci1 hears $last"
+echo "    bleadvctl off a01: $last on air $(elapsed "$freed_at") s later; bleadvd's log since:"
+sed -n '/a01: off air/,$p' "$TESTBED_WORK/bleadvd.log" | sed 's/^/        /'
+observe_until 30 "manufacturer=0xffff:$(printf 'a%03d' "$count")" > /dev/null && echo "    hci1 hears $last"
 stop_bleadvd
