@@ -68,8 +68,12 @@ bleadvctl status | grep -E "^$last " | sed 's/^/    /'
 bleadvctl status | grep -E "^$last " | grep -q "no free advertising slot" || { echo "$last does not say it waits for a slot" >&2; exit 1; }
 freed_at=$(date +%s.%N)
 bleadvctl off a01
+off_took=$(elapsed "$freed_at")
 wait_for 10 "$last on air" 'bleadvctl status | grep -qE "^$last +on "'
-echo "    bleadvctl off a01: $last on air $(elapsed "$freed_at") s later; bleadvd's log since:"
+echo "    bleadvctl off a01 returned after $off_took s; $last seen on air by bleadvctl status $(elapsed "$freed_at") s after the off began"
+echo "    bleadvd's log from the off on (the waiting one is registered right after, not at its next retry):"
 sed -n '/a01: off air/,$p' "$TESTBED_WORK/bleadvd.log" | sed 's/^/        /'
+sed -n '/a01: off air/{n;p}' "$TESTBED_WORK/bleadvd.log" | grep -q "^<6>$last: on air" \
+  || { echo "$last was not the next thing bleadvd did after a01 went off" >&2; exit 1; }
 observe_until 30 "manufacturer=0xffff:$(printf 'a%03d' "$count")" > /dev/null && echo "    hci1 hears $last"
 stop_bleadvd
