@@ -28,7 +28,11 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         case stop
     }
 
+    /// Reads a config file: how `reload` reads it again.
+    public typealias ConfigLoader = @Sendable (String) async throws(ConfigError) -> DaemonConfig
+
     let configPath: String
+    let loadConfig: ConfigLoader
     let module: BluetoothModule<C>
     let manager: any PeripheralManaging
     let connection: DBusConnection
@@ -57,14 +61,19 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     /// - Parameters:
     ///   - adapter: overrides the config's adapter (bleadvd's `--adapter`).
     ///   - counters: where encrypted BTHome's counters are kept (bleadvd's `--state-directory`).
+    ///   - loadConfig: reads the file at reload; bleadvd's reads it in a child process first, so
+    ///     that a file the TOML library crashes on cannot take the daemon down.
     public init(
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
-        counters: (any EncryptionCounters)? = nil, logger: Logger
+        counters: (any EncryptionCounters)? = nil,
+        loadConfig: @escaping ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) },
+        logger: Logger
     ) {
         self.config = config
         self.fileConfig = config
         self.configPath = configPath
+        self.loadConfig = loadConfig
         self.manager = manager
         self.connection = connection
         self.clock = clock
@@ -102,7 +111,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         defer { notifier.notify("READY=1\nSTATUS=" + statusLine()) }
         let new: DaemonConfig
         do {
-            new = try ConfigParser.load(path: configPath)
+            new = try await loadConfig(configPath)
         } catch {
             logger.error("reload refused, nothing changed: \(error)")
             throw ReloadError(error.description)

@@ -44,13 +44,26 @@ struct Bleadvd: AsyncParsableCommand {
         valueName: "path"))
     var stateDirectory: String?
 
+    @Flag(help: "Check the config file and exit: 0 when bleadvd would accept it, 2 with the error when not.")
+    var checkConfig = false
+
     func run() async throws {
+        if checkConfig {
+            do {
+                let settings = try ConfigParser.load(path: config)
+                print("\(config): \(settings.advertisements.count) advertisement(s), \(settings.advertisements.values.filter(\.enabled).count) enabled")
+                return
+            } catch {
+                FileHandle.standardError.write(Data("bleadvd: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
         let level = Logger.Level(rawValue: logLevel.rawValue)!
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "bleadvd")
         let settings: DaemonConfig
         do {
-            settings = try ConfigParser.load(path: config)
+            settings = try await ConfigCheck.load(path: config)
         } catch {
             logger.critical("\(error)")
             throw ExitCode(2)
@@ -69,7 +82,8 @@ struct Bleadvd: AsyncParsableCommand {
             config: settings, configPath: config, adapter: adapter,
             manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
             clock: ContinuousClock(), notifier: SystemdNotifier(environment: environment),
-            counters: CounterDirectory(path: state), logger: logger)
+            counters: CounterDirectory(path: state),
+            loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)
         let (requests, post) = AsyncStream<Daemon<ContinuousClock>.Request>.makeStream()
         let sources = Self.watchSignals { number in
             logger.notice("signal \(number)")

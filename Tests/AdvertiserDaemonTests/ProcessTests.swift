@@ -137,4 +137,34 @@ struct ProcessTests {
         #expect(list.output == "heart\n")
         _ = standIn
     }
+
+    @Test("a reload of a file that crashes the TOML parser (found by libFuzzer) is refused, and bleadvd stays up")
+    func reloadParserCrash() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, path) = try startDaemon(bus)
+        try await notify.waitFor("READY=1")
+        try "\n[\n\n".write(toFile: path, atomically: true, encoding: .utf8)
+
+        let reload = try await runProgram(product("bleadvctl"), ["reload"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+
+        #expect(reload.status == 2)
+        #expect(reload.errors.contains("\(path): crashes the TOML parser (signal 6 in a child process; nothing was read)"), "\(reload.errors)")
+        #expect(try await advertisementsHeld(on: bus) == 1)
+        let list = try await runProgram(product("bleadvctl"), ["list"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        #expect(list.output == "heart\n")
+        _ = (standIn, daemon)
+    }
+
+    @Test("a file that crashes the TOML parser at start is a config error: exit 2 and one line")
+    func startParserCrash() async throws {
+        let bus = try PrivateBus()
+        let (daemon, _, path) = try startDaemon(bus, config: "\n[\n\n")
+
+        let status = await Task.detached { daemon.wait() }.value
+
+        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        #expect(status == 2)
+        #expect(errors == "<2>\(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header or a key cut short, e.g. a '[' at the end of a line\n")
+    }
 }
