@@ -18,7 +18,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test unit-test testbed-test systemd-check docs demo install uninstall deb bench-dbus clean
+.PHONY: help deps build test unit-test testbed-test systemd-check docs demo install uninstall deb bench-dbus fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -82,6 +82,9 @@ uninstall: ## remove what install put there (keeps /etc/bleadvd/bleadvd.toml)
 
 deb: build ## a Debian package in .build/bleadvd_VERSION_ARCH.deb (dpkg-deb)
 	@scripts/make-deb.sh $(VERSION)
+
+fuzz: deps ## libFuzzer on the config parser, 1,000,000 runs (RUNS=N for more or fewer); crashes sorted by site
+	scripts/fuzz.sh $(or $(RUNS),1000000)
 
 bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 	$(SWIFT) build -c release --product dbus-bench
