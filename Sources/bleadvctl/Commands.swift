@@ -110,7 +110,12 @@ extension Bleadvctl {
 
         func run() async throws {
             let settings: DaemonConfig
-            do {
+            do throws(ConfigError) {
+                // The TOML library aborts on some malformed files: read it in a child first.
+                if !ConfigCheck.isChild, let check = ConfigCheck(arguments: ["bleadvctl", "preview", "--config", config]),
+                   let signal = check.crashSignal() {
+                    throw ConfigCheck.crashed(config, signal: signal)
+                }
                 settings = try ConfigParser.load(path: config)
             } catch {
                 throw Failure(code: Failure.usage, message: error.description)

@@ -23,4 +23,16 @@ struct PreviewTests {
         #expect(encrypted.output.contains("encrypted BTHome"))
         #expect(!encrypted.output.contains("231d39c1"))
     }
+
+    @Test("a file that crashes the TOML parser (found by libFuzzer) is refused with exit 2 and one line, not a crash")
+    func parserCrash() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(UUID().uuidString).toml").path
+        try "\n[\n\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+
+        let result = try await runProgram(product("bleadvctl"), ["preview", "--config", path])
+
+        #expect(result.status == 2)
+        #expect(result.errors == "bleadvctl: \(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header or a key cut short, e.g. a '[' at the end of a line\n")
+    }
 }
