@@ -65,7 +65,7 @@ for scenario in "$@"; do
   name=$(basename "$scenario" .sh)
   out="$TESTBED_WORK/$name.out"
   start=$(date +%s.%N)
-  if timeout 300 bash "$scenario" > "$out" 2>&1; then
+  if timeout 420 bash "$scenario" > "$out" 2>&1; then
     passed=$((passed + 1))
     echo "PASS $name ($(elapsed "$start") s)"
     sed 's/^/    /' "$out"

@@ -129,6 +129,20 @@ stop_bleadvd() {
   wait "$BLEADVD_PID" 2>/dev/null || true
 }
 
+# fresh_bluetoothd: bluetoothd stopped and started again with both adapters powered and
+# advertising, as the test bed boots: for a scenario after one that crashed or stopped it.
+fresh_bluetoothd() {
+  pkill -x bluetoothd || true
+  wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
+  /usr/libexec/bluetooth/bluetoothd -n -E >> "$TESTBED_WORK/bluetoothd.log" 2>&1 &
+  local hci
+  for hci in hci0 hci1; do
+    wait_for 20 "$hci's advertising manager" \
+      "busctl get-property org.bluez /org/bluez/$hci org.bluez.LEAdvertisingManager1 ActiveInstances > /dev/null 2>&1"
+    busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true
+  done
+}
+
 # restart_bluetoothd: kill -9 and start it again, as a crash and systemd's restart would.
 restart_bluetoothd() {
   pkill -9 -x bluetoothd

@@ -53,6 +53,10 @@ def main():
         if "org.bluez.Device1" in interfaces and path.startswith(prefix + "/"):
             adapter.RemoveDevice(path)
 
+    # A central powers its adapter first (a crashed bluetoothd can leave it off).
+    properties = dbus.Interface(bus.get_object(BLUEZ, prefix), "org.freedesktop.DBus.Properties")
+    if not properties.Get("org.bluez.Adapter1", "Powered"):
+        properties.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
     adapter.SetDiscoveryFilter({"Transport": "le", "DuplicateData": dbus.Boolean(True)})
     adapter.StartDiscovery()
     def heard():

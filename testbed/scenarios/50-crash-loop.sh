@@ -32,6 +32,7 @@ diagnose() {
   echo "---- bluetoothd's last crash"; sed -n '/---- crash/h; /---- crash/!H; ${x;p}' "$TESTBED_WORK/bluetoothd-crashes.log" | tail -n 40
 }
 
+fresh_bluetoothd
 start_bleadvd "$config" --log-level debug
 wait_for 30 "both advertisements on air" 'bleadvctl status --json | grep -c "\"state\": \"on\"" | grep -qx 2'
 echo "before the crashes, hci1 hears both:"

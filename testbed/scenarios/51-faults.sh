@@ -23,6 +23,7 @@ type = "broadcast"
 manufacturer_data = { "0xFFFE" = "f2" }
 TOML
 
+fresh_bluetoothd
 start_bleadvd "$two"
 wait_for 30 "both on air" '[[ "$(active)" == 2 ]]'
 echo "bluetoothd stopped cleanly (SIGTERM) and started again, 3 times:"
@@ -34,7 +35,8 @@ awk '/registered/ { if ($(NF - 1) + 0 > 1.0) slow = 1 } END { exit slow }' "$TES
 echo "hci0 powered off behind bleadvd's back (power_on = true):"
 off_at=$(date +%s.%N)
 btmgmt --index 0 power off > /dev/null
-wait_for 20 "hci0 powered again and both on air" '[[ "$(powered)" == true && "$(active)" == 2 ]]'
+wait_for 20 "hci0 powered again and both on air" '[[ "$(powered)" == true && "$(active)" == 2 ]]' \
+  || { echo "hci0 Powered: $(powered), ActiveInstances: $(active)" >&2; bleadvctl status >&2; exit 1; }
 echo "    bleadvd powered hci0 on and re-registered both in $(elapsed "$off_at") s"
 stop_bleadvd
 
