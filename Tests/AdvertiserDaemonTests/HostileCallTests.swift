@@ -34,12 +34,7 @@ struct HostileCallTests {
     func hostileCalls() async throws {
         let bus = try PrivateBus()
         let standIn = try BlueZStandIn(bus: bus)
-        let configPath = bus.folder.appendingPathComponent("bleadvd.toml").path
-        try Self.config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let notify = try NotifySocket(in: bus.folder)
-        let daemon = try Child(
-            product("bleadvd"), ["--config", configPath, "--state-directory", bus.folder.appendingPathComponent("state").path],
-            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path])
+        let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.config)
         try await notify.waitFor("READY=1")
         let observer = try await DBusConnection.connect(to: .address(bus.address))
         let before = try await held(observer)

@@ -34,12 +34,8 @@ struct LoadTests {
         init() async throws {
             bus = try PrivateBus()
             standIn = try BlueZStandIn(bus: bus)
-            let path = bus.folder.appendingPathComponent("bleadvd.toml").path
-            try LoadTests.config.write(toFile: path, atomically: true, encoding: .utf8)
-            let notify = try NotifySocket(in: bus.folder)
-            daemon = try Child(
-                product("bleadvd"), ["--config", path, "--state-directory", bus.folder.appendingPathComponent("state").path],
-                captureErrors: false, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path])
+            let notify: NotifySocket
+            (daemon, notify, _) = try startBleadvd(on: bus, config: LoadTests.config, captureErrors: false)
             try await notify.waitFor("READY=1")
             observer = try await DBusConnection.connect(to: .address(bus.address))
         }

@@ -12,15 +12,8 @@ struct ProcessTests {
         service_uuids = ["180D", "180F"]
         """
 
-    /// Starts bleadvd on `bus` with `config`; returns it and the socket it notifies.
     func startDaemon(_ bus: PrivateBus, config: String = Self.config, environment: [String: String] = [:]) throws -> (Child, NotifySocket, String) {
-        let path = bus.folder.appendingPathComponent("bleadvd.toml").path
-        try config.write(toFile: path, atomically: true, encoding: .utf8)
-        let notify = try NotifySocket(in: bus.folder)
-        let daemon = try Child(
-            product("bleadvd"), ["--config", path, "--log-level", "debug"],
-            environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "NOTIFY_SOCKET": notify.path].merging(environment) { $1 })
-        return (daemon, notify, path)
+        try startBleadvd(on: bus, config: config, arguments: ["--log-level", "debug"], environment: environment)
     }
 
     func advertisementsHeld(on bus: PrivateBus) async throws -> Int {
