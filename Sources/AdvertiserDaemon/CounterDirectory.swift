@@ -8,7 +8,7 @@ import Synchronization
 /// `/var/lib/bleadvd`) so that a counter never repeats for a key across restarts.
 ///
 /// One file per key, named by the key's check value (`bthome-CHECKVALUE.counter`), holds the
-/// first counter not yet handed out by any run. Counters are reserved ahead in blocks of
+/// end of the counters reserved so far: the first counter that no run can have used. Counters are reserved ahead in blocks of
 /// ``block``: the file is written (and synced) before a block's first counter is used, so a
 /// crash at any moment skips at most the rest of a block and never reuses a value.
 public final class CounterDirectory: EncryptionCounters {
