@@ -91,8 +91,7 @@ extension Advertisement {
 
     /// The 31-byte checks, naming the largest field and the numbers.
     private func budgetProblems() -> [String] {
-        // Sized as it goes on air: an encrypted BTHome's counter and tag count too.
-        let payload = AdvertisingPayload(for: sealed(address: [0, 0, 0, 0, 0, 0], counter: 0))
+        let payload = AdvertisingPayload(for: sizedAsOnAir)
         var problems: [String] = []
         for entry in payload.advertisingData where entry.data.count > Self.maximumADData {
             problems.append("\(entry.field) has \(entry.data.count) bytes of data; one AD structure holds at most \(Self.maximumADData)")

@@ -55,7 +55,7 @@ extension BTHome {
         precondition(address.count == 6, "BTHome.seal needs a 6-byte address")
         let information = (serviceData.first ?? 0x40) | 0x01
         let counterBytes = (0..<4).map { UInt8(truncatingIfNeeded: counter >> (8 * $0)) }
-        let nonce = address + uuidBytes + [information] + counterBytes
+        let nonce = nonce(address: address, information: information, counter: counterBytes)
         let (ciphertext, tag) = AESCCM.seal(Array(serviceData.dropFirst()), key: key.bytes, nonce: nonce)
         return [information] + ciphertext + counterBytes + tag
     }
@@ -66,9 +66,14 @@ extension BTHome {
         guard sealed.count >= 1 + encryptionOverhead, address.count == 6 else { return nil }
         let information = sealed[0]
         let counterBytes = Array(sealed[(sealed.count - 8)..<(sealed.count - 4)])
-        let nonce = address + uuidBytes + [information] + counterBytes
+        let nonce = nonce(address: address, information: information, counter: counterBytes)
         let ciphertext = Array(sealed[1..<(sealed.count - 8)])
         return AESCCM.open(ciphertext, tag: Array(sealed.suffix(4)), key: key.bytes, nonce: nonce).map { [information] + $0 }
+    }
+
+    /// The nonce: the address, the UUID, the device information byte and the counter's bytes.
+    private static func nonce(address: [UInt8], information: UInt8, counter: [UInt8]) -> [UInt8] {
+        address + uuidBytes + [information] + counter
     }
 
     /// `54:48:E6:8F:80:A5` as 6 bytes, most significant first; nil when it is not an address.
@@ -91,6 +96,12 @@ extension Advertisement {
             return ServiceData(uuid: entry.uuid, data: BTHome.seal(entry.data, key: key, address: address, counter: counter))
         }
         return sealed
+    }
+
+    /// The advertisement at the size it has on air: an encrypted BTHome sealed (for address 0
+    /// and counter 0: the size does not depend on them), so its counter and tag count.
+    public var sizedAsOnAir: Advertisement {
+        sealed(address: [0, 0, 0, 0, 0, 0], counter: 0)
     }
 }
 

@@ -77,8 +77,8 @@ enum PreviewFormat {
     static func text(name: String, _ entry: ConfiguredAdvertisement) -> String {
         let ad = entry.advertisement
         // Encrypted BTHome is sealed for the adapter's address with a fresh counter when it goes
-        // on air; the preview shows its size and layout, sealed for address 0 and counter 0.
-        let payload = AdvertisingPayload(for: ad.sealed(address: [0, 0, 0, 0, 0, 0], counter: 0))
+        // on air; the preview shows its size and layout.
+        let payload = AdvertisingPayload(for: ad.sizedAsOnAir)
         var out = "\(name) (\(ad.kind.rawValue)\(entry.enabled ? "" : ", not enabled at start"))\n"
         if ad.bthomeKey != nil {
             out += "  encrypted BTHome: on air the ciphertext, counter and tag differ (sealed here for address 00:00:00:00:00:00, counter 0)\n"
