@@ -18,7 +18,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test unit-test testbed-test systemd-check docs demo install uninstall deb bench-dbus fuzz clean
+.PHONY: help deps build test unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench-dbus fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -43,6 +43,12 @@ testbed-test: build ## end-to-end scenarios in the VM test bed with a real bluet
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/*.sh
 
+testbed-systemd-test: deb ## the .deb and make install under systemd as PID 1 in the VM test bed: sandbox, control, reload, watchdog, upgrade, removal
+	testbed/setup.sh
+	@# A newer build of the same binaries, for the upgrade over a running one.
+	scripts/make-deb.sh $(VERSION) 2
+	testbed/run.sh --systemd testbed/systemd-scenarios/*.sh
+
 test: ## everything: unit, bus, daemon, unit file and end-to-end tests
 	@scripts/test-all.sh
 
@@ -50,11 +56,13 @@ demo: build ## boot the test bed and run bleadvd from the example config; see wh
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/30-demo.sh
 
-install: ## install binaries, unit, D-Bus policy, sysusers, example config, man pages, completions
-	install -Dm755 $(RELEASE)/bleadvd $(DESTDIR)$(SBINDIR)/bleadvd
-	install -Dm755 $(RELEASE)/bleadvctl $(DESTDIR)$(BINDIR)/bleadvctl
-	sed 's|/usr/local/sbin/bleadvd|$(SBINDIR)/bleadvd|' systemd/bleadvd.service > $(RELEASE)/bleadvd.service
-	install -Dm644 $(RELEASE)/bleadvd.service $(DESTDIR)$(UNITDIR)/bleadvd.service
+install: ## install stripped binaries, unit, D-Bus policy, sysusers, example config, man pages, completions
+	@# Nothing is written into .build: `sudo make install` leaves no root-owned files in your tree.
+	install -Dm755 -s $(RELEASE)/bleadvd $(DESTDIR)$(SBINDIR)/bleadvd
+	install -Dm755 -s $(RELEASE)/bleadvctl $(DESTDIR)$(BINDIR)/bleadvctl
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	sed 's|/usr/local/sbin/bleadvd|$(SBINDIR)/bleadvd|; s|/usr/local/bin/bleadvctl|$(BINDIR)/bleadvctl|' systemd/bleadvd.service > $(DESTDIR)$(UNITDIR)/bleadvd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/bleadvd.service
 	install -Dm644 systemd/bleadvd.sysusers $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf
 	@# The config is the admin's: never overwrite one that exists.
@@ -62,10 +70,10 @@ install: ## install binaries, unit, D-Bus policy, sysusers, example config, man 
 	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
 	install -Dm644 systemd/man/bleadvctl.1 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1
 	install -Dm644 systemd/man/bleadvd.toml.5 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5
-	$(RELEASE)/bleadvctl --generate-completion-script bash > $(RELEASE)/bleadvctl.bash
-	$(RELEASE)/bleadvctl --generate-completion-script zsh > $(RELEASE)/_bleadvctl
-	install -Dm644 $(RELEASE)/bleadvctl.bash $(DESTDIR)$(BASHCOMPDIR)/bleadvctl
-	install -Dm644 $(RELEASE)/_bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
+	@# A completion is sourced, not run: no #! line.
+	$(RELEASE)/bleadvctl --generate-completion-script bash | sed '1{/^#!/d}' > $(DESTDIR)$(BASHCOMPDIR)/bleadvctl
+	$(RELEASE)/bleadvctl --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
+	chmod 644 $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
 	@# On a live system (no DESTDIR): create the user, reload the bus policy and systemd.
 	if [ -z "$(DESTDIR)" ]; then \
 	  systemd-sysusers $(SYSUSERSDIR)/bleadvd.conf 2>/dev/null || true; \
@@ -73,14 +81,20 @@ install: ## install binaries, unit, D-Bus policy, sysusers, example config, man 
 	  systemctl daemon-reload 2>/dev/null || true; \
 	fi
 
-uninstall: ## remove what install put there (keeps /etc/bleadvd/bleadvd.toml)
+uninstall: ## stop and disable the service, remove what install put there (keeps the config and /var/lib/bleadvd)
+	@# The state stays with the config: it holds encrypted BTHome's counters, which must never
+	@# start again from 0 for a key the config still has.
+	if [ -z "$(DESTDIR)" ]; then systemctl disable --now bleadvd.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(BINDIR)/bleadvctl $(DESTDIR)$(UNITDIR)/bleadvd.service \
 	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf \
 	  $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
 	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
-	if [ -z "$(DESTDIR)" ]; then systemctl daemon-reload 2>/dev/null || true; fi
+	if [ -z "$(DESTDIR)" ]; then \
+	  systemctl daemon-reload 2>/dev/null || true; \
+	  busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig 2>/dev/null || true; \
+	fi
 
-deb: build ## a Debian package in .build/bleadvd_VERSION_ARCH.deb (dpkg-deb)
+deb: build ## a Debian package in .build/bleadvd_VERSION-1_ARCH.deb, checked by lintian
 	@scripts/make-deb.sh $(VERSION)
 
 fuzz: deps ## libFuzzer on the config parser, 1,000,000 runs (RUNS=N for more or fewer); crashes sorted by site

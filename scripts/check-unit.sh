@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp systemd/bleadvd.service "$work/"
-# verify wants ExecStart to exist; point it at a stand-in executable in the scratch folder.
-printf '#!/bin/sh\n' > "$work/bleadvd"; chmod +x "$work/bleadvd"
-sed -i "s|/usr/local/sbin/bleadvd|$work/bleadvd|" "$work/bleadvd.service"
+# verify wants ExecStart and ExecReload to exist; point them at stand-ins in the scratch folder.
+printf '#!/bin/sh\n' > "$work/bleadvd"; chmod +x "$work/bleadvd"; cp "$work/bleadvd" "$work/bleadvctl"
+sed -i "s|/usr/local/sbin/bleadvd|$work/bleadvd|; s|/usr/local/bin/bleadvctl|$work/bleadvctl|" "$work/bleadvd.service"
 # man: references cannot be checked before the pages are installed; everything else must pass.
 verify=$(systemd-analyze verify --man=no "$work/bleadvd.service" 2>&1 || true)
 if [[ -n "$verify" ]]; then echo "systemd-analyze verify: $verify"; exit 1; fi

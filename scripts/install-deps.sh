@@ -11,6 +11,7 @@ packages=(
   dbus                       # dbus-daemon, dbus-send, dbus-monitor for the bus tests
   systemd                    # busctl, an independent D-Bus peer; systemd-analyze
   python3-dbus python3-gi    # the Python D-Bus peer the tests call (dbus-python + GLib)
+  dpkg-dev lintian           # make deb: dpkg-shlibdeps computes Depends, lintian checks the package
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,37 +1,137 @@
 #!/usr/bin/env bash
-# `make deb`: stages `make install PREFIX=/usr` into a folder and packs it with dpkg-deb.
-#   scripts/make-deb.sh VERSION   ->   .build/bleadvd_VERSION_ARCH.deb
+# `make deb`: stages `make install PREFIX=/usr` into a folder and packs it as Debian expects
+# (stripped binaries, gzipped man pages, copyright and changelog, Depends from dpkg-shlibdeps,
+# maintainer scripts that create the user, reload the bus policy and handle the unit the way
+# debhelper's deb-systemd-helper/deb-systemd-invoke snippets do), then runs lintian on it.
+#   scripts/make-deb.sh VERSION [REVISION]   ->   .build/bleadvd_VERSION-REVISION_ARCH.deb
+# REVISION (default 1) is the package's own, as for any upstream packaged for Debian.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version=$1
+version=$1-${2:-1}
 arch=$(dpkg --print-architecture)
 stage=.build/deb-root
+out=".build/bleadvd_${version}_${arch}.deb"
+# Reproducible: every date in the package is the last commit's.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+
 rm -rf "$stage"
 make --no-print-directory install DESTDIR="$PWD/$stage" PREFIX=/usr UNITDIR=/usr/lib/systemd/system > /dev/null
+gzip -9n "$stage"/usr/share/man/man*/*
+doc=$stage/usr/share/doc/bleadvd
+install -d "$doc"
+cat > "$doc/copyright" <<'COPYRIGHT'
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: bleadvd
+Comment: The binaries link these statically: the Swift runtime and Foundation (swift.org,
+ Apache-2.0 with Runtime Library Exception), swift-log and swift-argument-parser (Apple,
+ Apache-2.0), TOMLKit (Jeff Lebrun, MIT) and toml++ (Mark Gillard, MIT).
+
+Files: *
+Copyright: 2026 bleadvd developers
+License: bleadvd
+ bleadvd's license has not been chosen yet; until it is, all rights are reserved by its
+ developers. This file will name it.
+COPYRIGHT
+{
+  printf 'bleadvd (%s) unstable; urgency=medium\n\n' "$version"
+  printf '  * Built from commit %s.\n\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  printf ' -- bleadvd developers <dev@bleadvd.invalid>  %s\n' "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+} | gzip -9n > "$doc/changelog.Debian.gz"
+
+# Depends: what dpkg-shlibdeps finds the binaries need, plus bluetoothd itself.
+shlibs=$(
+  work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+  mkdir "$work/debian"; printf 'Source: bleadvd\n\nPackage: bleadvd\nArchitecture: any\n' > "$work/debian/control"
+  bins=("$PWD/$stage/usr/sbin/bleadvd" "$PWD/$stage/usr/bin/bleadvctl")
+  cd "$work" && dpkg-shlibdeps -O -e"${bins[0]}" -e"${bins[1]}" 2> /dev/null | sed -n 's/^shlibs:Depends=//p'
+)
+[[ -n "$shlibs" ]] || { echo "make-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+
 mkdir -p "$stage/DEBIAN"
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: bleadvd
 Version: $version
 Architecture: $arch
 Maintainer: bleadvd developers <dev@bleadvd.invalid>
-Depends: libdbus-1-3, libssl3, bluez
+Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+Depends: $shlibs, bluez, dbus
 Section: net
 Priority: optional
+Homepage: https://bleadvd.invalid/
 Description: Bluetooth LE advertising daemon
- bleadvd keeps Bluetooth LE advertisements on air through BlueZ, from a config file,
- re-registering them after bluetoothd restarts or an adapter returns. bleadvctl turns them
- on and off, shows their state and previews their bytes.
+ bleadvd keeps Bluetooth LE advertisements on air through BlueZ, from a
+ config file, re-registering them after bluetoothd restarts or an adapter
+ returns. It speaks iBeacon, Eddystone and BTHome v2 (plain or encrypted,
+ with values changed in place at run time).
+ .
+ bleadvctl turns advertisements on and off, shows their state and previews
+ their bytes.
 CONTROL
 echo "/etc/bleadvd/bleadvd.toml" > "$stage/DEBIAN/conffiles"
-cat > "$stage/DEBIAN/postinst" <<'POSTINST'
+(cd "$stage" && find . -path ./DEBIAN -prune -o -type f ! -path './etc/*' -printf '%P\0' | sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
+
+# Maintainer scripts: the unit is enabled and started on first install, restarted (once) on
+# upgrade, stopped on remove; on purge its state, the state directory and config go. The system
+# user stays, as Debian leaves system users in place (files may still be owned by it).
+cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
 #!/bin/sh
 set -e
-systemd-sysusers /usr/lib/sysusers.d/bleadvd.conf || true
-busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig 2>/dev/null || true
-systemctl daemon-reload 2>/dev/null || true
-POSTINST
-chmod 755 "$stage/DEBIAN/postinst"
-out=".build/bleadvd_${version}_${arch}.deb"
-dpkg-deb --root-owner-group --build "$stage" "$out" > /dev/null
-echo "$out: $(du -h "$out" | cut -f1)"
-dpkg-deb --contents "$out" | awk '{print "  " $6}'
+case "$1" in
+  configure|abort-upgrade|abort-deconfigure|abort-remove)
+    systemd-sysusers bleadvd.conf
+    # The bus reads the new policy file now, before the daemon asks to own its name.
+    dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig 2>/dev/null || true
+    # A first install enables the unit; an upgrade keeps the admin's choice.
+    if deb-systemd-helper --quiet was-enabled bleadvd.service; then
+      deb-systemd-helper enable bleadvd.service > /dev/null || true
+    else
+      deb-systemd-helper update-state bleadvd.service > /dev/null || true
+    fi
+    if [ -d /run/systemd/system ]; then
+      systemctl --system daemon-reload > /dev/null || true
+      if [ -n "$2" ]; then action=restart; else action=start; fi
+      deb-systemd-invoke $action bleadvd.service > /dev/null || true
+    fi
+    ;;
+esac
+exit 0
+SCRIPT
+cat > "$stage/DEBIAN/prerm" <<'SCRIPT'
+#!/bin/sh
+set -e
+# On upgrade the running daemon keeps advertising until postinst restarts it once.
+if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
+  deb-systemd-invoke stop bleadvd.service > /dev/null || true
+fi
+exit 0
+SCRIPT
+cat > "$stage/DEBIAN/postrm" <<'SCRIPT'
+#!/bin/sh
+set -e
+case "$1" in
+  remove|purge)
+    if [ -d /run/systemd/system ]; then systemctl --system daemon-reload > /dev/null || true; fi
+    # The policy file is gone: the bus forgets it.
+    dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig 2>/dev/null || true
+    ;;
+esac
+if [ "$1" = purge ]; then
+  if command -v deb-systemd-helper > /dev/null; then
+    deb-systemd-helper purge bleadvd.service > /dev/null || true
+  fi
+  # Encrypted BTHome's counters go with the config that held the keys.
+  rm -rf /var/lib/bleadvd
+fi
+exit 0
+SCRIPT
+chmod 755 "$stage/DEBIAN/postinst" "$stage/DEBIAN/prerm" "$stage/DEBIAN/postrm"
+find "$stage" -exec touch --no-dereference -d "@$SOURCE_DATE_EPOCH" {} +
+
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$out" > /dev/null
+echo "$out: $(du -h "$out" | cut -f1) (installed: $(du -sh --exclude=DEBIAN "$stage" | cut -f1))"
+echo "Depends: $(dpkg-deb --field "$out" Depends)"
+if command -v lintian > /dev/null; then
+  # (lintian warns on stderr that it runs as root; that says nothing about the package.)
+  lintian --fail-on error,warning --suppress-tags-from-file scripts/lintian-expected "$out" 2> >(grep -v 'running with root privileges' >&2)
+  echo "lintian: no errors or warnings (explained exceptions: scripts/lintian-expected)"
+fi

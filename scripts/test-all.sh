@@ -42,6 +42,7 @@ step "unit, bus, daemon and CLI tests" make --no-print-directory unit-test
 step "systemd unit file" make --no-print-directory systemd-check
 step "API documentation" make --no-print-directory docs
 step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test
+step "the package under systemd (PID 1) in the VM test bed" make --no-print-directory testbed-systemd-test
 
 printf '\ntests: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

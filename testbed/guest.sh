@@ -59,21 +59,4 @@ for hci in hci0 hci1; do
 done
 echo "testbed: BlueZ $(/usr/libexec/bluetooth/bluetoothd --version) up $(elapsed "$boot_started") s after the guest started"
 
-passed=0
-failed=0
-for scenario in "$@"; do
-  name=$(basename "$scenario" .sh)
-  out="$TESTBED_WORK/$name.out"
-  start=$(date +%s.%N)
-  if timeout 420 bash "$scenario" > "$out" 2>&1; then
-    passed=$((passed + 1))
-    echo "PASS $name ($(elapsed "$start") s)"
-    sed 's/^/    /' "$out"
-  else
-    failed=$((failed + 1))
-    printf 'FAIL %s\n---- scenario output\n' "$name"
-    cat "$out"
-    show_diagnostics
-  fi
-done
-echo "testbed: $passed passed, $failed failed"
+run_scenarios "$@"

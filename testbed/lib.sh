@@ -93,23 +93,81 @@ expect_line() {
   fi
 }
 
-# show_diagnostics: what a failure needs to be understood from the CI log alone.
+# run_scenarios SCENARIO...: runs each (420 s at most), prints PASS or FAIL with its output and
+# the diagnostics, then the summary line the host reads.
+run_scenarios() {
+  local passed=0 failed=0 scenario name out start
+  for scenario in "$@"; do
+    name=$(basename "$scenario" .sh)
+    out="$TESTBED_WORK/$name.out"
+    start=$(date +%s.%N)
+    if timeout 420 bash "$scenario" > "$out" 2>&1; then
+      passed=$((passed + 1))
+      echo "PASS $name ($(elapsed "$start") s)"
+      sed 's/^/    /' "$out"
+    else
+      failed=$((failed + 1))
+      printf 'FAIL %s\n---- scenario output\n' "$name"
+      cat "$out"
+      show_diagnostics
+    fi
+  done
+  echo "testbed: $passed passed, $failed failed"
+}
+
+# show_diagnostics: what a failure needs to be understood from the CI log alone. (Under systemd
+# the daemons' logs are in the journal.)
 show_diagnostics() {
   if [[ -s "$TESTBED_WORK/bleadvd.log" ]]; then
     echo "---- bleadvd log (last 60 lines)"
     tail -n 60 "$TESTBED_WORK/bleadvd.log"
+  elif [[ -d /run/systemd/system ]]; then
+    echo "---- journal of bleadvd.service (last 60 lines)"
+    journalctl -u bleadvd --no-pager -n 60
   fi
-  echo "---- bluetoothd log (last 80 lines)"
-  tail -n 80 "$TESTBED_WORK/bluetoothd.log" 2>/dev/null
+  if [[ -s "$TESTBED_WORK/bluetoothd.log" ]]; then
+    echo "---- bluetoothd log (last 80 lines)"
+    tail -n 80 "$TESTBED_WORK/bluetoothd.log"
+  else
+    echo "---- journal of bluetooth.service (last 80 lines)"
+    journalctl -u bluetooth --no-pager -n 80
+  fi
   echo "---- HCI capture, decoded (last 150 lines)"
   btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | tail -n 150
   echo "---- end of diagnostics"
 }
 
 # --- bleadvd in the bed -----------------------------------------------------------------------
-# The release binaries `make build` made (the guest shares the host's file system).
-BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/release}
-export PATH="$BLEADVD_BIN:$PATH"
+# The release binaries `make build` made (the guest shares the host's file system). Under
+# systemd (testbed/run.sh --systemd) scenarios use what they installed, by its full path.
+if [[ ! -d /run/systemd/system ]]; then
+  BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/release}
+  export PATH="$BLEADVD_BIN:$PATH"
+fi
+
+# --- under systemd ----------------------------------------------------------------------------
+# active_instances [hciN]: BlueZ's count of registered advertisements on the adapter.
+active_instances() {
+  busctl get-property org.bluez "/org/bluez/${1:-hci0}" org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $2}'
+}
+
+# unit_property NAME: bleadvd.service's property NAME, as systemctl shows it.
+unit_property() {
+  systemctl show -P "$1" bleadvd.service
+}
+
+# leftovers: every path on the root file system named after bleadvd (the units' state included),
+# one per line, sorted.
+leftovers() {
+  find / -xdev \( -name '*bleadvd*' -o -name '*bleadvctl*' \) -not -path "$TESTBED_ROOT/*" \
+    -not -path '/tmp/*' -not -path '/proc/*' 2>/dev/null | sort
+}
+
+# fail MESSAGE: prints it on standard error and exits 1.
+fail() {
+  echo "$*" >&2
+  exit 1
+}
 
 # install_policy: bleadvd's D-Bus policy on the guest's system bus (its /etc is an overlay).
 install_policy() {

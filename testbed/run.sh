@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Boots the BlueZ test bed VM once and runs scenario scripts in it.
 #
-#   testbed/run.sh SCENARIO.sh...     e.g. testbed/run.sh testbed/scenarios/*.sh
+#   testbed/run.sh SCENARIO.sh...            e.g. testbed/run.sh testbed/scenarios/*.sh
+#   testbed/run.sh --systemd SCENARIO.sh...  e.g. testbed/run.sh --systemd testbed/systemd-scenarios/*.sh
 #
-# The guest shares this machine's root file system read-only (writes go to a throw-away
-# overlay), starts a system bus, two virtual controllers (hci0 advertises, hci1 listens) and
-# bluetoothd -E, then runs each scenario as root. Exit code: 0 when every scenario passed, 1
-# when one failed, 2 on a usage error, before testbed/setup.sh, or while another run is under way.
+# By default the guest shares this machine's root file system read-only (writes go to a
+# throw-away overlay), starts a system bus, two virtual controllers (hci0 advertises, hci1
+# listens) and bluetoothd -E by hand, then runs each scenario as root (testbed/guest.sh).
+# With --systemd the guest boots the Debian image testbed/image.sh made, with systemd as PID 1
+# and the distribution's dbus.service and bluetooth.service; it sees only this repository (at
+# the same path, read-only) and runs the scenarios from testbed/systemd-guest.sh. Its writes
+# are thrown away.
+# Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
+# testbed/setup.sh, or while another run is under way.
 # Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM.
 set -euo pipefail
 
@@ -14,7 +20,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-(($#)) || { echo "usage: testbed/run.sh SCENARIO.sh..." >&2; exit 2; }
+systemd=0
+if [[ "${1:-}" == --systemd ]]; then systemd=1; shift; fi
+(($#)) || { echo "usage: testbed/run.sh [--systemd] SCENARIO.sh..." >&2; exit 2; }
 [[ -x "$TESTBED_VNG" && -s "$TESTBED_CACHE/kernel-version" ]] || {
   echo "testbed: not set up; run testbed/setup.sh first" >&2; exit 2; }
 
@@ -23,6 +31,21 @@ for s in "$@"; do
   [[ -f "$s" ]] || { echo "testbed: no scenario $s" >&2; exit 2; }
   scenarios+=("$(cd "$(dirname "$s")" && pwd)/$(basename "$s")")
 done
+if ((systemd)); then
+  [[ -s "$TESTBED_CACHE/systemd.img" ]] || { echo "testbed: no systemd image; run testbed/setup.sh first" >&2; exit 2; }
+  # The guest sees the repository only, and finds the scenarios by their paths in it.
+  relative=()
+  for s in "${scenarios[@]}"; do
+    [[ "$s" == "$TESTBED_ROOT/"* && "$s" != *[,\ ]* ]] || {
+      echo "testbed: a --systemd scenario must be in the repository, its path without spaces or commas: $s" >&2; exit 2; }
+    relative+=("${s#"$TESTBED_ROOT/"}")
+  done
+  mode=(--systemd --root-disk "$TESTBED_CACHE/systemd.img" --root-fstype ext4 --rw
+        --qemu-opts "-snapshot -virtfs local,path=$TESTBED_ROOT,mount_tag=bleadvd-repo,security_model=none,readonly=on"
+        --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}")")
+else
+  mode=(--exec "$here/guest.sh ${scenarios[*]}")
+fi
 
 # Two runs at once would write the same console and result files (and load two VMs on the CPUs).
 exec 9> "$TESTBED_CACHE/run.lock"
@@ -30,12 +53,12 @@ flock -n 9 || { echo "testbed: another test bed run is under way (lock $TESTBED_
 
 kver=$(cat "$TESTBED_CACHE/kernel-version")
 started=$(date +%s)
-echo "testbed: booting kernel $kver for ${#scenarios[@]} scenario(s)" >&2
+echo "testbed: booting kernel $kver$( ((systemd)) && echo " with systemd as PID 1") for ${#scenarios[@]} scenario(s)" >&2
 # vng dies at once when standard input is closed (as in CI): give it /dev/null.
 PATH="$TESTBED_CACHE/venv/bin:$PATH" "$TESTBED_VNG" \
   --run "$TESTBED_CACHE/kernel/boot/vmlinuz-$kver" --disable-kvm \
   --memory "${BLEADVD_TESTBED_MEMORY:-2G}" --cpus "${BLEADVD_TESTBED_CPUS:-2}" \
-  --exec "$here/guest.sh ${scenarios[*]}" < /dev/null 2>&1 \
+  "${mode[@]}" < /dev/null 2>&1 \
   | tee "$TESTBED_CACHE/console.log" \
   | grep -a --line-buffered -v -E '^\[ *[0-9]+\.[0-9]+\]' | tee "$TESTBED_CACHE/last-run.log"
 status=${PIPESTATUS[0]}

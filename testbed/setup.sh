@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and caches what the BlueZ test bed VM needs. Idempotent: a second run only checks.
 #
-#   testbed/setup.sh            install packages, fetch the kernel, install virtme-ng
+#   testbed/setup.sh            install packages, fetch the kernel, install virtme-ng, build
+#                               the systemd test bed's Debian image (testbed/image.sh)
 #
 # Everything downloaded lands in $BLEADVD_TESTBED_CACHE (default: .testbed-cache in the repo,
 # which the guest sees because the work tree is shared into the VM).
@@ -15,7 +16,8 @@ log() { printf 'testbed-setup: %s\n' "$*" >&2; }
 started=$(date +%s)
 
 packages=(qemu-system-x86 busybox-static kmod bluez bluez-test-tools bluez-test-scripts
-          dbus python3-dbus python3-gi python3-venv)
+          dbus python3-dbus python3-gi python3-venv
+          mmdebstrap e2fsprogs)  # the systemd test bed's Debian image (testbed/image.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -59,4 +61,7 @@ if [[ ! -x "$TESTBED_CACHE/decoders/bin/python" ]] || ! "$TESTBED_CACHE/decoders
   "$TESTBED_CACHE/decoders/bin/pip" install -q --disable-pip-version-check \
     "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION"
 fi
+# The Debian image the systemd test bed boots (testbed/run.sh --systemd); rebuilt when its
+# recipe changes.
+"$here/image.sh"
 log "ready (kernel $kver, $(("$(date +%s)" - started)) s)"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs inside the systemd test bed VM (testbed/run.sh --systemd): started by
+# testbed-runner.service once the image's systemd reached multi-user.target, as root. Creates
+# the two virtual controllers (the distribution's bluetooth.service starts on them, as udev
+# asks), runs the scenarios named on the kernel command line (bleadvd_testbed.scenarios=A,B),
+# prints the summary line the host reads and powers the machine off.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+export TESTBED_ROOT=$(cd "$here/.." && pwd)
+export TESTBED_WORK=/tmp/testbed
+mkdir -p "$TESTBED_WORK"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_COLORS=0  # the console is a tty: keep escape codes out of the log
+. "$here/lib.sh"
+trap 'systemctl poweroff --no-block' EXIT
+
+fail_setup() {
+  echo "testbed: setup failed: $*"
+  echo "---- controllers: $(ls /sys/class/bluetooth 2>&1 | tr '\n' ' ')"
+  systemctl --no-pager status bluetooth testbed-btvirt 2>&1 | head -40
+  show_diagnostics
+  echo "testbed: 0 passed, 1 failed"
+  exit 1
+}
+adapter_ready() { # adapter_ready hciN: bluetoothd offers LEAdvertisingManager1 on it
+  busctl get-property org.bluez "/org/bluez/$1" org.bluez.LEAdvertisingManager1 SupportedInstances > /dev/null 2>&1
+}
+
+echo "testbed: systemd $(systemctl --version | head -n1 | cut -d' ' -f2) is PID 1; system $(systemctl is-system-running)"
+systemctl --failed --no-legend --plain | sed 's/^/testbed: failed unit: /'
+modprobe hci_vhci || fail_setup "modprobe hci_vhci"
+# As with guest.sh: under emulation a new virtual controller's first reset can time out while
+# btvirt creates the next one. Recreate both until bluetoothd offers advertising on both.
+for attempt in 1 2 3 4; do
+  systemd-run --quiet --unit=testbed-btvirt btvirt -l2 || fail_setup "btvirt"
+  if wait_for 40 "hci0 and hci1 in bluetooth.service" 'adapter_ready hci0 && adapter_ready hci1'; then
+    break
+  fi
+  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on hci0 and hci1"
+  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating both"
+  systemctl stop bluetooth testbed-btvirt
+  wait_for 10 "the controllers to go" '[ ! -e /sys/class/bluetooth/hci0 ] && [ ! -e /sys/class/bluetooth/hci1 ]' || true
+done
+systemd-run --quiet --unit=testbed-btmon btmon -w "$TESTBED_WORK/hci.btsnoop"
+wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
+for hci in hci0 hci1; do
+  busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true || fail_setup "cannot power $hci on"
+done
+echo "testbed: bluetooth.service ($(/usr/libexec/bluetooth/bluetoothd --version)) up on hci0 and hci1, $(cut -d' ' -f1 /proc/uptime) s after boot"
+
+scenarios=()
+IFS=, read -r -a names <<< "$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.scenarios=//p')"
+for name in "${names[@]}"; do scenarios+=("$TESTBED_ROOT/$name"); done
+run_scenarios "${scenarios[@]}"

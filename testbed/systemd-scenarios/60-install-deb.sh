@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The package as a user meets it, under systemd as PID 1 (testbed/run.sh --systemd):
+# - `dpkg -i` of the .deb from `make deb` creates the user, loads the bus policy, enables and
+#   starts the unit; the unit is active only once READY=1 came, which bleadvd sends once the
+#   example config's enabled advertisement is registered (ActiveInstances, and hci1 hears it);
+# - the process runs as user bleadvd with no capabilities, inside the unit's sandbox
+#   (systemctl show and /proc/PID facts); the journal has its start-up lines with their
+#   priorities; `systemd-analyze security` rates the running unit;
+# - bleadvctl: root and a member of group bleadvd may turn advertising off and on; another user
+#   is refused (exit 1, the documented message) and may read the status.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+deb=$(ls "$TESTBED_ROOT"/.build/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
+started=$(date +%s.%N)
+dpkg -i "$deb" > "$TESTBED_WORK/dpkg-install.out" 2>&1 || { cat "$TESTBED_WORK/dpkg-install.out"; fail "dpkg -i failed"; }
+echo "dpkg -i $(basename "$deb"): $(elapsed "$started") s, the unit's start included"
+[[ "$(systemctl is-enabled bleadvd)" == enabled ]] || fail "the unit is not enabled after dpkg -i"
+[[ "$(systemctl is-active bleadvd)" == active ]] || { systemctl --no-pager status bleadvd >&2; fail "the unit is not active after dpkg -i"; }
+# Type=notify: `start` returned at READY=1, so the advertisement is registered already.
+[[ "$(active_instances)" == 1 ]] || fail "active, but hci0 has $(active_instances) advertisements registered, not 1"
+exec_at=$(unit_property ExecMainStartTimestampMonotonic)
+ready_at=$(unit_property ActiveEnterTimestampMonotonic)
+echo "exec -> READY=1 (active): $(( (ready_at - exec_at) / 1000 )) ms; hci0 has 1 advertisement registered"
+observe_until 30 Thermo-1 > "$TESTBED_WORK/heard.txt" || fail "hci1 did not hear Thermo-1: $(cat "$TESTBED_WORK/heard.txt")"
+echo "hci1 hears: $(grep -m1 Thermo-1 "$TESTBED_WORK/heard.txt")"
+
+pid=$(unit_property MainPID)
+user=$(ps -o user= -p "$pid")
+status=/proc/$pid/status
+echo "process $pid runs as $user; $(grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' "$status" | tr -s '\t\n' '  ')"
+[[ "$user" == bleadvd ]] || fail "bleadvd runs as $user"
+grep -qE '^CapEff:\s+0+$' "$status" || fail "bleadvd has effective capabilities"
+grep -qE '^CapBnd:\s+0+$' "$status" || fail "bleadvd's bounding set is not empty"
+grep -qE '^NoNewPrivs:\s+1$' "$status" || fail "NoNewPrivs is not set"
+grep -qE '^Seccomp:\s+2$' "$status" || fail "no seccomp filter (SystemCallFilter)"
+[[ "$(readlink /proc/"$pid"/ns/net)" != "$(readlink /proc/1/ns/net)" ]] || fail "not in a network namespace of its own (PrivateNetwork)"
+[[ "$(readlink /proc/"$pid"/ns/user)" != "$(readlink /proc/1/ns/user)" ]] || fail "not in a user namespace of its own (PrivateUsers)"
+awk '$5 == "/" { print $6 }' /proc/"$pid"/mountinfo | grep -qw ro || fail "/ is writable for bleadvd (ProtectSystem=strict)"
+awk '$5 == "/var/lib/bleadvd" { print $6 }' /proc/"$pid"/mountinfo | grep -qw rw || fail "its state directory is not writable for it"
+echo "sandbox: own network and user namespaces, / read-only, /var/lib/bleadvd writable; systemctl show:"
+systemctl show bleadvd -p ProtectSystem -p PrivateUsers -p PrivateDevices -p RestrictAddressFamilies \
+  -p MemoryDenyWriteExecute -p CapabilityBoundingSet -p StateDirectory | sed 's/^/    /'
+ls -ld /var/lib/bleadvd | awk '{ print "    " $1, $3, $4, $NF }'
+
+echo "start-up lines in the journal (priority: message):"
+journalctl -u bleadvd _SYSTEMD_INVOCATION_ID="$(unit_property InvocationID)" -o json --output-fields=PRIORITY,MESSAGE \
+  | python3 -c 'import json, sys; [print("    %s: %s" % (e["PRIORITY"], e["MESSAGE"])) for e in map(json.loads, sys.stdin)]' \
+  | tee "$TESTBED_WORK/journal.txt"
+grep -qE '^    5: ready:' "$TESTBED_WORK/journal.txt" || fail "no 'ready:' line at priority 5 (notice) in the journal"
+if grep -qE '^    [0-3]: ' "$TESTBED_WORK/journal.txt"; then fail "an error at start-up"; fi
+exposure=$(systemd-analyze security bleadvd.service | sed -nE 's/.*Overall exposure level for bleadvd.service: ([0-9.]+) (.*)/\1 \2/p')
+echo "systemd-analyze security bleadvd.service (online, the running unit): $exposure"
+awk -v e="${exposure%% *}" 'BEGIN { exit !(e != "" && e <= 1.5) }' || fail "exposure above 1.5"
+
+echo "bleadvctl:"
+/usr/bin/bleadvctl off heart && [[ "$(active_instances)" == 0 ]] || fail "root: off did not unregister"
+/usr/bin/bleadvctl on heart && [[ "$(active_instances)" == 1 ]] || fail "root: on did not register"
+echo "    root: off, on"
+useradd --create-home --groups bleadvd alice
+useradd --create-home bob
+runuser -u alice -- /usr/bin/bleadvctl off heart && [[ "$(active_instances)" == 0 ]] || fail "alice (group bleadvd): off did not unregister"
+runuser -u alice -- /usr/bin/bleadvctl on heart && [[ "$(active_instances)" == 1 ]] || fail "alice (group bleadvd): on did not register"
+echo "    alice, in group bleadvd: off, on"
+code=0
+refused=$(runuser -u bob -- /usr/bin/bleadvctl off heart 2>&1) || code=$?
+echo "    bob, not in the group: off -> exit $code: $refused"
+[[ $code == 1 ]] || fail "bob's off: exit $code, not 1"
+expect_line "permission denied: only root and members of group bleadvd may change advertising" "$refused"
+[[ "$(active_instances)" == 1 ]] || fail "bob's refused off changed what is on air"
+runuser -u bob -- /usr/bin/bleadvctl status > "$TESTBED_WORK/bob-status.txt" || fail "bob may not read the status"
+echo "    bob: status -> $(tr -s ' \n' ' ' < "$TESTBED_WORK/bob-status.txt")"
+grep -q heart "$TESTBED_WORK/bob-status.txt" || fail "bob's status does not show heart"
