@@ -17,6 +17,15 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/n
 rm -rf "$stage"
 make --no-print-directory install DESTDIR="$PWD/$stage" PREFIX=/usr UNITDIR=/usr/lib/systemd/system > /dev/null
 gzip -9n "$stage"/usr/share/man/man*/*
+# Each binary is about 16 MB stripped. Foundation's Thread, FileHandle and the like link ICU and
+# its 34 MB of data (bleadvd grew to 61 MB that way): keep them out.
+for binary in "$stage/usr/sbin/bleadvd" "$stage/usr/bin/bleadvctl"; do
+  size=$(stat -c %s "$binary")
+  if ((size > 24 * 1024 * 1024)); then
+    echo "make-deb: $(basename "$binary") is $((size / 1024 / 1024)) MB stripped (at most 24): did something link ICU? (nm | grep icudt)" >&2
+    exit 1
+  fi
+done
 doc=$stage/usr/share/doc/bleadvd
 install -d "$doc"
 cat > "$doc/copyright" <<'COPYRIGHT'

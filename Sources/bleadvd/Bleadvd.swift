@@ -4,7 +4,8 @@ import AdvertiserDaemon
 import ArgumentParser
 import DBus
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import PeripheralBlueZ
 
@@ -54,7 +55,8 @@ struct Bleadvd: AsyncParsableCommand {
                 print("\(config): \(settings.advertisements.count) advertisement(s), \(settings.advertisements.values.filter(\.enabled).count) enabled")
                 return
             } catch {
-                FileHandle.standardError.write(Data("bleadvd: \(error)\n".utf8))
+                let line = Array("bleadvd: \(error)\n".utf8)
+                _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
                 throw ExitCode(2)
             }
         }
