@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The unit's life under systemd, after 60-install-deb.sh installed the package:
 # - `systemctl reload` with a good config applies it before it returns; with a bad one it fails,
-#   the unit stays active, what was on air stays on air, and `systemctl status` shows why;
+#   the unit stays active, what was on air stays on air, and `systemctl status` shows why; a
+#   file that crashes the TOML library is refused by bleadvd's child check inside the sandbox;
 # - `systemctl restart bluetooth`: bleadvd registers everything again;
 # - `kill -9` of bleadvd: systemd restarts it (Restart=on-failure) and it re-advertises;
 # - a daemon that stops answering (SIGSTOP): the watchdog has systemd kill and restart it;
@@ -28,7 +29,16 @@ echo "systemctl reload, bad config: exit $code ($(head -n1 "$TESTBED_WORK/reload
 systemctl --no-pager status bleadvd > "$TESTBED_WORK/status.txt" || true
 grep -E 'ExecReload|zz' "$TESTBED_WORK/status.txt" | sed 's/^ */    /'
 grep -q '"zz"' "$TESTBED_WORK/status.txt" || fail "systemctl status does not show why the reload failed"
-sed '/^\[advertisement.broken\]$/,$d' "$config" > "$TESTBED_WORK/good.toml" && cp "$TESTBED_WORK/good.toml" "$config"
+sed '/^\[advertisement.broken\]$/,$d' "$config" > "$TESTBED_WORK/good.toml"
+# A file on which the TOML library aborts: bleadvd parses it in a child (it re-executes
+# /proc/self/exe), which must work inside the sandbox, or this reload would take it down.
+pid=$(unit_property MainPID)
+printf '\n[\n\n' > "$config"
+if systemctl reload bleadvd 2> /dev/null; then fail "reload of a file that crashes the parser succeeded"; fi
+[[ "$(unit_property MainPID)" == "$pid" && "$(active_instances)" == 2 ]] || fail "a file that crashes the parser took bleadvd down"
+journalctl -u bleadvd --no-pager -o cat -n 20 | grep -q 'crashes the TOML parser' || fail "the journal does not say the file crashes the parser"
+echo "systemctl reload, a file that crashes the TOML parser: refused by the child, bleadvd alive (same PID), 2 on air"
+cp "$TESTBED_WORK/good.toml" "$config"
 systemctl reload bleadvd
 
 started=$(date +%s.%N)
