@@ -13,9 +13,24 @@ public struct ConfigCheck: Sendable {
 
     let child: pid_t
 
-    /// Starts this program again with `arguments` (the first is its name), its output thrown
-    /// away; nil when it cannot be started (the file is then parsed without the check).
-    public init?(arguments: [String]) {
+    /// Why the child could not be started.
+    public struct SpawnFailure: Error, CustomStringConvertible {
+        /// posix_spawn's error number.
+        public let code: Int32
+
+        /// "cannot start the config check's child process: " and the system's reason.
+        public var description: String {
+            "cannot start the config check's child process: \(String(cString: strerror(code)))"
+        }
+    }
+
+    /// Starts `executable` (by default this program again) with `arguments` (the first is its
+    /// name), its output thrown away. When it cannot be started the caller decides whether to
+    /// parse without the check, and should say so.
+    /// - Parameters:
+    ///   - executable: The program to start; this one by default.
+    ///   - arguments: Its arguments, the first being its name.
+    public init(executable: String = "/proc/self/exe", arguments: [String]) throws(SpawnFailure) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -35,7 +50,19 @@ public struct ConfigCheck: Sendable {
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        guard posix_spawn(&pid, "/proc/self/exe", &actions, nil, argv, envp) == 0 else { return nil }
+        // A clean start: no blocked signals, every signal at its default (the parent's threads
+        // may block some, and Dispatch ignores those it watches), so a crash is a crash.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard code == 0 else { throw SpawnFailure(code: code) }
         child = pid
     }
 

@@ -112,9 +112,15 @@ extension Bleadvctl {
             let settings: DaemonConfig
             do throws(ConfigError) {
                 // The TOML library aborts on some malformed files: read it in a child first.
-                if !ConfigCheck.isChild, let check = ConfigCheck(arguments: ["bleadvctl", "preview", "--config", config]),
-                   let signal = check.crashSignal() {
-                    throw ConfigCheck.crashed(config, signal: signal)
+                if !ConfigCheck.isChild {
+                    let check: ConfigCheck?
+                    do {
+                        check = try ConfigCheck(arguments: ["bleadvctl", "preview", "--config", config])
+                    } catch {
+                        printError("warning: \(error); reading \(config) without it")
+                        check = nil
+                    }
+                    if let signal = check?.crashSignal() { throw ConfigCheck.crashed(config, signal: signal) }
                 }
                 settings = try ConfigParser.load(path: config)
             } catch {

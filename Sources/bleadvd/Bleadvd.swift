@@ -65,7 +65,7 @@ struct Bleadvd: AsyncParsableCommand {
         let logger = Logger(label: "bleadvd")
         let settings: DaemonConfig
         do {
-            settings = try await ConfigCheck.load(path: config)
+            settings = try await ConfigCheck.load(path: config, logger: logger)
         } catch {
             logger.critical("\(error)")
             throw ExitCode(2)
@@ -85,7 +85,7 @@ struct Bleadvd: AsyncParsableCommand {
             manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
             clock: ContinuousClock(), notifier: SystemdNotifier(environment: environment),
             counters: CounterDirectory(path: state),
-            loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)
+            loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path, logger: logger) }, logger: logger)
         let (requests, post) = AsyncStream<Daemon<ContinuousClock>.Request>.makeStream()
         let sources = Self.watchSignals { number in
             logger.notice("signal \(number)")
