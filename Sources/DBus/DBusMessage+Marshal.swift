@@ -60,6 +60,44 @@ extension DBusMessage {
         body = values
     }
 
+    /// Reads a message in D-Bus wire format, as libdbus would receive it from a socket.
+    /// - Parameter wireBytes: One whole message: header, fields and body.
+    /// - Throws: ``DBusError`` when libdbus refuses the bytes, or when a value in them is one
+    ///   this library does not represent.
+    public init(wireBytes: [UInt8]) throws(DBusError) {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        let raw = wireBytes.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress.flatMap { base in
+                base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    dbus_message_demarshal($0, Int32(clamping: buffer.count), &error)
+                }
+            }
+        }
+        guard let raw else {
+            let reason = dbus_error_is_set(&error) != 0 ? String(cString: error.message) : "no bytes"
+            dbus_error_free(&error)
+            throw DBusError(.invalidArgs, "not a D-Bus message: \(reason)")
+        }
+        defer { dbus_message_unref(raw) }
+        try self.init(raw: raw)
+    }
+
+    /// The message in D-Bus wire format (little-endian), as libdbus would send it.
+    /// - Throws: ``DBusError`` for what ``DBusConnection`` would refuse to send.
+    public func wireBytes() throws(DBusError) -> [UInt8] {
+        let raw = try makeRaw()
+        defer { dbus_message_unref(raw) }
+        if serial != 0 { dbus_message_set_serial(raw, serial) }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var length: Int32 = 0
+        guard dbus_message_marshal(raw, &buffer, &length) != 0, let buffer else {
+            throw DBusError(.noMemory, "out of memory while marshalling \(what)")
+        }
+        defer { dbus_free(buffer) }
+        return buffer.withMemoryRebound(to: UInt8.self, capacity: Int(length)) { Array(UnsafeBufferPointer(start: $0, count: Int(length))) }
+    }
+
     private var kindCode: Int32 {
         switch kind {
         case .methodCall: Int32(DBUS_MESSAGE_TYPE_METHOD_CALL)
