@@ -18,7 +18,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench-dbus fuzz clean
+.PHONY: help deps build test unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench-dbus fuzz fuzz-smoke clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -97,8 +97,11 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 deb: build ## a Debian package in .build/bleadvd_VERSION-1_ARCH.deb, checked by lintian
 	@scripts/make-deb.sh $(VERSION)
 
-fuzz: deps ## libFuzzer on the config parser, 1,000,000 runs (RUNS=N for more or fewer); crashes sorted by site
+fuzz: deps ## libFuzzer on the config parser, AD encoder and D-Bus message reader, 1,000,000 runs each (RUNS=N); crashes sorted by site
 	scripts/fuzz.sh $(or $(RUNS),1000000)
+
+fuzz-smoke: deps ## a short run of each fuzz target (make test runs it)
+	scripts/fuzz.sh --smoke $(or $(RUNS),20000)
 
 bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 	$(SWIFT) build -c release --product dbus-bench

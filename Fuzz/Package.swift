@@ -1,6 +1,7 @@
 // swift-tools-version: 6.1
-// `make fuzz`: libFuzzer on bleadvd's parsers, built apart so that the main package's build
-// and tests never see -sanitize=fuzzer. See docs/RELIABILITY.md.
+// `make fuzz`: libFuzzer on the config parser, the advertisement validation and AD encoder, and
+// the D-Bus message reader, built apart so that the main package's build and tests never see
+// -sanitize=fuzzer. See docs/RELIABILITY.md.
 import Foundation
 import PackageDescription
 
@@ -11,9 +12,18 @@ let package = Package(
     name: "bleadvd-fuzz",
     dependencies: [.package(path: "..")],
     targets: [
+        .target(name: "FuzzDriver"),
         .executableTarget(
             name: "fuzz-config",
-            dependencies: [.product(name: "AdvertiserConfig", package: root)]
+            dependencies: ["FuzzDriver", .product(name: "AdvertiserConfig", package: root)]
+        ),
+        .executableTarget(
+            name: "fuzz-advertisement",
+            dependencies: ["FuzzDriver", .product(name: "Peripheral", package: root)]
+        ),
+        .executableTarget(
+            name: "fuzz-message",
+            dependencies: ["FuzzDriver", .product(name: "DBus", package: root)]
         ),
     ]
 )

@@ -41,6 +41,7 @@ step "dependencies" make --no-print-directory deps
 step "unit, bus, daemon and CLI tests" make --no-print-directory unit-test
 step "systemd unit file" make --no-print-directory systemd-check
 step "API documentation" make --no-print-directory docs
+step "fuzzing, a short run of each target" make --no-print-directory fuzz-smoke
 step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test
 step "the package under systemd (PID 1) in the VM test bed" make --no-print-directory testbed-systemd-test
 

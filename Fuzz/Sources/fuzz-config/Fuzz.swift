@@ -1,4 +1,5 @@
 import AdvertiserConfig
+import FuzzDriver
 
 /// libFuzzer's entry: any bytes as a config file. The parser must refuse with a ConfigError or
 /// accept; it must not crash, hang or trap, whatever the bytes.
@@ -10,17 +11,8 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-/// libFuzzer's driver, from its runtime (linked by -sanitize=fuzzer).
-@_silgen_name("LLVMFuzzerRunDriver")
-func runDriver(
-    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
 /// The program's entry: SwiftPM names an executable target's entry `<target>_main`.
 @_cdecl("fuzz_config_main")
 public func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return runDriver(&count, &arguments, fuzzConfig)
+    fuzzMain(argc, argv, fuzzConfig)
 }
