@@ -80,7 +80,7 @@ public struct ConfigCheck: Sendable {
         ConfigError(
             file: path, line: nil, key: "",
             message: "crashes the TOML parser (signal \(signal) in a child process; nothing was read): "
-                + "look for a table header or a key cut short, e.g. a '[' at the end of a line")
+                + "look for a table header, key, array or inline table cut short or not closed, e.g. a '[' at the end of a line or '[ }'")
     }
 
     /// Whether this process is such a child.

@@ -33,6 +33,6 @@ struct PreviewTests {
         let result = try await runProgram(product("bleadvctl"), ["preview", "--config", path])
 
         #expect(result.status == 2)
-        #expect(result.errors == "bleadvctl: \(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header or a key cut short, e.g. a '[' at the end of a line\n")
+        #expect(result.errors == "bleadvctl: \(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header, key, array or inline table cut short or not closed, e.g. a '[' at the end of a line or '[ }'\n")
     }
 }

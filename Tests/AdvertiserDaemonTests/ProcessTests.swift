@@ -158,6 +158,6 @@ struct ProcessTests {
 
         let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
         #expect(status == 2)
-        #expect(errors == "<2>\(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header or a key cut short, e.g. a '[' at the end of a line\n")
+        #expect(errors == "<2>\(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header, key, array or inline table cut short or not closed, e.g. a '[' at the end of a line or '[ }'\n")
     }
 }
