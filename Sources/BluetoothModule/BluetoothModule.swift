@@ -211,6 +211,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .adapterRemoved(let adapter):
                 if adapterInUse?.name == adapter { adapterInUse = nil }
                 for name in entries.keys { lostRegistration(name, onAdapter: adapter) }
+                // With no adapter named they go to the first adapter that remains, or wait.
+                await reconcile()
             case .adapterPowered(let adapter, true):
                 guard configuredAdapter == nil || configuredAdapter == adapter else { return }
                 adapterInUse = nil

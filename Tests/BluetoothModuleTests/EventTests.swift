@@ -60,8 +60,10 @@ struct EventTests {
         let h = await Harness()
         try await h.module.on("heart")
 
+        h.mock.scriptAdapters(.always(.success([])))
         await h.module.handle(.adapterRemoved("hci0"))
         let whileGone = await h.status()?.phase
+        h.mock.scriptAdapters(.always(.success([Harness.hci0])))
         await h.module.handle(.adapterAdded("hci0"))
 
         #expect(whileGone == .waiting)
@@ -162,6 +164,19 @@ struct EventTests {
         #expect(h.mock.calls.stopped == [Harness.heartID])
         #expect(h.mock.calls.started.map(\.adapter) == ["hci1", "hci0"])
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
+    }
+
+    @Test("with no adapter named, advertisements on an adapter that is removed move to the one that remains")
+    func moveToRemainingAdapter() async throws {
+        let hci1 = AdapterCapabilities(name: "hci1")
+        let h = await Harness(adapters: [Harness.hci0, hci1])
+        try await h.module.on("heart")
+        h.mock.scriptAdapters(.always(.success([hci1])))
+
+        await h.module.handle(.adapterRemoved("hci0"))
+
+        #expect(h.mock.calls.started.map(\.adapter) == ["hci0", "hci1"])
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci1"))
     }
 
     @Test("with no adapter named, a later adapter that comes moves nothing")
