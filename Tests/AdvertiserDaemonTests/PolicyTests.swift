@@ -36,6 +36,34 @@ struct PolicyTests {
         #expect(session.mock.stopAdvertisingCallCount == 0)
     }
 
+    @Test("an unprivileged user may call List")
+    func othersMayList() async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+
+        let result = try await call(session, "List", as: "nobody")
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("\"heart\""))
+    }
+
+    /// The policy with its group section naming `nogroup`, nobody's group, instead of bleadvd
+    /// (which this machine need not have): what the section grants its members. (The real group
+    /// is tested in the systemd test bed, scenario 60.)
+    @Test("a member of the policy's group may call On, Off, Set and Reload", arguments: ["On", "Off", "Set", "Reload"])
+    func groupMayCallAll(member: String) async throws {
+        let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
+            .replacingOccurrences(of: "<policy group=\"bleadvd\">", with: "<policy group=\"nogroup\">")
+        #expect(policy.contains("<policy group=\"nogroup\">"))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID()).conf").path
+        try policy.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+
+        let result = try await call(session, member, member == "Reload" ? [] : ["array:string:"], as: "nobody")
+
+        #expect(!result.errors.contains("AccessDenied"), "\(result.errors)")
+    }
+
     @Test("an unprivileged user may read Status")
     func othersMayReadStatus() async throws {
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
