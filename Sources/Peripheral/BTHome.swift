@@ -260,10 +260,13 @@ public struct BTHome: Hashable, Sendable {
         objectsByName[name].map { Int($0.id) } ?? Int.max
     }
 
-    /// `value` rounded to `decimals`, trailing zeros dropped, no exponent (no Foundation here).
+    /// `value` rounded to `decimals`, trailing zeros dropped, no exponent (no Foundation here);
+    /// a value too large for that (no BTHome range comes near) in Swift's own notation.
     static func format(_ value: Double, decimals: Int) -> String {
         let scale = power(of10: decimals)
-        let scaled = Int64((value.magnitude * scale).rounded())
+        let magnitude = (value.magnitude * scale).rounded()
+        guard magnitude < 9.0e18 else { return "\(value)" }
+        let scaled = Int64(magnitude)
         let whole = scaled / Int64(scale)
         var fraction = String(scaled % Int64(scale))
         fraction = String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction

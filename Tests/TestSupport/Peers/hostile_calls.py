@@ -58,6 +58,7 @@ def main():
     raw("set-unknown-key", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"temprature": dbus.Double(1)}])
     raw("set-out-of-range", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"temperature": dbus.Double(400)}])
     raw("set-nan", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"temperature": dbus.Double(float("nan"))}])
+    raw("set-huge", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"temperature": dbus.Double(1.1e30)}])
     raw("set-dictionary-value", PATH, IFACE, "Set", "sa{sv}",
         ["kitchen", {"temperature": dbus.Dictionary({"a": "b"}, signature="ss")}])
     raw("set-object-path-value", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"temperature": dbus.ObjectPath("/x")}])
