@@ -145,7 +145,7 @@ if [[ ! -d /run/systemd/system ]]; then
   export PATH="$BLEADVD_BIN:$PATH"
 fi
 
-# --- under systemd ----------------------------------------------------------------------------
+# --- BlueZ and the unit ------------------------------------------------------------------------
 # active_instances [hciN]: BlueZ's count of registered advertisements on the adapter.
 active_instances() {
   busctl get-property org.bluez "/org/bluez/${1:-hci0}" org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $2}'

@@ -9,7 +9,6 @@
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-active() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $2}'; }
 adapter_ready() { busctl get-property org.bluez "/org/bluez/$1" org.bluez.LEAdvertisingManager1 SupportedInstances > /dev/null 2>&1; }
 config="$TESTBED_WORK/two.toml"
 cat > "$config" <<'TOML'
@@ -23,7 +22,7 @@ TOML
 
 fresh_bluetoothd
 start_bleadvd "$config"
-wait_for 30 "both on air" '[[ "$(active)" == 2 ]]'
+wait_for 30 "both on air" '[[ "$(active_instances)" == 2 ]]'
 for round in 1 2 3; do
   removed_at=$(date +%s.%N)
   pkill -x btvirt
@@ -42,7 +41,7 @@ for round in 1 2 3; do
   done
   ready_at=$(date +%s.%N)
   for hci in hci0 hci1; do busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true 2> /dev/null || true; done
-  wait_for 30 "both registered on hci0 again" '[[ "$(active)" == 2 ]]' || { bleadvctl status >&2; fail "round $round: not registered again"; }
+  wait_for 30 "both registered on hci0 again" '[[ "$(active_instances)" == 2 ]]' || { bleadvctl status >&2; fail "round $round: not registered again"; }
   echo "round $round: removed; bleadvd said: $(tr -s ' ' <<< "$status"); back after $(elapsed "$removed_at") s, both registered $(elapsed "$ready_at") s after hci0's manager answered"
 done
 observe_until 30 "manufacturer=0xffff:d1" > /dev/null || fail "hci1 does not hear first after the last round"

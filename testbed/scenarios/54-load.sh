@@ -26,7 +26,6 @@ manufacturer_data = { "0xFFFF" = "02" }
 type = "broadcast"
 manufacturer_data = { "0xFFFF" = "03" }
 TOML
-active() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 ActiveInstances | awk '{print $2}'; }
 files() { ls "/proc/$BLEADVD_PID/fd" | wc -l; }
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$BLEADVD_PID/status"; }
 objects() { busctl tree --list org.bleadvd.Advertiser | grep -c '^/org/bleadvd/advertisement/' || true; }
@@ -34,7 +33,7 @@ state() { bleadvctl status | awk -v name="$1" '$1 == name { print $2 }'; }
 
 fresh_bluetoothd
 start_bleadvd "$config"
-wait_for 30 "all three on air" '[[ "$(active)" == 3 ]]'
+wait_for 30 "all three on air" '[[ "$(active_instances)" == 3 ]]'
 files_before=$(files); rss_before=$(rss)
 started=$(date +%s.%N)
 pids=()
@@ -50,7 +49,7 @@ for i in 0 1 2 3; do
 done
 echo "$((4 * toggles)) on/off calls from 4 clients: $took s ($(awk -v t="$took" -v n="$toggles" 'BEGIN { printf "%.0f", t * 1000 / n }') ms a call per client)"
 [[ "$(state shared) $(state second) $(state third)" == "on off on" ]] || { bleadvctl status >&2; fail "the states are not the last commands"; }
-[[ "$(active)" == 2 ]] || fail "BlueZ has $(active) registered, not 2"
+[[ "$(active_instances)" == 2 ]] || fail "BlueZ has $(active_instances) registered, not 2"
 [[ "$(objects)" == 2 ]] || fail "bleadvd exports $(objects) advertisement objects, not 2"
 echo "    states shared on, second off, third on; ActiveInstances 2; 2 advertisement objects exported"
 echo "    open files $files_before -> $(files); RSS $rss_before -> $(rss) KiB"
