@@ -25,7 +25,10 @@ public struct SystemdNotifier: Sendable {
         notify("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
     }
 
-    /// Sends `state` (e.g. `READY=1\nSTATUS=on air`). Failures are ignored, as sd_notify's are.
+    /// Sends `state` (e.g. `READY=1\nSTATUS=on air`) without waiting. Failures are ignored, as
+    /// sd_notify's are, and so is a socket whose queue is full: a daemon that waited there until
+    /// the reader caught up would answer nothing meanwhile (a socket nobody read hung bleadvd
+    /// after its tenth status change).
     public func notify(_ state: String) {
         guard let socketPath else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -44,7 +47,7 @@ public struct SystemdNotifier: Sendable {
         let bytes = Array(state.utf8)
         _ = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), socketAddress, length)
+                sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), socketAddress, length)
             }
         }
     }

@@ -1,0 +1,33 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+@testable import AdvertiserDaemon
+
+@Suite("Notifying systemd", .timeLimit(.minutes(1)))
+struct SystemdNotifierTests {
+    @Test("a notify socket nobody reads never blocks the sender: what does not fit is dropped")
+    func fullSocketDoesNotBlock() async throws {
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("notify-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let unread = try NotifySocket(in: folder)
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": unread.path])
+        let sent = Mutex(0)
+
+        // Far more than the socket queues (net.unix.max_dgram_qlen, 10 by default).
+        Thread.detachNewThread {
+            for index in 0..<1_000 {
+                notifier.notify("STATUS=change \(index)")
+                sent.withLock { $0 += 1 }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while sent.withLock({ $0 }) < 1_000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+
+        #expect(sent.withLock { $0 } == 1_000)
+    }
+}
