@@ -1,30 +1,31 @@
 public import DBus
 
-/// A client of the control API, for `bleadvctl` and any Swift program.
-public struct AdvertiserClient: Sendable {
+/// A client of the control API, for `bleadvctl` and any Swift program: each call blocks until
+/// the daemon answers.
+public struct AdvertiserClient {
     /// The connection it calls over.
-    public let connection: DBusConnection
+    public let connection: DBusBlockingConnection
     /// How long a call may take; `On` waits for BlueZ and the controller.
     public var timeout: Duration = .seconds(30)
 
     /// A client on a connection (the system bus in production).
-    public init(connection: DBusConnection) {
+    public init(connection: DBusBlockingConnection) {
         self.connection = connection
     }
 
     /// Puts advertisements on air (all configured when `names` is empty).
-    public func on(_ names: [String]) async throws {
-        _ = try await call("On", [.strings(names)])
+    public func on(_ names: [String]) throws {
+        _ = try call("On", [.strings(names)])
     }
 
     /// Takes advertisements off air (all configured when `names` is empty).
-    public func off(_ names: [String]) async throws {
-        _ = try await call("Off", [.strings(names)])
+    public func off(_ names: [String]) throws {
+        _ = try call("Off", [.strings(names)])
     }
 
     /// The state of every advertisement, by name.
-    public func status() async throws -> [String: AdvertisementState] {
-        let reply = try await call("Status", expecting: "a{sa{sv}}")
+    public func status() throws -> [String: AdvertisementState] {
+        let reply = try call("Status", expecting: "a{sa{sv}}")
         var result: [String: AdvertisementState] = [:]
         for entry in reply[0].dictionaryEntries ?? [] {
             guard let name = entry.key.string, let state = AdvertisementState(entry.value) else {
@@ -36,23 +37,23 @@ public struct AdvertiserClient: Sendable {
     }
 
     /// The configured names.
-    public func list() async throws -> [String] {
-        try await call("List", expecting: "as")[0].stringArray ?? []
+    public func list() throws -> [String] {
+        try call("List", expecting: "as")[0].stringArray ?? []
     }
 
     /// Changes values of an advertisement on air (`bleadvctl set`): each value as typed; the
     /// daemon reads it as the type its key holds.
-    public func set(_ name: String, _ values: [String: String]) async throws {
-        _ = try await call("Set", [.string(name), .variantDictionary(values.mapValues { .string($0) })])
+    public func set(_ name: String, _ values: [String: String]) throws {
+        _ = try call("Set", [.string(name), .variantDictionary(values.mapValues { .string($0) })])
     }
 
     /// Makes the daemon re-read its config file.
-    public func reload() async throws {
-        _ = try await call("Reload")
+    public func reload() throws {
+        _ = try call("Reload")
     }
 
-    private func call(_ member: String, _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil) async throws -> [DBusValue] {
-        try await connection.call(
+    private func call(_ member: String, _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil) throws -> [DBusValue] {
+        try connection.call(
             destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: member,
             arguments, expecting: expecting, timeout: timeout)
     }

@@ -62,38 +62,14 @@ public actor DBusConnection {
     /// Opens a private connection to a bus and registers with it.
     /// - Throws: ``DBusError`` when the bus cannot be reached or refuses the connection.
     public static func connect(to bus: Bus) async throws -> DBusConnection {
-        if case .address(let address) = bus, address.utf8.contains(0) {
-            throw DBusError.invalidArgs("bus address contains a NUL character")
-        }
         let queue = DispatchQueue(label: "bleadvd.dbus.connect")
         let opened: RawConnection = try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try open(bus) }) }
+            queue.async { continuation.resume(with: Result { RawConnection(pointer: try bus.open()) }) }
         }
         let name = String(cString: dbus_bus_get_unique_name(opened.pointer))
         let connection = DBusConnection(loop: DBusEventLoop(connection: opened.pointer, label: "bleadvd.dbus \(name)"), uniqueName: name)
         await connection.start()
         return connection
-    }
-
-    private static func open(_ bus: Bus) throws(DBusError) -> RawConnection {
-        var error = CDBus.DBusError()
-        dbus_error_init(&error)
-        defer { dbus_error_free(&error) }
-        var connection: OpaquePointer?
-        switch bus {
-        case .system: connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
-        case .session: connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
-        case .address(let address):
-            connection = dbus_connection_open_private(address, &error)
-            if let opened = connection, dbus_bus_register(opened, &error) == 0 {
-                dbus_connection_close(opened)
-                dbus_connection_unref(opened)
-                connection = nil
-            }
-        }
-        guard let connection else { throw DBusError(from: error, fallback: "cannot connect to the \(bus) bus") }
-        dbus_connection_set_exit_on_disconnect(connection, 0)
-        return RawConnection(pointer: connection)
     }
 
     private func start() {
@@ -169,7 +145,7 @@ public actor DBusConnection {
         defer { dbus_message_unref(outgoing) }
         guard isConnected else { throw DBusError(.disconnected, "the connection is closed") }
         var pendingCall: OpaquePointer?
-        guard dbus_connection_send_with_reply(raw, outgoing, &pendingCall, Self.milliseconds(timeout)) != 0 else {
+        guard dbus_connection_send_with_reply(raw, outgoing, &pendingCall, timeout.dbusMilliseconds) != 0 else {
             throw DBusError(.noMemory, "out of memory sending \(message.what)")
         }
         guard let pendingCall else { throw DBusError(.disconnected, "the connection is closed") }
@@ -196,16 +172,7 @@ public actor DBusConnection {
     ) async throws -> [DBusValue] {
         let message = DBusMessage.methodCall(
             destination: destination, path: path, interface: interface, member: member, body: arguments)
-        let reply = try await call(message, timeout: timeout)
-        if let expecting {
-            do {
-                try reply.expectSignature(expecting)
-            } catch {
-                throw DBusError.invalidArgs(
-                    "reply to \(message.what) has signature '\(reply.signature.text)', expected '\(expecting.text)'")
-            }
-        }
-        return reply.body
+        return try await call(message, timeout: timeout).body(expecting: expecting, replyingTo: message)
     }
 
     /// Sends a message without waiting for a reply (signals, replies, fire-and-forget calls).
@@ -224,11 +191,6 @@ public actor DBusConnection {
         try send(.signal(path: path, interface: interface, member: member, body: arguments))
     }
 
-    private static func milliseconds(_ duration: Duration) -> Int32 {
-        let (seconds, attoseconds) = duration.components
-        let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        return Int32(clamping: max(ms, 1))
-    }
 }
 
 /// A libdbus `DBusConnection*`, moved between threads only to reach the connection's queue.
@@ -255,5 +217,58 @@ extension DBusError {
         self.init(
             Name(rawValue: String(cString: error.name)),
             error.message.map { String(cString: $0) } ?? fallback)
+    }
+}
+
+extension DBusConnection.Bus {
+    /// Opens a private connection to this bus and registers with it (`Hello`), blocking; the
+    /// process is never exited when it drops.
+    func open() throws(DBusError) -> OpaquePointer {
+        if case .address(let address) = self, address.utf8.contains(0) {
+            throw DBusError.invalidArgs("bus address contains a NUL character")
+        }
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        var connection: OpaquePointer?
+        switch self {
+        case .system: connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session: connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .address(let address):
+            connection = dbus_connection_open_private(address, &error)
+            if let opened = connection, dbus_bus_register(opened, &error) == 0 {
+                dbus_connection_close(opened)
+                dbus_connection_unref(opened)
+                connection = nil
+            }
+        }
+        guard let connection else { throw DBusError(from: error, fallback: "cannot connect to the \(self) bus") }
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        return connection
+    }
+}
+
+extension Duration {
+    /// libdbus's timeout: whole milliseconds, at least 1, at most `Int32.max`.
+    var dbusMilliseconds: Int32 {
+        let (seconds, attoseconds) = components
+        let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return Int32(clamping: max(ms, 1))
+    }
+}
+
+extension DBusMessage {
+    /// This reply's arguments, after checking their signature against `expecting`, if given.
+    /// - Throws: `InvalidArgs` naming the call and both signatures when they differ.
+    func body(expecting: DBusSignature?, replyingTo call: DBusMessage) throws(DBusError) -> [DBusValue] {
+        if let expecting {
+            do {
+                try expectSignature(expecting)
+            } catch {
+                throw DBusError.invalidArgs(
+                    "reply to \(call.what) has signature '\(signature.text)', expected '\(expecting.text)'")
+            }
+        }
+        return body
     }
 }

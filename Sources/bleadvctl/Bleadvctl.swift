@@ -9,7 +9,7 @@ import Glibc
 
 /// `bleadvctl`: switches bleadvd's advertisements on and off, shows their state, previews bytes.
 @main
-struct Bleadvctl: AsyncParsableCommand {
+struct Bleadvctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bleadvctl",
         abstract: "Control bleadvd, the Bluetooth LE advertising daemon.",
@@ -30,14 +30,12 @@ struct Bleadvctl: AsyncParsableCommand {
             """,
         subcommands: [On.self, Off.self, Status.self, List.self, Set.self, Reload.self, Preview.self])
 
-    static func main() async {
+    /// Synchronous from start to end: no executor and no thread but the main one, so a command
+    /// costs little more than a C client's (see docs/BENCHMARKS.md).
+    static func main() {
         do {
             var command = try parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
+            try command.run()
         } catch let failure as Failure {
             printError(failure.message)
             Self.exit(withError: ExitCode(failure.code))

@@ -11,48 +11,48 @@ struct Names: ParsableArguments {
 }
 
 extension Bleadvctl {
-    struct On: AsyncParsableCommand {
+    struct On: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Put advertisements on air.",
             discussion: "Returns once BlueZ has registered them, or fails with BlueZ's reason. bleadvd keeps trying transient failures; see status.")
         @OptionGroup var names: Names
 
-        func run() async throws {
-            try await withDaemon { try await $0.on(names.names) }
+        func run() throws {
+            try withDaemon { try $0.on(names.names) }
         }
     }
 
-    struct Off: AsyncParsableCommand {
+    struct Off: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Take advertisements off air.")
         @OptionGroup var names: Names
 
-        func run() async throws {
-            try await withDaemon { try await $0.off(names.names) }
+        func run() throws {
+            try withDaemon { try $0.off(names.names) }
         }
     }
 
-    struct Status: AsyncParsableCommand {
+    struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show each advertisement's state.",
             discussion: "States: on (on air), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), failed (refused until changed).")
         @Flag(help: "Print JSON: {name: {desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, values}}.")
         var json = false
 
-        func run() async throws {
-            let states = try await withDaemon { try await $0.status() }
+        func run() throws {
+            let states = try withDaemon { try $0.status() }
             print(json ? StatusFormat.json(states) : StatusFormat.table(states), terminator: "")
         }
     }
 
-    struct List: AsyncParsableCommand {
+    struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the configured advertisement names.")
 
-        func run() async throws {
-            for name in try await withDaemon({ try await $0.list() }) { print(name) }
+        func run() throws {
+            for name in try withDaemon({ try $0.list() }) { print(name) }
         }
     }
 
-    struct Set: AsyncParsableCommand {
+    struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change an advertisement's values on air, in place.",
             discussion: """
@@ -80,27 +80,27 @@ extension Bleadvctl {
             if values.isEmpty { throw ValidationError("nothing to set; give KEY=VALUE, e.g. temperature=21.5") }
         }
 
-        func run() async throws {
+        func run() throws {
             var changes: [String: String] = [:]
             for pair in values {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 changes[String(parts[0])] = String(parts[1])
             }
-            try await withDaemon { try await $0.set(name, changes) }
+            try withDaemon { try $0.set(name, changes) }
         }
     }
 
-    struct Reload: AsyncParsableCommand {
+    struct Reload: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make bleadvd re-read its config file.",
             discussion: "A bad config is refused with its error (exit 2) and nothing on air changes.")
 
-        func run() async throws {
-            try await withDaemon { try await $0.reload() }
+        func run() throws {
+            try withDaemon { try $0.reload() }
         }
     }
 
-    struct Preview: AsyncParsableCommand {
+    struct Preview: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the bytes an advertisement puts on air, offline.",
             discussion: "Reads the config file (no daemon needed) and prints each AD structure, the advertising data and scan response in hex, and the bytes used of 31.")
@@ -108,7 +108,7 @@ extension Bleadvctl {
         var config: String = DaemonConfig.defaultPath
         @OptionGroup var names: Names
 
-        func run() async throws {
+        func run() throws {
             let settings: DaemonConfig
             do throws(ConfigError) {
                 // The TOML library aborts on some malformed files: read it in a child first.
@@ -137,16 +137,15 @@ extension Bleadvctl {
 
 /// Connects to the system bus, runs `body` against the daemon, and turns every failure into
 /// a ``Failure`` with the documented exit status.
-func withDaemon<T>(_ body: (AdvertiserClient) async throws -> T) async throws -> T {
-    let connection: DBusConnection
+func withDaemon<T>(_ body: (AdvertiserClient) throws -> T) throws -> T {
+    let connection: DBusBlockingConnection
     do {
-        connection = try await DBusConnection.connect(to: .system)
+        connection = try DBusBlockingConnection(bus: .system)
     } catch {
         throw Failure(code: Failure.notRunning, message: "cannot reach the system bus, so bleadvd is not running there (\(error))")
     }
-    defer { Task { await connection.close() } }
     do {
-        return try await body(AdvertiserClient(connection: connection))
+        return try body(AdvertiserClient(connection: connection))
     } catch let error as DBusError {
         throw Failure(dbus: error)
     }
