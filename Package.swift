@@ -32,6 +32,9 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // bleadvd's process set-up that must come before Swift starts its threads (C).
+        .target(name: "CLinux"),
+
         // Layer 1: D-Bus for Swift.
         .target(name: "DBus", dependencies: ["CDBus"]),
 
@@ -72,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "bleadvd",
             dependencies: [
-                "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus",
+                "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -112,7 +115,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system && target.name != "CDBusBenchLoop" {
+for target in package.targets where target.type != .system && !["CDBusBenchLoop", "CLinux"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(contentsOf: [
         .enableUpcomingFeature("ExistentialAny"),

@@ -2,6 +2,7 @@ import AdvertiserConfig
 import AdvertiserControl
 import AdvertiserDaemon
 import ArgumentParser
+import CLinux
 import DBus
 import Dispatch
 import FoundationEssentials
@@ -63,6 +64,9 @@ struct Bleadvd: AsyncParsableCommand {
         let level = Logger.Level(rawValue: logLevel.rawValue)!
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "bleadvd")
+        if bleadvd_transparent_huge_pages_disabled() == 0 {
+            logger.debug("transparent huge pages are still on for bleadvd (prctl refused): thread stacks may take 2 MiB each")
+        }
         let settings: DaemonConfig
         do {
             settings = try await ConfigCheck.load(path: config, logger: logger)
