@@ -85,7 +85,14 @@ let package = Package(
             dependencies: [
                 "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            // A position-dependent executable: the dynamic loader has 480 relocations to apply
+            // instead of 40,000, which took a third of a command's start under emulation
+            // (docs/BENCHMARKS.md). The daemon stays position-independent (ASLR): it lives long
+            // and reads the bus; the CLI runs for a moment as the user who typed it. Release
+            // only, and meant with the static Swift runtime (`make build`): against the shared
+            // one, glibc warns at every start about references to its protected functions.
+            linkerSettings: [.unsafeFlags(["-Xclang-linker", "-no-pie"], .when(configuration: .release))]
         ),
 
         // Benchmarks (not installed): `make bench-dbus`.
