@@ -18,7 +18,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench-dbus fuzz fuzz-smoke clean
+.PHONY: help deps build test unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus fuzz fuzz-smoke clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -102,6 +102,10 @@ fuzz: deps ## libFuzzer on the config parser, AD encoder and D-Bus message reade
 
 fuzz-smoke: deps ## a short run of each fuzz target (make test runs it)
 	scripts/fuzz.sh --smoke $(or $(RUNS),20000)
+
+bench: build ## bleadvd side by side with busctl, bluetoothctl and BlueZ's example in the test bed: the table of docs/BENCHMARKS.md
+	testbed/setup.sh
+	testbed/run.sh testbed/bench/bench.sh
 
 bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 	$(SWIFT) build -c release --product dbus-bench
