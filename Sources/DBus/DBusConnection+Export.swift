@@ -109,7 +109,9 @@ extension DBusConnection {
             case .failure(let error):
                 result = .failure(error)
             case .success(let method):
-                Task { await self.run(method, for: call) }
+                // On this connection's queue, and so are the default actors the handler calls:
+                // a call to bleadvd and its call to BlueZ crossed threads four times without.
+                Task(executorPreference: loop.executor) { await self.run(method, for: call) }
                 return
             }
         }

@@ -4,8 +4,10 @@ import Dispatch
 /// serial executor (Linux's Dispatch has no `DispatchSerialQueue` executor of its own).
 ///
 /// Everything that touches a libdbus connection runs here: the watch and timeout sources, the
-/// dispatch of incoming messages, and the connection actor's methods.
-final class DBusQueueExecutor: SerialExecutor, @unchecked Sendable {
+/// dispatch of incoming messages, and the connection actor's methods. It is also the task
+/// executor of exported methods' handlers, so the default actors they call run here too,
+/// without a hop to Swift's pool and back (see ``DBusConnection``'s export).
+final class DBusQueueExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
     let queue: DispatchQueue
 
     private static let key = DispatchSpecificKey<ObjectIdentifier>()
