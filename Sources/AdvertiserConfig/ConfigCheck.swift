@@ -36,7 +36,7 @@ public struct ConfigCheck: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         // No backtrace or core for a crash that is expected and reported; no systemd notices.
         var environment: [String] = []
@@ -47,7 +47,7 @@ public struct ConfigCheck: Sendable {
             entry += 1
         }
         environment += ["SWIFT_BACKTRACE=enable=no", "\(Self.checking)=1"]
-        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
         // A clean start: no blocked signals, every signal at its default (the parent's threads
