@@ -26,11 +26,8 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
-        .systemLibrary(
-            name: "CCrypto",
-            pkgConfig: "libcrypto",
-            providers: [.apt(["libssl-dev"])]
-        ),
+        // OpenSSL's libcrypto, loaded by its first user (C; its header from libssl-dev).
+        .target(name: "CCrypto"),
 
         // bleadvd's process set-up that must come before Swift starts its threads (C).
         .target(name: "CLinux"),
@@ -122,7 +119,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system && !["CDBusBenchLoop", "CLinux"].contains(target.name) {
+for target in package.targets where target.type != .system && !["CDBusBenchLoop", "CLinux", "CCrypto"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(contentsOf: [
         .enableUpcomingFeature("ExistentialAny"),

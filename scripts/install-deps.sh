@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   libdbus-1-dev pkg-config   # CDBus: the libdbus-1 headers and library
-  libssl-dev                 # CCrypto: OpenSSL's libcrypto (AES-CCM for encrypted BTHome)
+  libssl-dev                 # CCrypto: OpenSSL's header, and libcrypto, loaded for encrypted BTHome
   dbus                       # dbus-daemon, dbus-send, dbus-monitor for the bus tests
   systemd                    # busctl, an independent D-Bus peer; systemd-analyze
   python3-dbus python3-gi    # the Python D-Bus peer the tests call (dbus-python + GLib)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make deb`: stages `make install PREFIX=/usr` into a folder and packs it as Debian expects
-# (stripped binaries, gzipped man pages, copyright and changelog, Depends from dpkg-shlibdeps,
+# (stripped binaries, gzipped man pages, copyright and changelog, Depends from dpkg-shlibdeps and libcrypto's shlibs,
 # maintainer scripts that create the user, reload the bus policy and handle the unit the way
 # debhelper's deb-systemd-helper/deb-systemd-invoke snippets do), then runs lintian on it.
 #   scripts/make-deb.sh VERSION [REVISION]   ->   .build/bleadvd_VERSION-REVISION_ARCH.deb
@@ -56,7 +56,7 @@ COPYRIGHT
   printf ' -- bleadvd developers <dev@bleadvd.invalid>  %s\n' "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n > "$doc/changelog.Debian.gz"
 
-# Depends: what dpkg-shlibdeps finds the binaries need, plus bluetoothd itself.
+# Depends: what dpkg-shlibdeps finds the binaries need, libcrypto, and bluetoothd itself.
 shlibs=$(
   work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
   mkdir "$work/debian"; printf 'Source: bleadvd\n\nPackage: bleadvd\nArchitecture: any\n' > "$work/debian/control"
@@ -64,6 +64,18 @@ shlibs=$(
   cd "$work" && dpkg-shlibdeps -O -e"${bins[0]}" -e"${bins[1]}" 2> /dev/null | sed -n 's/^shlibs:Depends=//p'
 )
 [[ -n "$shlibs" ]] || { echo "make-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# libcrypto is loaded at run time, by encrypted BTHome only (Sources/CCrypto), so
+# dpkg-shlibdeps does not see it: its package's symbols file gives the version that has every
+# function bleadvd looks up there.
+libcrypto=$(
+  package=$(dpkg-query -S "*/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libcrypto.so.3" | head -1 | cut -d: -f1)
+  functions=$(sed -n 's/^ *LOOK_UP(\(.*\));$/\1/p' Sources/CCrypto/libcrypto.c)
+  versions=$(dpkg-query --control-show "$package:$arch" symbols | awk -v names="$functions" '
+    BEGIN { split(names, list, "\n"); for (i in list) wanted[list[i]] = 1 }
+    { split($1, symbol, "@") } symbol[1] in wanted { print $2 }')
+  [[ $(wc -l <<< "$versions") == $(wc -l <<< "$functions") ]] || exit 1
+  echo "$package (>= $(sort -V <<< "$versions" | tail -1))"
+) || { echo "make-deb: libcrypto.so.3's package does not list the functions CCrypto looks up (is libssl-dev installed?)" >&2; exit 1; }
 
 mkdir -p "$stage/DEBIAN"
 cat > "$stage/DEBIAN/control" <<CONTROL
@@ -72,7 +84,7 @@ Version: $version
 Architecture: $arch
 Maintainer: bleadvd developers <dev@bleadvd.invalid>
 Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
-Depends: $shlibs, bluez, dbus
+Depends: $shlibs, $libcrypto, bluez, dbus
 Section: net
 Priority: optional
 Homepage: https://bleadvd.invalid/

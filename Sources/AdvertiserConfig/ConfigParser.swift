@@ -282,6 +282,7 @@ struct Reader {
             guard let key = BTHome.Key(hex: text) else {
                 throw error(path + ["encryption_key"], "must be 32 hex digits (a 16-byte key); this one has \(text.count) characters")
             }
+            if let reason = BTHome.encryptionUnavailable { throw error(path + ["encryption_key"], reason) }
             sensor.encryptionKey = key
         }
         for name in fields.keys.sorted() where !Self.bthomeKeys.contains(name) {

@@ -21,9 +21,10 @@ extension BTHome {
         /// The first 8 bytes of the key's SHA-256, in hex: names the key in file names and logs
         /// without revealing it.
         public var checkValue: String {
+            let crypto = LibCrypto.functions
             var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
             var length: UInt32 = 0
-            let done = EVP_Digest(bytes, bytes.count, &digest, &length, EVP_sha256(), nil)
+            let done = crypto.EVP_Digest(bytes, bytes.count, &digest, &length, crypto.EVP_sha256(), nil)
             precondition(done == 1 && length == 32, "libcrypto could not compute a SHA-256")
             return Hex.encode(Array(digest.prefix(8)))
         }
@@ -33,6 +34,14 @@ extension BTHome {
 
         /// No children: `dump` shows the description, not the bytes.
         public var customMirror: Mirror { Mirror(self, children: [:]) }
+    }
+
+    /// Why encrypted BTHome cannot work in this process (libcrypto cannot be loaded), or nil
+    /// when it can. Loads libcrypto the first time it is asked; a config with an encryption key
+    /// checks it, so that a key never reaches the functions that need the library.
+    public static var encryptionUnavailable: String? {
+        guard case .failure(let reason) = LibCrypto.shared else { return nil }
+        return reason.description
     }
 
     /// 0xFCD2 as it goes in the nonce, least significant byte first.
@@ -115,43 +124,78 @@ public protocol EncryptionCounters: Sendable {
     func next(for key: BTHome.Key) throws(PeripheralError) -> UInt32
 }
 
+/// OpenSSL's libcrypto, loaded the first time encrypted BTHome needs it (CCrypto.h says why).
+struct LibCrypto: Sendable {
+    /// `libcrypto.so.3`'s functions, or why it cannot be loaded; loaded at the first use.
+    static let shared = load(String(cString: bleadvd_libcrypto_soname()))
+
+    /// The functions. Stops the process, saying why, when libcrypto cannot be loaded: a config
+    /// with a key checks ``BTHome/encryptionUnavailable`` first, so that does not happen.
+    static var functions: bleadvd_libcrypto {
+        switch shared {
+        case .success(let library): library.table.pointee
+        case .failure(let reason): fatalError(reason.description)
+        }
+    }
+
+    /// Why a library could not be loaded as libcrypto.
+    struct Unavailable: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The table of functions, written once by the load and only read after it.
+    nonisolated(unsafe) let table: UnsafePointer<bleadvd_libcrypto>
+
+    /// Loads `soname` and looks up the functions bleadvd calls.
+    static func load(_ soname: String) -> Result<LibCrypto, Unavailable> {
+        var error = [CChar](repeating: 0, count: 512)
+        guard let table = bleadvd_libcrypto_load(soname, &error, error.count) else {
+            let why = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            return .failure(Unavailable(description: "encrypted BTHome needs \(soname), which cannot be loaded: \(why)"))
+        }
+        return .success(LibCrypto(table: table))
+    }
+}
+
 /// AES-128-CCM with a 4-byte tag and a 13-byte nonce, no associated data, from libcrypto.
 enum AESCCM {
     static let tagLength = 4
 
     static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8]) -> (ciphertext: [UInt8], tag: [UInt8]) {
-        let context = start(encrypting: true, key: key, nonce: nonce, tag: nil)
-        defer { EVP_CIPHER_CTX_free(context) }
+        let crypto = LibCrypto.functions
+        let context = start(crypto, encrypting: true, key: key, nonce: nonce, tag: nil)
+        defer { crypto.EVP_CIPHER_CTX_free(context) }
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
         var tag = [UInt8](repeating: 0, count: tagLength)
         var written: Int32 = 0
-        check(EVP_EncryptUpdate(context, &ciphertext, &written, plaintext, Int32(plaintext.count)), "encrypt")
-        check(EVP_EncryptFinal_ex(context, nil, &written), "finish")
-        check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_GET_TAG, Int32(tagLength), &tag), "read the tag")
+        check(crypto.EVP_EncryptUpdate(context, &ciphertext, &written, plaintext, Int32(plaintext.count)), "encrypt")
+        check(crypto.EVP_EncryptFinal_ex(context, nil, &written), "finish")
+        check(crypto.EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_GET_TAG, Int32(tagLength), &tag), "read the tag")
         return (ciphertext, tag)
     }
 
     static func open(_ ciphertext: [UInt8], tag: [UInt8], key: [UInt8], nonce: [UInt8]) -> [UInt8]? {
-        let context = start(encrypting: false, key: key, nonce: nonce, tag: tag)
-        defer { EVP_CIPHER_CTX_free(context) }
+        let crypto = LibCrypto.functions
+        let context = start(crypto, encrypting: false, key: key, nonce: nonce, tag: tag)
+        defer { crypto.EVP_CIPHER_CTX_free(context) }
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
         var written: Int32 = 0
         // CCM checks the tag in the one update that decrypts; it fails when the tag does not match.
-        guard EVP_DecryptUpdate(context, &plaintext, &written, ciphertext, Int32(ciphertext.count)) == 1 else { return nil }
+        guard crypto.EVP_DecryptUpdate(context, &plaintext, &written, ciphertext, Int32(ciphertext.count)) == 1 else { return nil }
         return plaintext
     }
 
-    private static func start(encrypting: Bool, key: [UInt8], nonce: [UInt8], tag: [UInt8]?) -> OpaquePointer {
+    private static func start(_ crypto: bleadvd_libcrypto, encrypting: Bool, key: [UInt8], nonce: [UInt8], tag: [UInt8]?) -> OpaquePointer {
         precondition(key.count == 16 && nonce.count == 13, "AES-128-CCM takes a 16-byte key and a 13-byte nonce")
-        guard let context = EVP_CIPHER_CTX_new() else { fatalError("libcrypto could not allocate a cipher context") }
-        let initialize = encrypting ? EVP_EncryptInit_ex : EVP_DecryptInit_ex
-        check(initialize(context, EVP_aes_128_ccm(), nil, nil, nil), "select AES-128-CCM")
-        check(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.count), nil), "set the nonce length")
+        guard let context = crypto.EVP_CIPHER_CTX_new() else { fatalError("libcrypto could not allocate a cipher context") }
+        let initialize = encrypting ? crypto.EVP_EncryptInit_ex : crypto.EVP_DecryptInit_ex
+        check(initialize(context, crypto.EVP_aes_128_ccm(), nil, nil, nil), "select AES-128-CCM")
+        check(crypto.EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.count), nil), "set the nonce length")
         // Encrypting: the tag's length; decrypting: the tag to check.
         var expected = tag ?? []
         let setTag = tag == nil
-            ? EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(tagLength), nil)
-            : EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(tagLength), &expected)
+            ? crypto.EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(tagLength), nil)
+            : crypto.EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_TAG, Int32(tagLength), &expected)
         check(setTag, "set the tag")
         check(initialize(context, nil, nil, key, nonce), "set the key")
         return context

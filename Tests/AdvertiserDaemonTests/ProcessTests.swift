@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import Peripheral
 import TestSupport
 import Testing
 
@@ -159,5 +160,47 @@ struct ProcessTests {
         let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
         #expect(status == 2)
         #expect(errors == "<2>\(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header, key, array or inline table cut short or not closed, e.g. a '[' at the end of a line or '[ }'\n")
+    }
+
+    func mapsLibCrypto(_ daemon: Child) throws -> Bool {
+        try String(contentsOfFile: "/proc/\(daemon.pid)/maps", encoding: .utf8).contains("/libcrypto.so")
+    }
+
+    @Test("with no encryption key in its config, bleadvd never loads libcrypto")
+    func noLibCryptoWithoutAKey() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus)
+
+        try await notify.waitFor("READY=1")
+
+        #expect(try await advertisementsHeld(on: bus) == 1)
+        #expect(try !mapsLibCrypto(daemon))
+        _ = standIn
+    }
+
+    @Test("with an encryption key, bleadvd loads libcrypto and the sensor goes to BlueZ sealed for the adapter's address")
+    func libCryptoForAKey() async throws {
+        let key = "231d39c1d7cc1ab1aee224cd096db932"
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus, config: """
+            [advertisement.kitchen.bthome]
+            temperature = 21.5
+            encryption_key = "\(key)"
+            """)
+
+        try await notify.waitFor("READY=1")
+
+        let connection = try await DBusConnection.connect(to: .address(bus.address))
+        let held = try await connection.call(destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Advertisements")
+        let properties = try #require(held[0].dictionaryEntries?.first?.value.variantDictionary)
+        let sealed = try #require(properties["ServiceData"]?.dictionaryEntries?.first?.value.variantValue?.bytes)
+        // The stand-in's first adapter, hci0, has the address 00:AA:01:00:00:00.
+        let opened = BTHome.open(sealed, key: BTHome.Key(hex: key)!, address: [0x00, 0xAA, 0x01, 0x00, 0x00, 0x00])
+        // Encrypted flag; packet id 0; temperature 21.5 °C (0x0866 hundredths).
+        #expect(opened == [0x41, 0x00, 0x00, 0x02, 0x66, 0x08])
+        #expect(try mapsLibCrypto(daemon))
+        _ = standIn
     }
 }
