@@ -518,7 +518,10 @@ def main():
     for tool in ("bleadvctl", "busctl"):
         on = [m for m in marks if m[0] == tool and m[1] == "on"][-1]
         off = next(m for m in marks if m[0] == tool and m[1] == "off" and m[2] > on[2])
-        cycle = [m for m in cycle_messages(messages, on[2], off[3]) if bench_name not in (m["sender"], m["dest"])]
+        # Up to the next command's start (0.3 s after this off's exit): bluetoothd's last
+        # RemoveMatch can come after the off's reply, and counted only to the exit it was missed.
+        until = min((m[2] for m in marks if m[2] > off[3]), default=off[3] + 0.3)
+        cycle = [m for m in cycle_messages(messages, on[2], until) if bench_name not in (m["sender"], m["dest"])]
         for action in ("On", "Off"):
             request, _ = call_and_return(messages, on[2], action)
             names[request["sender"]] = tool
