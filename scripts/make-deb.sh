@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make deb`: stages `make install PREFIX=/usr` into a folder and packs it as Debian expects
-# (stripped binaries, gzipped man pages, copyright and changelog, Depends from dpkg-shlibdeps and libcrypto's shlibs,
-# maintainer scripts that create the user, reload the bus policy and handle the unit the way
-# debhelper's deb-systemd-helper/deb-systemd-invoke snippets do), then runs lintian on it.
+# (stripped binaries, gzipped man pages, copyright and changelog, Depends from dpkg-shlibdeps
+# and libcrypto's symbols file, maintainer scripts that create the user, reload the bus policy
+# and handle the unit the way debhelper's deb-systemd-helper/deb-systemd-invoke snippets do),
+# then runs lintian on it.
 #   scripts/make-deb.sh VERSION [REVISION]   ->   .build/bleadvd_VERSION-REVISION_ARCH.deb
 # REVISION (default 1) is the package's own, as for any upstream packaged for Debian.
 set -euo pipefail

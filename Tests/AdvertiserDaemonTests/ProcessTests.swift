@@ -17,11 +17,16 @@ struct ProcessTests {
         try startBleadvd(on: bus, config: config, arguments: ["--log-level", "debug"], environment: environment)
     }
 
-    func advertisementsHeld(on bus: PrivateBus) async throws -> Int {
+    /// What the stand-in holds: each registered advertisement's path and properties.
+    func held(on bus: PrivateBus) async throws -> [DBusDictEntry]? {
         let connection = try await DBusConnection.connect(to: .address(bus.address))
         let reply = try await connection.call(
             destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Advertisements")
-        return reply[0].dictionaryEntries?.count ?? -1
+        return reply[0].dictionaryEntries
+    }
+
+    func advertisementsHeld(on bus: PrivateBus) async throws -> Int {
+        try await held(on: bus)?.count ?? -1
     }
 
     @Test("a bad config at start exits 2 with FILE:LINE: KEY on stderr")
@@ -192,9 +197,7 @@ struct ProcessTests {
 
         try await notify.waitFor("READY=1")
 
-        let connection = try await DBusConnection.connect(to: .address(bus.address))
-        let held = try await connection.call(destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Advertisements")
-        let properties = try #require(held[0].dictionaryEntries?.first?.value.variantDictionary)
+        let properties = try #require(try await held(on: bus)?.first?.value.variantDictionary)
         let sealed = try #require(properties["ServiceData"]?.dictionaryEntries?.first?.value.variantValue?.bytes)
         // The stand-in's first adapter, hci0, has the address 00:AA:01:00:00:00.
         let opened = BTHome.open(sealed, key: BTHome.Key(hex: key)!, address: [0x00, 0xAA, 0x01, 0x00, 0x00, 0x00])
