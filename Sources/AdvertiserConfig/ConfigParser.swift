@@ -86,7 +86,7 @@ public enum ConfigParser {
         do {
             root = TOMLNode(try TOMLTable(string: text)).table ?? [:]
         } catch let error as TOMLParseError {
-            throw ConfigError(file: file, line: error.source.begin.line, key: "", message: error.description)
+            throw ConfigError(file: file, line: error.source.begin.line, key: "", message: Self.shown(error, in: text))
         } catch {
             throw ConfigError(file: file, line: nil, key: "", message: "not valid TOML: \(error)")
         }
@@ -96,6 +96,17 @@ public enum ConfigParser {
 }
 
 extension ConfigParser {
+    /// What a syntax error says, unless the line it is on holds a secret: the TOML library
+    /// quotes the text it could not read, and an unquoted key would be that text.
+    static func shown(_ error: TOMLParseError, in text: String) -> String {
+        let line = error.source.begin.line
+        let source = text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(max(0, line - 1)).first ?? ""
+        let secret = ConfiguredAdvertisement.secretKeys.compactMap { $0.split(separator: ".").last }.first { source.contains($0) }
+        guard let secret else { return error.description }
+        return "\(secret) is not valid TOML here (what was read is not shown: it is a secret); "
+            + "write it as a quoted string of 32 hex digits, e.g. \(secret) = \"00112233445566778899aabbccddeeff\""
+    }
+
     /// The advertisement `name` with `changes` applied (`bleadvctl set`), checked exactly as
     /// the config file is. Keys are those of ``ConfiguredAdvertisement/settings``; for a preset,
     /// its own keys are given without the preset's name (`major`, `temperature`).
@@ -280,7 +291,11 @@ struct Reader {
             // Never echoed: the message says what is wrong without showing the key.
             let text = try string(value, path + ["encryption_key"])
             guard let key = BTHome.Key(hex: text) else {
-                throw error(path + ["encryption_key"], "must be 32 hex digits (a 16-byte key); this one has \(text.count) characters")
+                let scalars = Array(text.unicodeScalars)
+                let notHex = scalars.firstIndex { !$0.properties.isASCIIHexDigit }
+                throw error(path + ["encryption_key"], scalars.count == 32 && notHex != nil
+                    ? "must be 32 hex digits (a 16-byte key); character \(notHex! + 1) is not a hex digit"
+                    : "must be 32 hex digits (a 16-byte key); this one has \(scalars.count) characters")
             }
             if let reason = BTHome.encryptionUnavailable { throw error(path + ["encryption_key"], reason) }
             sensor.encryptionKey = key

@@ -54,20 +54,48 @@ public final class CounterDirectory: EncryptionCounters {
     }
 
     /// The counter stored in `file`; 0 when there is no file yet.
-    private static func stored(in file: String) throws(PeripheralError) -> UInt32 {
-        let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+    ///
+    /// The file must be exactly what ``store(_:in:)`` writes: a regular file (opened without
+    /// blocking and without following a link, so a FIFO or a device cannot hold bleadvd) holding
+    /// a decimal number without leading zeros and one newline. Anything else is refused as
+    /// corrupt, never read as some smaller number: a counter that went backwards would repeat
+    /// a nonce.
+    static func stored(in file: String) throws(PeripheralError) -> UInt32 {
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)
         if descriptor < 0 {
+            if errno == ELOOP { throw corrupt(file, "is a symbolic link") }
             guard errno == ENOENT else { throw failure("cannot read", file) }
             return 0
         }
         defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 32)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw failure("cannot read", file) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw corrupt(file, "is not a regular file") }
+        guard info.st_size <= longest else { throw corrupt(file, "holds \(info.st_size) bytes") }
+        var buffer = [UInt8](repeating: 0, count: longest + 1)
         let count = read(descriptor, &buffer, buffer.count)
-        guard count > 0, let text = String(validating: buffer[..<count], as: UTF8.self),
-              let value = UInt32(text.trimmingSuffix(while: { $0 == "\n" })) else {
-            throw PeripheralError(.failed, "\(file) does not hold a counter; remove it only if the key in it will never be used again")
-        }
+        guard count >= 0 else { throw failure("cannot read", file) }
+        guard let value = parse(buffer[..<count]) else { throw corrupt(file, "does not hold a counter as bleadvd writes it") }
         return value
+    }
+
+    /// The longest file ``store(_:in:)`` writes: `4294967295\n`.
+    static let longest = 11
+
+    /// The counter in `bytes` when they are exactly what ``store(_:in:)`` writes, else nil.
+    static func parse(_ bytes: ArraySlice<UInt8>) -> UInt32? {
+        guard bytes.last == UInt8(ascii: "\n") else { return nil }
+        let digits = bytes.dropLast()
+        guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              digits.first != UInt8(ascii: "0") || digits.count == 1 else { return nil }
+        return UInt32(String(decoding: digits, as: UTF8.self))
+    }
+
+    private static func corrupt(_ file: String, _ what: String) -> PeripheralError {
+        PeripheralError(
+            .failed,
+            "\(file) \(what), so the BTHome encryption counter is unknown and nothing is sent with that key; "
+                + "restore the file from a backup, or configure a new encryption_key (see bleadvd(8), STATE)")
     }
 
     /// Writes `value` to `file` so that either the old or the new value is there after a crash:
@@ -75,7 +103,9 @@ public final class CounterDirectory: EncryptionCounters {
     private func store(_ value: UInt32, in file: String) throws(PeripheralError) {
         if mkdir(path, 0o700) != 0 && errno != EEXIST { throw Self.failure("cannot create", path) }
         let temporary = file + ".new"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A new file of ours, whatever was there: never a FIFO, a device or a link's target.
+        unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw Self.failure("cannot write", temporary) }
         let bytes = Array("\(value)\n".utf8)
         let written = write(descriptor, bytes, bytes.count)
@@ -95,13 +125,5 @@ public final class CounterDirectory: EncryptionCounters {
 
     private static func failure(_ what: String, _ file: String) -> PeripheralError {
         PeripheralError(.failed, "\(what) \(file) (\(String(cString: strerror(errno)))), where the BTHome encryption counter is kept")
-    }
-}
-
-extension String {
-    fileprivate func trimmingSuffix(while drop: (Character) -> Bool) -> Substring {
-        var text = self[...]
-        while let last = text.last, drop(last) { text.removeLast() }
-        return text
     }
 }

@@ -81,6 +81,7 @@ extension Daemon {
     /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
     /// ``stopWait`` even if BlueZ never answers.
     func shutdown() async {
+        stopping = true
         notifier.notify("STOPPING=1")
         let names = config.names
         let done = await Deadline.within(Self.stopWait, on: clock) { [module] () async -> Void in
@@ -89,10 +90,15 @@ extension Daemon {
         logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
     }
 
-    /// One heartbeat: a round trip through this actor and the bus connection (the bus confirms
-    /// that this connection still owns the control API's name), within `limit`.
+    /// One heartbeat: a round trip through every actor a user's call goes through — this one,
+    /// the module's — and the bus connection (the bus confirms that this connection still owns
+    /// the control API's name), within `limit`. A wedge in any of them means no WATCHDOG=1, so
+    /// systemd restarts bleadvd.
     public nonisolated func heartbeat(within limit: Duration) async -> Bool {
-        await Deadline.within(limit, on: clock) { await self.ownsName() } ?? false
+        await Deadline.within(limit, on: clock) { [module] in
+            _ = await module.status()
+            return await self.ownsName()
+        } ?? false
     }
 
     // MARK: Start-up

@@ -53,6 +53,10 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     var published: [String: AdvertisementState] = [:]
     /// Whether READY=1 was sent.
     var ready = false
+    /// Whether shutdown began: reloads are refused from then on.
+    var stopping = false
+    /// The last reload asked for; the next waits for it.
+    var reloads: Task<Void, Never>?
     /// The last BlueZ event handed to the module; the next one waits for it, so they keep
     /// their order without holding the loop.
     var lastEvent: Task<Void, Never>?
@@ -67,7 +71,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
         counters: (any EncryptionCounters)? = nil,
-        loadConfig: @escaping ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) },
+        loadConfig: @escaping ConfigLoader,
         logger: Logger
     ) {
         self.config = config
@@ -107,6 +111,17 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     }
 
     public func reload() async throws(ReloadError) {
+        // One at a time, in the order asked for: a slow reload of an older file must never be
+        // applied after a newer one.
+        let previous = reloads
+        let (done, finish) = AsyncStream<Never>.makeStream()
+        reloads = Task { for await _ in done {} }
+        defer { finish.finish() }
+        await previous?.value
+        guard !stopping else {
+            logger.warning("reload refused: bleadvd is stopping")
+            throw ReloadError("bleadvd is stopping; nothing was reloaded")
+        }
         notifier.reloading()
         defer { notifier.notify("READY=1\nSTATUS=" + statusLine()) }
         let new: DaemonConfig
@@ -188,7 +203,9 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     // MARK: Helpers
 
     private func each(_ names: [String], _ body: (String) async throws(PeripheralError) -> Void) async throws(PeripheralError) {
-        let targets = names.isEmpty ? config.names : names
+        // Each name once, in the order given: a name repeated is one request, not one error each.
+        var seen: Set<String> = []
+        let targets = (names.isEmpty ? config.names : names).filter { seen.insert($0).inserted }
         // All known, or nothing is done: the caller learns every name it got wrong at once.
         let unknown = targets.filter { config.advertisements[$0] == nil }
         if !unknown.isEmpty { throw PeripheralError.unknownNames(unknown) }
@@ -201,7 +218,9 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
             }
         }
         guard let first = failures.first else { return }
-        throw PeripheralError(first.1.code, failures.map { "\($0.0): \($0.1.message)" }.joined(separator: "; "))
+        // At most a few failures in full: the reply stays small however many names failed.
+        let shown = failures.prefix(3).map { "\($0.0): \($0.1.message)" }.joined(separator: "; ")
+        throw PeripheralError(first.1.code, shown + (failures.count > 3 ? "; and \(failures.count - 3) more" : ""))
     }
 
     /// The module throws ``PeripheralError`` only, or `CancellationError` when its caller gave up.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 public import Logging
+import Peripheral
 
 /// Log lines on stderr with the `<N>` priority prefix journald reads (`<3>` error ... `<7>`
 /// debug), so `journalctl -p warning -u bleadvd` works without a journal library.
@@ -35,11 +36,26 @@ public struct JournalLogHandler: LogHandler {
         }
     }
 
+    /// The longest line written, in Unicode scalars: what a message holds beyond it is cut, and
+    /// the line says how long it was.
+    public static let maximumLineLength = 2048
+
     public func log(event: LogEvent) {
+        _ = write(2, Self.line(event, metadata: metadata))
+    }
+
+    /// The line for `event`: its priority prefix, then the message and metadata escaped
+    /// (``Untrusted``): a newline or a terminal escape from outside can neither start a line
+    /// of its own (a forged `<0>` priority) nor act on a terminal. One line, however long.
+    public static func line(_ event: LogEvent, metadata: Logger.Metadata = [:]) -> String {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         let suffix = merged.isEmpty ? "" : " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        // One write(2) per line, so lines from different threads never interleave.
-        let bytes = Array("<\(Self.priority(event.level))>\(event.message)\(suffix)\n".utf8)
-        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        return "<\(priority(event.level))>" + Untrusted.shown("\(event.message)\(suffix)", limit: maximumLineLength) + "\n"
+    }
+
+    /// One write(2) per line, so lines from different threads never interleave.
+    private func write(_ descriptor: Int32, _ line: String) -> Int {
+        var line = line
+        return line.withUTF8 { Glibc.write(descriptor, $0.baseAddress, $0.count) }
     }
 }

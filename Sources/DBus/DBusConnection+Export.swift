@@ -96,50 +96,74 @@ extension DBusConnection {
     /// Answers a method call addressed to this connection. Runs on the connection's queue.
     func handleMethodCall(_ call: DBusMessage) {
         guard let path = call.path, let member = call.member else { return }
+        if let refusal = precheck(call, signature: call.signature.text) {
+            reply(to: call, with: .failure(refusal))
+            return
+        }
         let result: Result<[DBusValue], DBusError>
         switch call.interface {
-        case StandardInterface.introspectable? where member == "Introspect":
+        case StandardInterface.introspectable?:
             result = introspect(path)
         case StandardInterface.properties?:
             result = handleProperties(call, path: path, member: member)
-        case StandardInterface.objectManager? where member == "GetManagedObjects" && objectManagers.contains(path):
+        case StandardInterface.objectManager?:
             result = .success([managedObjects(below: path)])
         default:
-            switch findMethod(call, path: path, member: member) {
-            case .failure(let error):
-                result = .failure(error)
-            case .success(let method):
-                // On this connection's queue, and so are the default actors the handler calls:
-                // a call to bleadvd and its call to BlueZ crossed threads four times without.
-                Task(executorPreference: loop.executor) { await self.run(method, for: call) }
-                return
-            }
+            guard let method = method(for: call, path: path, member: member) else { return }
+            // On this connection's queue, and so are the default actors the handler calls:
+            // a call to bleadvd and its call to BlueZ crossed threads four times without.
+            Task(executorPreference: loop.executor) { await self.run(method, for: call) }
+            return
         }
         reply(to: call, with: result)
     }
 
-    private func findMethod(_ call: DBusMessage, path: DBusObjectPath, member: String) -> Result<DBusMethod, DBusError> {
+    /// Why `call` (its header, and its body's `signature`) is refused, or nil when a handler
+    /// takes it: no such object, interface or method, or arguments of another signature.
+    /// Needs nothing of the body, so a refused call is never unpacked.
+    func precheck(_ call: DBusMessage, signature: String) -> DBusError? {
+        guard let path = call.path, let member = call.member else {
+            return .invalidArgs("a method call needs a path and a member")
+        }
+        let standard: [String: [String: String]] = [
+            StandardInterface.introspectable: ["Introspect": ""],
+            StandardInterface.properties: ["Get": "ss", "GetAll": "s", "Set": "ssv"],
+            StandardInterface.objectManager: objectManagers.contains(path) ? ["GetManagedObjects": ""] : [:],
+        ]
+        if let interface = call.interface, let members = standard[interface] {
+            guard let expected = members[member] else {
+                return DBusError(.unknownMethod, "no method \(interface).\(member) at \(path)")
+            }
+            if interface == StandardInterface.properties, objects[path] == nil {
+                return DBusError(.unknownObject, "no object at \(path)")
+            }
+            return signature == expected
+                ? nil : .invalidArgs("\(interface).\(member) takes '\(expected)', not '\(signature)'")
+        }
         guard let object = objects[path] else {
-            return .failure(DBusError(.unknownObject, "no object at \(path)"))
+            return DBusError(.unknownObject, "no object at \(path)")
         }
         let candidates: [DBusInterface]
         if let name = call.interface {
             guard let interface = object.interfaces[name] else {
-                return .failure(DBusError(.unknownInterface, "object \(path) has no interface \(name)"))
+                return DBusError(.unknownInterface, "object \(path) has no interface \(name)")
             }
             candidates = [interface]
         } else {
             candidates = object.order.compactMap { object.interfaces[$0] }
         }
         guard let method = candidates.lazy.compactMap({ $0.methods.first { $0.name == member } }).first else {
-            return .failure(DBusError(.unknownMethod, "no method \(call.what.isEmpty ? member : call.what) at \(path)"))
+            return DBusError(.unknownMethod, "no method \(call.what.isEmpty ? member : call.what) at \(path)")
         }
-        let expected = DBusSignature(types: method.inputs.map(\.type))
-        guard call.signature == expected else {
-            return .failure(.invalidArgs(
-                "\(member) takes '\(expected.text)', not '\(call.signature.text)'"))
-        }
-        return .success(method)
+        let expected = DBusSignature(types: method.inputs.map(\.type)).text
+        return signature == expected ? nil : .invalidArgs("\(member) takes '\(expected)', not '\(signature)'")
+    }
+
+    /// The exported method `call` names; ``precheck(_:signature:)`` said there is one.
+    private func method(for call: DBusMessage, path: DBusObjectPath, member: String) -> DBusMethod? {
+        guard let object = objects[path] else { return nil }
+        let candidates = call.interface.map { [object.interfaces[$0]].compactMap { $0 } } ?? object.order.compactMap { object.interfaces[$0] }
+        return candidates.lazy.compactMap({ $0.methods.first { $0.name == member } }).first
     }
 
     private func run(_ method: DBusMethod, for call: DBusMessage) async {
@@ -213,19 +237,6 @@ extension DBusConnection {
 
     private func handleProperties(_ call: DBusMessage, path: DBusObjectPath, member: String) -> Result<[DBusValue], DBusError> {
         guard let object = objects[path] else { return .failure(DBusError(.unknownObject, "no object at \(path)")) }
-        let expected: String =
-            switch member {
-            case "Get": "ss"
-            case "GetAll": "s"
-            case "Set": "ssv"
-            default: ""
-            }
-        guard !expected.isEmpty else {
-            return .failure(DBusError(.unknownMethod, "no method \(StandardInterface.properties).\(member)"))
-        }
-        guard call.signature.text == expected else {
-            return .failure(.invalidArgs("Properties.\(member) takes '\(expected)', not '\(call.signature.text)'"))
-        }
         let interfaceName = call.body[0].string!
         guard let interface = object.interfaces[interfaceName] else {
             // An empty interface name would mean "all"; D-Bus leaves it open, BlueZ never sends it.

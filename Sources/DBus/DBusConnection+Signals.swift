@@ -180,12 +180,23 @@ extension DBusConnection {
     /// Routes one incoming message. Runs on the connection's queue, inside libdbus's dispatch.
     /// Returns whether the message was handled.
     func receive(_ raw: RawMessage) -> Bool {
+        let isCall = dbus_message_get_type(raw.pointer) == Int32(DBUS_MESSAGE_TYPE_METHOD_CALL)
         let message: DBusMessage
         do {
-            message = try DBusMessage(raw: raw.pointer)
+            if isCall {
+                // What the call asks for is checked on its header and signature first: a call
+                // that would be refused anyway costs nothing to unpack, however large.
+                let header = try DBusMessage(header: raw.pointer)
+                if let refusal = precheck(header, signature: DBusMessage.rawSignature(raw.pointer)) {
+                    reply(to: header, with: .failure(refusal))
+                    return true
+                }
+                message = try DBusMessage(raw: raw.pointer, maximumValues: DBusMessage.maximumCallValues)
+            } else {
+                message = try DBusMessage(raw: raw.pointer)
+            }
         } catch {
-            if dbus_message_get_type(raw.pointer) == Int32(DBUS_MESSAGE_TYPE_METHOD_CALL),
-               let sender = dbus_message_get_sender(raw.pointer) {
+            if isCall, let sender = dbus_message_get_sender(raw.pointer) {
                 var call = DBusMessage(kind: .methodCall, body: [])
                 call.sender = String(cString: sender)
                 call.serial = dbus_message_get_serial(raw.pointer)

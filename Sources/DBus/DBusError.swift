@@ -56,6 +56,8 @@ public struct DBusError: Error, Hashable, Sendable {
         public static let accessDenied: Name = "org.freedesktop.DBus.Error.AccessDenied"
         /// `org.freedesktop.DBus.Error.NoMemory`: libdbus ran out of memory.
         public static let noMemory: Name = "org.freedesktop.DBus.Error.NoMemory"
+        /// A message holds more than this library unpacks (``DBusMessage/maximumReceivedValues``).
+        public static let limitsExceeded: Name = "org.freedesktop.DBus.Error.LimitsExceeded"
         /// `bleadvd.DBus.Error.NameTaken`: this library's error when a well-known name is owned
         /// by another connection already.
         public static let nameTaken: Name = "bleadvd.DBus.Error.NameTaken"

@@ -31,7 +31,28 @@ extension DBusMessage {
     }
 
     /// Reads a message libdbus received. The message stays owned by the caller.
-    init(raw message: OpaquePointer) throws(DBusError) {
+    /// - Parameter maximumValues: how many values (each array element, dictionary entry,
+    ///   structure field and variant counts) are unpacked at most; a message with more is
+    ///   refused before its arrays are unpacked, so its cost stays in proportion to its size.
+    init(raw message: OpaquePointer, maximumValues: Int = DBusMessage.maximumReceivedValues) throws(DBusError) {
+        try self.init(header: message)
+        let signature = try DBusSignature(String(cString: dbus_message_get_signature(message)))
+        var iter = DBusMessageIter()
+        var values: [DBusValue] = []
+        values.reserveCapacity(signature.types.count)
+        var budget = maximumValues
+        if dbus_message_iter_init(message, &iter) != 0 {
+            for type in signature.types {
+                values.append(try Self.read(type, from: &iter, budget: &budget, limit: maximumValues))
+                dbus_message_iter_next(&iter)
+            }
+        }
+        body = values
+    }
+
+    /// Reads a received message's header only: its body stays empty. What a method call asks
+    /// for is checked on this before any argument is unpacked.
+    init(header message: OpaquePointer) throws(DBusError) {
         kind = switch dbus_message_get_type(message) {
         case Int32(DBUS_MESSAGE_TYPE_METHOD_CALL): .methodCall
         case Int32(DBUS_MESSAGE_TYPE_METHOD_RETURN): .methodReturn
@@ -47,17 +68,12 @@ extension DBusMessage {
         serial = dbus_message_get_serial(message)
         replySerial = dbus_message_get_reply_serial(message)
         noReplyExpected = dbus_message_get_no_reply(message) != 0
-        let signature = try DBusSignature(String(cString: dbus_message_get_signature(message)))
-        var iter = DBusMessageIter()
-        var values: [DBusValue] = []
-        values.reserveCapacity(signature.types.count)
-        if dbus_message_iter_init(message, &iter) != 0 {
-            for type in signature.types {
-                values.append(try Self.read(type, from: &iter))
-                dbus_message_iter_next(&iter)
-            }
-        }
-        body = values
+        body = []
+    }
+
+    /// The body's signature as libdbus received it, read without unpacking anything.
+    static func rawSignature(_ message: OpaquePointer) -> String {
+        String(cString: dbus_message_get_signature(message))
     }
 
     /// Reads a message in D-Bus wire format, as libdbus would receive it from a socket.
@@ -207,7 +223,9 @@ extension DBusMessage {
 
     // MARK: Reading
 
-    private static func read(_ type: DBusType, from iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
+    private static func read(_ type: DBusType, from iter: inout DBusMessageIter, budget: inout Int, limit: Int) throws(DBusError) -> DBusValue {
+        budget -= 1
+        guard budget >= 0 else { throw tooLarge(limit) }
         switch type {
         case .byte: return .byte(basic(&iter, as: UInt8.self))
         case .boolean: return .boolean(basic(&iter, as: dbus_bool_t.self) != 0)
@@ -221,12 +239,23 @@ extension DBusMessage {
         case .string: return .string(readString(&iter))
         case .objectPath: return .objectPath(DBusObjectPath(unchecked: readString(&iter)))
         case .signature: return .signature(try DBusSignature(readString(&iter)))
+        case .array(.byte):
+            // Counted and copied in one go: a byte array costs its size, not a value per byte.
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            var pointer: UnsafeMutableRawPointer? = nil
+            var count: Int32 = 0
+            dbus_message_iter_get_fixed_array(&sub, &pointer, &count)
+            budget -= Int(count)
+            guard budget >= 0 else { throw tooLarge(limit) }
+            let bytes = pointer.map { UnsafeRawBufferPointer(start: $0, count: Int(count)) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+            return .array(.byte, bytes.map { .byte($0) })
         case .array(let element):
             var items: [DBusValue] = []
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
             while dbus_message_iter_get_arg_type(&sub) != DBusTypeCode.invalid {
-                items.append(try read(element, from: &sub))
+                items.append(try read(element, from: &sub, budget: &budget, limit: limit))
                 dbus_message_iter_next(&sub)
             }
             return .array(element, items)
@@ -237,9 +266,9 @@ extension DBusMessage {
             while dbus_message_iter_get_arg_type(&sub) == DBusTypeCode.dictEntry {
                 var pair = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &pair)
-                let k = try read(key, from: &pair)
+                let k = try read(key, from: &pair, budget: &budget, limit: limit)
                 dbus_message_iter_next(&pair)
-                entries.append(DBusDictEntry(k, try read(value, from: &pair)))
+                entries.append(DBusDictEntry(k, try read(value, from: &pair, budget: &budget, limit: limit)))
                 dbus_message_iter_next(&sub)
             }
             return .dictionary(key: key, value: value, entries)
@@ -248,7 +277,7 @@ extension DBusMessage {
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
             for fieldType in fieldTypes {
-                fields.append(try read(fieldType, from: &sub))
+                fields.append(try read(fieldType, from: &sub, budget: &budget, limit: limit))
                 dbus_message_iter_next(&sub)
             }
             return .structure(fields)
@@ -260,8 +289,12 @@ extension DBusMessage {
             dbus_free(raw)
             let inner = try DBusSignature(text)
             guard inner.types.count == 1 else { throw .invalidArgs("variant holds '\(text)', not one type") }
-            return .variant(try read(inner.types[0], from: &sub))
+            return .variant(try read(inner.types[0], from: &sub, budget: &budget, limit: limit))
         }
+    }
+
+    private static func tooLarge(_ limit: Int) -> DBusError {
+        DBusError(.limitsExceeded, "the message holds more than \(limit) values (each array element counts); none was read")
     }
 
     private static func basic<T>(_ iter: inout DBusMessageIter, as: T.Type) -> T {

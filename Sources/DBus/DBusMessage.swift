@@ -16,6 +16,15 @@ public struct DBusMessage: Sendable, Hashable {
         case signal
     }
 
+    /// The most values a received message is unpacked into (each array element, dictionary
+    /// entry, structure field and variant counts one; a byte array one per byte): far more
+    /// than BlueZ's replies or bleadvd's calls hold, and few enough that a hostile message
+    /// costs at most a small multiple of its size. A message with more is refused whole.
+    public static let maximumReceivedValues = 1 << 18
+    /// The most values a method call to an exported object is unpacked into: calls come from
+    /// anyone the bus lets through, and no method exported here takes more.
+    public static let maximumCallValues = 1 << 14
+
     /// The kind of message.
     public var kind: Kind
     /// The object path (calls and signals).

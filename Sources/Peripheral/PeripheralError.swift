@@ -55,10 +55,10 @@ public struct PeripheralError: Error, Hashable, Sendable {
         return PeripheralError(.unknownName, "no advertisement named \(shown)\(names.count > 3 ? " and \(names.count - 3) more" : "")")
     }
 
-    /// `"text"` for a message; the start of it and its length when it is longer than any name
-    /// or key (a megabyte sent by a caller is not sent back).
+    /// `"text"` for a message, escaped; the start of it and its length when it is longer than
+    /// any name or key (a megabyte sent by a caller is not sent back). See ``Untrusted``.
     public static func quoted(_ text: String) -> String {
-        text.count <= 64 ? "\"\(text)\"" : "\"\(text.prefix(24))...\" (\(text.count) characters)"
+        Untrusted.quoted(text, limit: text.unicodeScalars.count <= 64 ? 64 : 24)
     }
 
     /// Whether trying again later may succeed (as opposed to an advertisement that will be

@@ -110,19 +110,10 @@ extension Bleadvctl {
 
         func run() throws {
             let settings: DaemonConfig
+            if ConfigCheck.isChild { throw ExitCode(ConfigCheck.childMain(file: config)) }
             do throws(ConfigError) {
-                // The TOML library aborts on some malformed files: read it in a child first.
-                if !ConfigCheck.isChild {
-                    let check: ConfigCheck?
-                    do {
-                        check = try ConfigCheck(arguments: ["bleadvctl", "preview", "--config", config])
-                    } catch {
-                        printError("warning: \(error); reading \(config) without it")
-                        check = nil
-                    }
-                    if let signal = check?.crashSignal() { throw ConfigCheck.crashed(config, signal: signal) }
-                }
-                settings = try ConfigParser.load(path: config)
+                // The TOML library aborts on some malformed files: parsed in a child first.
+                settings = try ConfigCheck.load(path: config, arguments: ["bleadvctl", "preview", "--config", config])
             } catch {
                 throw Failure(code: Failure.usage, message: error.description)
             }

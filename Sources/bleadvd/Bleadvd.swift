@@ -8,6 +8,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
+import Peripheral
 import PeripheralBlueZ
 
 /// `bleadvd`: keeps the configured advertisements on air through BlueZ.
@@ -26,7 +27,8 @@ struct Bleadvd: AsyncParsableCommand {
             name \(ControlAPI.busName), object \(ControlAPI.path), interface \(ControlAPI.interface).
 
             Signals: SIGTERM/SIGINT unregister everything and exit 0; SIGHUP re-reads the config \
-            (a bad config is refused and nothing on air changes).
+            (a bad config is refused and nothing on air changes). SIGPIPE is ignored; SIGUSR1, \
+            SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU and SIGXFSZ are logged and ignored.
 
             Exit status: 0 stopped cleanly; 1 runtime failure (no system bus, name taken, bus \
             lost); 2 usage or config error. See bleadvd(8) and bleadvd.toml(5).
@@ -51,12 +53,13 @@ struct Bleadvd: AsyncParsableCommand {
 
     func run() async throws {
         if checkConfig {
+            if ConfigCheck.isChild { throw ExitCode(ConfigCheck.childMain(file: config)) }
             do {
-                let settings = try ConfigParser.load(path: config)
-                print("\(config): \(settings.advertisements.count) advertisement(s), \(settings.advertisements.values.filter(\.enabled).count) enabled")
+                let settings = try ConfigCheck.load(path: config, arguments: ["bleadvd", "--check-config", "--config", config])
+                print(Untrusted.escaped("\(config): \(settings.advertisements.count) advertisement(s), \(settings.advertisements.values.filter(\.enabled).count) enabled"))
                 return
             } catch {
-                let line = Array("bleadvd: \(error)\n".utf8)
+                let line = Array("bleadvd: \(Untrusted.shown(error.description, limit: 1024))\n".utf8)
                 _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
                 throw ExitCode(2)
             }
@@ -69,7 +72,7 @@ struct Bleadvd: AsyncParsableCommand {
         }
         let settings: DaemonConfig
         do {
-            settings = try await ConfigCheck.load(path: config, logger: logger)
+            settings = try await ConfigCheck.load(path: config)
         } catch {
             logger.critical("\(error)")
             throw ExitCode(2)
@@ -89,9 +92,13 @@ struct Bleadvd: AsyncParsableCommand {
             manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
             clock: ContinuousClock(), notifier: SystemdNotifier(environment: environment),
             counters: CounterDirectory(path: state),
-            loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path, logger: logger) }, logger: logger)
+            loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)
         let (requests, post) = AsyncStream<Daemon<ContinuousClock>.Request>.makeStream()
         let sources = Self.watchSignals { number in
+            guard Self.actedOn.contains(number) else {
+                logger.notice("signal \(number) ignored: bleadvd acts on TERM, INT and HUP only")
+                return
+            }
             logger.notice("signal \(number)")
             post.yield(number == SIGHUP ? .reload : .stop)
         }
@@ -104,11 +111,19 @@ struct Bleadvd: AsyncParsableCommand {
         }
     }
 
-    /// Delivers SIGTERM, SIGINT and SIGHUP to `handler` through Dispatch (which installs its
-    /// own handlers). The sources deliver until cancelled.
+    /// The signals bleadvd acts on.
+    static let actedOn: Set<Int32> = [SIGTERM, SIGINT, SIGHUP]
+    /// Signals whose default would end the daemon, and which nobody needs to end it with:
+    /// logged and ignored (TERM stops it; KILL and QUIT still end it at once).
+    static let ignored: [Int32] = [SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ]
+
+    /// Delivers the signals acted on and the ignored ones to `handler` through Dispatch (which
+    /// installs its own handlers). The sources deliver until cancelled. SIGPIPE is ignored
+    /// silently: a write to a closed pipe (stderr whose reader went away) fails, it does not kill.
     static func watchSignals(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
+        signal(SIGPIPE, SIG_IGN)
         let queue = DispatchQueue(label: "bleadvd.signals")
-        return [SIGTERM, SIGINT, SIGHUP].map { number in
+        return (actedOn.sorted() + ignored).map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler { handler(number) }

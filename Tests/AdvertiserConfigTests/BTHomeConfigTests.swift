@@ -61,7 +61,7 @@ struct BTHomeConfigTests {
         ("[advertisement.k.bthome]\nbattery = 1\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db9\"\n",
          "t.toml:3: advertisement.k.bthome.encryption_key: must be 32 hex digits (a 16-byte key); this one has 30 characters"),
         ("[advertisement.k.bthome]\nbattery = 1\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db9zz\"\n",
-         "t.toml:3: advertisement.k.bthome.encryption_key: must be 32 hex digits (a 16-byte key); this one has 32 characters"),
+         "t.toml:3: advertisement.k.bthome.encryption_key: must be 32 hex digits (a 16-byte key); character 31 is not a hex digit"),
         ("[advertisement.k.bthome]\nbattery = 1\nencryption_key = 5\n", "t.toml:3: advertisement.k.bthome.encryption_key: must be a string"),
     ])
     func configErrors(text: String, message: String) {

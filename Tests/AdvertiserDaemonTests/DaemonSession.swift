@@ -50,7 +50,8 @@ struct DaemonSession {
     ///   - waitForReady: whether to return only after READY=1.
     init(
         config: String = Self.config, bus: PrivateBus? = nil, watchdog: Duration? = nil,
-        waitForReady: Bool = true, script: (MockPeripheralManager) -> Void = { _ in }
+        waitForReady: Bool = true, script: (MockPeripheralManager) -> Void = { _ in },
+        loadConfig: @escaping Daemon<ManualClock>.ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) }
     ) async throws {
         self.bus = try bus ?? PrivateBus()
         configPath = self.bus.folder.appendingPathComponent("bleadvd.toml").path
@@ -64,7 +65,7 @@ struct DaemonSession {
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            counters: MockCounters(), logger: Logger(label: "test"))
+            counters: MockCounters(), loadConfig: loadConfig, logger: Logger(label: "test"))
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         self.requests = requests

@@ -53,7 +53,7 @@ struct DeadlineTests {
         let daemon = Daemon(
             config: config, configPath: "test.toml", manager: BlueZPeripheralManager(connection: connection),
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            logger: Logger(label: "test"))
+            loadConfig: { path throws(ConfigError) in try ConfigParser.load(path: path) }, logger: Logger(label: "test"))
         let (requests, post) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         let running = Task { try await daemon.run(requests: requests) }
         await clock.waitForSleepers()

@@ -1,13 +1,15 @@
-import AdvertiserDaemon
+@testable import AdvertiserDaemon
+import BluetoothModule
 import DBus
 import Dispatch
 import PeripheralMocks
 import TestSupport
 import Testing
 
-/// WATCHDOG=1 means the daemon and its bus connection answer: systemd restarts a daemon that
-/// is stuck in either.
-@Suite("The watchdog", .timeLimit(.minutes(1)))
+/// WATCHDOG=1 means the daemon, its module and its bus connection answer: systemd restarts a
+/// daemon that is stuck in any. Serialized: a stalled actor holds one of the few threads of
+/// Swift's pool until its test releases it, and two at once could hold them all.
+@Suite("The watchdog", .serialized, .timeLimit(.minutes(1)))
 struct WatchdogTests {
     @Test("WATCHDOG=1 is sent every half interval, after a round trip through the daemon and the bus")
     func pingsWhenHealthy() async throws {
@@ -38,6 +40,20 @@ struct WatchdogTests {
         let session = try await DaemonSession()
         let release = DispatchSemaphore(value: 0)
         await stall(session.daemon, until: release)
+        defer { release.signal() }
+
+        async let beat = session.daemon.heartbeat(within: .seconds(1))
+        await session.clock.waitForSleepers()
+        session.clock.advance(by: .seconds(1))
+
+        #expect(await beat == false)
+    }
+
+    @Test("a heartbeat fails when the module's actor is stuck (a state file that blocked, say)")
+    func stuckModuleStopsThePings() async throws {
+        let session = try await DaemonSession()
+        let release = DispatchSemaphore(value: 0)
+        await stall(session.daemon.module, until: release)
         defer { release.signal() }
 
         async let beat = session.daemon.heartbeat(within: .seconds(1))
@@ -78,3 +94,4 @@ extension Stallable {
 
 extension DBusConnection: Stallable {}
 extension Daemon: Stallable {}
+extension BluetoothModule: Stallable {}

@@ -77,6 +77,16 @@ def main():
     raw("properties-getall-unknown-interface", PATH, PROPS, "GetAll", "s", ["org.bleadvd.Nope1"])
     raw("release-from-a-stranger", advertisement, "org.bluez.LEAdvertisement1", "Release", destination=owner)
     raw("advertisement-unknown-method", advertisement, "org.bluez.LEAdvertisement1", "Explode", destination=owner)
+    # Round two: what an outside campaign found, each as a class.
+    megabytes = dbus.ByteArray(b"\0" * 30_000_000)
+    raw("status-30-megabyte-bytes", PATH, IFACE, "Status", "ay", [megabytes])
+    raw("set-30-megabyte-bytes", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"local_name": dbus.ByteArray(b"\0" * 30_000_000, variant_level=1)}])
+    raw("properties-set-30-megabyte-bytes", PATH, PROPS, "Set", "ssv", [IFACE, "Nope", dbus.ByteArray(b"\0" * 30_000_000, variant_level=1)])
+    raw("on-260000-duplicates", PATH, IFACE, "On", "as", [dbus.Array(["heart"] * 260_000, signature="s")])
+    raw("on-1000-duplicates", PATH, IFACE, "On", "as", [dbus.Array(["heart"] * 1000, signature="s")])
+    raw("off-1000-duplicates-of-an-unknown-name", PATH, IFACE, "Off", "as", [dbus.Array(["door"] * 1000, signature="s")])
+    raw("introspectable-on", PATH, "org.freedesktop.DBus.Introspectable", "On", "as", [["heart"]])
+    raw("set-unknown-key-with-newline", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"a\n<0>bleadvd: FORGED": "1"}])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,87 @@
+import AdvertiserConfig
+import AdvertiserControl
+import AdvertiserDaemon
+import Foundation
+import Testing
+
+/// Reloads asked for in quick succession (SIGHUP, SIGHUP; or a D-Bus Reload during one) and
+/// during shutdown.
+@Suite("Reload order", .timeLimit(.minutes(1)))
+struct ReloadTests {
+    static let older = try! ConfigParser.parse("[advertisement.older]\nlocal_name = \"A\"\n", file: "older.toml")
+    static let newer = try! ConfigParser.parse("[advertisement.newer]\nlocal_name = \"B\"\n", file: "newer.toml")
+
+    @Test("two reloads apply in the order they were asked for, however slow the first file is to read")
+    func reloadsApplyInOrder() async throws {
+        let reads = Reads()
+        let session = try await DaemonSession(loadConfig: { _ throws(ConfigError) in
+            // The first read is slow (a large file); the second, of a newer file, is quick.
+            await reads.next() == 1 ? reads.held(Self.older) : Self.newer
+        })
+        let daemon = session.daemon
+        let first = Task { try await daemon.reload() }
+        await reads.waitUntilHeld()
+
+        let second = Task { try await daemon.reload() }
+        for _ in 0..<100 { await Task.yield() }
+        reads.release()
+        try await first.value
+        try await second.value
+
+        #expect(await session.daemon.list() == ["newer"])
+    }
+
+    @Test("a reload asked for once shutdown began is refused, and nothing is read")
+    func reloadDuringShutdownIsRefused() async throws {
+        let reads = Reads()
+        let session = try await DaemonSession(loadConfig: { _ throws(ConfigError) in
+            _ = await reads.next()
+            return Self.newer
+        })
+        session.requests.yield(.stop)
+        try await session.running.value
+
+        await #expect(throws: ReloadError("bleadvd is stopping; nothing was reloaded")) { try await session.daemon.reload() }
+        #expect(await reads.count == 0)
+    }
+}
+
+/// Counts config reads; can hold the first one until released.
+private actor Reads {
+    private(set) var count = 0
+    private var gate: CheckedContinuation<Void, Never>?
+    private var holding: [CheckedContinuation<Void, Never>] = []
+    private var released = false
+
+    func next() -> Int {
+        count += 1
+        return count
+    }
+
+    /// Waits until released, then returns `config`.
+    func held(_ config: DaemonConfig) async -> DaemonConfig {
+        if !released {
+            await withCheckedContinuation { continuation in
+                gate = continuation
+                holding.forEach { $0.resume() }
+                holding = []
+            }
+        }
+        return config
+    }
+
+    func waitUntilHeld() async {
+        guard gate == nil else { return }
+        await withCheckedContinuation { holding.append($0) }
+    }
+
+    nonisolated func release() {
+        Task { await self.open() }
+    }
+
+    private func open() {
+        released = true
+        gate?.resume()
+        gate = nil
+    }
+}

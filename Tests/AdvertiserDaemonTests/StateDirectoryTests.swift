@@ -1,0 +1,86 @@
+import AdvertiserDaemon
+import Foundation
+import Glibc
+import Peripheral
+import Testing
+
+/// What an attacker (or a bad restore) can leave in the state directory where encrypted
+/// BTHome's counters are kept: each is refused at once with the file and what to do, never
+/// read as a smaller counter (a repeated nonce), and never blocks the daemon.
+@Suite("Hostile files in the state directory")
+struct StateDirectoryTests {
+    static let key = BTHome.Key(hex: "231d39c1d7cc1ab1aee224cd096db932")!
+
+    /// A counter directory that exists, and the file its key's counter lives in.
+    static func directory() throws -> CounterDirectory {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return CounterDirectory(path: path)
+    }
+
+    static func refusal(_ counters: CounterDirectory, _ what: String) -> PeripheralError {
+        PeripheralError(
+            .failed,
+            "\(counters.file(for: key)) \(what), so the BTHome encryption counter is unknown and nothing is sent with that key; "
+                + "restore the file from a backup, or configure a new encryption_key (see bleadvd(8), STATE)")
+    }
+
+    @Test("a FIFO at the counter's file is refused at once instead of blocking on open")
+    func fifoIsRefused() throws {
+        let counters = try Self.directory()
+        #expect(mkfifo(counters.file(for: Self.key), 0o600) == 0)
+
+        #expect(throws: Self.refusal(counters, "is not a regular file")) { try counters.next(for: Self.key) }
+    }
+
+    @Test("a symbolic link at the counter's file is refused, not followed")
+    func linkIsRefused() throws {
+        let counters = try Self.directory()
+        #expect(symlink("/dev/zero", counters.file(for: Self.key)) == 0)
+
+        #expect(throws: Self.refusal(counters, "is a symbolic link")) { try counters.next(for: Self.key) }
+    }
+
+    @Test("leading zeros beyond what bleadvd writes are refused, never read as a smaller counter", arguments: [
+        String(repeating: "0", count: 36) + "5000\n", "05000\n",
+    ])
+    func paddedCounterIsRefused(text: String) throws {
+        let counters = try Self.directory()
+        try text.write(toFile: counters.file(for: Self.key), atomically: true, encoding: .utf8)
+
+        #expect(throws: PeripheralError.self) { try counters.next(for: Self.key) }
+    }
+
+    @Test("anything but one number and one newline is corrupt", arguments: [
+        "", "\n", "5000", "5000\n\n", " 5000\n", "5000 \n", "+5000\n", "-1\n", "0x10\n", "4294967296\n", "5000\n7\n", "٥\n",
+    ])
+    func malformedCounterIsRefused(text: String) throws {
+        let counters = try Self.directory()
+        try text.write(toFile: counters.file(for: Self.key), atomically: true, encoding: .utf8)
+
+        #expect(throws: Self.refusal(counters, text.utf8.count > 11 ? "holds \(text.utf8.count) bytes" : "does not hold a counter as bleadvd writes it")) {
+            try counters.next(for: Self.key)
+        }
+    }
+
+    @Test("a counter exactly as bleadvd writes it is read, and counting goes on from it")
+    func wellFormedCounterIsRead() throws {
+        let counters = try Self.directory()
+        try "5000\n".write(toFile: counters.file(for: Self.key), atomically: true, encoding: .utf8)
+
+        let next = try counters.next(for: Self.key)
+
+        #expect(next == 5000)
+    }
+
+    @Test("a FIFO left where the new file is written is replaced, not written into")
+    func fifoAtTheTemporaryFileIsReplaced() throws {
+        let counters = try Self.directory()
+        #expect(mkfifo(counters.file(for: Self.key) + ".new", 0o600) == 0)
+
+        let first = try counters.next(for: Self.key)
+
+        #expect(first == 0)
+        #expect(try String(contentsOfFile: counters.file(for: Self.key), encoding: .utf8) == "\(CounterDirectory.block)\n")
+    }
+}
