@@ -25,14 +25,19 @@ struct Bleadvctl: ParsableCommand {
               bleadvctl set kitchen temperature=21.7   # a BTHome value, changed on air
               bleadvctl preview door      # the bytes on air, without a daemon
 
-            Exit status: 0 done; 1 the operation failed; 2 usage or config error; 3 bleadvd is \
-            not running.
+            A name that starts with '-' (such as -h) goes after '--': bleadvctl on -- -h.
+            Text from the config, bleadvd or BlueZ is printed with control characters escaped \
+            (\\n, \\u{1B}).
+
+            Exit status: 0 done; 1 the operation failed, timed out, or its output could not be \
+            written; 2 usage or config error; 3 bleadvd is not running.
             """,
         subcommands: [On.self, Off.self, Status.self, List.self, Set.self, Reload.self, Preview.self])
 
     /// Synchronous from start to end: no executor and no thread but the main one, so a command
     /// costs little more than a C client's (see docs/BENCHMARKS.md).
     static func main() {
+        reserveStandardDescriptors()
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -58,9 +63,35 @@ struct Failure: Error {
     static let notRunning: Int32 = 3
 }
 
+/// One line on stderr, escaped (``Untrusted``): messages carry text from the config, bleadvd
+/// and BlueZ.
 func printError(_ message: String) {
     var standardError = StandardError()
-    print("bleadvctl: " + message, to: &standardError)
+    print("bleadvctl: " + Untrusted.shown(message, limit: 4096), to: &standardError)
+}
+
+/// Writes `text` to standard output, all of it.
+/// - Throws: ``Failure`` (exit 1) when it cannot be written: a full disk, a closed descriptor.
+func emit(_ text: String) throws {
+    var bytes = Array(text.utf8)
+    var written = 0
+    while written < bytes.count {
+        let count = bytes[written...].withUnsafeMutableBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else {
+            throw Failure(code: Failure.failed, message: "cannot write the output: \(String(cString: strerror(errno)))")
+        }
+        written += count
+    }
+}
+
+/// Descriptors 0, 1 and 2 that were closed (`bleadvctl status >&-`) are opened read-only on
+/// /dev/null: the bus connection can never become "standard output", and writing the output
+/// fails as it should.
+func reserveStandardDescriptors() {
+    for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+        _ = open("/dev/null", O_RDONLY)
+    }
 }
 
 struct StandardError: TextOutputStream {

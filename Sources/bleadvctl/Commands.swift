@@ -3,6 +3,15 @@ import AdvertiserControl
 import ArgumentParser
 import DBus
 import Peripheral
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How long a command waits for the bus and bleadvd.
+struct BusOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Give up after this many seconds without an answer (exit 1).", valueName: "seconds"))
+    var timeout: UInt32 = 30
+}
 
 /// Names on the command line.
 struct Names: ParsableArguments {
@@ -15,19 +24,21 @@ extension Bleadvctl {
         static let configuration = CommandConfiguration(
             abstract: "Put advertisements on air.",
             discussion: "Returns once BlueZ has registered them, or fails with BlueZ's reason. bleadvd keeps trying transient failures; see status.")
+        @OptionGroup var bus: BusOptions
         @OptionGroup var names: Names
 
         func run() throws {
-            try withDaemon { try $0.on(names.names) }
+            try withDaemon(bus) { try $0.on(names.names) }
         }
     }
 
     struct Off: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Take advertisements off air.")
+        @OptionGroup var bus: BusOptions
         @OptionGroup var names: Names
 
         func run() throws {
-            try withDaemon { try $0.off(names.names) }
+            try withDaemon(bus) { try $0.off(names.names) }
         }
     }
 
@@ -35,20 +46,22 @@ extension Bleadvctl {
         static let configuration = CommandConfiguration(
             abstract: "Show each advertisement's state.",
             discussion: "States: on (on air), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), failed (refused until changed).")
+        @OptionGroup var bus: BusOptions
         @Flag(help: "Print JSON: {name: {desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, values}}.")
         var json = false
 
         func run() throws {
-            let states = try withDaemon { try $0.status() }
-            print(json ? StatusFormat.json(states) : StatusFormat.table(states), terminator: "")
+            let states = try withDaemon(bus) { try $0.status() }
+            try emit(json ? StatusFormat.json(states) : StatusFormat.table(states))
         }
     }
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the configured advertisement names.")
+        @OptionGroup var bus: BusOptions
 
         func run() throws {
-            for name in try withDaemon({ try $0.list() }) { print(name) }
+            try emit(try withDaemon(bus, { try $0.list() }).map { Untrusted.escaped($0) + "\n" }.joined())
         }
     }
 
@@ -68,6 +81,7 @@ extension Bleadvctl {
                 Example, from a systemd timer or cron every minute:
                   bleadvctl set kitchen temperature=$(read-sensor) battery=87
                 """)
+        @OptionGroup var bus: BusOptions
         @Argument(help: ArgumentHelp("The advertisement.", valueName: "name"))
         var name: String
         @Argument(help: ArgumentHelp("What to change.", valueName: "key=value"))
@@ -86,7 +100,7 @@ extension Bleadvctl {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 changes[String(parts[0])] = String(parts[1])
             }
-            try withDaemon { try $0.set(name, changes) }
+            try withDaemon(bus) { try $0.set(name, changes) }
         }
     }
 
@@ -94,9 +108,10 @@ extension Bleadvctl {
         static let configuration = CommandConfiguration(
             abstract: "Make bleadvd re-read its config file.",
             discussion: "A bad config is refused with its error (exit 2) and nothing on air changes.")
+        @OptionGroup var bus: BusOptions
 
         func run() throws {
-            try withDaemon { try $0.reload() }
+            try withDaemon(bus) { try $0.reload() }
         }
     }
 
@@ -121,14 +136,20 @@ extension Bleadvctl {
             for name in selected where settings.advertisements[name] == nil {
                 throw Failure(code: Failure.usage, message: "no advertisement named \"\(name)\" in \(config)")
             }
-            print(selected.map { PreviewFormat.text(name: $0, settings.advertisements[$0]!) }.joined(separator: "\n"), terminator: "")
+            // Escaped line by line: names and values come from the file.
+            let text = selected.map { PreviewFormat.text(name: $0, settings.advertisements[$0]!) }.joined(separator: "\n")
+            try emit(text.split(separator: "\n", omittingEmptySubsequences: false).map { Untrusted.escaped($0) }.joined(separator: "\n"))
         }
     }
 }
 
 /// Connects to the system bus, runs `body` against the daemon, and turns every failure into
 /// a ``Failure`` with the documented exit status.
-func withDaemon<T>(_ body: (AdvertiserClient) throws -> T) throws -> T {
+func withDaemon<T>(_ options: BusOptions, _ body: (AdvertiserClient) throws -> T) throws -> T {
+    // One deadline for the whole command, connecting included: a bus or a bleadvd that accepts
+    // the connection and never answers must not hold a script (or `systemctl reload`).
+    giveUpAfter(options.timeout)
+    defer { alarm(0) }
     let connection: DBusBlockingConnection
     do {
         connection = try DBusBlockingConnection(bus: .system)
@@ -160,4 +181,20 @@ extension Failure {
             self.init(code: Self.failed, message: error.message)
         }
     }
+}
+
+/// Arms SIGALRM to end the command after `seconds`, saying so (exit 1).
+func giveUpAfter(_ seconds: UInt32) {
+    timeoutSeconds = seconds
+    signal(SIGALRM, timedOut)
+    alarm(seconds)
+}
+
+nonisolated(unsafe) private var timeoutSeconds: UInt32 = 0
+
+/// SIGALRM's handler: async-signal-safe (write and _exit only).
+private func timedOut(_: Int32) {
+    var line = Array("bleadvctl: no answer from the system bus or bleadvd within \(timeoutSeconds) s; giving up (see --timeout)\n".utf8)
+    _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+    _exit(1)
 }

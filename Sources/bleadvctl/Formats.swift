@@ -15,7 +15,7 @@ enum StatusFormat {
                 let shown = measurements.sorted { $0.key < $1.key }.map { "\($0.key.dropFirst("bthome.".count))=\($0.value)" }
                 detail += (detail.isEmpty ? "" : " ") + shown.joined(separator: " ")
             }
-            rows.append([name, state.state.rawValue, state.desired ? "on" : "off", duration(state.sinceSeconds), detail])
+            rows.append([Untrusted.escaped(name), state.state.rawValue, state.desired ? "on" : "off", duration(state.sinceSeconds), Untrusted.escaped(detail)])
         }
         let widths = (0..<4).map { column in rows.map { $0[column].count }.max()! }
         return rows.map { row in
@@ -50,7 +50,7 @@ enum StatusFormat {
             case "\n": out += "\\n"
             case "\t": out += "\\t"
             case "\r": out += "\\r"
-            case _ where scalar.value < 0x20:
+            case _ where Untrusted.needsEscape(scalar):
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

@@ -41,4 +41,50 @@ struct HostileArgumentTests {
         #expect(session.mock.stopAdvertisingCallCount == 0)
         #expect(session.mock.updateAdvertisementCallCount == 0)
     }
+
+    @Test("output that cannot be written is a failure: exit 1 and the reason", arguments: ["> /dev/full", ">&-"])
+    func unwritableOutputFails(redirection: String) async throws {
+        let session = try await DaemonSession()
+
+        let result = try await runProgram("/bin/sh", ["-c", "'\(product("bleadvctl"))' list \(redirection)"],
+                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+
+        #expect(result.status == 1)
+        #expect(result.errors.hasPrefix("bleadvctl: cannot write the output: "), "\(result.errors)")
+    }
+
+    @Test("a bus that accepts the connection and never answers is given up on after --timeout")
+    func silentBusTimesOut() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("silent-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let socket = folder.appendingPathComponent("bus").path
+        // A listener that accepts and says nothing, as a stopped (SIGSTOP) dbus-daemon does.
+        let listener = try Child("/usr/bin/python3", ["-c", """
+            import socket, time
+            s = socket.socket(socket.AF_UNIX); s.bind("\(socket)"); s.listen(8); print("ready", flush=True)
+            c = s.accept(); time.sleep(60)
+            """])
+        defer { listener.terminate() }
+        _ = listener.stdout.readData(ofLength: 6)
+
+        let result = try await runProgram(product("bleadvctl"), ["status", "--timeout", "1"],
+                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(socket)"])
+
+        #expect(result.status == 1)
+        #expect(result.errors == "bleadvctl: no answer from the system bus or bleadvd within 1 s; giving up (see --timeout)\n")
+    }
+
+    @Test("terminal escapes and direction overrides in the config are shown escaped in preview's error")
+    func previewEscapesTheConfigsText() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("escape-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("bleadvd.toml").path
+        try "[advertisement.door]\ntype = \"\\u001b]0;PWNED\\u0007\\u202e\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+
+        let result = try await runProgram(product("bleadvctl"), ["preview", "--config", path])
+
+        #expect(result.status == 2)
+        #expect(!result.errors.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{7}" || $0 == "\u{202E}" })
+        #expect(result.errors.contains("\"\\u{1B}]0;PWNED\\u{7}\\u{202E}\" is not a type"), "\(result.errors)")
+    }
 }
