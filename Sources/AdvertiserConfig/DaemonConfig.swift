@@ -83,7 +83,7 @@ public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `FILE:LINE: KEY: message`; `KEY: message` when there is no file (a value set at run time).
-    /// The key is escaped and cut (``Untrusted``): it comes from the file or a caller.
+    /// The key is escaped and cut (`Untrusted`): it comes from the file or a caller.
     public var description: String {
         let place = line.map { "\(file):\($0)" } ?? file
         let what = key.isEmpty ? message : "\(Untrusted.shown(key, limit: 200)): \(message)"

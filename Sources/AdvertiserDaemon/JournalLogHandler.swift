@@ -45,7 +45,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// The line for `event`: its priority prefix, then the message and metadata escaped
-    /// (``Untrusted``): a newline or a terminal escape from outside can neither start a line
+    /// (`Untrusted`): a newline or a terminal escape from outside can neither start a line
     /// of its own (a forged `<0>` priority) nor act on a terminal. One line, however long.
     public static func line(_ event: LogEvent, metadata: Logger.Metadata = [:]) -> String {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }

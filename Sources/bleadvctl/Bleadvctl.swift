@@ -63,7 +63,7 @@ struct Failure: Error {
     static let notRunning: Int32 = 3
 }
 
-/// One line on stderr, escaped (``Untrusted``): messages carry text from the config, bleadvd
+/// One line on stderr, escaped (`Untrusted`): messages carry text from the config, bleadvd
 /// and BlueZ.
 func printError(_ message: String) {
     var standardError = StandardError()
