@@ -93,37 +93,36 @@ extension DBusConnection {
 
     // MARK: Incoming method calls
 
-    /// Answers a method call addressed to this connection. Runs on the connection's queue.
-    func handleMethodCall(_ call: DBusMessage) {
+    /// Answers a method call addressed to this connection, which ``route(_:signature:)`` took:
+    /// `method` is the exported method it names, nil for the standard interfaces. Runs on the
+    /// connection's queue.
+    func handleMethodCall(_ call: DBusMessage, method: DBusMethod?) {
         guard let path = call.path, let member = call.member else { return }
-        if let refusal = precheck(call, signature: call.signature.text) {
-            reply(to: call, with: .failure(refusal))
-            return
-        }
-        let result: Result<[DBusValue], DBusError>
-        switch call.interface {
-        case StandardInterface.introspectable?:
-            result = introspect(path)
-        case StandardInterface.properties?:
-            result = handleProperties(call, path: path, member: member)
-        case StandardInterface.objectManager?:
-            result = .success([managedObjects(below: path)])
-        default:
-            guard let method = method(for: call, path: path, member: member) else { return }
+        if let method {
             // On this connection's queue, and so are the default actors the handler calls:
             // a call to bleadvd and its call to BlueZ crossed threads four times without.
             Task(executorPreference: loop.executor) { await self.run(method, for: call) }
             return
         }
+        let result: Result<[DBusValue], DBusError>
+        switch call.interface {
+        case StandardInterface.properties?:
+            result = handleProperties(call, path: path, member: member)
+        case StandardInterface.objectManager?:
+            result = .success([managedObjects(below: path)])
+        default:
+            result = introspect(path)
+        }
         reply(to: call, with: result)
     }
 
-    /// Why `call` (its header, and its body's `signature`) is refused, or nil when a handler
-    /// takes it: no such object, interface or method, or arguments of another signature.
-    /// Needs nothing of the body, so a refused call is never unpacked.
-    func precheck(_ call: DBusMessage, signature: String) -> DBusError? {
+    /// What `call` (its header, and its body's `signature`) asks for: the exported method it
+    /// names, nil for a standard interface's member, or why it is refused (no such object,
+    /// interface or method, or arguments of another signature). Needs nothing of the body, so
+    /// a refused call is never unpacked.
+    func route(_ call: DBusMessage, signature: String) -> Result<DBusMethod?, DBusError> {
         guard let path = call.path, let member = call.member else {
-            return .invalidArgs("a method call needs a path and a member")
+            return .failure(.invalidArgs("a method call needs a path and a member"))
         }
         let standard: [String: [String: String]] = [
             StandardInterface.introspectable: ["Introspect": ""],
@@ -132,38 +131,31 @@ extension DBusConnection {
         ]
         if let interface = call.interface, let members = standard[interface] {
             guard let expected = members[member] else {
-                return DBusError(.unknownMethod, "no method \(interface).\(member) at \(path)")
+                return .failure(DBusError(.unknownMethod, "no method \(interface).\(member) at \(path)"))
             }
             if interface == StandardInterface.properties, objects[path] == nil {
-                return DBusError(.unknownObject, "no object at \(path)")
+                return .failure(DBusError(.unknownObject, "no object at \(path)"))
             }
             return signature == expected
-                ? nil : .invalidArgs("\(interface).\(member) takes '\(expected)', not '\(signature)'")
+                ? .success(nil) : .failure(.invalidArgs("\(interface).\(member) takes '\(expected)', not '\(signature)'"))
         }
         guard let object = objects[path] else {
-            return DBusError(.unknownObject, "no object at \(path)")
+            return .failure(DBusError(.unknownObject, "no object at \(path)"))
         }
         let candidates: [DBusInterface]
         if let name = call.interface {
             guard let interface = object.interfaces[name] else {
-                return DBusError(.unknownInterface, "object \(path) has no interface \(name)")
+                return .failure(DBusError(.unknownInterface, "object \(path) has no interface \(name)"))
             }
             candidates = [interface]
         } else {
             candidates = object.order.compactMap { object.interfaces[$0] }
         }
         guard let method = candidates.lazy.compactMap({ $0.methods.first { $0.name == member } }).first else {
-            return DBusError(.unknownMethod, "no method \(call.what.isEmpty ? member : call.what) at \(path)")
+            return .failure(DBusError(.unknownMethod, "no method \(call.what.isEmpty ? member : call.what) at \(path)"))
         }
         let expected = DBusSignature(types: method.inputs.map(\.type)).text
-        return signature == expected ? nil : .invalidArgs("\(member) takes '\(expected)', not '\(signature)'")
-    }
-
-    /// The exported method `call` names; ``precheck(_:signature:)`` said there is one.
-    private func method(for call: DBusMessage, path: DBusObjectPath, member: String) -> DBusMethod? {
-        guard let object = objects[path] else { return nil }
-        let candidates = call.interface.map { [object.interfaces[$0]].compactMap { $0 } } ?? object.order.compactMap { object.interfaces[$0] }
-        return candidates.lazy.compactMap({ $0.methods.first { $0.name == member } }).first
+        return signature == expected ? .success(method) : .failure(.invalidArgs("\(member) takes '\(expected)', not '\(signature)'"))
     }
 
     private func run(_ method: DBusMethod, for call: DBusMessage) async {

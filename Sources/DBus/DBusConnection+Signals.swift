@@ -186,30 +186,23 @@ extension DBusConnection {
             if isCall {
                 // What the call asks for is checked on its header and signature first: a call
                 // that would be refused anyway costs nothing to unpack, however large.
-                let header = try DBusMessage(header: raw.pointer)
-                if let refusal = precheck(header, signature: DBusMessage.rawSignature(raw.pointer)) {
+                let header = DBusMessage(header: raw.pointer)
+                switch route(header, signature: DBusMessage.rawSignature(raw.pointer)) {
+                case .failure(let refusal):
                     reply(to: header, with: .failure(refusal))
-                    return true
+                case .success(let method):
+                    handleMethodCall(try DBusMessage(raw: raw.pointer, maximumValues: DBusMessage.maximumCallValues), method: method)
                 }
-                message = try DBusMessage(raw: raw.pointer, maximumValues: DBusMessage.maximumCallValues)
+                return true
             } else {
                 message = try DBusMessage(raw: raw.pointer)
             }
         } catch {
-            if isCall, let sender = dbus_message_get_sender(raw.pointer) {
-                var call = DBusMessage(kind: .methodCall, body: [])
-                call.sender = String(cString: sender)
-                call.serial = dbus_message_get_serial(raw.pointer)
-                call.noReplyExpected = dbus_message_get_no_reply(raw.pointer) != 0
-                reply(to: call, with: .failure(error))
-                return true
-            }
-            return false
+            guard isCall else { return false }
+            reply(to: DBusMessage(header: raw.pointer), with: .failure(error))
+            return true
         }
         switch message.kind {
-        case .methodCall:
-            handleMethodCall(message)
-            return true
         case .signal:
             handleSignal(message)
             return false

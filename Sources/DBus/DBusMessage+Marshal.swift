@@ -35,7 +35,7 @@ extension DBusMessage {
     ///   structure field and variant counts) are unpacked at most; a message with more is
     ///   refused before its arrays are unpacked, so its cost stays in proportion to its size.
     init(raw message: OpaquePointer, maximumValues: Int = DBusMessage.maximumReceivedValues) throws(DBusError) {
-        try self.init(header: message)
+        self.init(header: message)
         let signature = try DBusSignature(String(cString: dbus_message_get_signature(message)))
         var iter = DBusMessageIter()
         var values: [DBusValue] = []
@@ -52,7 +52,7 @@ extension DBusMessage {
 
     /// Reads a received message's header only: its body stays empty. What a method call asks
     /// for is checked on this before any argument is unpacked.
-    init(header message: OpaquePointer) throws(DBusError) {
+    init(header message: OpaquePointer) {
         kind = switch dbus_message_get_type(message) {
         case Int32(DBUS_MESSAGE_TYPE_METHOD_CALL): .methodCall
         case Int32(DBUS_MESSAGE_TYPE_METHOD_RETURN): .methodReturn
