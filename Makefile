@@ -111,5 +111,8 @@ bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 	$(SWIFT) build -c release --product dbus-bench
 	scripts/bench-dbus.sh
 
+bench-hostile: build ## what hostile input costs bleadvd: RSS over refused reloads, RSS and time for 30 MB calls
+	scripts/bench-hostile.sh
+
 clean: ## remove build products (keeps the test bed cache)
 	rm -rf .build

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# `make bench-hostile`: what hostile input costs the release bleadvd, on a private dbus-daemon
+# with no bluetoothd (bleadvd is ready with nothing on air; the control API and reloads work).
+#   - RSS before and after RELOADS refused reloads of a 640 KB config (a SIGHUP each);
+#   - RSS, high-water mark and time to the error for CALLS calls of `Status` carrying a 30 MB
+#     `ay` (the bus policy lets any user call Status).
+# Figures in docs/RELIABILITY.md (round two, items 2 and 5).
+#   scripts/bench-hostile.sh [RELOADS] [CALLS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reloads=${1:-40} calls=${2:-3}
+bleadvd=$PWD/.build/release/bleadvd
+work=$(mktemp -d)
+trap 'kill "$(cat "$work/daemon" 2>/dev/null)" "$(cat "$work/bus" 2>/dev/null)" 2>/dev/null; rm -rf "$work"' EXIT
+cat > "$work/bus.conf" <<CONF
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$work/socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+CONF
+dbus-daemon --config-file="$work/bus.conf" --fork --print-pid=4 4> "$work/bus" 2>/dev/null
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$work/socket
+cp systemd/bleadvd.toml "$work/config.toml"
+mkdir "$work/state"
+"$bleadvd" --config "$work/config.toml" --state-directory "$work/state" 2> "$work/log" &
+pid=$!
+echo "$pid" > "$work/daemon"
+until grep -q '^<5>ready:' "$work/log" 2>/dev/null; do
+  kill -0 "$pid" || { cat "$work/log"; exit 1; }
+  sleep 0.1
+done
+kib() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$pid/status"; }
+
+# A file every line of which is fine TOML and whose keys bleadvd refuses: the child parses all
+# of it, then refuses it.
+for ((i = 0; i < 13000; i++)); do printf '[advertisement.a%d]\nlocal_name = "x"\nbogus = 1\n' "$i"; done > "$work/refused.toml"
+size=$(stat -c %s "$work/refused.toml")
+before=$(kib VmRSS)
+cp "$work/refused.toml" "$work/config.toml"
+for ((i = 1; i <= reloads; i++)); do
+  kill -HUP "$pid"
+  until (($(grep -c 'reload refused' "$work/log") >= i)); do sleep 0.05; done
+  ((i == 10)) && after10=$(kib VmRSS)
+done
+after=$(kib VmRSS)
+printf 'refused reloads of a %d KB file: RSS %d KiB before, %d after 10, %d after %d (%+d KiB over the last %d)\n' \
+  $((size / 1000)) "$before" "${after10:-0}" "$after" "$reloads" $((after - ${after10:-0})) $((reloads - 10))
+
+before=$(kib VmRSS)
+for ((i = 1; i <= calls; i++)); do
+  ms=$(/usr/bin/python3 - "$work/socket" <<'PY'
+import sys, time, dbus
+bus = dbus.bus.BusConnection("unix:path=" + sys.argv[1])
+call = dbus.lowlevel.MethodCallMessage("org.bleadvd.Advertiser", "/org/bleadvd/Advertiser", "org.bleadvd.Advertiser1", "Status")
+call.append(dbus.ByteArray(b"\0" * 30_000_000), signature="ay")
+start = time.monotonic()
+try:
+    bus.send_message_with_reply_and_block(call, 60)
+    print("accepted")
+except dbus.DBusException as error:
+    print(f"{(time.monotonic() - start) * 1000:.0f} ms, {error.get_dbus_name()}")
+PY
+)
+  printf '30 MB Status call %d: %s; RSS %d KiB (high-water mark %d)\n' "$i" "$ms" "$(kib VmRSS)" "$(kib VmHWM)"
+done
+printf 'RSS %d KiB before the calls, %d after\n' "$before" "$(kib VmRSS)"
+kill -0 "$pid"
