@@ -100,7 +100,8 @@ extension ConfigParser {
     /// quotes the text it could not read, and an unquoted key would be that text.
     static func shown(_ error: TOMLParseError, in text: String) -> String {
         let line = error.source.begin.line
-        let source = text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(max(0, line - 1)).first ?? ""
+        let source = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .dropFirst(max(0, line - 1)).first.map { String(decoding: $0, as: UTF8.self) } ?? ""
         let secret = ConfiguredAdvertisement.secretKeys.compactMap { $0.split(separator: ".").last }.first { source.contains($0) }
         guard let secret else { return error.description }
         return "\(secret) is not valid TOML here (what was read is not shown: it is a secret); "
@@ -117,16 +118,28 @@ extension ConfigParser {
     ) throws(ConfigError) -> ConfiguredAdvertisement {
         let path = ["advertisement", name]
         var settings = configured.settings
-        for (key, value) in changes {
+        var named: [String: String] = [:]
+        for (key, value) in changes.sorted(by: { $0.key < $1.key }) {
+            let setting = configured.settingKey(key)
+            if let other = named.updateValue(key, forKey: setting) {
+                throw ConfigError(file: "", line: nil, key: (path + [setting]).joined(separator: "."),
+                                  message: "is given twice (as \(Untrusted.quoted(other)) and \(Untrusted.quoted(key))); give each key once")
+            }
+            // A table's entries are set one by one: a value for the whole table would be
+            // dropped when the table is rebuilt from its entries.
+            if let entry = settings.keys.sorted().first(where: { $0.hasPrefix(setting + ".") }) {
+                throw ConfigError(file: "", line: nil, key: (path + [setting]).joined(separator: "."),
+                                  message: "is a table; set one of its entries, e.g. \(entry)")
+            }
             guard key != "enabled" else {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "is not a value; turn advertisements on and off with bleadvctl on and off")
             }
-            guard !ConfiguredAdvertisement.secretKeys.contains(configured.settingKey(key)) else {
+            guard !ConfiguredAdvertisement.secretKeys.contains(setting) else {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "cannot be set at run time; change it in the config file and reload")
             }
-            settings[configured.settingKey(key)] = value
+            settings[setting] = value
         }
         var table = ConfiguredAdvertisement.table(of: settings)
         table["enabled"] = .bool(configured.enabled)
@@ -228,7 +241,7 @@ struct Reader {
         try checkKeys(root, allowed: Self.topKeys, at: [])
         var config = DaemonConfig()
         config.adapter = try root["adapter"].map { value throws(ConfigError) in try string(value, ["adapter"]) }
-        if let adapter = config.adapter, adapter.isEmpty || !adapter.allSatisfy(\.isNameCharacter) {
+        if let adapter = config.adapter, !DaemonConfig.isAdapterName(adapter) {
             throw error(["adapter"], "\"\(adapter)\" is not an adapter name (expected e.g. hci0)")
         }
         config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
@@ -248,12 +261,12 @@ struct Reader {
     }
 
     func advertisement(_ entry: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> ConfiguredAdvertisement {
-        let presets = entry.keys.filter { Self.presetKeys[$0] != nil }
+        let presets = entry.keys.filter { Self.presetKeys[$0] != nil }.sorted()
         let allowed = presets.isEmpty ? Self.fieldKeys.union(Self.presetKeys.keys) : Self.commonKeys.union(presets)
         if presets.count > 1 {
-            throw error(path + [presets.sorted()[1]], "only one preset per advertisement (also has \(presets.sorted()[0]))")
+            throw error(path + [presets[1]], "only one preset per advertisement (also has \(presets[0]))")
         }
-        for key in entry.keys where !allowed.contains(key) {
+        for key in entry.keys.sorted() where !allowed.contains(key) {
             throw error(path + [key], presets.isEmpty
                 ? "unknown key; known keys: \(Self.fieldKeys.union(Self.presetKeys.keys).sorted().joined(separator: ", "))"
                 : "cannot be combined with the \(presets[0]) preset")
@@ -394,7 +407,10 @@ struct Reader {
     func number<T: FixedWidthInteger>(
         _ value: TOMLNode, _ path: [String], _ range: ClosedRange<T> = T.min...T.max
     ) throws(ConfigError) -> T {
-        guard let number = value.int else { throw error(path, "must be an integer, not \(value.type)") }
+        guard let number = value.int else {
+            let quoted = value.string.map { " (\(Untrusted.quoted($0, limit: 24)) is a string: write a number without quotes)" } ?? ""
+            throw error(path, "must be an integer, not \(value.type)\(quoted)")
+        }
         guard let fitting = T(exactly: number), range.contains(fitting) else {
             throw error(path, "is \(number); it must be between \(range.lowerBound) and \(range.upperBound)")
         }
@@ -433,8 +449,11 @@ struct Reader {
 
     /// A number written as a key: `0xFFFF` or `65535`.
     func integer(_ key: String, in range: ClosedRange<Int>, _ path: [String], what: String) throws(ConfigError) -> Int {
+        // Digits only: Int(_:radix:) would also take a sign ("-0", "0x+4C").
         let lower = key.lowercased()
-        let number = lower.hasPrefix("0x") ? Int(lower.dropFirst(2), radix: 16) : Int(lower)
+        let hex = lower.hasPrefix("0x")
+        let digits = hex ? lower.dropFirst(2) : Substring(lower)
+        let number = digits.allSatisfy({ $0.isASCII && (hex ? $0.isHexDigit : $0.isNumber) }) ? Int(digits, radix: hex ? 16 : 10) : nil
         guard let number, range.contains(number) else {
             throw error(path, "\"\(key)\" is not \(what) (a number from \(range.lowerBound) to 0x\(String(range.upperBound, radix: 16, uppercase: true)))")
         }

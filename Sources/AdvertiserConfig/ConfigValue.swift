@@ -25,7 +25,8 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
 
     /// Text typed by a person (`bleadvctl set NAME KEY=VALUE`), given the type the key holds
     /// now, if any: what it holds wins; otherwise true/false, a whole number, a decimal
-    /// number, else a string.
+    /// number, else a string. Numbers are read as TOML writes them: `-12`, `0x10`, `21.5`,
+    /// `1e3`; not as C reads them (`0x1p4` is not 16, `inf` is text).
     public init(parsing text: String, like current: ConfigValue?) {
         switch current {
         case .string?: self = .string(text)
@@ -33,10 +34,20 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
         case .bool?: self = text == "true" ? .bool(true) : text == "false" ? .bool(false) : .string(text)
         case .integer?, .double?, nil:
             if current == nil, text == "true" || text == "false" { self = .bool(text == "true") }
-            else if let number = Int(text) { self = .integer(number) }
-            else if let number = Double(text), number.isFinite { self = .double(number) }
+            else if let number = Self.integer(text) { self = .integer(number) }
+            else if text.allSatisfy({ "0123456789+-.eE".contains($0) }), let number = Double(text), number.isFinite { self = .double(number) }
             else { self = .string(text) }
         }
+    }
+
+    /// A TOML integer: decimal with an optional sign, or `0x`, `0o`, `0b` and digits.
+    private static func integer(_ text: String) -> Int? {
+        for (prefix, radix) in [("0x", 16), ("0o", 8), ("0b", 2)] where text.hasPrefix(prefix) {
+            let digits = text.dropFirst(2)
+            guard digits.allSatisfy({ $0.isASCII && $0.isHexDigit }) else { return nil }
+            return Int(digits, radix: radix)
+        }
+        return Int(text)
     }
 
     init?(toml value: TOMLNode) {

@@ -21,6 +21,11 @@ public struct DaemonConfig: Hashable, Sendable {
 
     /// The names of the advertisements, sorted.
     public var names: [String] { advertisements.keys.sorted() }
+
+    /// Whether `name` can name an adapter (`hci0`): 1 to 64 letters, digits, `-` and `_`.
+    public static func isAdapterName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && name.allSatisfy(\.isNameCharacter)
+    }
 }
 
 /// One `[advertisement.NAME]` table.

@@ -54,10 +54,16 @@ public enum ControlService {
                 [.strings(await target.list())]
             },
             DBusMethod("Set", inputs: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))]) { call in
-                let values = (call.arguments[1].dictionaryEntries ?? []).reduce(into: [String: DBusValue]()) { result, entry in
-                    if let key = entry.key.string, let value = entry.value.variantValue { result[key] = value }
+                try await perform { () throws(PeripheralError) in
+                    var values: [String: DBusValue] = [:]
+                    for entry in call.arguments[1].dictionaryEntries ?? [] {
+                        guard let key = entry.key.string, let value = entry.value.variantValue else { continue }
+                        guard values.updateValue(value, forKey: key) == nil else {
+                            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(key)) is given twice; give each key once")
+                        }
+                    }
+                    try await target.set(call.arguments[0].string ?? "", values)
                 }
-                return try await perform { () throws(PeripheralError) in try await target.set(call.arguments[0].string ?? "", values) }
             },
             DBusMethod("Reload") { _ in
                 do {

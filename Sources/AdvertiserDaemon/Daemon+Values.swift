@@ -78,6 +78,7 @@ extension Daemon {
         case .uint32(let n): return .integer(Int(n))
         case .int64(let n): return .integer(Int(n))
         case .uint64(let n) where n <= UInt64(Int.max): return .integer(Int(n))
+        case .uint64(let n): throw PeripheralError(.invalidValue, "\(key): is \(n); no key takes a number over \(Int.max)")
         default:
             if let texts = value.stringArray { return .array(texts.map { .string($0) }) }
             throw PeripheralError(.invalidValue, "\(key): a value of D-Bus type '\(value.type)' cannot be set; use a string, a number, a boolean or an array of strings")

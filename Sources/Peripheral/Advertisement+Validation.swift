@@ -49,8 +49,12 @@ extension Advertisement {
         for entry in data where ADType.managedByBlueZ.contains(entry.type) {
             problems.append("data \(AdvertisingPayload.hex8(entry.type)) is an AD type BlueZ builds itself; use the matching field instead")
         }
+        // Compared as values, so one UUID, company or AD type spelt two ways is caught too.
+        problems += duplicates(serviceUUIDs.map(\.shortString), field: "service_uuids")
+        problems += duplicates(solicitUUIDs.map(\.shortString), field: "solicit_uuids")
         problems += duplicates(manufacturerData.map(\.companyID).map(AdvertisingPayload.hex16), field: "manufacturer_data")
         problems += duplicates(serviceData.map(\.uuid.shortString), field: "service_data")
+        problems += duplicates(data.map(\.type).map(AdvertisingPayload.hex8), field: "data")
         if let capabilities {
             problems += capabilityProblems(capabilities)
         }
@@ -67,11 +71,11 @@ extension Advertisement {
 
     private func duplicates(_ keys: [String], field: String) -> [String] {
         var seen = Set<String>()
-        var problems: [String] = []
-        for key in keys where !seen.insert(key).inserted {
-            problems.append("\(field) \(key) is given twice")
+        var repeated: [String] = []
+        for key in keys where !seen.insert(key).inserted && !repeated.contains(key) {
+            repeated.append(key)
         }
-        return problems
+        return repeated.map { "\(field) \($0) is given twice" }
     }
 
     private func capabilityProblems(_ capabilities: AdapterCapabilities) -> [String] {

@@ -72,8 +72,10 @@ extension Bleadvctl {
                 KEY is a key of the advertisement's table in the config file: a BTHome \
                 measurement (temperature=21.5, door=true), a beacon field (major=7), or a raw \
                 field (local_name=Kitchen, manufacturer_data.0xFFFF=0102, service_data.180F=64, \
-                data.0x26=01). Values are checked as the config file is; one that does not fit \
-                is refused (exit 2) and the old bytes stay on air. The advertisement is changed \
+                data.0x26=01). Numbers are written as in TOML (21.5, -12, 1e3, 0x10); each key \
+                is given once, and a table is changed one entry at a time. Values are checked as \
+                the config file is; one that does not fit is refused (exit 2) and the old bytes \
+                stay on air. The advertisement is changed \
                 in place, not re-registered; changes faster than every 100 ms are coalesced, \
                 the newest wins. Values set here last until the advertisement's table in the \
                 file changes (and is reloaded) or bleadvd restarts.
@@ -89,9 +91,14 @@ extension Bleadvctl {
 
         func validate() throws {
             for pair in values where !pair.contains("=") || pair.hasPrefix("=") {
-                throw ValidationError("\"\(pair)\" is not KEY=VALUE")
+                throw ValidationError("\(Untrusted.quoted(pair)) is not KEY=VALUE")
             }
             if values.isEmpty { throw ValidationError("nothing to set; give KEY=VALUE, e.g. temperature=21.5") }
+            var keys = Swift.Set<Substring>()
+            for pair in values {
+                let key = pair.prefix { $0 != "=" }
+                guard keys.insert(key).inserted else { throw ValidationError("\(Untrusted.quoted(key)) is given twice; give each key once") }
+            }
         }
 
         func run() throws {

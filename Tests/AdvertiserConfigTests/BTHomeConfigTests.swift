@@ -126,6 +126,42 @@ struct BTHomeConfigTests {
         #expect(changed.advertisement.manufacturerData == [.init(companyID: 0xFFFF, data: [0x0A, 0x0B, 0x0C])])
     }
 
+    @Test("a value for a whole table is refused, naming an entry to set instead")
+    func setWholeTable() throws {
+        let heart = try #require(try ConfigParser.parse("""
+            [advertisement.heart]
+            manufacturer_data = { "0xFFFF" = "0102" }
+            """, file: "t.toml").advertisements["heart"])
+
+        let error = #expect(throws: ConfigError.self) {
+            try ConfigParser.applying(["manufacturer_data": .string("01")], to: heart, name: "heart")
+        }
+
+        #expect(error?.description == "advertisement.heart.manufacturer_data: is a table; set one of its entries, e.g. manufacturer_data.0xFFFF")
+    }
+
+    @Test("one key given twice, with and without its preset's name, is refused")
+    func setKeyTwice() throws {
+        let message = applyingError(["temperature": .double(1), "bthome.temperature": .double(2)], to: try kitchen())
+
+        #expect(message == "advertisement.kitchen.bthome.temperature: is given twice (as \"bthome.temperature\" and \"temperature\"); give each key once")
+    }
+
+    @Test("typed numbers are read as TOML writes them, not as C does", arguments: [
+        ("0x10", ConfigValue.integer(16)),
+        ("-0", .integer(0)),
+        ("1e3", .double(1000)),
+        ("-21.5", .double(-21.5)),
+        ("0x1p4", .string("0x1p4")),
+        ("0x+4C", .string("0x+4C")),
+        ("inf", .string("inf")),
+        ("nan", .string("nan")),
+        ("0b102", .string("0b102")),
+    ])
+    func parsingNumbers(text: String, expected: ConfigValue) {
+        #expect(ConfigValue(parsing: text, like: .double(0)) == expected)
+    }
+
     @Test("typed text takes the type the key holds now", arguments: [
         ("0102", ConfigValue?.some(.string("x")), ConfigValue.string("0102")),
         ("21.5", nil, .double(21.5)),

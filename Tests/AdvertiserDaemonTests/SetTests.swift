@@ -89,6 +89,10 @@ struct SetTests {
         (["kitchen", "co2=400", "pressure=1000", "illuminance=1", "power=1", "count=1"],
          "bleadvctl: advertisement.kitchen: service_data fcd2 is 32 bytes; advertising data would be 32 of 31 bytes (1 over)\n"),
         (["parlour", "temperature=20"], "bleadvctl: no advertisement named \"parlour\"\n"),
+        (["kitchen", "temperature=0x1p4"], "bleadvctl: advertisement.kitchen.bthome.temperature: must be a number, not string\n"),
+        (["kitchen", "temperature=1", "temperature=2"], "bleadvctl: \"temperature\" is given twice; give each key once (see 'bleadvctl --help')\n"),
+        (["kitchen", "temperature=1", "bthome.temperature=2"],
+         "bleadvctl: advertisement.kitchen.bthome.temperature: is given twice (as \"bthome.temperature\" and \"temperature\"); give each key once\n"),
         (["kitchen", "enabled=false"], "bleadvctl: advertisement.kitchen.enabled: is not a value; turn advertisements on and off with bleadvctl on and off\n"),
     ])
     func refused(arguments: [String], message: String) async throws {

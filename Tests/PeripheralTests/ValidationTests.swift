@@ -52,6 +52,10 @@ struct ValidationTests {
         (Advertisement(data: [.init(type: 0xFF, data: [1])]), "data 0xFF is an AD type BlueZ builds itself; use the matching field instead"),
         (Advertisement(localName: ""), "local_name is empty"),
         (Advertisement(manufacturerData: [.init(companyID: 1, data: []), .init(companyID: 1, data: [2])]), "manufacturer_data 0x0001 is given twice"),
+        (Advertisement(manufacturerData: [1, 1, 1].map { .init(companyID: $0, data: []) }), "manufacturer_data 0x0001 is given twice"),
+        (Advertisement(serviceUUIDs: [BluetoothUUID(0x180D), BluetoothUUID(0x180D)]), "service_uuids 180d is given twice"),
+        (Advertisement(solicitUUIDs: [BluetoothUUID(0x1812), BluetoothUUID(0x1812)]), "solicit_uuids 1812 is given twice"),
+        (Advertisement(data: [.init(type: 0x26, data: [1]), .init(type: 0x26, data: [2])]), "data 0x26 is given twice"),
     ])
     func rule(ad: Advertisement, message: String) {
         #expect(ad.problems() == [message])

@@ -5,6 +5,7 @@
 
 Usage: hostile_calls.py BUS_ADDRESS ADVERTISEMENT_PATH
 """
+import subprocess
 import sys
 
 import dbus
@@ -87,6 +88,17 @@ def main():
     raw("off-1000-duplicates-of-an-unknown-name", PATH, IFACE, "Off", "as", [dbus.Array(["door"] * 1000, signature="s")])
     raw("introspectable-on", PATH, "org.freedesktop.DBus.Introspectable", "On", "as", [["heart"]])
     raw("set-unknown-key-with-newline", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"a\n<0>bleadvd: FORGED": "1"}])
+    raw("set-uint64-over-int64", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"temperature": dbus.UInt64(2**64 - 1, variant_level=1)}])
+    raw("set-hex-float-text", PATH, IFACE, "Set", "sa{sv}", ["kitchen", {"temperature": "0x1p4"}])
+
+    def busctl(case, *arguments):
+        """A call dbus-python cannot make (its dictionaries cannot repeat a key), by busctl."""
+        result = subprocess.run(["busctl", "--address=" + sys.argv[1], "call", NAME, PATH, IFACE] + list(arguments),
+                                capture_output=True, text=True, timeout=20)
+        print("%s\t%s" % (case, "ok" if result.returncode == 0 else "busctl\t" + result.stderr.strip()))
+        sys.stdout.flush()
+
+    busctl("set-one-key-twice", "Set", "sa{sv}", "kitchen", "2", "temperature", "d", "1", "temperature", "d", "2")
 
 
 if __name__ == "__main__":
