@@ -51,6 +51,31 @@ struct Bleadvd: AsyncParsableCommand {
     @Flag(help: "Check the config file and exit: 0 when bleadvd would accept it, 2 with the error when not.")
     var checkConfig = false
 
+    /// Parses the arguments, then runs. A usage error is one escaped line and exit 2
+    /// (bleadvd(8), EXIT STATUS); ArgumentParser's own would print the argument raw, exit 64.
+    static func main() async {
+        let command: Bleadvd
+        do {
+            command = try parse()
+        } catch {
+            guard exitCode(for: error) != .success else { exit(withError: error) }
+            let line = Array("bleadvd: \(Untrusted.shown(message(for: error), limit: 1024)) (see 'bleadvd --help')\n".utf8)
+            _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            exit(withError: ExitCode(2))
+        }
+        do {
+            try await command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    func validate() throws {
+        if let adapter, !DaemonConfig.isAdapterName(adapter) {
+            throw ValidationError("--adapter \(Untrusted.quoted(adapter)) is not an adapter name (expected e.g. hci0)")
+        }
+    }
+
     func run() async throws {
         if checkConfig {
             if ConfigCheck.isChild { throw ExitCode(ConfigCheck.childMain(file: config)) }

@@ -41,6 +41,61 @@ struct ProcessTests {
         #expect(result.errors == "<2>\(path):3: advertisement.heart.major: unknown key; known keys: altbeacon, appearance, bthome, data, discoverable, discoverable_timeout, duration, eddystone_uid, eddystone_url, enabled, ibeacon, includes, local_name, manufacturer_data, max_interval_ms, min_interval_ms, secondary_channel, service_data, service_uuids, solicit_uuids, timeout, tx_power, type\n")
     }
 
+    @Test("a bad command line exits 2 with one line, the argument escaped", arguments: [
+        (["--adapter", ""], "bleadvd: --adapter \"\" is not an adapter name (expected e.g. hci0) (see 'bleadvd --help')\n"),
+        (["--adapter", "hci 0"], "bleadvd: --adapter \"hci 0\" is not an adapter name (expected e.g. hci0) (see 'bleadvd --help')\n"),
+        (["--adapter", "hci0\n"], "bleadvd: --adapter \"hci0\\n\" is not an adapter name (expected e.g. hci0) (see 'bleadvd --help')\n"),
+        (["--log-level", "\u{1B}]0;PWNED\u{7}"],
+         "bleadvd: The value '\\u{1B}]0;PWNED\\u{7}' is invalid for '--log-level <level>'. Please provide one of the following:\\n  - trace\\n  - debug\\n  - info\\n  - notice\\n  - warning\\n  - error\\n  - critical (see 'bleadvd --help')\n"),
+    ])
+    func badCommandLine(arguments: [String], message: String) async throws {
+        let bus = try PrivateBus()
+
+        let result = try await runProgram(product("bleadvd"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+
+        #expect(result.status == 2)
+        #expect(result.errors == message)
+    }
+
+    @Test("signals bleadvd does not act on are logged and ignored, and it still stops cleanly on SIGTERM")
+    func otherSignalsIgnored() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus)
+        try await notify.waitFor("READY=1")
+
+        for signal in [SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU] { kill(daemon.pid, signal) }
+        let list = try await runProgram(product("bleadvctl"), ["list"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        kill(daemon.pid, SIGTERM)
+        let status = await Task.detached { daemon.wait() }.value
+
+        #expect(list.output == "heart\n")
+        #expect(status == 0)
+        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        for signal in [SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU] {
+            #expect(errors.contains("<5>signal \(signal) ignored: bleadvd acts on TERM, INT and HUP only\n"))
+        }
+        _ = standIn
+    }
+
+    @Test("a log line written after stderr's reader went away does not kill bleadvd (SIGPIPE)")
+    func closedStandardError() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus)
+        try await notify.waitFor("READY=1")
+
+        try daemon.stderr?.close()
+        kill(daemon.pid, SIGUSR1)
+        let list = try await runProgram(product("bleadvctl"), ["list"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        kill(daemon.pid, SIGTERM)
+        let status = await Task.detached { daemon.wait() }.value
+
+        #expect(list.output == "heart\n")
+        #expect(status == 0)
+        _ = standIn
+    }
+
     @Test("when the system bus goes away, bleadvd exits 1 at once with one line saying so, and bleadvctl exits 3")
     func busLost() async throws {
         let bus = try PrivateBus()
