@@ -77,10 +77,12 @@ extension DBusMessage {
     }
 
     /// Reads a message in D-Bus wire format, as libdbus would receive it from a socket.
-    /// - Parameter wireBytes: One whole message: header, fields and body.
-    /// - Throws: ``DBusError`` when libdbus refuses the bytes, or when a value in them is one
-    ///   this library does not represent.
-    public init(wireBytes: [UInt8]) throws(DBusError) {
+    /// - Parameters:
+    ///   - wireBytes: One whole message: header, fields and body.
+    ///   - maximumValues: The value budget it is unpacked against (``maximumReceivedValues``).
+    /// - Throws: ``DBusError`` when libdbus refuses the bytes, when a value in them is one this
+    ///   library does not represent, or (`limitsExceeded`) when they hold more values.
+    public init(wireBytes: [UInt8], maximumValues: Int = DBusMessage.maximumReceivedValues) throws(DBusError) {
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         let raw = wireBytes.withUnsafeBufferPointer { buffer in
@@ -96,7 +98,7 @@ extension DBusMessage {
             throw DBusError(.invalidArgs, "not a D-Bus message: \(reason)")
         }
         defer { dbus_message_unref(raw) }
-        try self.init(raw: raw)
+        try self.init(raw: raw, maximumValues: maximumValues)
     }
 
     /// The message in D-Bus wire format (little-endian), as libdbus would send it.

@@ -1,4 +1,4 @@
-import AdvertiserDaemon
+@testable import AdvertiserDaemon
 import Foundation
 import Glibc
 import Peripheral
@@ -61,6 +61,23 @@ struct StateDirectoryTests {
         #expect(throws: Self.refusal(counters, text.utf8.count > 11 ? "holds \(text.utf8.count) bytes" : "does not hold a counter as bleadvd writes it")) {
             try counters.next(for: Self.key)
         }
+    }
+
+    @Test("every text of up to 4 bytes from digits, signs, spaces, x and newlines is read only if it is a number as bleadvd writes it")
+    func parseAcceptsOnlyWhatIsWritten() {
+        let alphabet = Array("0159+- x\n".utf8)
+        var texts: [[UInt8]] = [[]]
+        var accepted = 0
+        for _ in 1...4 {
+            texts = texts.flatMap { text in alphabet.map { text + [$0] } }
+            for text in texts {
+                let value = CounterDirectory.parse(text[...])
+
+                #expect(value.map { Array("\($0)\n".utf8) == text } ?? true, "\(text) read as \(value!)")
+                if value != nil { accepted += 1 }
+            }
+        }
+        #expect(accepted == 4 + 3 * 4 + 3 * 4 * 4)
     }
 
     @Test("a counter exactly as bleadvd writes it is read, and counting goes on from it")

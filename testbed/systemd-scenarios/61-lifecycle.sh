@@ -6,6 +6,7 @@
 # - `systemctl restart bluetooth`: bleadvd registers everything again;
 # - `kill -9` of bleadvd: systemd restarts it (Restart=on-failure) and it re-advertises;
 # - a daemon that stops answering (SIGSTOP): the watchdog has systemd kill and restart it;
+# - a FIFO as encrypted BTHome's counter file: refused, the rest on air, bleadvd answers;
 # - `systemctl stop`: nothing left registered, within the unit's TimeoutStopSec.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
@@ -66,9 +67,35 @@ journalctl -u bleadvd --no-pager -o cat | grep -m1 -i 'watchdog timeout' | sed '
 journalctl -u bleadvd --no-pager -o cat | grep -qi 'watchdog timeout' || fail "restarted, but not by the watchdog"
 echo "SIGSTOP: the watchdog (WatchdogSec=$(unit_property WatchdogUSec)) had it restarted, both registered again $(elapsed "$started") s after it stopped answering"
 
+# A FIFO where encrypted BTHome's counter file is: open() used to block on the module's actor,
+# and bleadvd hung (no READY, SIGTERM ignored) while the watchdog was still fed. The file is
+# now refused as not regular: that sensor stays off air, the rest goes on air, bleadvd answers.
+cp "$TESTBED_WORK/good.toml" "$config"
+printf '[advertisement.sealed.bthome]\ntemperature = 21.5\nencryption_key = "231d39c1d7cc1ab1aee224cd096db932"\n' >> "$config"
+systemctl reload bleadvd || fail "reload with an encrypted sensor failed"
+[[ "$(active_instances)" == 3 ]] || fail "with an encrypted sensor: $(active_instances) registered, not 3"
+state=$(readlink -f /var/lib/bleadvd)
+counter=$(ls "$state"/bthome-*.counter) || fail "no counter file in $state"
+systemctl stop bleadvd
+rm "$counter"
+mkfifo -m 600 "$counter"
+chown --reference="$state" "$counter"
+started=$(date +%s.%N)
+systemctl start bleadvd || fail "bleadvd did not start with a FIFO as its counter file"
+ready=$(elapsed "$started")
+[[ "$(active_instances)" == 2 ]] || fail "with a FIFO counter file: $(active_instances) registered, not 2"
+journalctl -u bleadvd --no-pager -o cat -n 30 | grep -m1 'is not a regular file' | sed 's/^/    bleadvd: /'
+journalctl -u bleadvd --no-pager -o cat -n 30 | grep -q 'is not a regular file, so the BTHome encryption counter is unknown' \
+  || fail "the journal does not say the counter file was refused"
+started=$(date +%s.%N)
+timeout 5 bleadvctl status > "$TESTBED_WORK/status-fifo.txt" || fail "bleadvctl status did not answer with a FIFO counter file"
+grep -q '^sealed ' "$TESTBED_WORK/status-fifo.txt" || fail "status does not list the sealed sensor: $(cat "$TESTBED_WORK/status-fifo.txt")"
+echo "a FIFO as the counter file: started (READY) in $ready s, the sealed sensor refused and off air, 2 on air, status answered in $(elapsed "$started") s"
+
 started=$(date +%s.%N)
 systemctl stop bleadvd
 stopped=$(elapsed "$started")
+rm -f "$counter"
 [[ "$(active_instances)" == 0 ]] || fail "after stop: $(active_instances) still registered"
 [[ "$(unit_property Result)" == success ]] || fail "stop: Result=$(unit_property Result)"
 echo "systemctl stop: $stopped s (TimeoutStopSec=$(unit_property TimeoutStopUSec)), Result=success, nothing registered"

@@ -4,11 +4,21 @@ import Glibc
 
 /// libFuzzer's entry: any bytes as a D-Bus message off the wire. What libdbus accepts must be
 /// read into DBusMessage without a crash or trap, and what we read, written back and read
-/// again, must write the same bytes.
+/// again, must write the same bytes. Read again against a small value budget (as a call to an
+/// exported object is, with a smaller one), it is either refused whole as over the budget or
+/// read exactly the same: a budget only refuses.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     guard let message = try? DBusMessage(wireBytes: bytes) else { return 0 }
+    do throws(DBusError) {
+        let budgeted = try DBusMessage(wireBytes: bytes, maximumValues: 16)
+        guard (try? budgeted.wireBytes()) == (try? message.wireBytes()) else {
+            fatalError("a value budget changed what was read:\n\(message)\n\(budgeted)")
+        }
+    } catch {
+        guard error.name == .limitsExceeded else { fatalError("read with no budget, refused with one for another reason: \(error)") }
+    }
     // Writing may refuse what libdbus let through (we are stricter); it must not crash.
     guard let written = try? message.wireBytes() else { return 0 }
     guard let again = try? DBusMessage(wireBytes: written) else {
