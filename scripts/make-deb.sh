@@ -41,15 +41,69 @@ OVERRIDES
 cat > "$doc/copyright" <<'COPYRIGHT'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: bleadvd
-Comment: The binaries link these statically: the Swift runtime and Foundation (swift.org,
- Apache-2.0 with Runtime Library Exception), swift-log and swift-argument-parser (Apple,
- Apache-2.0), TOMLKit (Jeff Lebrun, MIT) and toml++ (Mark Gillard, MIT).
+Comment: The binaries link these statically, fetched by SwiftPM into .build/checkouts/ or
+ taken from the Swift toolchain: the Swift runtime and Foundation, swift-log and
+ swift-argument-parser (Apache-2.0), TOMLKit and the toml++ it bundles (MIT).
 
 Files: *
 Copyright: 2026 bleadvd developers
-License: bleadvd
- bleadvd's license has not been chosen yet; until it is, all rights are reserved by its
- developers. This file will name it.
+License: Apache-2.0
+
+Files: .build/checkouts/swift-log/* .build/checkouts/swift-argument-parser/*
+Copyright: 2018-2026 Apple Inc. and the SwiftLog and Swift Argument Parser project authors
+License: Apache-2.0
+
+Files: .build/checkouts/TOMLKit/*
+Copyright: 2024 Jeff Lebrun
+License: MIT
+
+Files: .build/checkouts/TOMLKit/Sources/CTOML/Sources/toml.hpp
+Copyright: Mark Gillard <mark.gillard@outlook.com.au>
+           2008-2009 Bjoern Hoehrmann <bjoern@hoehrmann.de>
+License: MIT
+
+Files: usr/lib/swift/*
+Copyright: 2014-2026 Apple Inc. and the Swift project authors
+License: Apache-2.0 with Swift exception
+ The Swift runtime and standard libraries are under the Apache License 2.0 (below) with
+ this exception:
+ .
+ As an exception, if you use this Software to compile your source code and portions of
+ this Software are embedded into the binary product as a result, you may redistribute
+ such product without providing attribution as would otherwise be required by Sections
+ 4(a), 4(b) and 4(d) of the License.
+
+License: Apache-2.0
+ Licensed under the Apache License, Version 2.0 (the "License"); you may not use this
+ file except in compliance with the License. You may obtain a copy of the License at
+ https://www.apache.org/licenses/LICENSE-2.0
+ .
+ Unless required by applicable law or agreed to in writing, software distributed under
+ the License is distributed on an "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY
+ KIND, either express or implied. See the License for the specific language governing
+ permissions and limitations under the License.
+ .
+ On Debian systems, the full text of the Apache License, Version 2.0 can be found in
+ /usr/share/common-licenses/Apache-2.0.
+
+License: MIT
+ Permission is hereby granted, free of charge, to any person obtaining a copy
+ of this software and associated documentation files (the "Software"), to deal
+ in the Software without restriction, including without limitation the rights
+ to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ copies of the Software, and to permit persons to whom the Software is
+ furnished to do so, subject to the following conditions:
+ .
+ The above copyright notice and this permission notice shall be included in all
+ copies or substantial portions of the Software.
+ .
+ THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+ SOFTWARE.
 COPYRIGHT
 {
   printf 'bleadvd (%s) unstable; urgency=medium\n\n' "$version"
