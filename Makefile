@@ -4,7 +4,8 @@ SWIFT        ?= swift
 PREFIX       ?= /usr/local
 DESTDIR      ?=
 BUILD_FLAGS  ?= -c release --static-swift-stdlib
-VERSION      ?= 0.1.0
+# The version is written once, in ControlAPI.swift (both programs' --version).
+VERSION      ?= $(shell sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p' Sources/AdvertiserControl/ControlAPI.swift)
 
 BINDIR       = $(PREFIX)/bin
 SBINDIR      = $(PREFIX)/sbin

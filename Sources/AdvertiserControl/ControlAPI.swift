@@ -20,6 +20,9 @@ public import Peripheral
 /// - Errors are named `org.bleadvd.Error.<Code>` after `PeripheralError.Code` (e.g.
 ///   `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config.
 public enum ControlAPI {
+    /// bleadvd's version, which `--version` of both programs prints and the Makefile gives
+    /// the .deb: the one place it is written.
+    public static let version = "0.1.0"
     /// The daemon's well-known name.
     public static let busName = "org.bleadvd.Advertiser"
     /// The control object.

@@ -32,6 +32,7 @@ struct Bleadvctl: ParsableCommand {
             Exit status: 0 done; 1 the operation failed, timed out, or its output could not be \
             written; 2 usage or config error; 3 bleadvd is not running.
             """,
+        version: ControlAPI.version,
         subcommands: [On.self, Off.self, Status.self, List.self, Set.self, Reload.self, Preview.self])
 
     /// Synchronous from start to end: no executor and no thread but the main one, so a command

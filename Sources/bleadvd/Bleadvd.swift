@@ -32,7 +32,8 @@ struct Bleadvd: AsyncParsableCommand {
 
             Exit status: 0 stopped cleanly; 1 runtime failure (no system bus, name taken, bus \
             lost); 2 usage or config error. See bleadvd(8) and bleadvd.toml(5).
-            """)
+            """,
+        version: ControlAPI.version)
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The config file.", valueName: "path"))
     var config: String = DaemonConfig.defaultPath

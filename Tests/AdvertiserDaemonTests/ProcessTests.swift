@@ -1,3 +1,4 @@
+import AdvertiserControl
 import DBus
 import Foundation
 import Peripheral
@@ -39,6 +40,23 @@ struct ProcessTests {
 
         #expect(result.status == 2)
         #expect(result.errors == "<2>\(path):3: advertisement.heart.major: unknown key; known keys: altbeacon, appearance, bthome, data, discoverable, discoverable_timeout, duration, eddystone_uid, eddystone_url, enabled, ibeacon, includes, local_name, manufacturer_data, max_interval_ms, min_interval_ms, secondary_channel, service_data, service_uuids, solicit_uuids, timeout, tx_power, type\n")
+    }
+
+    @Test("both programs print the one version, which the Makefile gives the .deb and the man pages name")
+    func version() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+        let daemon = try await runProgram(product("bleadvd"), ["--version"])
+        let control = try await runProgram(product("bleadvctl"), ["--version"])
+        let make = try await runProgram("/usr/bin/make", ["-s", "-C", root.path, "--eval", "version: ; @echo $(VERSION)", "version"])
+
+        #expect(daemon.status == 0 && daemon.output == ControlAPI.version + "\n")
+        #expect(control.status == 0 && control.output == ControlAPI.version + "\n")
+        #expect(make.output == ControlAPI.version + "\n", "\(make.errors)")
+        for page in ["bleadvd.8", "bleadvctl.1", "bleadvd.toml.5"] {
+            let text = try String(contentsOf: root.appendingPathComponent("systemd/man/" + page), encoding: .utf8)
+            #expect(text.hasPrefix(".TH ") && text.prefix { $0 != "\n" }.contains("\"bleadvd \(ControlAPI.version)\""), "\(page)")
+        }
     }
 
     @Test("a bad command line exits 2 with one line, the argument escaped", arguments: [
