@@ -223,13 +223,28 @@ struct Reader {
         },
     ]
     static let fieldKeys = commonKeys.union(fields.map(\.key))
-    static let presetKeys: [String: Set<String>] = [
-        "ibeacon": ["uuid", "major", "minor", "measured_power"],
-        "altbeacon": ["manufacturer_id", "beacon_id", "reference_rssi"],
-        "eddystone_uid": ["namespace", "instance", "tx_power"],
-        "eddystone_url": ["url", "tx_power"],
-        "bthome": Set(BTHome.objects.map(\.name)).union(bthomeKeys),
+    /// The beacon presets, one row each: a preset is added here and nowhere else (its keys
+    /// are checked, its fields read and its errors located from its row). `bthome` is read
+    /// apart: its keys are BTHome's objects.
+    static let presets: [String: Preset] = [
+        "ibeacon": Preset(keys: ["uuid", "major", "minor", "measured_power"]) { table throws(ConfigError) in
+            .iBeacon(uuid: try table.uuid("uuid"), major: try table.number("major"), minor: try table.number("minor"),
+                     measuredPower: try table.number("measured_power"))
+        },
+        "altbeacon": Preset(keys: ["manufacturer_id", "beacon_id", "reference_rssi"]) { table throws(ConfigError) in
+            .altBeacon(manufacturerID: try table.number("manufacturer_id"), beaconID: try table.bytes("beacon_id"),
+                       referenceRSSI: try table.number("reference_rssi"))
+        },
+        "eddystone_uid": Preset(keys: ["namespace", "instance", "tx_power"]) { table throws(ConfigError) in
+            .eddystoneUID(namespace: try table.bytes("namespace"), instance: try table.bytes("instance"), txPower: try table.number("tx_power"))
+        },
+        "eddystone_url": Preset(keys: ["url", "tx_power"]) { table throws(ConfigError) in
+            .eddystoneURL(url: try table.string("url"), txPower: try table.number("tx_power"))
+        },
     ]
+    /// Each preset's keys, `bthome` included.
+    static let presetKeys: [String: Set<String>] =
+        presets.mapValues(\.keys).merging(["bthome": Set(BTHome.objects.map(\.name)).union(bthomeKeys)]) { $1 }
     /// The `bthome` preset's keys besides its measurements.
     static let bthomeKeys: Set<String> = ["trigger_based", "local_name", "encryption_key"]
 
@@ -344,34 +359,7 @@ struct Reader {
 
     func preset(_ name: String, _ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> Advertisement {
         try checkKeys(fields, allowed: Self.presetKeys[name]!, at: path)
-        func need(_ key: String) throws(ConfigError) -> TOMLNode {
-            guard let value = fields[key] else { throw error(path + [key], "missing; the \(name) preset needs it") }
-            return value
-        }
-        func signed8(_ key: String) throws(ConfigError) -> Int8 { try number(need(key), path + [key]) }
-        let beacon: Beacon
-        switch name {
-        case "ibeacon":
-            beacon = .iBeacon(
-                uuid: try parseUUID(try string(need("uuid"), path + ["uuid"]), path + ["uuid"]),
-                major: try number(need("major"), path + ["major"]),
-                minor: try number(need("minor"), path + ["minor"]),
-                measuredPower: try signed8("measured_power"))
-        case "altbeacon":
-            let id = try hex(need("beacon_id"), path + ["beacon_id"])
-            guard id.count == 20 else { throw error(path + ["beacon_id"], "is \(id.count) bytes; it must be 20") }
-            beacon = .altBeacon(
-                manufacturerID: try number(need("manufacturer_id"), path + ["manufacturer_id"]),
-                beaconID: id, referenceRSSI: try signed8("reference_rssi"))
-        case "eddystone_uid":
-            let namespace = try hex(need("namespace"), path + ["namespace"])
-            guard namespace.count == 10 else { throw error(path + ["namespace"], "is \(namespace.count) bytes; it must be 10") }
-            let instance = try hex(need("instance"), path + ["instance"])
-            guard instance.count == 6 else { throw error(path + ["instance"], "is \(instance.count) bytes; it must be 6") }
-            beacon = .eddystoneUID(namespace: namespace, instance: instance, txPower: try signed8("tx_power"))
-        default:
-            beacon = .eddystoneURL(url: try string(need("url"), path + ["url"]), txPower: try signed8("tx_power"))
-        }
+        let beacon = try Self.presets[name]!.beacon(PresetTable(reader: self, name: name, fields: fields, path: path))
         do {
             return try beacon.advertisement()
         } catch {
@@ -458,6 +446,44 @@ struct Reader {
             throw error(path, "\"\(key)\" is not \(what) (a number from \(range.lowerBound) to 0x\(String(range.upperBound, radix: 16, uppercase: true)))")
         }
         return number
+    }
+}
+
+/// A beacon preset: the keys of its table, and how they make its ``Beacon``.
+struct Preset: Sendable {
+    let keys: Set<String>
+    let beacon: @Sendable (PresetTable) throws(ConfigError) -> Beacon
+}
+
+/// A preset's table as its row reads it: every key is needed, and an error names its key.
+struct PresetTable {
+    let reader: Reader
+    let name: String
+    let fields: [String: TOMLNode]
+    let path: [String]
+
+    func value(_ key: String) throws(ConfigError) -> TOMLNode {
+        guard let value = fields[key] else { throw reader.error(path + [key], "missing; the \(name) preset needs it") }
+        return value
+    }
+
+    func string(_ key: String) throws(ConfigError) -> String {
+        try reader.string(value(key), path + [key])
+    }
+
+    func uuid(_ key: String) throws(ConfigError) -> BluetoothUUID {
+        try reader.parseUUID(string(key), path + [key])
+    }
+
+    func number<T: FixedWidthInteger>(_ key: String) throws(ConfigError) -> T {
+        try reader.number(value(key), path + [key])
+    }
+
+    /// Hex bytes, of the length ``Beacon/byteLengths`` gives the field, if any.
+    func bytes(_ key: String) throws(ConfigError) -> [UInt8] {
+        let bytes = try reader.hex(value(key), path + [key])
+        if let problem = Beacon.lengthProblem(name + "." + key, bytes) { throw reader.error(path + [key], problem) }
+        return bytes
     }
 }
 

@@ -12,14 +12,22 @@ public enum Beacon: Hashable, Sendable {
     case eddystoneUID(namespace: [UInt8], instance: [UInt8], txPower: Int8)
     /// Eddystone-URL: service FEAA, frame `10`, TX power at 0 m, the URL compressed per the spec.
     case eddystoneURL(url: String, txPower: Int8)
-    /// Eddystone-TLM (unencrypted): battery in mV, temperature in °C (8.8 fixed point),
-    /// advertisements sent, time since boot in 0.1 s.
-    case eddystoneTLM(batteryMillivolts: UInt16, temperature: Double, advertisementCount: UInt32, uptimeDeciseconds: UInt32)
 
     /// The Eddystone service UUID, FEAA.
     public static let eddystoneService = BluetoothUUID(0xFEAA)
     /// Apple's company identifier.
     public static let appleCompanyID: UInt16 = 0x004C
+
+    /// The byte fields of fixed length, by the config's name for them (`preset.key`).
+    public static let byteLengths = ["altbeacon.beacon_id": 20, "eddystone_uid.namespace": 10, "eddystone_uid.instance": 6]
+
+    /// What is wrong with `bytes` as the byte field `field` (a key of ``byteLengths``), or nil
+    /// when they have its length: the one check of each length, which the config reader uses
+    /// to name the key, and ``advertisement()`` to never build a wrong layout.
+    public static func lengthProblem(_ field: String, _ bytes: [UInt8]) -> String? {
+        guard let length = byteLengths[field], bytes.count != length else { return nil }
+        return "is \(bytes.count) bytes; it must be \(length)"
+    }
 
     /// The advertisement that carries this beacon.
     /// - Throws: ``PeripheralError`` (`invalidValue`) naming the preset field that is wrong.
@@ -30,28 +38,21 @@ public enum Beacon: Hashable, Sendable {
                 + [UInt8(bitPattern: measuredPower)]
             return Self.beacon(manufacturer: Advertisement.ManufacturerData(companyID: Self.appleCompanyID, data: payload))
         case .altBeacon(let manufacturerID, let beaconID, let referenceRSSI, let reserved):
-            guard beaconID.count == 20 else {
-                throw PeripheralError(.invalidValue, "altbeacon beacon_id is \(beaconID.count) bytes; it must be 20")
-            }
+            try Self.check("altbeacon.beacon_id", beaconID)
             return Self.beacon(manufacturer: Advertisement.ManufacturerData(
                 companyID: manufacturerID, data: [0xBE, 0xAC] + beaconID + [UInt8(bitPattern: referenceRSSI), reserved]))
         case .eddystoneUID(let namespace, let instance, let txPower):
-            guard namespace.count == 10 else {
-                throw PeripheralError(.invalidValue, "eddystone_uid namespace is \(namespace.count) bytes; it must be 10")
-            }
-            guard instance.count == 6 else {
-                throw PeripheralError(.invalidValue, "eddystone_uid instance is \(instance.count) bytes; it must be 6")
-            }
+            try Self.check("eddystone_uid.namespace", namespace)
+            try Self.check("eddystone_uid.instance", instance)
             return Self.eddystone([0x00, UInt8(bitPattern: txPower)] + namespace + instance + [0x00, 0x00])
         case .eddystoneURL(let url, let txPower):
             return Self.eddystone([0x10, UInt8(bitPattern: txPower)] + (try EddystoneURL.encode(url)))
-        case .eddystoneTLM(let battery, let temperature, let count, let uptime):
-            guard temperature >= -128, temperature < 128 else {
-                throw PeripheralError(.invalidValue, "eddystone_tlm temperature \(temperature) °C is outside -128 to 127.99")
-            }
-            let fixed = UInt16(bitPattern: Int16((temperature * 256).rounded()))
-            return Self.eddystone([0x20, 0x00] + Self.bigEndian(battery) + Self.bigEndian(fixed)
-                + Self.bigEndian(count) + Self.bigEndian(uptime))
+        }
+    }
+
+    private static func check(_ field: String, _ bytes: [UInt8]) throws(PeripheralError) {
+        if let problem = lengthProblem(field, bytes) {
+            throw PeripheralError(.invalidValue, field.split(separator: ".").joined(separator: " ") + " " + problem)
         }
     }
 
@@ -66,10 +67,6 @@ public enum Beacon: Hashable, Sendable {
     }
 
     static func bigEndian(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
-
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
 }
 
 /// The Eddystone-URL compression: a scheme prefix byte and expansion codes for common endings.

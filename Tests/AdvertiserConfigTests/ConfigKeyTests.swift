@@ -50,6 +50,11 @@ struct ConfigKeyTests {
         }
     }
 
+    @Test("every preset row has a sample table here, so each is checked below")
+    func everyPresetHasASample() {
+        #expect(Set(Self.presets.keys) == Set(Reader.presets.keys))
+    }
+
     @Test("every key of every beacon preset is read: a table without it is refused as missing that key", arguments: presets.keys.sorted())
     func everyPresetKeyIsRead(preset: String) throws {
         let full = try #require(Self.presets[preset])

@@ -51,16 +51,6 @@ struct BeaconTests {
         #expect(hex == "0303aafe" + "0d16aafe" + "10ec" + "01" + "676f6f676c65" + "00" + "020106")
     }
 
-    @Test("an Eddystone-TLM carries battery, 8.8 temperature, count and uptime big endian")
-    func eddystoneTLM() throws {
-        let beacon = Beacon.eddystoneTLM(
-            batteryMillivolts: 3000, temperature: 25.5, advertisementCount: 1000, uptimeDeciseconds: 36000)
-
-        let hex = try Self.airHex(beacon)
-
-        #expect(hex == "0303aafe" + "1116aafe" + "2000" + "0bb8" + "1980" + "000003e8" + "00008ca0" + "020106")
-    }
-
     @Test("Eddystone URL expansion codes", arguments: [
         ("http://www.example.org", "006578616d706c6508"),
         ("https://a.io/x", "03612e696f2f78"),
@@ -101,7 +91,6 @@ struct BeaconTests {
             .altBeacon(manufacturerID: 0xFFFF, beaconID: Array(repeating: 7, count: 20), referenceRSSI: -1),
             .eddystoneUID(namespace: Array(repeating: 1, count: 10), instance: Array(repeating: 2, count: 6), txPower: 0),
             .eddystoneURL(url: "https://abcdefghijklmnop.com", txPower: 0),
-            .eddystoneTLM(batteryMillivolts: 0, temperature: -128, advertisementCount: 0, uptimeDeciseconds: 0),
         ]
 
         for preset in presets {
