@@ -19,8 +19,6 @@ public struct DaemonFailure: Error, Hashable, Sendable, CustomStringConvertible 
 extension Daemon {
     /// What the loop reacts to, one at a time.
     enum Event: Sendable {
-        /// Something BlueZ said; handed to the module in order.
-        case peripheral(PeripheralEvent)
         /// The module's states changed (after a control call, an event, a retry).
         case states([String: BluetoothModule<C>.Status])
         /// The start-up registrations finished (`true`), or ``readyWait`` passed first.
@@ -29,53 +27,68 @@ extension Daemon {
         case request(Request)
         /// The bus connection is gone.
         case busLost
+        /// Values were set for this advertisement: a sender is to take them to BlueZ.
+        case send(String)
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
     /// enabled advertisements on air and says READY=1 once they are (or after ``readyWait``,
     /// whatever BlueZ does); then keeps them there until ``Request/stop`` (returns within
     /// ``stopWait``, whatever BlueZ does) or until the bus is lost.
+    ///
+    /// Everything it starts is a child of one task group, cancelled and awaited before it
+    /// returns: a feeder per source (BlueZ's events, handed to the module in order; the
+    /// module's states; the process's requests; the bus's loss; the start-up registrations;
+    /// the watchdog), reloads asked for by signal, and a sender per advertisement whose values
+    /// are being set.
     /// - Parameter watchdog: systemd's `WatchdogSec=` (`$WATCHDOG_USEC`), if set: WATCHDOG=1 is
     ///   sent every half of it, each after a round trip through this actor and the bus.
     /// - Throws: ``DaemonFailure`` when the name is taken or refused, BlueZ cannot be watched,
     ///   or the bus connection is lost.
     public func run(requests: AsyncStream<Request>, watchdog: Duration? = nil) async throws(DaemonFailure) {
         let bluez = try await start()
-        let (inbox, post) = AsyncStream<Event>.makeStream()
         let changes = await module.changes()
         let busEvents = await connection.events()
-        var feeders = [
-            Task { for await event in bluez { post.yield(.peripheral(event)) } },
-            Task { for await states in changes { post.yield(.states(states)) } },
-            Task { for await request in requests { post.yield(.request(request)) } },
-            Task { for await event in busEvents where event == .disconnected { post.yield(.busLost) } },
-            registerEnabled { post.yield(.started(settled: $0)) },
-        ]
-        if let watchdog { feeders.append(Task { await keepWatchdog(every: watchdog / 2) }) }
-        defer { feeders.forEach { $0.cancel() } }
-        for await event in inbox {
-            switch event {
-            case .peripheral(let event):
-                let previous = lastEvent
-                lastEvent = Task { [module] in
-                    await previous?.value
-                    await module.handle(event)
-                }
-            case .states(let states):
-                await publish(states)
-            case .started(let settled):
-                await announceReady(settled: settled)
-            case .request(.reload):
-                logger.notice("reloading \(configPath)")
-                Task { try? await reload() }
-            case .request(.stop):
-                logger.notice("stopping: unregistering everything")
-                await shutdown()
-                return
-            case .busLost:
-                throw DaemonFailure("lost the system bus; exiting so that systemd restarts bleadvd")
+        let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
+            group.addTask { [module] in for await event in bluez { await module.handle(event) } }
+            group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }
+            group.addTask { [post] in for await request in requests { post.yield(.request(request)) } }
+            group.addTask { [post] in for await event in busEvents where event == .disconnected { post.yield(.busLost) } }
+            // READY=1 once the enabled advertisements are registered or refused, or after
+            // readyWait, whichever comes first; the registrations go on past the wait.
+            let (registered, finishRegistering) = AsyncStream<Never>.makeStream()
+            group.addTask {
+                await self.registerEnabled()
+                finishRegistering.finish()
             }
+            group.addTask { [post, clock] in
+                let settled = await Deadline.within(Self.readyWait, on: clock) { () async -> Void in for await _ in registered {} } != nil
+                post.yield(.started(settled: settled))
+            }
+            if let watchdog { group.addTask { await self.keepWatchdog(every: watchdog / 2) } }
+            defer { group.cancelAll() }
+            for await event in events {
+                switch event {
+                case .states(let states):
+                    await publish(states)
+                case .started(let settled):
+                    await announceReady(settled: settled)
+                case .send(let name):
+                    group.addTask { await self.send(name) }
+                case .request(.reload):
+                    logger.notice("reloading \(configPath)")
+                    group.addTask { try? await self.reload() }
+                case .request(.stop):
+                    logger.notice("stopping: unregistering everything")
+                    await shutdown()
+                    return nil
+                case .busLost:
+                    return DaemonFailure("lost the system bus; exiting so that systemd restarts bleadvd")
+                }
+            }
+            return nil
         }
+        if let failure { throw failure }
     }
 
     /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
@@ -83,7 +96,7 @@ extension Daemon {
     func shutdown() async {
         stopping = true
         notifier.notify("STOPPING=1")
-        let names = config.names
+        let names = self.names
         let done = await Deadline.within(Self.stopWait, on: clock) { [module] () async -> Void in
             for name in names { try? await module.off(name) }
         } != nil
@@ -123,22 +136,15 @@ extension Daemon {
         } catch {
             throw DaemonFailure("cannot watch BlueZ on the system bus, so advertisements could not be restored after bluetoothd restarts: \(error)")
         }
-        await module.configure(config.advertisements.mapValues(\.advertisement))
+        await module.configure(entries.mapValues(\.live.advertisement))
         return events
     }
 
-    /// Registers the enabled advertisements; calls `settled` once they are all registered or
-    /// refused (`true`), or when ``readyWait`` passed first (`false`). The registrations go on
-    /// past the wait if BlueZ is slow; only the waiting stops.
-    private func registerEnabled(_ settled: @escaping @Sendable (Bool) -> Void) -> Task<Void, Never> {
-        let enabled = config.names.filter { config.advertisements[$0]!.enabled }
-        logger.notice("bleadvd starting: \(config.names.count) advertisement(s) in \(configPath), \(enabled.count) enabled")
-        let registering = Task { [module] in
-            for name in enabled { try? await module.on(name) }
-        }
-        return Task { [clock] in
-            settled(await Deadline.within(Self.readyWait, on: clock) { await registering.value } != nil)
-        }
+    /// Registers the enabled advertisements, in the order of their names.
+    private func registerEnabled() async {
+        let enabled = names.filter { entries[$0]!.file.enabled }
+        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled")
+        for name in enabled { try? await module.on(name) }
     }
 
     private func announceReady(settled: Bool) async {

@@ -10,7 +10,7 @@ extension Daemon {
     /// result to BlueZ in place; changes come at most every ``updateInterval``, the newest
     /// winning. Returns once the values are accepted.
     func change(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) {
-        guard let configured = config.advertisements[name] else {
+        guard let entry = entries[name] else {
             throw PeripheralError.unknownName(name)
         }
         guard !values.isEmpty else {
@@ -21,39 +21,41 @@ extension Daemon {
         }
         var changes: [String: ConfigValue] = [:]
         for (key, value) in values {
-            changes[key] = try Self.configValue(value, key: key, like: configured.settings[configured.settingKey(key)])
+            changes[key] = try Self.configValue(value, key: key, like: entry.live.settings[entry.live.settingKey(key)])
         }
         let changed: ConfiguredAdvertisement
         let advertisement: Advertisement
-        let packetID = (packetIDs[name] ?? 0) &+ 1
+        let packetID = entry.packetID &+ 1
         do {
-            changed = try ConfigParser.applying(changes, to: configured, name: name)
+            changed = try ConfigParser.applying(changes, to: entry.live, name: name)
             advertisement = try changed.advertisement(packetID: packetID)
         } catch let error as ConfigError {
             throw PeripheralError(.invalidValue, error.description)
         } catch {
             throw PeripheralError(.invalidValue, "\(error)")
         }
-        config.advertisements[name] = changed
-        packetIDs[name] = packetID
-        pendingUpdates[name] = advertisement
+        entries[name]?.live = changed
+        entries[name]?.packetID = packetID
+        entries[name]?.pending = advertisement
         logger.info("\(name): set \(changes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
-        guard sending.insert(name).inserted else { return }
-        Task { await self.send(name) }
+        guard !entry.sending else { return }
+        entries[name]?.sending = true
+        post.yield(.send(name))
     }
 
     /// The values of an advertisement as the config file would write them.
     func values(of name: String) -> [String: String] {
-        (config.advertisements[name]?.shownSettings ?? [:]).mapValues { value in
+        (entries[name]?.live.shownSettings ?? [:]).mapValues { value in
             if case .string(let text) = value { text } else { value.description }
         }
     }
 
     /// Sends the newest change of `name` to BlueZ, then waits ``updateInterval`` before the
-    /// next, until none is waiting.
-    private func send(_ name: String) async {
-        defer { sending.remove(name) }
-        while let advertisement = pendingUpdates.removeValue(forKey: name) {
+    /// next, until none is waiting. Runs as a child of the loop's task group.
+    func send(_ name: String) async {
+        defer { entries[name]?.sending = false }
+        while let advertisement = entries[name]?.pending {
+            entries[name]?.pending = nil
             do {
                 try await module.update(name, to: advertisement)
             } catch {

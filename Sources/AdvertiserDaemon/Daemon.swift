@@ -7,9 +7,10 @@ public import Peripheral
 
 /// bleadvd's work, apart from process concerns (arguments, signal handlers, exit): owns the
 /// control API's name, runs the ``BluetoothModule`` over a ``PeripheralManaging``, feeds it
-/// BlueZ's events, reloads the config, tells systemd how things are. ``run(requests:)`` is its
-/// one loop; the control API's calls (``AdvertiserControlling``) go to the module directly, and
-/// what they change reaches the loop as the module's state.
+/// BlueZ's events, reloads the config, tells systemd how things are. ``run(requests:watchdog:)``
+/// is its one loop, and every task the daemon starts is a child of that loop's task group; the
+/// control API's calls (``AdvertiserControlling``) go to the module directly, and what they
+/// change reaches the loop as the module's state.
 public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duration {
     /// How long start-up waits for the enabled advertisements before reporting READY anyway.
     public static var readyWait: Duration { .seconds(15) }
@@ -39,27 +40,44 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     let clock: C
     let notifier: SystemdNotifier
     let logger: Logger
-    /// The advertisements as they are now: the file's, with the values set since.
-    var config: DaemonConfig
-    /// The advertisements as the file said when it was last read.
-    var fileConfig: DaemonConfig
-    /// The BTHome packet id of each advertisement, changed with each new set of values.
-    var packetIDs: [String: UInt8] = [:]
-    /// Changed advertisements waiting for their turn to go to BlueZ (``updateInterval``).
-    var pendingUpdates: [String: Advertisement] = [:]
-    /// The advertisements whose changes are being sent now.
-    var sending: Set<String> = []
-    /// The states as last announced (StateChanged, STATUS=).
-    var published: [String: AdvertisementState] = [:]
+    /// The adapter and power_on the daemon started with (a reload does not change them).
+    let settings: DaemonConfig
+    /// Each advertisement, by name.
+    var entries: [String: Entry]
     /// Whether READY=1 was sent.
     var ready = false
     /// Whether shutdown began: reloads are refused from then on.
     var stopping = false
-    /// The last reload asked for; the next waits for it.
-    var reloads: Task<Void, Never>?
-    /// The last BlueZ event handed to the module; the next one waits for it, so they keep
-    /// their order without holding the loop.
-    var lastEvent: Task<Void, Never>?
+    /// Whether a reload is running; the next ones wait here, in the order asked for.
+    var reloading = false
+    var waitingReloads: [CheckedContinuation<Void, Never>] = []
+    /// What the loop reacts to; anything in the daemon may post to it.
+    let events: AsyncStream<Event>
+    let post: AsyncStream<Event>.Continuation
+
+    /// One advertisement as the daemon keeps it: all it knows of one name, in one record.
+    struct Entry: Sendable {
+        /// As the file said when it was last read.
+        var file: ConfiguredAdvertisement
+        /// In force: the file's, with the values set since.
+        var live: ConfiguredAdvertisement
+        /// BTHome's packet id, changed with each new set of values.
+        var packetID: UInt8 = 0
+        /// A change waiting for its turn to go to BlueZ (``updateInterval``).
+        var pending: Advertisement?
+        /// Whether a sender is taking its changes to BlueZ now.
+        var sending = false
+        /// Its state as last announced (StateChanged, STATUS=).
+        var published: AdvertisementState?
+
+        init(_ configured: ConfiguredAdvertisement) {
+            file = configured
+            live = configured
+        }
+    }
+
+    /// The names, sorted.
+    var names: [String] { entries.keys.sorted() }
 
     /// A daemon for `config` (read from `configPath`, which `reload` reads again).
     /// - Parameters:
@@ -74,8 +92,9 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
         loadConfig: @escaping ConfigLoader,
         logger: Logger
     ) {
-        self.config = config
-        self.fileConfig = config
+        self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
+        self.entries = config.advertisements.mapValues(Entry.init)
+        (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
         self.loadConfig = loadConfig
         self.manager = manager
@@ -107,17 +126,17 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     }
 
     public func list() async -> [String] {
-        config.names
+        names
     }
 
     public func reload() async throws(ReloadError) {
         // One at a time, in the order asked for: a slow reload of an older file must never be
         // applied after a newer one.
-        let previous = reloads
-        let (done, finish) = AsyncStream<Never>.makeStream()
-        reloads = Task { for await _ in done {} }
-        defer { finish.finish() }
-        await previous?.value
+        if reloading { await withCheckedContinuation { waitingReloads.append($0) } }
+        reloading = true
+        defer {
+            if waitingReloads.isEmpty { reloading = false } else { waitingReloads.removeFirst().resume() }
+        }
         guard !stopping else {
             logger.warning("reload refused: bleadvd is stopping")
             throw ReloadError("bleadvd is stopping; nothing was reloaded")
@@ -131,18 +150,26 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
             logger.error("reload refused, nothing changed: \(error)")
             throw ReloadError(error.description)
         }
-        if new.adapter != config.adapter || new.powerOn != config.powerOn {
+        if new.adapter != settings.adapter || new.powerOn != settings.powerOn {
             logger.warning("adapter and power_on changes take effect when bleadvd restarts")
         }
-        let added = new.names.filter { config.advertisements[$0] == nil && new.advertisements[$0]!.enabled }
-        var live = new
-        for name in new.names where new.advertisements[name] == fileConfig.advertisements[name] {
-            // The file did not change this one: the values set at run time stay.
-            live.advertisements[name] = config.advertisements[name]
+        let added = new.names.filter { entries[$0] == nil && new.advertisements[$0]!.enabled }
+        var next: [String: Entry] = [:]
+        for (name, configured) in new.advertisements {
+            // One the file did not change keeps the values set at run time, and any change on
+            // its way; one it changed starts from the file, its packet id going on.
+            if let entry = entries[name], entry.file == configured {
+                next[name] = entry
+            } else {
+                var entry = Entry(configured)
+                entry.packetID = entries[name]?.packetID ?? 0
+                entry.sending = entries[name]?.sending ?? false
+                entry.published = entries[name]?.published
+                next[name] = entry
+            }
         }
-        fileConfig = new
-        config = live
-        await module.configure(live.advertisements.mapValues(\.advertisement))
+        entries = next
+        await module.configure(next.mapValues(\.live.advertisement))
         for name in added { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s)")
     }
@@ -179,17 +206,18 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     /// STATUS= when the summary did. Called from the loop only.
     func publish(_ statuses: [String: BluetoothModule<C>.Status]) async {
         let states = states(statuses)
-        for (name, state) in states.sorted(by: { $0.key < $1.key }) where published[name]?.state != state.state {
-            await ControlService.stateChanged(name, state.state, on: connection)
-        }
         let before = statusLine()
-        published = states
+        for (name, state) in states.sorted(by: { $0.key < $1.key }) where entries[name] != nil {
+            let previous = entries[name]?.published?.state
+            entries[name]?.published = state
+            if previous != state.state { await ControlService.stateChanged(name, state.state, on: connection) }
+        }
         if ready, statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
     }
 
     /// One line for `systemctl status`: how many are on air, and why the others are not.
     func statusLine() -> String {
-        let wanted = published.filter(\.value.desired)
+        let wanted = entries.compactMapValues(\.published).filter(\.value.desired)
         let onAir = wanted.filter { $0.value.state == .on }.count
         var line = "\(onAir) of \(wanted.count) enabled advertisement(s) on air"
         let troubled = wanted.filter { $0.value.state != .on }.sorted { $0.key < $1.key }
@@ -205,9 +233,9 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     private func each(_ names: [String], _ body: (String) async throws(PeripheralError) -> Void) async throws(PeripheralError) {
         // Each name once, in the order given: a name repeated is one request, not one error each.
         var seen: Set<String> = []
-        let targets = (names.isEmpty ? config.names : names).filter { seen.insert($0).inserted }
+        let targets = (names.isEmpty ? self.names : names).filter { seen.insert($0).inserted }
         // All known, or nothing is done: the caller learns every name it got wrong at once.
-        let unknown = targets.filter { config.advertisements[$0] == nil }
+        let unknown = targets.filter { entries[$0] == nil }
         if !unknown.isEmpty { throw PeripheralError.unknownNames(unknown) }
         var failures: [(String, PeripheralError)] = []
         for name in targets {

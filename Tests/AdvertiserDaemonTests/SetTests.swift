@@ -50,6 +50,24 @@ struct SetTests {
         #expect(announced?.body.first == .string("kitchen"))
     }
 
+    @Test("a reload that changes an advertisement's table drops a value set before it and not sent yet")
+    func reloadDropsAStaleChange() async throws {
+        var (session, changes) = try await session()
+        try await session.daemon.set("kitchen", ["temperature": .double(22)])
+        _ = await changes.next()
+        try await session.daemon.set("kitchen", ["temperature": .double(23)])
+        try Self.config.replacingOccurrences(of: "temperature = 21.5", with: "temperature = 30.5")
+            .write(toFile: session.configPath, atomically: true, encoding: .utf8)
+
+        try await session.daemon.reload()
+        session.clock.advance(by: Daemon<ManualClock>.updateInterval)
+        for _ in 0..<100 { await Task.yield() }
+
+        // 23.00 °C is 0x08FC: it was set for the old table, and never goes on air.
+        #expect(!session.mock.calls.updated.contains { serviceData($0.advertisement)?[5...7] == [0x02, 0xFC, 0x08] })
+        #expect(try await session.ctl("status", "--json").output.contains("\"bthome.temperature\": \"30.5\""))
+    }
+
     @Test("1,000 sets in a burst reach BlueZ as a few updates, the last value last")
     func burstsCoalesce() async throws {
         var (session, changes) = try await session()
