@@ -52,12 +52,12 @@ after=$(kib VmRSS)
 printf 'refused reloads of a %d KB file: RSS %d KiB before, %d after 10, %d after %d (%+d KiB over the last %d)\n' \
   $((size / 1000)) "$before" "${after10:-0}" "$after" "$reloads" $((after - ${after10:-0})) $((reloads - 10))
 
-before=$(kib VmRSS)
-for ((i = 1; i <= calls; i++)); do
-  ms=$(/usr/bin/python3 - "$work/socket" <<'PY'
+# A Status call carrying 30 MB to NAME: the time to its error, and the error's name.
+big_status() {
+  /usr/bin/python3 - "$work/socket" "$1" <<'PY'
 import sys, time, dbus
 bus = dbus.bus.BusConnection("unix:path=" + sys.argv[1])
-call = dbus.lowlevel.MethodCallMessage("org.bleadvd.Advertiser", "/org/bleadvd/Advertiser", "org.bleadvd.Advertiser1", "Status")
+call = dbus.lowlevel.MethodCallMessage(sys.argv[2], "/org/bleadvd/Advertiser", "org.bleadvd.Advertiser1", "Status")
 call.append(dbus.ByteArray(b"\0" * 30_000_000), signature="ay")
 start = time.monotonic()
 try:
@@ -66,8 +66,12 @@ try:
 except dbus.DBusException as error:
     print(f"{(time.monotonic() - start) * 1000:.0f} ms, {error.get_dbus_name()}")
 PY
-)
-  printf '30 MB Status call %d: %s; RSS %d KiB (high-water mark %d)\n' "$i" "$ms" "$(kib VmRSS)" "$(kib VmHWM)"
+}
+before=$(kib VmRSS)
+for ((i = 1; i <= calls; i++)); do
+  printf '30 MB Status call %d: %s; RSS %d KiB (high-water mark %d)\n' "$i" "$(big_status org.bleadvd.Advertiser)" "$(kib VmRSS)" "$(kib VmHWM)"
 done
 printf 'RSS %d KiB before the calls, %d after\n' "$before" "$(kib VmRSS)"
+# The same call to a name nobody owns: what the bus alone takes to receive it and refuse it.
+printf '30 MB Status call to a name nobody owns (the bus alone): %s\n' "$(big_status org.bleadvd.Nobody)"
 kill -0 "$pid"

@@ -1,5 +1,8 @@
 internal import CDBus
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs one libdbus connection on one serial `DispatchQueue`: file-descriptor watches and
 /// timeouts become DispatchSources on that queue, and incoming messages are dispatched there.
@@ -93,7 +96,23 @@ final class DBusEventLoop: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !finished else { return }
         dbus_watch_handle(watch, flags)
+        // libdbus reads about 2 KiB per call. While a message is still incomplete and more of
+        // it waits on the socket, read on here (up to 1 MiB) instead of going back through the
+        // dispatch source for every 2 KiB: a 30 MB call took 250 ms that way, the bus 35.
+        var rounds = 1
+        while flags == DBUS_WATCH_READABLE.rawValue, rounds < 512, dbus_watch_get_enabled(watch) != 0,
+              dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_COMPLETE,
+              Self.hasInput(dbus_watch_get_unix_fd(watch)) {
+            dbus_watch_handle(watch, flags)
+            rounds += 1
+        }
         drain()
+    }
+
+    /// Whether `fd` has bytes to read now.
+    private static func hasInput(_ fd: Int32) -> Bool {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLIN) != 0
     }
 
     /// A timeout is due (a call waited too long for its reply).
