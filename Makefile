@@ -10,6 +10,8 @@ VERSION      ?= $(shell sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p
 BINDIR       = $(PREFIX)/bin
 SBINDIR      = $(PREFIX)/sbin
 MANDIR       = $(PREFIX)/share/man
+# The control interface's introspection, for readers and code generators.
+IFACEDIR     = $(PREFIX)/share/dbus-1/interfaces
 # Where systemd and the bus look, whatever PREFIX is.
 UNITDIR      ?= /etc/systemd/system
 SYSUSERSDIR  ?= /usr/lib/sysusers.d
@@ -57,7 +59,7 @@ demo: build ## boot the test bed and run bleadvd from the example config; see wh
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/30-demo.sh
 
-install: ## install stripped binaries, unit, D-Bus policy, sysusers, example config, man pages, completions
+install: ## install stripped binaries, unit, D-Bus policy and interface, sysusers, example config, man pages, completions
 	@# Nothing is written into .build: `sudo make install` leaves no root-owned files in your tree.
 	install -Dm755 -s $(RELEASE)/bleadvd $(DESTDIR)$(SBINDIR)/bleadvd
 	install -Dm755 -s $(RELEASE)/bleadvctl $(DESTDIR)$(BINDIR)/bleadvctl
@@ -66,6 +68,7 @@ install: ## install stripped binaries, unit, D-Bus policy, sysusers, example con
 	chmod 644 $(DESTDIR)$(UNITDIR)/bleadvd.service
 	install -Dm644 systemd/bleadvd.sysusers $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf
+	install -Dm644 systemd/org.bleadvd.Advertiser1.xml $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml
 	@# The config is the admin's: never overwrite one that exists.
 	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm644 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
 	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
@@ -87,7 +90,7 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 	@# start again from 0 for a key the config still has.
 	if [ -z "$(DESTDIR)" ]; then systemctl disable --now bleadvd.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(BINDIR)/bleadvctl $(DESTDIR)$(UNITDIR)/bleadvd.service \
-	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf \
+	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml \
 	  $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
 	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
 	if [ -z "$(DESTDIR)" ]; then \

@@ -15,17 +15,17 @@ public struct AdvertiserClient {
 
     /// Puts advertisements on air (all configured when `names` is empty).
     public func on(_ names: [String]) throws {
-        _ = try call("On", [.strings(names)])
+        _ = try call(.on, [.strings(names)])
     }
 
     /// Takes advertisements off air (all configured when `names` is empty).
     public func off(_ names: [String]) throws {
-        _ = try call("Off", [.strings(names)])
+        _ = try call(.off, [.strings(names)])
     }
 
     /// The state of every advertisement, by name.
     public func status() throws -> [String: AdvertisementState] {
-        let reply = try call("Status", expecting: "a{sa{sv}}")
+        let reply = try call(.status)
         var result: [String: AdvertisementState] = [:]
         for entry in reply[0].dictionaryEntries ?? [] {
             guard let name = entry.key.string, let state = AdvertisementState(entry.value) else {
@@ -38,23 +38,25 @@ public struct AdvertiserClient {
 
     /// The configured names.
     public func list() throws -> [String] {
-        try call("List", expecting: "as")[0].stringArray ?? []
+        try call(.list)[0].stringArray ?? []
     }
 
     /// Changes values of an advertisement on air (`bleadvctl set`): each value as typed; the
     /// daemon reads it as the type its key holds.
     public func set(_ name: String, _ values: [String: String]) throws {
-        _ = try call("Set", [.string(name), .variantDictionary(values.mapValues { .string($0) })])
+        _ = try call(.set, [.string(name), .variantDictionary(values.mapValues { .string($0) })])
     }
 
     /// Makes the daemon re-read its config file.
     public func reload() throws {
-        _ = try call("Reload")
+        _ = try call(.reload)
     }
 
-    private func call(_ member: String, _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil) throws -> [DBusValue] {
-        try connection.call(
-            destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: member,
-            arguments, expecting: expecting, timeout: timeout)
+    /// Calls `method`; a reply that is not what the contract declares is refused.
+    private func call(_ method: ControlAPI.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
+        assert(arguments.map(\.type) == method.inputs.map(\.type), "\(method.name)'s arguments are not as ControlAPI.Method declares")
+        return try connection.call(
+            destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: method.name,
+            arguments, expecting: DBusSignature(types: method.outputs.map(\.type)), timeout: timeout)
     }
 }

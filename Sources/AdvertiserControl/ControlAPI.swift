@@ -1,24 +1,19 @@
 public import DBus
 public import Peripheral
 
-/// The daemon's D-Bus contract. Any program can use it; `bleadvctl` is one.
+/// The daemon's D-Bus contract, written once: the server exports it, the client calls it, and
+/// tests hold the committed introspection (`systemd/org.bleadvd.Advertiser1.xml`), the bus
+/// policy and `bleadvd(8)` to it. Any program can use it; `bleadvctl` is one.
 ///
-/// - Bus name `org.bleadvd.Advertiser` on the system bus, object `/org/bleadvd/Advertiser`,
-///   interface `org.bleadvd.Advertiser1`:
-///   - `On(as names)`, `Off(as names)`: no names means every configured advertisement. `On`
-///     returns once BlueZ registered them all.
-///   - `Status() -> a{sa{sv}}`: per name `desired` b, `state` s (on, off, retrying, waiting,
-///     failed), `since_seconds` d, `values` a{ss} (its config values, as set now), and when set
-///     `id` s, `error` s, `error_code` s, `retry_in_seconds` d.
-///   - `List() -> as`: the configured names.
-///   - `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
-///   - `Set(s name, a{sv} values)`: changes values on air in place (BTHome measurements,
-///     beacon fields, raw fields by config key), checked as the config file is.
-///   - signal `ValuesChanged(s name, a{ss} values)` when changed values went to BlueZ.
-///   - signal `StateChanged(s name, s state)`, once per change; changes in quick succession
-///     are coalesced, so a listener may miss a passing state but always gets the latest.
-/// - Errors are named `org.bleadvd.Error.<Code>` after `PeripheralError.Code` (e.g.
-///   `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config.
+/// Bus name `org.bleadvd.Advertiser` on the system bus, object `/org/bleadvd/Advertiser`,
+/// interface `org.bleadvd.Advertiser1`; its members are ``Method`` and ``Signal``. Errors are
+/// named `org.bleadvd.Error.<Code>` after `PeripheralError.Code` (e.g.
+/// `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config
+/// (``errorNames``).
+///
+/// Adding a method: a case of ``Method`` with its arguments and whether everyone may call it,
+/// its handler in `ControlService` (the compiler asks for it), and its rule in the bus policy
+/// when everyone may call it; then the contract's tests say what else to update.
 public enum ControlAPI {
     /// bleadvd's version, which `--version` of both programs prints and the Makefile gives
     /// the .deb: the one place it is written.
@@ -42,5 +37,79 @@ public enum ControlAPI {
     /// A peripheral error as the daemon answers it.
     public static func dbusError(_ error: PeripheralError) -> DBusError {
         DBusError(errorName(error.code), error.message)
+    }
+
+    /// Every error name the daemon answers a call with.
+    public static let errorNames: [DBusError.Name] = PeripheralError.Code.allCases.map(errorName) + [configError]
+
+    /// A method of the control interface.
+    public enum Method: String, CaseIterable, Sendable {
+        /// `On(as names)`: puts advertisements on air (every configured one when `names` is
+        /// empty); returns once BlueZ registered them all.
+        case on = "On"
+        /// `Off(as names)`: takes advertisements off air (every configured one when empty).
+        case off = "Off"
+        /// `Status() -> a{sa{sv}}`: per name `desired` b, `state` s (on, off, retrying, waiting,
+        /// failed), `since_seconds` d, `values` a{ss} (its config values, as set now), and when
+        /// set `id` s, `error` s, `error_code` s, `retry_in_seconds` d.
+        case status = "Status"
+        /// `List() -> as`: the configured names.
+        case list = "List"
+        /// `Set(s name, a{sv} values)`: changes values on air in place (BTHome measurements,
+        /// beacon fields, raw fields by config key), checked as the config file is.
+        case set = "Set"
+        /// `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
+        case reload = "Reload"
+
+        /// The member name.
+        public var name: String { rawValue }
+
+        /// The arguments a call carries.
+        public var inputs: [DBusArgument] {
+            switch self {
+            case .on, .off: [DBusArgument("names", .array(.string))]
+            case .set: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))]
+            case .status, .list, .reload: []
+            }
+        }
+
+        /// The arguments of its reply.
+        public var outputs: [DBusArgument] {
+            switch self {
+            case .status: [DBusArgument("advertisements", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]
+            case .list: [DBusArgument("names", .array(.string))]
+            case .on, .off, .set, .reload: []
+            }
+        }
+
+        /// Whether everyone may call it: it only reads. The bus policy lets root, the group
+        /// `bleadvd` and the daemon's own user call the others.
+        public var isOpenToEveryone: Bool {
+            switch self {
+            case .status, .list: true
+            case .on, .off, .set, .reload: false
+            }
+        }
+    }
+
+    /// A signal of the control interface.
+    public enum Signal: String, CaseIterable, Sendable {
+        /// `StateChanged(s name, s state)`, once per change; changes in quick succession are
+        /// coalesced, so a listener may miss a passing state but always gets the latest.
+        case stateChanged = "StateChanged"
+        /// `ValuesChanged(s name, a{ss} values)` when changed values went to BlueZ: every key of
+        /// the advertisement with its value as the config file would write it.
+        case valuesChanged = "ValuesChanged"
+
+        /// The member name.
+        public var name: String { rawValue }
+
+        /// Its arguments.
+        public var arguments: [DBusArgument] {
+            switch self {
+            case .stateChanged: [DBusArgument("name", .string), DBusArgument("state", .string)]
+            case .valuesChanged: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .string))]
+            }
+        }
     }
 }

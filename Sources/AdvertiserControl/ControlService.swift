@@ -34,26 +34,35 @@ public struct ReloadError: Error, Hashable, Sendable {
 
 /// Serves the control API for an ``AdvertiserControlling`` on a connection.
 public enum ControlService {
-    /// Exports the control object. The caller owns the bus name (``ControlAPI/busName``).
+    /// Exports the control object: every ``ControlAPI/Method`` with its handler, every
+    /// ``ControlAPI/Signal``. The caller owns the bus name (``ControlAPI/busName``).
     public static func export(_ target: any AdvertiserControlling, on connection: DBusConnection) async throws {
-        let names = DBusArgument("names", .array(.string))
-        let methods = [
-            DBusMethod("On", inputs: [names]) { call in
-                try await perform { () throws(PeripheralError) in try await target.on(call.arguments[0].stringArray ?? []) }
-            },
-            DBusMethod("Off", inputs: [names]) { call in
-                try await perform { () throws(PeripheralError) in try await target.off(call.arguments[0].stringArray ?? []) }
-            },
-            DBusMethod("Status", outputs: [DBusArgument("advertisements", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]) { _ in
+        let methods = ControlAPI.Method.allCases.map { method in
+            DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: handler(method, target))
+        }
+        let signals = ControlAPI.Signal.allCases.map { DBusSignalDescription($0.name, arguments: $0.arguments) }
+        try await connection.export(
+            [DBusInterface(name: ControlAPI.interface, methods: methods, signals: signals)], at: ControlAPI.path)
+    }
+
+    /// What a call of `method` does; its arguments are checked against `method.inputs` already.
+    private static func handler(_ method: ControlAPI.Method, _ target: any AdvertiserControlling) -> DBusMethod.Handler {
+        switch method {
+        case .on:
+            { call in try await perform { () throws(PeripheralError) in try await target.on(call.arguments[0].stringArray ?? []) } }
+        case .off:
+            { call in try await perform { () throws(PeripheralError) in try await target.off(call.arguments[0].stringArray ?? []) } }
+        case .status:
+            { _ in
                 let status = await target.status()
                 return [.dictionary(
                     key: .string, value: .dictionary(key: .string, value: .variant),
                     status.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), $0.value.dbusValue) })]
-            },
-            DBusMethod("List", outputs: [DBusArgument("names", .array(.string))]) { _ in
-                [.strings(await target.list())]
-            },
-            DBusMethod("Set", inputs: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))]) { call in
+            }
+        case .list:
+            { _ in [.strings(await target.list())] }
+        case .set:
+            { call in
                 try await perform { () throws(PeripheralError) in
                     var values: [String: DBusValue] = [:]
                     for entry in call.arguments[1].dictionaryEntries ?? [] {
@@ -64,37 +73,36 @@ public enum ControlService {
                     }
                     try await target.set(call.arguments[0].string ?? "", values)
                 }
-            },
-            DBusMethod("Reload") { _ in
+            }
+        case .reload:
+            { _ in
                 do {
                     try await target.reload()
                 } catch let error as ReloadError {
                     throw DBusError(ControlAPI.configError, error.message)
                 }
                 return []
-            },
-        ]
-        let signals = [
-            DBusSignalDescription("StateChanged", arguments: [DBusArgument("name", .string), DBusArgument("state", .string)]),
-            DBusSignalDescription("ValuesChanged", arguments: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .string))]),
-        ]
-        try await connection.export(
-            [DBusInterface(name: ControlAPI.interface, methods: methods, signals: signals)], at: ControlAPI.path)
+            }
+        }
     }
 
     /// Announces a state change.
     public static func stateChanged(_ name: String, _ state: AdvertisementState.State, on connection: DBusConnection) async {
-        try? await connection.emit(
-            path: ControlAPI.path, interface: ControlAPI.interface, member: "StateChanged",
-            [.string(name), .string(state.rawValue)])
+        await emit(.stateChanged, [.string(name), .string(state.rawValue)], on: connection)
     }
 
     /// Announces that an advertisement's values changed on air: each key with its value as the
     /// config file would write it.
     public static func valuesChanged(_ name: String, _ values: [String: String], on connection: DBusConnection) async {
-        try? await connection.emit(
-            path: ControlAPI.path, interface: ControlAPI.interface, member: "ValuesChanged",
-            [.string(name), .dictionary(key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })])
+        await emit(.valuesChanged, [
+            .string(name),
+            .dictionary(key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) }),
+        ], on: connection)
+    }
+
+    private static func emit(_ signal: ControlAPI.Signal, _ arguments: [DBusValue], on connection: DBusConnection) async {
+        assert(arguments.map(\.type) == signal.arguments.map(\.type), "\(signal.name)'s arguments are not as ControlAPI.Signal declares")
+        try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: signal.name, arguments)
     }
 
     private static func perform(_ body: () async throws(PeripheralError) -> Void) async throws -> [DBusValue] {

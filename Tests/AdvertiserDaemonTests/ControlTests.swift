@@ -136,7 +136,7 @@ struct ControlTests {
         let session = try await DaemonSession()
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         let signals = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: "StateChanged"))
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name))
 
         _ = try await session.ctl("on", "door")
 
@@ -149,7 +149,7 @@ struct ControlTests {
         let session = try await DaemonSession()
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         var signals = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: "StateChanged")).makeAsyncIterator()
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name)).makeAsyncIterator()
 
         async let first: Void = session.daemon.on(["door"])
         async let second: Void = session.daemon.on(["door"])

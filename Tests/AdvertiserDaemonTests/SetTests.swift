@@ -25,7 +25,7 @@ struct SetTests {
         let session = try await DaemonSession(config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         let changes = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: "ValuesChanged"))
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name))
         _ = try await session.ctl("on", "kitchen")
         session.keep(listener)
         return (session, changes.makeAsyncIterator())
