@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Peripheral
+package import Peripheral
 import Synchronization
 
 /// Encrypted BTHome's counters, kept in a directory (the unit's `StateDirectory=`,
@@ -11,26 +11,26 @@ import Synchronization
 /// end of the counters reserved so far: the first counter that no run can have used. Counters are reserved ahead in blocks of
 /// ``block``: the file is written (and synced) before a block's first counter is used, so a
 /// crash at any moment skips at most the rest of a block and never reuses a value.
-public final class CounterDirectory: EncryptionCounters {
+package final class CounterDirectory: EncryptionCounters {
     /// How many counters one write reserves.
-    public static var block: UInt32 { 1024 }
+    package static var block: UInt32 { 1024 }
 
     /// The directory.
-    public let path: String
+    package let path: String
     private let state = Mutex<[String: (next: UInt32, reserved: UInt32)]>([:])
 
     /// Counters kept in `path` (created, mode 0700, when missing).
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
     /// The file that keeps `key`'s counter.
-    public func file(for key: BTHome.Key) -> String {
+    package func file(for key: BTHome.Key) -> String {
         path + "/bthome-" + key.checkValue + ".counter"
     }
 
     /// The next counter for `key`, reserving a new block in its file first when the last is used up.
-    public func next(for key: BTHome.Key) throws(PeripheralError) -> UInt32 {
+    package func next(for key: BTHome.Key) throws(PeripheralError) -> UInt32 {
         let file = file(for: key)
         return try state.withLock { counters throws(PeripheralError) -> UInt32 in
             var counter: (next: UInt32, reserved: UInt32)

@@ -6,12 +6,12 @@ import Logging
 import Peripheral
 
 /// Why the daemon cannot go on; bleadvd exits non-zero with it, and systemd restarts it.
-public struct DaemonFailure: Error, Hashable, Sendable, CustomStringConvertible {
+package struct DaemonFailure: Error, Hashable, Sendable, CustomStringConvertible {
     /// One line saying what happened and what to check.
-    public var description: String
+    package var description: String
 
     /// A failure.
-    public init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }
@@ -45,7 +45,7 @@ extension Daemon {
     ///   sent every half of it, each after a round trip through this actor and the bus.
     /// - Throws: ``DaemonFailure`` when the name is taken or refused, BlueZ cannot be watched,
     ///   or the bus connection is lost.
-    public func run(requests: AsyncStream<Request>, watchdog: Duration? = nil) async throws(DaemonFailure) {
+    package func run(requests: AsyncStream<Request>, watchdog: Duration? = nil) async throws(DaemonFailure) {
         let bluez = try await start()
         let changes = await module.changes()
         let busEvents = await connection.events()
@@ -107,7 +107,7 @@ extension Daemon {
     /// the module's — and the bus connection (the bus confirms that this connection still owns
     /// the control API's name), within `limit`. A wedge in any of them means no WATCHDOG=1, so
     /// systemd restarts bleadvd.
-    public nonisolated func heartbeat(within limit: Duration) async -> Bool {
+    package nonisolated func heartbeat(within limit: Duration) async -> Bool {
         await Deadline.within(limit, on: clock) { [module] in
             _ = await module.status()
             return await self.ownsName()

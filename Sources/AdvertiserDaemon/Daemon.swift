@@ -1,9 +1,9 @@
-public import AdvertiserConfig
-public import AdvertiserControl
+package import AdvertiserConfig
+package import AdvertiserControl
 import BluetoothModule
-public import DBus
-public import Logging
-public import Peripheral
+package import DBus
+package import Logging
+package import Peripheral
 
 /// bleadvd's work, apart from process concerns (arguments, signal handlers, exit): owns the
 /// control API's name, runs the ``BluetoothModule`` over a ``PeripheralManaging``, feeds it
@@ -11,18 +11,18 @@ public import Peripheral
 /// is its one loop, and every task the daemon starts is a child of that loop's task group; the
 /// control API's calls (``AdvertiserControlling``) go to the module directly, and what they
 /// change reaches the loop as the module's state.
-public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duration {
+package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duration {
     /// How long start-up waits for the enabled advertisements before reporting READY anyway.
-    public static var readyWait: Duration { .seconds(15) }
+    package static var readyWait: Duration { .seconds(15) }
     /// How long shutdown waits for BlueZ to unregister: a hung bluetoothd must not keep
     /// bleadvd from exiting within systemd's patience (and the 2 s it promises).
-    public static var stopWait: Duration { .milliseconds(1500) }
+    package static var stopWait: Duration { .milliseconds(1500) }
     /// The shortest time between two changes of one advertisement sent to BlueZ: values set
     /// faster than that are coalesced, the newest wins.
-    public static var updateInterval: Duration { .milliseconds(100) }
+    package static var updateInterval: Duration { .milliseconds(100) }
 
     /// What the process asks of the loop (from signals).
-    public enum Request: Sendable, Hashable {
+    package enum Request: Sendable, Hashable {
         /// Re-read the config (SIGHUP).
         case reload
         /// Take everything off air and return (SIGTERM, SIGINT).
@@ -30,7 +30,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     }
 
     /// Reads a config file: how `reload` reads it again.
-    public typealias ConfigLoader = @Sendable (String) async throws(ConfigError) -> DaemonConfig
+    package typealias ConfigLoader = @Sendable (String) async throws(ConfigError) -> DaemonConfig
 
     let configPath: String
     let loadConfig: ConfigLoader
@@ -85,7 +85,7 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
     ///   - counters: where encrypted BTHome's counters are kept (bleadvd's `--state-directory`).
     ///   - loadConfig: reads the file at reload; bleadvd's reads it in a child process first, so
     ///     that a file the TOML library crashes on cannot take the daemon down.
-    public init(
+    package init(
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
         counters: (any EncryptionCounters)? = nil,
@@ -109,27 +109,27 @@ public actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duratio
 
     // MARK: AdvertiserControlling
 
-    public func on(_ names: [String]) async throws(PeripheralError) {
+    package func on(_ names: [String]) async throws(PeripheralError) {
         try await each(names) { [module] name throws(PeripheralError) in try await Self.typed { try await module.on(name) } }
     }
 
-    public func off(_ names: [String]) async throws(PeripheralError) {
+    package func off(_ names: [String]) async throws(PeripheralError) {
         try await each(names) { [module] name throws(PeripheralError) in try await Self.typed { try await module.off(name) } }
     }
 
-    public func status() async -> [String: AdvertisementState] {
+    package func status() async -> [String: AdvertisementState] {
         states(await module.status())
     }
 
-    public func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError) {
+    package func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError) {
         try change(name, values)
     }
 
-    public func list() async -> [String] {
+    package func list() async -> [String] {
         names
     }
 
-    public func reload() async throws(ReloadError) {
+    package func reload() async throws(ReloadError) {
         // One at a time, in the order asked for: a slow reload of an older file must never be
         // applied after a newer one.
         if reloading { await withCheckedContinuation { waitingReloads.append($0) } }

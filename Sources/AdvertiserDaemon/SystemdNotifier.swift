@@ -4,22 +4,22 @@ import Glibc
 
 /// `sd_notify` without libsystemd: one datagram to `$NOTIFY_SOCKET` (a path, or `@name` for
 /// the abstract namespace). Without the variable (not started by systemd) it does nothing.
-public struct SystemdNotifier: Sendable {
+package struct SystemdNotifier: Sendable {
     private let socketPath: String?
 
     /// A notifier for the socket systemd gave this process, if any.
-    public init(environment: [String: String]) {
+    package init(environment: [String: String]) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The watchdog interval systemd asked for (`$WATCHDOG_USEC`), if any.
-    public static func watchdogInterval(environment: [String: String]) -> Duration? {
+    package static func watchdogInterval(environment: [String: String]) -> Duration? {
         guard let text = environment["WATCHDOG_USEC"], let usec = Int64(text), usec > 0 else { return nil }
         return .microseconds(usec)
     }
 
     /// `RELOADING=1` with the `MONOTONIC_USEC=` systemd wants alongside it.
-    public func reloading() {
+    package func reloading() {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         notify("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
@@ -29,7 +29,7 @@ public struct SystemdNotifier: Sendable {
     /// sd_notify's are, and so is a socket whose queue is full: a daemon that waited there until
     /// the reader caught up would answer nothing meanwhile (a socket nobody read hung bleadvd
     /// after its tenth status change).
-    public func notify(_ state: String) {
+    package func notify(_ state: String) {
         guard let socketPath else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return }

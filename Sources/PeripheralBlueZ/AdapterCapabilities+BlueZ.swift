@@ -1,11 +1,11 @@
-public import DBus
-public import Peripheral
+package import DBus
+package import Peripheral
 
 extension AdapterCapabilities {
     /// The adapters in a `GetManagedObjects` reply from BlueZ that can advertise (those with an
     /// `LEAdvertisingManager1`), sorted by name. Properties of the wrong type are ignored, as if
     /// absent, rather than trusted.
-    public static func fromManagedObjects(_ reply: DBusValue) -> [AdapterCapabilities] {
+    package static func fromManagedObjects(_ reply: DBusValue) -> [AdapterCapabilities] {
         guard let objects = reply.dictionaryEntries else { return [] }
         var adapters: [AdapterCapabilities] = []
         for object in objects {
@@ -25,7 +25,7 @@ extension AdapterCapabilities {
     }
 
     /// Capabilities from an adapter's `Adapter1` and `LEAdvertisingManager1` properties.
-    public init(name: String, adapter: [String: DBusValue], advertisingManager manager: [String: DBusValue]) {
+    package init(name: String, adapter: [String: DBusValue], advertisingManager manager: [String: DBusValue]) {
         let capabilities = manager["SupportedCapabilities"]?.variantDictionary ?? [:]
         let power = (capabilities["MinTxPower"]?.int16, capabilities["MaxTxPower"]?.int16)
         self.init(

@@ -1,13 +1,10 @@
-public import DBus
-public import Peripheral
+package import DBus
+package import Peripheral
 
 extension Advertisement {
-    /// The `org.bluez.LEAdvertisement1` interface name.
-    public static let bluezInterface = "org.bluez.LEAdvertisement1"
-
     /// The properties BlueZ 5.66 reads for this advertisement: exactly those that are set, each
     /// with the signature BlueZ's parser expects (a wrong type is "Failed to parse advertisement.").
-    public var bluezProperties: [String: DBusValue] {
+    package var bluezProperties: [String: DBusValue] {
         var properties: [String: DBusValue] = ["Type": .string(kind.rawValue)]
         if !serviceUUIDs.isEmpty { properties["ServiceUUIDs"] = .strings(serviceUUIDs.map(\.uuidString)) }
         if !solicitUUIDs.isEmpty { properties["SolicitUUIDs"] = .strings(solicitUUIDs.map(\.uuidString)) }

@@ -1,18 +1,18 @@
-public import DBus
+package import DBus
 import Peripheral
 
 /// The names BlueZ uses on the bus: its service, its interfaces, where its objects live.
-public enum BlueZ {
+package enum BlueZ {
     /// bluetoothd's well-known name.
-    public static let service = "org.bluez"
+    package static let service = "org.bluez"
     /// The path of BlueZ's object manager.
-    public static let root: DBusObjectPath = .root
+    package static let root: DBusObjectPath = .root
     /// An adapter (hci0, ...).
-    public static let adapterInterface = "org.bluez.Adapter1"
+    package static let adapterInterface = "org.bluez.Adapter1"
     /// An adapter's advertising manager (present once the controller can advertise).
-    public static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
+    package static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
     /// What BlueZ calls on a registered advertisement, and what it reads.
-    public static let advertisementInterface = "org.bluez.LEAdvertisement1"
+    package static let advertisementInterface = "org.bluez.LEAdvertisement1"
 
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     static let propertiesInterface = "org.freedesktop.DBus.Properties"

@@ -10,9 +10,9 @@ public import Peripheral
 /// The manager runs on its connection's executor: no hop between the two.
 public actor BlueZPeripheralManager: PeripheralManaging {
     /// Where advertisement objects are exported: `/org/bleadvd/advertisement/N`.
-    public static let objectRoot: DBusObjectPath = "/org/bleadvd/advertisement"
+    package static let objectRoot: DBusObjectPath = "/org/bleadvd/advertisement"
     /// How long a call to BlueZ may take. Registration waits on the controller.
-    public static let callTimeout: Duration = .seconds(10)
+    package static let callTimeout: Duration = .seconds(10)
 
     /// A registered advertisement: where it is exported and which adapter has it.
     struct Registration {

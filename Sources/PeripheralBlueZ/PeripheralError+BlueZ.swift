@@ -1,11 +1,11 @@
-public import DBus
-public import Peripheral
+package import DBus
+package import Peripheral
 
 extension PeripheralError {
     /// Translates an error from BlueZ or the bus into a code and a message a person can act on.
     /// This is the one place BlueZ's error names are mapped; an unknown name keeps its name in
     /// the message under the `unknown` code.
-    public init(bluez error: DBusError) {
+    package init(bluez error: DBusError) {
         let detail = error.message.isEmpty ? "" : " (BlueZ: \(error.message))"
         switch error.name.rawValue {
         case "org.bluez.Error.NotPermitted" where error.message.contains("Maximum advertisements"):
