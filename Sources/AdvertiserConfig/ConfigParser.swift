@@ -13,7 +13,8 @@ public enum ConfigParser {
     /// The most advertisements one file may define.
     public static let maximumAdvertisements = 1000
 
-    /// Reads and parses the file at `path`.
+    /// Reads and parses the file at `path`, in this process: toml++ aborts on some malformed
+    /// files, so a program that must survive any file loads it through ``ConfigCheck`` instead.
     public static func load(path: String) throws(ConfigError) -> DaemonConfig {
         try parse(try contents(of: path), file: path)
     }
