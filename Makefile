@@ -52,6 +52,16 @@ testbed-systemd-test: deb ## the .deb and make install under systemd as PID 1 in
 	scripts/make-deb.sh $(VERSION) 2
 	testbed/run.sh --systemd testbed/systemd-scenarios/*.sh
 
+testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12) under systemd with its bluetooth.service, on controllers without extended advertising; bookworm's daemon scenario on such controllers
+	testbed/setup.sh bookworm trixie
+	@# 62 upgrades to a newer build of the same binaries.
+	scripts/make-deb.sh $(VERSION) 2
+	@# 30 (preview against btmon) waits for preview to know BlueZ 5.77's flags (#24).
+	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/20-*.sh \
+	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh \
+	  testbed/systemd-scenarios/60-*.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
+	testbed/run.sh --legacy testbed/scenarios/20-*.sh
+
 test: ## everything: unit, bus, daemon, unit file and end-to-end tests
 	@scripts/test-all.sh
 

@@ -44,6 +44,7 @@ step "API documentation" make --no-print-directory docs
 step "fuzzing, a short run of each target" make --no-print-directory fuzz-smoke
 step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test
 step "the package under systemd (PID 1) in the VM test bed" make --no-print-directory testbed-systemd-test
+step "the other stacks in the VM test bed: trixie, controllers without extended advertising" make --no-print-directory testbed-stacks-test
 
 printf '\ntests: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ]

@@ -47,6 +47,8 @@ def main():
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between the kill and the start")
     parser.add_argument("--timeout", type=float, default=15)
     parser.add_argument("--log", default="/dev/null", help="bluetoothd's output is appended here")
+    parser.add_argument("--service", action="store_true",
+                        help="start the distribution's bluetooth.service, not bluetoothd -n -E by hand")
     args = parser.parse_args()
     bus = dbus.SystemBus()
     bus_daemon = bus.get_object("org.freedesktop.DBus", "/org/freedesktop/DBus")
@@ -60,7 +62,12 @@ def main():
         log.write(b"---- crash %d\n" % crash)
         log.flush()
         started = time.monotonic()
-        subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", "-E"], stdout=log, stderr=log)
+        if args.service:
+            # reset-failed: twenty starts in a row would hit systemd's start limit.
+            subprocess.run(["systemctl", "reset-failed", "bluetooth.service"], check=False)
+            subprocess.run(["systemctl", "start", "--no-block", "bluetooth.service"], check=True)
+        else:
+            subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n", "-E"], stdout=log, stderr=log)
         back = wait(lambda: active_instances(bus) is not None, args.timeout)
         if back is None:
             print("crash %d: LEAdvertisingManager1 not back within %.0f s" % (crash, args.timeout))

@@ -5,6 +5,10 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 export TESTBED_ROOT=$(cd "$here/.." && pwd)
 export TESTBED_WORK=/tmp/testbed
+# bluetoothd is started by hand here, with -E (lib.sh's start_bluetoothd); the controllers are
+# btvirt's default LE 5.2 ones, or without extended advertising (TESTBED_CONTROLLERS=legacy).
+export TESTBED_BLUETOOTHD=hand
+export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
 mkdir -p "$TESTBED_WORK"
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 . "$here/lib.sh"
@@ -37,11 +41,11 @@ adapter_ready() { # adapter_ready hciN: bluetoothd offers LEAdvertisingManager1 
 # out while btvirt is still creating the next one ("hci0: Opcode 0x0c03 failed: -110"); such a
 # controller never reaches bluetoothd. Recreate both until both are ready.
 for attempt in 1 2 3 4; do
-  btvirt -l2 >> "$TESTBED_WORK/btvirt.log" 2>&1 &
+  btvirt $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
   wait_for 30 "hci0 and hci1" '[ -e /sys/class/bluetooth/hci0 ] && [ -e /sys/class/bluetooth/hci1 ]' \
     || fail_setup "btvirt did not create hci0 and hci1"
   sleep 2
-  /usr/libexec/bluetooth/bluetoothd -n -E >> "$TESTBED_WORK/bluetoothd.log" 2>&1 &
+  start_bluetoothd
   if wait_for 20 "hci0 and hci1 in bluetoothd" 'adapter_ready hci0 && adapter_ready hci1'; then
     break
   fi
@@ -57,6 +61,6 @@ for hci in hci0 hci1; do
   dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$hci" org.freedesktop.DBus.Properties.Set \
     string:org.bluez.Adapter1 string:Powered variant:boolean:true > /dev/null || fail_setup "cannot power $hci on"
 done
-echo "testbed: BlueZ $(/usr/libexec/bluetooth/bluetoothd --version) up $(elapsed "$boot_started") s after the guest started"
+echo "testbed: $(stack_banner), up $(elapsed "$boot_started") s after the guest started"
 
 run_scenarios "$@"

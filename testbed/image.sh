@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Builds the disk image of the systemd test bed: a minimal Debian 12 whose PID 1 is systemd,
-# with the distribution's own dbus.service and bluetooth.service, as on a user's gateway.
+# Builds the disk image of the systemd test bed for one Debian suite: a minimal Debian whose
+# PID 1 is systemd, with the suite's own dbus.service and bluetooth.service, as on a user's
+# gateway, and the suite's kernel.
 #
-#   testbed/image.sh        -> $TESTBED_CACHE/systemd.img (raw ext4), rebuilt when this file changes
+#   testbed/image.sh [SUITE]   SUITE: bookworm (default), trixie or sid
+#     -> $TESTBED_CACHE/systemd-SUITE.img (raw ext4), rebuilt when this file changes
+#     -> $TESTBED_CACHE/kernel-SUITE/ (vmlinuz-VERSION, lib/modules/VERSION, version), except
+#        for bookworm, whose kernel testbed/setup.sh fetches for the host-root test bed too
+#
+# sid moves every day: its image is rebuilt when older than a day.
 #
 # The image holds no bleadvd: scenarios install it the way a user does (dpkg -i, make install).
 # It holds one unit of ours, testbed-runner.service, which mounts the repository (shared by the
@@ -14,10 +20,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-image=$TESTBED_CACHE/systemd.img
-stamp=$TESTBED_CACHE/systemd.img.recipe
+suite=${1:-bookworm}
+case "$suite" in bookworm|trixie|sid) ;; *) echo "testbed-image: no suite $suite (bookworm, trixie or sid)" >&2; exit 2 ;; esac
+image=$TESTBED_CACHE/systemd-$suite.img
+stamp=$image.recipe
+kernel=$TESTBED_CACHE/kernel-$suite
 recipe=$(sha256sum "$here/image.sh" | cut -d' ' -f1)
-if [[ -s "$image" && "$(cat "$stamp" 2>/dev/null)" == "$recipe" ]]; then
+if [[ -s "$image" && "$(cat "$stamp" 2>/dev/null)" == "$recipe" ]] \
+   && [[ "$suite" != sid || -z "$(find "$image" -mmin +1440)" ]]; then
   exit 0
 fi
 
@@ -28,12 +38,31 @@ trap 'rm -rf "$root"' EXIT
 
 # What a Bluetooth gateway has, plus what the scenarios use: btvirt (bluez-test-tools) for the
 # two virtual controllers, python3-dbus/gi for the observer on hci1, make and binutils (strip)
-# for `make install`.
-packages=systemd-sysv,dbus,bluez,bluez-test-tools,kmod,udev,procps,make,binutils,python3,python3-dbus,python3-gi
-log "bootstrapping Debian bookworm ($packages)"
-mmdebstrap --quiet --variant=minbase --include="$packages" bookworm "$root" http://deb.debian.org/debian
+# for `make install`, a venv with the decoders we did not write (bthome-ble, beacontools),
+# and the suite's kernel except on bookworm.
+packages=systemd-sysv,dbus,bluez,bluez-test-tools,kmod,udev,procps,make,binutils,python3,python3-dbus,python3-gi,python3-venv
+[[ "$suite" == bookworm ]] || packages+=,linux-image-amd64
+log "bootstrapping Debian $suite ($packages)"
+mmdebstrap --quiet --variant=minbase --include="$packages" "$suite" "$root" http://deb.debian.org/debian
+chroot "$root" python3 -m venv /opt/testbed-decoders
+# pip in the image trusts what this machine trusts (a proxy's certificate authority, say).
+cp -L /etc/ssl/certs/ca-certificates.crt "$root/tmp/host-ca.crt"
+chroot "$root" env -u PIP_FIND_LINKS SSL_CERT_FILE=/tmp/host-ca.crt REQUESTS_CA_BUNDLE=/tmp/host-ca.crt PIP_CERT=/tmp/host-ca.crt \
+  /opt/testbed-decoders/bin/pip install -q \
+  --disable-pip-version-check "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION"
+rm -f "$root/tmp/host-ca.crt"
+if [[ "$suite" != bookworm ]]; then
+  # The kernel boots from the host (vng --run) and its modules are shared from the host's
+  # /lib/modules (testbed/setup.sh puts them there): both leave the image.
+  kver=$(ls "$root/usr/lib/modules" | head -n1)
+  rm -rf "$kernel" && mkdir -p "$kernel/lib/modules"
+  cp "$root/boot/vmlinuz-$kver" "$kernel/"
+  cp -a "$root/usr/lib/modules/$kver" "$kernel/lib/modules/"
+  echo "$kver" > "$kernel/version"
+  rm -rf "$root/boot/"* "$root/usr/lib/modules/$kver"
+fi
 
-echo bleadvd-testbed > "$root/etc/hostname"
+echo "bleadvd-$suite" > "$root/etc/hostname"
 # The serial console is the run's output: no login prompt on it, no boot status over it.
 for unit in getty.target serial-getty@.service console-getty.service; do
   ln -sf /dev/null "$root/etc/systemd/system/$unit"
@@ -78,6 +107,6 @@ ln -sf testbed-runner.target "$root/etc/systemd/system/default.target"
 
 log "writing $image"
 rm -f "$image"
-mke2fs -q -t ext4 -L bleadvd-systemd -d "$root" "$image" 2G
+mke2fs -q -t ext4 -L "bleadvd-$suite" -d "$root" "$image" 2G
 echo "$recipe" > "$stamp"
 log "ready ($(du -h --apparent-size "$image" | cut -f1), $(du -h "$image" | cut -f1) used, $(("$(date +%s)" - started)) s)"

@@ -42,9 +42,12 @@ observe_until() {
 }
 
 # decode KIND ARGS...: testbed/decode.py in the decoder venv (Home Assistant's bthome-ble,
-# beacontools): parsers we did not write.
+# beacontools): parsers we did not write. The images have their own (their Python is not the
+# host's); the host-root test bed uses the one testbed/setup.sh made.
 decode() {
-  "${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python" "$TESTBED_ROOT/testbed/decode.py" "$@"
+  local python=/opt/testbed-decoders/bin/python
+  [[ -x "$python" ]] || python=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python
+  "$python" "$TESTBED_ROOT/testbed/decode.py" "$@"
 }
 
 # heard_service_data UUID: the service data for UUID (128-bit form) hci1 hears now, in hex.
@@ -103,11 +106,11 @@ run_scenarios() {
     start=$(date +%s.%N)
     if timeout 420 bash "$scenario" > "$out" 2>&1; then
       passed=$((passed + 1))
-      echo "PASS $name ($(elapsed "$start") s)"
+      echo "PASS $name [$(stack_label)] ($(elapsed "$start") s)"
       sed 's/^/    /' "$out"
     else
       failed=$((failed + 1))
-      printf 'FAIL %s\n---- scenario output\n' "$name"
+      printf 'FAIL %s [%s]\n---- scenario output\n' "$name" "$(stack_label)"
       cat "$out"
       show_diagnostics
     fi
@@ -138,9 +141,10 @@ show_diagnostics() {
 }
 
 # --- bleadvd in the bed -----------------------------------------------------------------------
-# The release binaries `make build` made (the guest shares the host's file system). Under
-# systemd (testbed/run.sh --systemd) scenarios use what they installed, by its full path.
-if [[ ! -d /run/systemd/system ]]; then
+# The release binaries `make build` made (the guest sees the repository), for the scenarios in
+# testbed/scenarios/. Those in testbed/systemd-scenarios/ use what they installed, by its full
+# path.
+if [[ "$(basename "$(dirname "$(realpath "$0")")")" == scenarios ]]; then
   BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/release}
   export PATH="$BLEADVD_BIN:$PATH"
 fi
@@ -169,7 +173,9 @@ fail() {
   exit 1
 }
 
-# install_policy: bleadvd's D-Bus policy on the guest's system bus (its /etc is an overlay).
+# install_policy: bleadvd's D-Bus policy on the guest's system bus (its /etc is an overlay, or
+# a snapshot); stop_bleadvd takes it away again, so that a package scenario after this one in
+# the same boot finds the system as the package left it.
 install_policy() {
   mkdir -p /etc/dbus-1/system.d
   cp "$TESTBED_ROOT/systemd/org.bleadvd.Advertiser.conf" /etc/dbus-1/system.d/
@@ -190,10 +196,52 @@ start_bleadvd() {
     || { cat "$TESTBED_WORK/bleadvd.log"; return 1; }
 }
 
-# stop_bleadvd: SIGTERM, and wait for it to exit.
+# stop_bleadvd: SIGTERM, wait for it to exit, and take the policy install_policy put in /etc.
 stop_bleadvd() {
-  kill -TERM "$BLEADVD_PID" 2>/dev/null || return 0
-  wait "$BLEADVD_PID" 2>/dev/null || true
+  if kill -TERM "$BLEADVD_PID" 2>/dev/null; then
+    wait "$BLEADVD_PID" 2>/dev/null || true
+  fi
+  rm -f /etc/dbus-1/system.d/org.bleadvd.Advertiser.conf
+  dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.ReloadConfig > /dev/null 2>&1 || true
+}
+
+# --- the stack --------------------------------------------------------------------------------
+# btvirt_options: two controllers, LE without extended advertising when TESTBED_CONTROLLERS is
+# legacy (btvirt -L, as a Raspberry Pi's onboard radio), else btvirt's default LE 5.2 ones.
+btvirt_options() {
+  if [[ "${TESTBED_CONTROLLERS:-extended}" == legacy ]]; then echo "-L -l2"; else echo "-l2"; fi
+}
+
+# stack_banner: the suite, kernel, BlueZ, D-Bus and systemd versions, how bluetoothd runs and
+# what the controllers are, on one line.
+stack_banner() {
+  local suite
+  suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-$ID}")
+  printf 'stack %s: kernel %s, BlueZ %s (%s), dbus %s%s, controllers %s' "$suite" "$(uname -r)" \
+    "$(/usr/libexec/bluetooth/bluetoothd --version)" \
+    "$([[ $TESTBED_BLUETOOTHD == service ]] && echo "bluetooth.service" || echo "by hand, -E")" \
+    "$(dbus-daemon --version | head -n1 | awk '{print $NF}')" \
+    "$([[ -d /run/systemd/system ]] && echo ", systemd $(systemctl --version | head -n1 | cut -d' ' -f2) as PID 1")" \
+    "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")"
+}
+
+# stack_label: the stack in a few words, for PASS and FAIL lines: suite, controllers, bluetoothd.
+stack_label() {
+  printf '%s, %s controllers, bluetoothd %s' "$(. /etc/os-release && echo "${VERSION_CODENAME:-$ID}")" \
+    "${TESTBED_CONTROLLERS:-extended}" "$([[ ${TESTBED_BLUETOOTHD:-hand} == service ]] && echo "by bluetooth.service" || echo "-E by hand")"
+}
+
+# start_bluetoothd: bluetoothd as this guest runs it: by hand with -E (guest.sh), or the
+# distribution's bluetooth.service (systemd-guest.sh; reset-failed, or a crash loop would hit
+# systemd's start limit).
+start_bluetoothd() {
+  if [[ "${TESTBED_BLUETOOTHD:-hand}" == service ]]; then
+    systemctl reset-failed bluetooth.service 2>/dev/null || true
+    systemctl start bluetooth.service
+  else
+    /usr/libexec/bluetooth/bluetoothd -n -E >> "$TESTBED_WORK/bluetoothd.log" 2>&1 &
+  fi
 }
 
 # fresh_bluetoothd: bluetoothd stopped and started again with both adapters powered and
@@ -201,7 +249,7 @@ stop_bleadvd() {
 fresh_bluetoothd() {
   pkill -x bluetoothd || true
   wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
-  /usr/libexec/bluetooth/bluetoothd -n -E >> "$TESTBED_WORK/bluetoothd.log" 2>&1 &
+  start_bluetoothd
   local hci
   for hci in hci0 hci1; do
     wait_for 20 "$hci's advertising manager" \
@@ -214,5 +262,5 @@ fresh_bluetoothd() {
 restart_bluetoothd() {
   pkill -9 -x bluetoothd
   wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
-  /usr/libexec/bluetooth/bluetoothd -n -E >> "$TESTBED_WORK/bluetoothd.log" 2>&1 &
+  start_bluetoothd
 }

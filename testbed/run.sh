@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Boots the BlueZ test bed VM once and runs scenario scripts in it.
 #
-#   testbed/run.sh SCENARIO.sh...            e.g. testbed/run.sh testbed/scenarios/*.sh
-#   testbed/run.sh --systemd SCENARIO.sh...  e.g. testbed/run.sh --systemd testbed/systemd-scenarios/*.sh
+#   testbed/run.sh [--legacy] SCENARIO.sh...              e.g. testbed/run.sh testbed/scenarios/*.sh
+#   testbed/run.sh --systemd [--stack SUITE] [--legacy] SCENARIO.sh...
+#                                            e.g. testbed/run.sh --systemd testbed/systemd-scenarios/*.sh
 #
 # By default the guest shares this machine's root file system read-only (writes go to a
 # throw-away overlay), starts a system bus, two virtual controllers (hci0 advertises, hci1
 # listens) and bluetoothd -E by hand, then runs each scenario as root (testbed/guest.sh).
-# With --systemd the guest boots the Debian image testbed/image.sh made, with systemd as PID 1
-# and the distribution's dbus.service and bluetooth.service; it sees only this repository (at
-# the same path, read-only) and runs the scenarios from testbed/systemd-guest.sh. Its writes
-# are thrown away.
+# With --systemd the guest boots the Debian image testbed/image.sh made for SUITE (bookworm,
+# trixie or sid; default bookworm) on that suite's kernel, with systemd as PID 1 and the
+# distribution's dbus.service and bluetooth.service (bluetoothd as the distribution starts it,
+# without -E); it sees only this repository (at the same path, read-only) and runs the
+# scenarios from testbed/systemd-guest.sh: testbed/systemd-scenarios/ install the package,
+# testbed/scenarios/ run the release binaries. Its writes are thrown away.
+# --legacy makes the two controllers without extended advertising (btvirt -L), as a Raspberry
+# Pi's onboard radio.
 # Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
 # testbed/setup.sh, or while another run is under way.
 # Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM.
@@ -20,9 +25,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-systemd=0
-if [[ "${1:-}" == --systemd ]]; then systemd=1; shift; fi
-(($#)) || { echo "usage: testbed/run.sh [--systemd] SCENARIO.sh..." >&2; exit 2; }
+usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid]] [--legacy] SCENARIO.sh..."
+systemd=0 suite=bookworm controllers=extended
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --systemd) systemd=1; shift ;;
+    --stack) [[ "${2:-}" =~ ^(bookworm|trixie|sid)$ ]] || { echo "$usage" >&2; exit 2; }; suite=$2; shift 2 ;;
+    --legacy) controllers=legacy; shift ;;
+    *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
+(($#)) || { echo "$usage" >&2; exit 2; }
+((systemd)) || [[ "$suite" == bookworm ]] || { echo "testbed: --stack $suite needs --systemd (only bookworm shares this machine's root)" >&2; exit 2; }
 [[ -x "$TESTBED_VNG" && -s "$TESTBED_CACHE/kernel-version" ]] || {
   echo "testbed: not set up; run testbed/setup.sh first" >&2; exit 2; }
 
@@ -32,7 +46,8 @@ for s in "$@"; do
   scenarios+=("$(cd "$(dirname "$s")" && pwd)/$(basename "$s")")
 done
 if ((systemd)); then
-  [[ -s "$TESTBED_CACHE/systemd.img" ]] || { echo "testbed: no systemd image; run testbed/setup.sh first" >&2; exit 2; }
+  image=$TESTBED_CACHE/systemd-$suite.img
+  [[ -s "$image" ]] || { echo "testbed: no $suite image; run testbed/setup.sh $suite first" >&2; exit 2; }
   # The guest sees the repository only, and finds the scenarios by their paths in it.
   relative=()
   for s in "${scenarios[@]}"; do
@@ -40,23 +55,29 @@ if ((systemd)); then
       echo "testbed: a --systemd scenario must be in the repository, its path without spaces or commas: $s" >&2; exit 2; }
     relative+=("${s#"$TESTBED_ROOT/"}")
   done
-  mode=(--systemd --root-disk "$TESTBED_CACHE/systemd.img" --root-fstype ext4 --rw
+  mode=(--systemd --root-disk "$image" --root-fstype ext4 --rw
         --qemu-opts "-snapshot -virtfs local,path=$TESTBED_ROOT,mount_tag=bleadvd-repo,security_model=none,readonly=on"
-        --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}")")
+        --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.stack=$suite bleadvd_testbed.controllers=$controllers bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}")")
 else
-  mode=(--exec "$here/guest.sh ${scenarios[*]}")
+  mode=(--exec "env TESTBED_CONTROLLERS=$controllers $here/guest.sh ${scenarios[*]}")
 fi
 
 # Two runs at once would write the same console and result files (and load two VMs on the CPUs).
 exec 9> "$TESTBED_CACHE/run.lock"
 flock -n 9 || { echo "testbed: another test bed run is under way (lock $TESTBED_CACHE/run.lock)" >&2; exit 2; }
 
-kver=$(cat "$TESTBED_CACHE/kernel-version")
+if [[ "$suite" == bookworm ]]; then
+  kver=$(cat "$TESTBED_CACHE/kernel-version")
+  vmlinuz=$TESTBED_CACHE/kernel/boot/vmlinuz-$kver
+else
+  kver=$(cat "$TESTBED_CACHE/kernel-$suite/version")
+  vmlinuz=$TESTBED_CACHE/kernel-$suite/vmlinuz-$kver
+fi
 started=$(date +%s)
-echo "testbed: booting kernel $kver$( ((systemd)) && echo " with systemd as PID 1") for ${#scenarios[@]} scenario(s)" >&2
+echo "testbed: booting $suite's kernel $kver$( ((systemd)) && echo " with systemd as PID 1")$( [[ $controllers == legacy ]] && echo ", controllers without extended advertising") for ${#scenarios[@]} scenario(s)" >&2
 # vng dies at once when standard input is closed (as in CI): give it /dev/null.
 PATH="$TESTBED_CACHE/venv/bin:$PATH" "$TESTBED_VNG" \
-  --run "$TESTBED_CACHE/kernel/boot/vmlinuz-$kver" --disable-kvm \
+  --run "$vmlinuz" --disable-kvm \
   --memory "${BLEADVD_TESTBED_MEMORY:-2G}" --cpus "${BLEADVD_TESTBED_CPUS:-2}" \
   "${mode[@]}" < /dev/null 2>&1 \
   | tee "$TESTBED_CACHE/console.log" \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs and caches what the BlueZ test bed VM needs. Idempotent: a second run only checks.
 #
-#   testbed/setup.sh            install packages, fetch the kernel, install virtme-ng, build
-#                               the systemd test bed's Debian image (testbed/image.sh)
+#   testbed/setup.sh [SUITE...] install packages, fetch the kernel, install virtme-ng, build
+#                               the systemd test bed's Debian image of each SUITE with its
+#                               kernel (testbed/image.sh; default: bookworm)
 #
 # Everything downloaded lands in $BLEADVD_TESTBED_CACHE (default: .testbed-cache in the repo,
 # which the guest sees because the work tree is shared into the VM).
@@ -13,6 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
 
 log() { printf 'testbed-setup: %s\n' "$*" >&2; }
+suites=("$@")
+((${#suites[@]})) || suites=(bookworm)
 started=$(date +%s)
 
 packages=(qemu-system-x86 busybox-static kmod bluez bluez-test-tools bluez-test-scripts
@@ -61,7 +64,17 @@ if [[ ! -x "$TESTBED_CACHE/decoders/bin/python" ]] || ! "$TESTBED_CACHE/decoders
   "$TESTBED_CACHE/decoders/bin/pip" install -q --disable-pip-version-check \
     "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION"
 fi
-# The Debian image the systemd test bed boots (testbed/run.sh --systemd); rebuilt when its
-# recipe changes.
-"$here/image.sh"
+# The Debian images the systemd test bed boots (testbed/run.sh --systemd [--stack SUITE]),
+# each rebuilt when its recipe changes, and their kernels' modules where vng shares them from.
+rm -f "$TESTBED_CACHE/systemd.img" "$TESTBED_CACHE/systemd.img.recipe"  # before there was an image per suite
+for suite in "${suites[@]}"; do
+  "$here/image.sh" "$suite"
+  [[ "$suite" == bookworm ]] && continue
+  skver=$(cat "$TESTBED_CACHE/kernel-$suite/version")
+  if [[ ! -f "/lib/modules/$skver/modules.dep" ]]; then
+    log "installing modules for $skver ($suite) into /lib/modules"
+    rm -rf "/lib/modules/$skver"
+    cp -a "$TESTBED_CACHE/kernel-$suite/lib/modules/$skver" /lib/modules/
+  fi
+done
 log "ready (kernel $kver, $(("$(date +%s)" - started)) s)"

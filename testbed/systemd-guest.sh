@@ -11,6 +11,10 @@ export TESTBED_WORK=/tmp/testbed
 mkdir -p "$TESTBED_WORK"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export SYSTEMD_COLORS=0  # the console is a tty: keep escape codes out of the log
+# bluetoothd is the distribution's bluetooth.service; the controllers are as the host asked.
+export TESTBED_BLUETOOTHD=service
+TESTBED_CONTROLLERS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.controllers=//p')
+export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
 . "$here/lib.sh"
 trap 'systemctl poweroff --no-block' EXIT
 
@@ -32,7 +36,7 @@ modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 # As with guest.sh: under emulation a new virtual controller's first reset can time out while
 # btvirt creates the next one. Recreate both until bluetoothd offers advertising on both.
 for attempt in 1 2 3 4; do
-  systemd-run --quiet --unit=testbed-btvirt btvirt -l2 || fail_setup "btvirt"
+  systemd-run --quiet --unit=testbed-btvirt btvirt $(btvirt_options) || fail_setup "btvirt"
   if wait_for 40 "hci0 and hci1 in bluetooth.service" 'adapter_ready hci0 && adapter_ready hci1'; then
     break
   fi
@@ -46,7 +50,7 @@ wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup
 for hci in hci0 hci1; do
   busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true || fail_setup "cannot power $hci on"
 done
-echo "testbed: bluetooth.service ($(/usr/libexec/bluetooth/bluetoothd --version)) up on hci0 and hci1, $(cut -d' ' -f1 /proc/uptime) s after boot"
+echo "testbed: $(stack_banner), bluetooth.service up on hci0 and hci1 $(cut -d' ' -f1 /proc/uptime) s after boot"
 
 scenarios=()
 IFS=, read -r -a names <<< "$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.scenarios=//p')"

@@ -39,7 +39,9 @@ echo "before the crashes, hci1 hears both:"
 heard | sed 's/^/    /'
 
 echo "20 crashes (kill -9, 0.3 s, bluetoothd started again):"
-if ! python3 "$TESTBED_ROOT/testbed/crashloop.py" --times 20 --expect 2 --log "$TESTBED_WORK/bluetoothd-crashes.log" \
+service=()
+[[ "${TESTBED_BLUETOOTHD:-hand}" == service ]] && service=(--service)
+if ! python3 "$TESTBED_ROOT/testbed/crashloop.py" --times 20 --expect 2 --log "$TESTBED_WORK/bluetoothd-crashes.log" "${service[@]}" \
     | tee "$TESTBED_WORK/crashes.txt" | sed 's/^/    /'; then
   diagnose; exit 1
 fi
