@@ -24,6 +24,28 @@ struct PreviewTests {
         #expect(!encrypted.output.contains("231d39c1"))
     }
 
+    /// The bytes btmon captured on btvirt -L (LE-only) controllers, bookworm's and trixie's
+    /// kernels alike (docs/RELIABILITY.md, "Other stacks").
+    @Test("data without flags is also previewed as an LE-only adapter sends it, with the kernel's flags in front")
+    func leOnlyVariant() async throws {
+        let broadcast = "[advertisement.b]\ntype = \"broadcast\"\nmanufacturer_data = { \"0xFFFF\" = \"0e0f\" }\n"
+
+        let result = try await preview(broadcast)
+
+        #expect(result.output.contains("  advertising data: 6 of 31 bytes: 05ffffff0e0f\n"), "\(result.output)")
+        #expect(result.output.contains("  on an LE-only adapter: 9 of 31 bytes: 02010405ffffff0e0f "), "\(result.output)")
+    }
+
+    @Test("data with flags of its own has no LE-only variant: the kernel adds none")
+    func noLEOnlyVariantWithFlags() async throws {
+        let discoverable = "[advertisement.p]\ntype = \"peripheral\"\ndiscoverable = true\nservice_uuids = [\"180D\"]\nmanufacturer_data = { \"0xFFFF\" = \"0c0d\" }\n"
+
+        let result = try await preview(discoverable)
+
+        #expect(result.output.contains("advertising data: 13 of 31 bytes: 03030d1805ffffff0c0d020106\n"), "\(result.output)")
+        #expect(!result.output.contains("LE-only"), "\(result.output)")
+    }
+
     @Test("a file that crashes the TOML parser (found by libFuzzer) is refused with exit 2 and one line, not a crash")
     func parserCrash() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(UUID().uuidString).toml").path
