@@ -208,7 +208,8 @@ stop_bleadvd() {
 
 # --- the stack --------------------------------------------------------------------------------
 # btvirt_options: two controllers, LE without extended advertising when TESTBED_CONTROLLERS is
-# legacy (btvirt -L, as a Raspberry Pi's onboard radio), else btvirt's default LE 5.2 ones.
+# legacy (btvirt -L: LE-only too, where a Raspberry Pi's radio keeps BR/EDR), else btvirt's
+# default LE 5.2 ones.
 btvirt_options() {
   if [[ "${TESTBED_CONTROLLERS:-extended}" == legacy ]]; then echo "-L -l2"; else echo "-l2"; fi
 }

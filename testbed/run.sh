@@ -14,8 +14,8 @@
 # without -E); it sees only this repository (at the same path, read-only) and runs the
 # scenarios from testbed/systemd-guest.sh: testbed/systemd-scenarios/ install the package,
 # testbed/scenarios/ run the release binaries. Its writes are thrown away.
-# --legacy makes the two controllers without extended advertising (btvirt -L), as a Raspberry
-# Pi's onboard radio.
+# --legacy makes the two controllers without extended advertising (btvirt -L; they are LE-only
+# too, where a Raspberry Pi's onboard radio keeps BR/EDR).
 # Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
 # testbed/setup.sh, or while another run is under way.
 # Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM.
