@@ -217,9 +217,7 @@ btvirt_options() {
 # stack_banner: the suite, kernel, BlueZ, D-Bus and systemd versions, how bluetoothd runs and
 # what the controllers are, on one line.
 stack_banner() {
-  local suite
-  suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-$ID}")
-  printf 'stack %s: kernel %s, BlueZ %s (%s), dbus %s%s, controllers %s' "$suite" "$(uname -r)" \
+  printf 'stack %s: kernel %s, BlueZ %s (%s), dbus %s%s, controllers %s' "$(stack_suite)" "$(uname -r)" \
     "$(/usr/libexec/bluetooth/bluetoothd --version)" \
     "$([[ $TESTBED_BLUETOOTHD == service ]] && echo "bluetooth.service" || echo "by hand, -E")" \
     "$(dbus-daemon --version | head -n1 | awk '{print $NF}')" \
@@ -227,9 +225,14 @@ stack_banner() {
     "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")"
 }
 
+# stack_suite: the guest's Debian suite, as its os-release names it.
+stack_suite() {
+  (. /etc/os-release && echo "${VERSION_CODENAME:-$ID}")
+}
+
 # stack_label: the stack in a few words, for PASS and FAIL lines: suite, controllers, bluetoothd.
 stack_label() {
-  printf '%s, %s controllers, bluetoothd %s' "$(. /etc/os-release && echo "${VERSION_CODENAME:-$ID}")" \
+  printf '%s, %s controllers, bluetoothd %s' "$(stack_suite)" \
     "${TESTBED_CONTROLLERS:-extended}" "$([[ ${TESTBED_BLUETOOTHD:-hand} == service ]] && echo "by bluetooth.service" || echo "-E by hand")"
 }
 

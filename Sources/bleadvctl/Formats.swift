@@ -86,7 +86,7 @@ enum PreviewFormat {
         out += section("advertising data", payload.advertisingData, payload.advertisingSize, payload.advertisingBytes)
         // An adapter with BR/EDR off (an LE-only radio, or ControllerMode = le) gets "BR/EDR not
         // supported" flags from the kernel in front of data that has none of its own.
-        if !payload.advertisingData.contains(where: { $0.type == Self.flagsType }) {
+        if !payload.advertisingData.contains(where: { $0.type == ADType.flags }) {
             let leOnly = Self.leOnlyFlags + payload.advertisingBytes
             out += "  on an LE-only adapter: \(leOnly.count) of \(AdvertisingPayload.limit) bytes: \(Hex.encode(leOnly)) (the kernel adds flags 020104 in front)\n"
         }
@@ -96,10 +96,8 @@ enum PreviewFormat {
         return out
     }
 
-    /// The Flags AD type.
-    static let flagsType: UInt8 = 0x01
     /// The flags the kernel puts in front for an adapter with BR/EDR off: "BR/EDR not supported".
-    static let leOnlyFlags: [UInt8] = [0x02, flagsType, 0x04]
+    static let leOnlyFlags = ADStructure(type: ADType.flags, data: [0x04], field: "flags").bytes
 
     private static func section(_ title: String, _ structures: [ADStructure], _ size: Int, _ bytes: [UInt8]) -> String {
         var out = "  \(title): \(size) of \(AdvertisingPayload.limit) bytes: \(bytes.isEmpty ? "(none)" : Hex.encode(bytes))\n"
