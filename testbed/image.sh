@@ -43,7 +43,11 @@ trap 'rm -rf "$root"' EXIT
 packages=systemd-sysv,dbus,bluez,bluez-test-tools,kmod,udev,procps,make,binutils,python3,python3-dbus,python3-gi,python3-venv
 [[ "$suite" == bookworm ]] || packages+=,linux-image-amd64
 log "bootstrapping Debian $suite ($packages)"
-mmdebstrap --quiet --variant=minbase --include="$packages" "$suite" "$root" http://deb.debian.org/debian
+# sid's Release file is valid for a week; a mirror that is a snapshot (as this machine's is)
+# serves one past that date. Signatures are still checked.
+aptopts=()
+[[ "$suite" == sid ]] && aptopts=(--aptopt='Acquire::Check-Valid-Until "false"')
+mmdebstrap --quiet --variant=minbase "${aptopts[@]}" --include="$packages" "$suite" "$root" http://deb.debian.org/debian
 chroot "$root" python3 -m venv /opt/testbed-decoders
 # pip in the image trusts what this machine trusts (a proxy's certificate authority, say).
 cp -L /etc/ssl/certs/ca-certificates.crt "$root/tmp/host-ca.crt"

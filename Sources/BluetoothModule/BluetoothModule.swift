@@ -11,6 +11,9 @@ public import Peripheral
 /// - Transient failures are retried with backoff on the injected clock. The module owns the
 ///   timer: it sleeps until ``nextRetry`` and calls ``retryDue()`` itself (a test may call it
 ///   after advancing a manual clock, too). Permanent failures wait for a new `on`.
+/// - An in-place update is confirmed ``updateCheckDelay`` later: if BlueZ dropped the
+///   advertisement without a word (5.66 to 5.73 do when the kernel refuses an update), it is
+///   registered again and the log says so. One check per burst of updates; none while idle.
 /// - Every change of state is announced on ``changes()``.
 ///
 /// Operations run one at a time, so an event never interleaves with a registration. A task
@@ -39,8 +42,14 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private var queued: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextWaiter = 0
     private var retryTimer: (at: C.Instant, task: Task<Void, Never>)?
+    /// When each advertisement updated in place is to be confirmed with BlueZ.
+    private var checks: [String: C.Instant] = [:]
     private var listeners: [Int: AsyncStream<[String: Status]>.Continuation] = [:]
     private var announced: [String: Status] = [:]
+
+    /// How long after an in-place update the module asks BlueZ whether it still holds the
+    /// advertisement: long enough for bluetoothd to have heard the kernel's answer.
+    public static var updateCheckDelay: Duration { .seconds(1) }
 
     /// A module over a peripheral manager.
     /// - Parameters:
@@ -110,6 +119,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             do {
                 let sent = advertisement.bthomeKey == nil ? advertisement : try sealed(advertisement, for: await capabilities(of: adapter))
                 try await manager.updateAdvertisement(id, to: sent)
+                checks[name] = clock.now.advanced(by: Self.updateCheckDelay)
             } catch {
                 logger.warning("updating \(name) in place failed (\(error)); registering it again")
                 await takeOff(name)
@@ -172,21 +182,40 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         return stream
     }
 
-    /// The earliest scheduled retry, if any.
+    /// The earliest scheduled retry or update check, if any.
     public var nextRetry: C.Instant? {
-        entries.values.compactMap { entry -> C.Instant? in
+        (entries.values.compactMap { entry -> C.Instant? in
             if case .retrying(let at, _) = entry.status.phase { at } else { nil }
-        }.min()
+        } + checks.values).min()
     }
 
-    /// Retries every advertisement whose retry time has come.
+    /// Retries every advertisement whose retry time has come, and confirms with BlueZ those
+    /// updated in place whose check is due.
     public func retryDue() async {
         try? await exclusively {
             let now = clock.now
             for name in entries.keys.sorted() {
+                if let at = checks[name], at <= now {
+                    checks[name] = nil
+                    await confirm(name)
+                }
                 guard case .retrying(let at, _)? = entries[name]?.status.phase, at <= now else { continue }
                 await attempt(name)
             }
+        }
+    }
+
+    /// Registers `name` again if BlueZ dropped it after an in-place update without saying so.
+    private func confirm(_ name: String) async {
+        guard case .on(let id, _)? = entries[name]?.status.phase else { return }
+        do {
+            if try await manager.reregisterIfDropped(id) {
+                logger.warning("\(name): BlueZ had dropped it after an in-place update without a word (as BlueZ 5.66 to 5.73 do when the kernel refuses the update); registered it again")
+            }
+        } catch {
+            logger.warning("\(name): BlueZ no longer holds it and registering it again failed (\(error)); trying anew")
+            await takeOff(name)
+            await attempt(name)
         }
     }
 
@@ -396,6 +425,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     private func move(_ name: String, to phase: Phase) {
         guard entries[name] != nil, entries[name]!.status.phase != phase else { return }
+        if phase.id == nil { checks[name] = nil }
         entries[name]!.status.phase = phase
         entries[name]!.status.since = clock.now
     }

@@ -50,6 +50,14 @@ public protocol PeripheralManaging: Sendable {
     /// Changes a registered advertisement in place, without taking it off air.
     func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws
 
+    /// Registers an advertisement again if BlueZ no longer holds it although it never said so.
+    /// BlueZ 5.66 to 5.73 forget an advertisement whose in-place update the kernel refused,
+    /// with no `Release`, no error and no signal: whatever was believed on air is then false.
+    /// - Returns: true when BlueZ had dropped it and it is registered again; false when BlueZ
+    ///   still held it (nothing changed).
+    /// - Throws: ``PeripheralError`` when BlueZ could not be asked, or refused the registration.
+    func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool
+
     /// The events from now on, for one consumer.
     /// - Throws: when they cannot be watched (the bus refused a subscription): without them,
     ///   nothing would be put back on air after bluetoothd restarts, so the caller must not go

@@ -117,14 +117,45 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         guard Set(old.keys) == Set(new.keys) else {
             throw PeripheralError(.rejected, "the change adds or removes properties; it needs a new registration")
         }
-        for (name, value) in new.sorted(by: { $0.key < $1.key }) where old[name] != value {
-            try await connection.setProperty(name, of: BlueZ.advertisementInterface, at: path, to: value)
+        for name in Self.updateOrder(from: old, to: new) {
+            try await connection.setProperty(name, of: BlueZ.advertisementInterface, at: path, to: new[name]!)
         }
         // BlueZ may have released it meanwhile: then there is nothing left to record.
         guard registrations[path] != nil else {
             throw PeripheralError(.notRegistered, "\(id) was released by BlueZ while it was being updated")
         }
         registrations[path]?.advertisement = advertisement
+    }
+
+    /// Asks BlueZ to register the object again: `AlreadyExists` means BlueZ still holds it.
+    public func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool {
+        let path = try registeredPath(id)
+        let adapter = registrations[path]!.adapter
+        do {
+            _ = try await callBlueZ(
+                path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
+                member: "RegisterAdvertisement", [.objectPath(path), .variantDictionary([:])], expecting: .empty)
+        } catch let error as PeripheralError where error.code == .alreadyRegistered {
+            return false
+        }
+        return true
+    }
+
+    /// The changed properties of an update, in the order BlueZ is told of them. BlueZ refreshes
+    /// the advertisement after each one, so every step must be valid on its own: of the two
+    /// intervals, the one that keeps MinInterval <= MaxInterval goes first (lowering both
+    /// must not send a minimum above the old maximum; controllers refuse that, and BlueZ
+    /// 5.66 to 5.73 then drop the advertisement without a word).
+    static func updateOrder(from old: [String: DBusValue], to new: [String: DBusValue]) -> [String] {
+        var names = new.keys.filter { old[$0] != new[$0] }.sorted()
+        guard let min = names.firstIndex(of: "MinInterval"), let max = names.firstIndex(of: "MaxInterval") else {
+            return names
+        }
+        // Minimum first when it fits under the old maximum; else the maximum first, which
+        // then fits over the old minimum (new minimum > old maximum >= old minimum).
+        let minimumFirst = (new["MinInterval"]?.uint32 ?? 0) <= (old["MaxInterval"]?.uint32 ?? 0)
+        if minimumFirst != (min < max) { names.swapAt(min, max) }
+        return names
     }
 
     // MARK: Helpers

@@ -30,6 +30,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var start: Script<AdvertisementID>?
         var stop: Script<Void>?
         var update: Script<Void>?
+        var reregister: Script<Bool>?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?
@@ -49,6 +50,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var stopped: [AdvertisementID] = []
         /// The identities and advertisements `updateAdvertisement` was called with.
         public var updated: [(id: AdvertisementID, advertisement: Advertisement)] = []
+        /// The identities `reregisterIfDropped` was called with.
+        public var reregistered: [AdvertisementID] = []
         /// Calls nobody scripted, described.
         public var unscripted: [String] = []
     }
@@ -70,6 +73,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptStop(_ script: Script<Void>) { state.withLock { $0.stop = script } }
     /// Scripts `updateAdvertisement(_:to:)`.
     public func scriptUpdate(_ script: Script<Void>) { state.withLock { $0.update = script } }
+    /// Scripts `reregisterIfDropped(_:)`: true for an advertisement BlueZ had dropped.
+    public func scriptReregister(_ script: Script<Bool>) { state.withLock { $0.reregister = script } }
 
     /// Makes `events()` throw `error` (a bus that refuses the subscription).
     public func failEvents(with error: PeripheralError) { state.withLock { $0.eventsFailure = error } }
@@ -93,6 +98,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public var stopAdvertisingCallCount: Int { calls.stopped.count }
     /// How many times `updateAdvertisement(_:to:)` was called.
     public var updateAdvertisementCallCount: Int { calls.updated.count }
+    /// How many times `reregisterIfDropped(_:)` was called.
+    public var reregisterCallCount: Int { calls.reregistered.count }
 
     // MARK: PeripheralManaging
 
@@ -119,6 +126,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Records the call; answers as ``scriptUpdate(_:)`` says.
     public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
         try await answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
+    }
+
+    /// Records the call; answers as ``scriptReregister(_:)`` says.
+    public func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool {
+        try await answer("reregisterIfDropped(\(id))", \.reregister) { $0.reregistered.append(id) }
     }
 
     /// A stream of what ``emit(_:)`` delivers; throws what ``failEvents(with:)`` set.

@@ -115,6 +115,50 @@ struct BlueZContractTests {
         #expect(try await session.calls().last == "refreshed \(id) LocalName")
     }
 
+    @Test("an advertisement BlueZ forgot after a refused update is registered again, read back from the same object")
+    func anAdvertisementBlueZForgotIsRegisteredAgain() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        var changed = Self.thermometer
+        changed.localName = "Thermo-2"
+        try await session.control("RefuseNextUpdate")
+        try await session.manager.updateAdvertisement(id, to: changed)
+        #expect(try await session.advertisements()[id.rawValue] == nil)
+
+        let dropped = try await session.manager.reregisterIfDropped(id)
+
+        #expect(dropped)
+        #expect(try await session.advertisements()[id.rawValue] == changed.bluezProperties)
+    }
+
+    @Test("asking about an advertisement BlueZ still holds changes nothing")
+    func askingAboutAHeldAdvertisementChangesNothing() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        let dropped = try await session.manager.reregisterIfDropped(id)
+
+        #expect(!dropped)
+        #expect(try await session.calls().suffix(2) == ["registered \(id)", "RegisterAdvertisement \(id)"])
+        #expect(try await session.advertisements()[id.rawValue] == Self.thermometer.bluezProperties)
+    }
+
+    @Test("intervals reach BlueZ in the order that keeps the minimum under the maximum at every step",
+          arguments: [(300, 400, 100, 150, ["MinInterval", "MaxInterval"]), (100, 150, 300, 400, ["MaxInterval", "MinInterval"])])
+    func intervalsReachBlueZInAnOrderThatIsValidAtEveryStep(
+        oldMin: UInt32, oldMax: UInt32, newMin: UInt32, newMax: UInt32, order: [String]
+    ) async throws {
+        let session = try await StandInSession()
+        var advertisement = Self.thermometer
+        (advertisement.minInterval, advertisement.maxInterval) = (oldMin, oldMax)
+        let id = try await session.manager.startAdvertising(advertisement, on: "hci0")
+        (advertisement.minInterval, advertisement.maxInterval) = (newMin, newMax)
+
+        try await session.manager.updateAdvertisement(id, to: advertisement)
+
+        #expect(try await session.calls().suffix(2) == order.map { "refreshed \(id) \($0)" })
+    }
+
     @Test("BlueZ may set TxPower on the advertisement")
     func bluezMaySetTxPowerOnTheAdvertisement() async throws {
         let session = try await StandInSession()

@@ -9,7 +9,9 @@ It behaves like bluetoothd 5.66 where it matters to an advertiser:
   it checks every property's signature the way BlueZ's parser does and replies
   "Failed to parse advertisement." on a wrong one; AlreadyExists, "Maximum advertisements
   reached", "Failed to register advertisement" (adapter off) and DoesNotExist as BlueZ does;
-- follows PropertiesChanged of registered advertisements, as BlueZ refreshes them live;
+- follows PropertiesChanged of registered advertisements, as BlueZ refreshes them live; when
+  told to, refuses the next refresh the way 5.66 to 5.73 do when the kernel refuses an update:
+  it forgets the advertisement with no Release, no error and no signal;
 - sends Release (no reply expected) when told to, or when an adapter is removed.
 
 A control object at /test (interface test.StandIn) lets a test drive it and read what it saw.
@@ -230,6 +232,12 @@ class Adapter(dbus.service.Object):
 
     def property_changed(self, sender, path, interface, changed):
         if interface == AD and (sender, path) in self.registered:
+            if self.standin.refuse_update:
+                self.standin.refuse_update = False
+                del self.registered[(sender, path)]  # add_client_complete: no signal, no Release
+                self.free += 1
+                self.active -= 1
+                return self.standin.log("dropped %s (update refused)" % path)
             self.registered[(sender, path)].update(changed)
             self.standin.log("refreshed %s %s" % (path, ",".join(sorted(changed))))
 
@@ -281,6 +289,11 @@ class Control(dbus.service.Object):
         self.standin.adapters_when_asked.append(name)
 
     @dbus.service.method(CONTROL)
+    def RefuseNextUpdate(self):
+        """The next refresh fails in the kernel, and BlueZ forgets the advertisement silently."""
+        self.standin.refuse_update = True
+
+    @dbus.service.method(CONTROL)
     def Hang(self):
         """From now on BlueZ's own calls get no reply at all, as from a frozen bluetoothd."""
         self.standin.hung = True
@@ -302,6 +315,7 @@ class StandIn:
         self.adapters = {}
         self.adapters_when_asked = []
         self.hung = False
+        self.refuse_update = False
         self.root = Root(bus, self)
         self.control = Control(bus, self)
         for name in names:
