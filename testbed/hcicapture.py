@@ -2,12 +2,14 @@
 """Reads a btmon capture (btsnoop, monitor format) and prints the advertising payloads the
 host gave a controller, as hex, oldest first: the exact bytes that went on air.
 
-  hcicapture.py FILE [--index N] (--adv-data | --scan-data) [--timestamps]
+  hcicapture.py FILE [--index N] (--adv-data | --scan-data | --intervals) [--timestamps]
 
 With --timestamps each line starts with the time btmon saw the command, in seconds since the
 epoch (the same clock as `date +%s.%N`). Covers the legacy (LE Set Advertising Data / Scan Response Data) and the extended
 (LE Set Extended Advertising Data / Scan Response Data) commands. Each line:
   HANDLE HEX        (HANDLE is "-" for legacy commands, which have none)
+With --intervals, the advertising parameters instead (LE Set Advertising Parameters and LE Set
+Extended Advertising Parameters), one line each: HANDLE MIN MAX, in units of 0.625 ms.
 """
 import argparse
 import struct
@@ -19,6 +21,7 @@ BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
 COMMAND_PACKET = 2
 LEGACY_ADV, LEGACY_SCAN = 0x2008, 0x2009
 EXT_ADV, EXT_SCAN = 0x2037, 0x2038
+LEGACY_PARAMS, EXT_PARAMS = 0x2006, 0x2036
 
 
 def records(path):
@@ -38,12 +41,25 @@ def records(path):
             yield flags >> 16, flags & 0xFFFF, data, (stamp - BTSNOOP_EPOCH) / 1e6
 
 
-def payloads(path, index, legacy_opcode, extended_opcode):
+def commands(path, index):
     for record_index, opcode, packet, stamp in records(path):
         if record_index != index or opcode != COMMAND_PACKET or len(packet) < 3:
             continue
         command, length = struct.unpack("<HB", packet[:3])
-        params = packet[3:3 + length]
+        yield command, packet[3:3 + length], stamp
+
+
+def intervals(path, index):
+    for command, params, stamp in commands(path, index):
+        if command == LEGACY_PARAMS and len(params) >= 4:
+            yield "-", *struct.unpack("<HH", params[:4]), stamp
+        elif command == EXT_PARAMS and len(params) >= 9:
+            low, high = params[3:6] + b"\0", params[6:9] + b"\0"
+            yield "%d" % params[0], struct.unpack("<I", low)[0], struct.unpack("<I", high)[0], stamp
+
+
+def payloads(path, index, legacy_opcode, extended_opcode):
+    for command, params, stamp in commands(path, index):
         if command == legacy_opcode and params:
             yield "-", params[1:1 + params[0]], stamp
         elif command == extended_opcode and len(params) >= 4:
@@ -57,8 +73,13 @@ def main():
     kind = parser.add_mutually_exclusive_group(required=True)
     kind.add_argument("--adv-data", action="store_true")
     kind.add_argument("--scan-data", action="store_true")
+    kind.add_argument("--intervals", action="store_true")
     parser.add_argument("--timestamps", action="store_true")
     args = parser.parse_args()
+    if args.intervals:
+        for handle, low, high, stamp in intervals(args.file, args.index):
+            print(("%.6f " % stamp if args.timestamps else "") + handle, low, high)
+        return
     opcodes = (LEGACY_ADV, EXT_ADV) if args.adv_data else (LEGACY_SCAN, EXT_SCAN)
     for handle, data, stamp in payloads(args.file, args.index, *opcodes):
         print(("%.6f " % stamp if args.timestamps else "") + handle, data.hex())

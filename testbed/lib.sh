@@ -88,6 +88,13 @@ advertising_data() {
   python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index "${1:-0}" --adv-data
 }
 
+# advertising_data_since START [hciN]: the advertising data given to a controller since START (a
+# `date +%s.%N` value), one line each: TIME HANDLE HEX.
+advertising_data_since() {
+  python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index "${2:-0}" --adv-data --timestamps \
+    | awk -v from="$1" '$1 >= from'
+}
+
 # expect_line PATTERN TEXT: fails unless a line of TEXT contains PATTERN (fixed string).
 expect_line() {
   if ! grep -qF -- "$1" <<< "$2"; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The package as a user meets it, under systemd as PID 1 (testbed/run.sh --systemd):
-# - `dpkg -i` of the .deb from `make deb` creates the user, loads the bus policy, enables and
-#   starts the unit; the unit is active only once READY=1 came, which bleadvd sends once the
+# - `apt install ./bleadvd_*.deb` (the .deb from `make deb`; apt resolves its Depends against
+#   the suite's packages, libssl3t64 for libssl3 on trixie and sid) creates the user, loads the
+#   bus policy, enables and starts the unit; the unit is active only once READY=1 came, which bleadvd sends once the
 #   example config's enabled advertisement is registered (ActiveInstances, and hci1 hears it);
 # - the process runs as user bleadvd with no capabilities, inside the unit's sandbox
 #   (systemctl show and /proc/PID facts); the journal has its start-up lines with their
@@ -13,10 +14,14 @@ set -euo pipefail
 
 deb=$(ls "$TESTBED_ROOT"/.build/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
 started=$(date +%s.%N)
-dpkg -i "$deb" > "$TESTBED_WORK/dpkg-install.out" 2>&1 || { cat "$TESTBED_WORK/dpkg-install.out"; fail "dpkg -i failed"; }
-echo "dpkg -i $(basename "$deb"): $(elapsed "$started") s, the unit's start included"
-[[ "$(systemctl is-enabled bleadvd)" == enabled ]] || fail "the unit is not enabled after dpkg -i"
-[[ "$(systemctl is-active bleadvd)" == active ]] || { systemctl --no-pager status bleadvd >&2; fail "the unit is not active after dpkg -i"; }
+# The guest has no network and no package lists: apt must find every dependency installed.
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download "$deb" > "$TESTBED_WORK/apt-install.out" 2>&1 \
+  || { cat "$TESTBED_WORK/apt-install.out"; fail "apt install ./$(basename "$deb") failed"; }
+echo "apt install ./$(basename "$deb"): $(elapsed "$started") s, the unit's start included"
+echo "    Depends: $(dpkg-deb -f "$deb" Depends)"
+echo "    met by: $(dpkg-query -W -f='${Package} ${Version}, ' libc6 libdbus-1-3 'libssl3*' 2>/dev/null | sed 's/, $//')"
+[[ "$(systemctl is-enabled bleadvd)" == enabled ]] || fail "the unit is not enabled after apt install"
+[[ "$(systemctl is-active bleadvd)" == active ]] || { systemctl --no-pager status bleadvd >&2; fail "the unit is not active after apt install"; }
 # Type=notify: `start` returned at READY=1, so the advertisement is registered already.
 [[ "$(active_instances)" == 1 ]] || fail "active, but hci0 has $(active_instances) advertisements registered, not 1"
 exec_at=$(unit_property ExecMainStartTimestampMonotonic)

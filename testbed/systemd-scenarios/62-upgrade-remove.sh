@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The package's upgrade and removal under systemd, after 60 and 61:
-# - `dpkg -i` of a newer build over a running one: advertising again afterwards, with exactly
+# - `apt install` of a newer build over a running one: advertising again afterwards, with exactly
 #   one restart of the unit (prerm leaves it running, postinst restarts it);
 # - `dpkg -r`: the unit stopped, nothing registered, binaries, unit, man pages and bus policy
 #   gone; left: the config, the enablement (kept for a reinstall, as Debian does) and the state
@@ -18,7 +18,8 @@ systemctl start bleadvd
 before=$(unit_property InvocationID)
 cursor=$(journalctl -n 0 --show-cursor | sed -n 's/^-- cursor: //p')
 started=$(date +%s.%N)
-dpkg -i "$newer" > "$TESTBED_WORK/dpkg-upgrade.out" 2>&1 || { cat "$TESTBED_WORK/dpkg-upgrade.out"; fail "the upgrade failed"; }
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download "$newer" > "$TESTBED_WORK/apt-upgrade.out" 2>&1 \
+  || { cat "$TESTBED_WORK/apt-upgrade.out"; fail "the upgrade failed"; }
 took=$(elapsed "$started")
 starts=$(journalctl -u bleadvd --after-cursor "$cursor" --no-pager -o cat | grep -c '^Started ' || true)
 [[ "$(dpkg-query -W -f='${Version}' bleadvd)" == *-2 ]] || fail "not upgraded: $(dpkg-query -W -f='${Version}' bleadvd)"
@@ -26,7 +27,7 @@ starts=$(journalctl -u bleadvd --after-cursor "$cursor" --no-pager -o cat | grep
   || fail "after the upgrade: $(systemctl is-active bleadvd), $(active_instances) registered"
 [[ "$starts" == 1 && "$(unit_property InvocationID)" != "$before" ]] || fail "the upgrade started the unit $starts times"
 observe_until 30 Thermo-1 > /dev/null || fail "hci1 does not hear Thermo-1 after the upgrade"
-echo "dpkg -i $(basename "$newer") over the running $(basename "${newer/-2_/-1_}"): $took s, the unit restarted once, Thermo-1 heard again"
+echo "apt install ./$(basename "$newer") over the running $(basename "${newer/-2_/-1_}"): $took s, the unit restarted once, Thermo-1 heard again"
 
 systemctl is-enabled bleadvd > /dev/null || fail "the upgrade disabled the unit"
 dpkg -r bleadvd > "$TESTBED_WORK/dpkg-remove.out" 2>&1 || { cat "$TESTBED_WORK/dpkg-remove.out"; fail "dpkg -r failed"; }
