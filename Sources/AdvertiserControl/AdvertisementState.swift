@@ -32,11 +32,14 @@ public struct AdvertisementState: Hashable, Sendable {
     public var retryInSeconds: Double?
     /// Its values, by config key, as the config file would write them (what `set` changes).
     public var values: [String: String]
+    /// The config fields bluetoothd accepted but does not act on (intervals and TX power on
+    /// BlueZ before 5.77 without -E).
+    public var ignored: [String]
 
     /// A state.
     public init(
         desired: Bool, state: State, sinceSeconds: Double, id: String? = nil, error: String? = nil,
-        errorCode: String? = nil, retryInSeconds: Double? = nil, values: [String: String] = [:]
+        errorCode: String? = nil, retryInSeconds: Double? = nil, values: [String: String] = [:], ignored: [String] = []
     ) {
         self.desired = desired
         self.state = state
@@ -46,6 +49,7 @@ public struct AdvertisementState: Hashable, Sendable {
         self.errorCode = errorCode
         self.retryInSeconds = retryInSeconds
         self.values = values
+        self.ignored = ignored
     }
 
     /// The `a{sv}` the control API sends.
@@ -57,6 +61,7 @@ public struct AdvertisementState: Hashable, Sendable {
         if let error { fields["error"] = .string(error) }
         if let errorCode { fields["error_code"] = .string(errorCode) }
         if let retryInSeconds { fields["retry_in_seconds"] = .double(retryInSeconds) }
+        if !ignored.isEmpty { fields["ignored"] = .array(.string, ignored.map(DBusValue.string)) }
         fields["values"] = .dictionary(
             key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })
         return .variantDictionary(fields)
@@ -73,6 +78,7 @@ public struct AdvertisementState: Hashable, Sendable {
             retryInSeconds: fields["retry_in_seconds"]?.double,
             values: (fields["values"]?.dictionaryEntries ?? []).reduce(into: [:]) { result, entry in
                 if let key = entry.key.string, let value = entry.value.string { result[key] = value }
-            })
+            },
+            ignored: fields["ignored"]?.stringArray ?? [])
     }
 }

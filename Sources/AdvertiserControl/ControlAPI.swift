@@ -51,7 +51,8 @@ public enum ControlAPI {
         case off = "Off"
         /// `Status() -> a{sa{sv}}`: per name `desired` b, `state` s (on, off, retrying, waiting,
         /// failed), `since_seconds` d, `values` a{ss} (its config values, as set now), and when
-        /// set `id` s, `error` s, `error_code` s, `retry_in_seconds` d.
+        /// set `id` s, `error` s, `error_code` s, `retry_in_seconds` d, `ignored` as (config fields
+        /// bluetoothd accepted but does not act on).
         case status = "Status"
         /// `List() -> as`: the configured names.
         case list = "List"

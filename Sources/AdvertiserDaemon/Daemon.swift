@@ -182,7 +182,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         return statuses.mapValues { status in
             var state = AdvertisementState(
                 desired: status.desired, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
-                error: status.lastError?.message, errorCode: status.lastError?.code.rawValue)
+                error: status.lastError?.message, errorCode: status.lastError?.code.rawValue, ignored: status.ignored)
             switch status.phase {
             case .on(let id, _):
                 state.state = .on

@@ -25,6 +25,9 @@ public struct AdvertisementStatus<Instant: InstantProtocol & Sendable>: Sendable
     public var lastError: PeripheralError?
     /// When `phase` last changed.
     public var since: Instant
+    /// The fields BlueZ accepted at the last registration but does not act on, named as in the
+    /// config file (``Advertisement/fieldsIgnored(on:)``).
+    public var ignored: [String] = []
 
     /// A status.
     public init(desired: Bool, phase: Phase, lastError: PeripheralError? = nil, since: Instant) {

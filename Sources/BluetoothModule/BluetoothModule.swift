@@ -316,8 +316,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             try advertisement.validate(for: adapter)
             let id = try await manager.startAdvertising(sealed(advertisement, for: adapter), on: adapter.name)
             entries[name]?.status.lastError = nil
+            entries[name]?.status.ignored = advertisement.fieldsIgnored(on: adapter)
             move(name, to: .on(id, adapter: adapter.name))
             logger.info("\(name): on air on \(adapter.name) as \(id)")
+            if let ignored = entries[name]?.status.ignored, !ignored.isEmpty {
+                logger.warning("\(name): bluetoothd ignores \(ignored.joined(separator: ", ")): BlueZ before 5.77 acts on them only when bluetoothd runs with --experimental (-E)")
+            }
             return nil
         } catch {
             let failure = error as? PeripheralError

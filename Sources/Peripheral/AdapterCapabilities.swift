@@ -19,13 +19,18 @@ public struct AdapterCapabilities: Hashable, Sendable {
     public var maxAdvertisingLength: Int?
     /// `SupportedCapabilities["MinTxPower"]...["MaxTxPower"]` in dBm, where BlueZ reports them.
     public var txPowerRange: ClosedRange<Int16>?
+    /// Whether BlueZ acts on an advertisement's `MinInterval`, `MaxInterval` and `TxPower`.
+    /// BlueZ before 5.77 accepts them but acts on them only when bluetoothd runs with
+    /// `--experimental` (-E); it shows `SupportedCapabilities` under the same condition, so its
+    /// presence is the answer.
+    public var actsOnParameters: Bool
 
     /// Capabilities.
     public init(
         name: String, address: String? = nil, powered: Bool = true, freeInstances: Int = 1, activeInstances: Int = 0,
         includes: Set<Advertisement.Include> = Set(Advertisement.Include.allCases),
         secondaryChannels: Set<Advertisement.SecondaryChannel> = [], maxAdvertisingLength: Int? = nil,
-        txPowerRange: ClosedRange<Int16>? = nil
+        txPowerRange: ClosedRange<Int16>? = nil, actsOnParameters: Bool = true
     ) {
         self.name = name
         self.address = address
@@ -36,5 +41,6 @@ public struct AdapterCapabilities: Hashable, Sendable {
         self.secondaryChannels = secondaryChannels
         self.maxAdvertisingLength = maxAdvertisingLength
         self.txPowerRange = txPowerRange
+        self.actsOnParameters = actsOnParameters
     }
 }

@@ -69,6 +69,14 @@ extension Advertisement {
         guard found.isEmpty else { throw PeripheralError(.invalidAdvertisement, found.joined(separator: "; ")) }
     }
 
+    /// The fields BlueZ accepts on this adapter but does not act on, named as in the config file:
+    /// the intervals and TX power, where bluetoothd is older than 5.77 and runs without -E.
+    public func fieldsIgnored(on capabilities: AdapterCapabilities) -> [String] {
+        guard !capabilities.actsOnParameters else { return [] }
+        return [("min_interval_ms", minInterval != nil), ("max_interval_ms", maxInterval != nil), ("tx_power", txPower != nil)]
+            .filter(\.1).map(\.0)
+    }
+
     private func duplicates(_ keys: [String], field: String) -> [String] {
         var seen = Set<String>()
         var repeated: [String] = []

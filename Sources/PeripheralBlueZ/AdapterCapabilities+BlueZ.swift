@@ -38,6 +38,7 @@ extension AdapterCapabilities {
             secondaryChannels: Set(
                 (manager["SupportedSecondaryChannels"]?.stringArray ?? []).compactMap(Advertisement.SecondaryChannel.init)),
             maxAdvertisingLength: capabilities["MaxAdvLen"]?.byte.map(Int.init),
-            txPowerRange: power.0.flatMap { low in power.1.flatMap { high in low <= high ? low...high : nil } })
+            txPowerRange: power.0.flatMap { low in power.1.flatMap { high in low <= high ? low...high : nil } },
+            actsOnParameters: manager["SupportedCapabilities"] != nil)
     }
 }

@@ -28,10 +28,19 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     var nextConsumer = 0
     var monitor: Task<Void, Never>?
 
+    /// The running kernel's release, to name known failures (``KnownFailures``).
+    let kernelRelease: String
+
     /// A manager on `connection` (the system bus in production).
-    public init(connection: DBusConnection, logger: Logger = Logger(label: "bleadvd.bluez")) {
+    /// - Parameter kernelRelease: the kernel's release as `uname -r` prints it (nil: the running
+    ///   one), to name failures known on some kernels.
+    public init(
+        connection: DBusConnection, logger: Logger = Logger(label: "bleadvd.bluez"),
+        kernelRelease: String? = nil
+    ) {
         self.connection = connection
         self.logger = logger
+        self.kernelRelease = kernelRelease ?? KnownFailures.runningKernel
     }
 
     /// Runs on the connection's executor, so calls to the connection need no thread hop.
@@ -75,9 +84,12 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             _ = try await callBlueZ(
                 path: adapterPath, interface: BlueZ.advertisingManagerInterface, member: "RegisterAdvertisement",
                 [.objectPath(path), .variantDictionary([:])], expecting: .empty)
-        } catch {
+        } catch var error as PeripheralError {
             // Nothing is left behind: BlueZ has no registration, so the object goes too.
             await connection.unexport(path)
+            if error.code == .failed, let cause = KnownFailures.registrationFailure(onKernel: kernelRelease) {
+                error.message += "; likely cause: " + cause
+            }
             throw error
         }
         registrations[path] = Registration(adapter: adapter, advertisement: advertisement)

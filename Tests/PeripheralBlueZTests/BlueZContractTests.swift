@@ -64,6 +64,21 @@ struct BlueZContractTests {
         #expect(await session.connection.exportedPaths.isEmpty)
     }
 
+    @Test("a registration refused on a kernel with a known bug says what it is and what fixes it",
+          arguments: [("6.12.93+rpt-rpi-v8", true), ("6.18.34+rpt-rpi-2712", true), ("6.12.87+rpt-rpi-v8", false), ("6.1.0-56-amd64", false)])
+    func aRefusalOnAKnownBadKernelIsNamed(kernel: String, named: Bool) async throws {
+        let session = try await StandInSession(kernelRelease: kernel)
+        try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
+
+        let error = await #expect(throws: PeripheralError.self) {
+            try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        }
+
+        #expect(error?.code == .failed)
+        #expect(error?.message.contains("bluez#2269") == named)
+        #expect(error?.message.contains("update BlueZ to 5.87") == named)
+    }
+
     @Test("a refused registration leaves no exported object behind")
     func aRefusedRegistrationLeavesNoExportedObjectBehind() async throws {
         let session = try await StandInSession()

@@ -101,4 +101,14 @@ struct BlueZErrorTests {
         #expect(capabilities.txPowerRange == -34...7)
         #expect(capabilities.maxAdvertisingLength == 251)
     }
+
+    @Test("BlueZ acts on intervals and TX power exactly where it shows SupportedCapabilities (5.77+, or -E)",
+          arguments: [(true, true), (false, false)])
+    func parametersActedOnWhereCapabilitiesAreShown(shown: Bool, actsOn: Bool) {
+        let manager: [String: DBusValue] = shown ? ["SupportedCapabilities": .variantDictionary(["MaxAdvLen": .byte(31)])] : [:]
+
+        let capabilities = AdapterCapabilities(name: "hci0", adapter: [:], advertisingManager: manager)
+
+        #expect(capabilities.actsOnParameters == actsOn)
+    }
 }

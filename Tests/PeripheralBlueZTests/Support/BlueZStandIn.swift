@@ -12,11 +12,11 @@ struct StandInSession {
     let connection: DBusConnection
     let manager: BlueZPeripheralManager
 
-    init(adapters: [String] = ["hci0"]) async throws {
+    init(adapters: [String] = ["hci0"], kernelRelease: String = "6.1.0-56-amd64") async throws {
         bus = try PrivateBus()
         standIn = try BlueZStandIn(bus: bus, adapters: adapters)
         connection = try await DBusConnection.connect(to: .address(bus.address))
-        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"))
+        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"), kernelRelease: kernelRelease)
     }
 
     /// Calls the stand-in's control object. It goes over the manager's own connection, so it
