@@ -26,7 +26,7 @@ public struct AdvertisementStatus<Instant: InstantProtocol & Sendable>: Sendable
     /// When `phase` last changed.
     public var since: Instant
     /// The fields BlueZ accepted at the last registration but does not act on, named as in the
-    /// config file (``Advertisement/fieldsIgnored(on:)``).
+    /// config file (`Advertisement.fieldsIgnored(on:)`).
     public var ignored: [String] = []
 
     /// A status.

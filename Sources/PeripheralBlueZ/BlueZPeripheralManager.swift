@@ -32,8 +32,11 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     let kernelRelease: String
 
     /// A manager on `connection` (the system bus in production).
-    /// - Parameter kernelRelease: the kernel's release as `uname -r` prints it (nil: the running
-    ///   one), to name failures known on some kernels.
+    /// - Parameters:
+    ///   - connection: the bus bluetoothd is on.
+    ///   - logger: where what happens with BlueZ is logged.
+    ///   - kernelRelease: the kernel's release as `uname -r` prints it (nil: the running one), to
+    ///     name failures known on some kernels.
     public init(
         connection: DBusConnection, logger: Logger = Logger(label: "bleadvd.bluez"),
         kernelRelease: String? = nil
