@@ -10,16 +10,24 @@
 #
 # Prints one line per stack and scenario (PASS/FAIL), then the table; writes both, with every
 # run's full output, under $TESTBED_CACHE/matrix/. Exit code: 0 when every cell passed.
+#
+#   scripts/test-matrix.sh                 every run (about two hours on 2 cores)
+#   scripts/test-matrix.sh RUN...          only these runs (e.g. systemd-sid-legacy); the table
+#                                          keeps the other runs' last results
+# Runs: host-bookworm-{extended,legacy}, systemd-{bookworm,trixie,sid}-{extended,legacy}.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . testbed/common.sh
 
 out=$TESTBED_CACHE/matrix
-rm -rf "$out" && mkdir -p "$out"
+only=("$@")
+((${#only[@]})) || rm -rf "$out"
+mkdir -p "$out"
 scenarios=(testbed/scenarios/*.sh)
 status=0
 run() {
   local name=$1; shift
+  ((${#only[@]} == 0)) || [[ " ${only[*]} " == *" $name "* ]] || return 0
   echo "==> $name: testbed/run.sh $*"
   local started=$SECONDS
   testbed/run.sh "$@" > "$out/$name.log" 2>&1 || status=1

@@ -2,7 +2,7 @@
 """Reads a btmon capture (btsnoop, monitor format) and prints the advertising payloads the
 host gave a controller, as hex, oldest first: the exact bytes that went on air.
 
-  hcicapture.py FILE [--index N] (--adv-data | --scan-data | --intervals) [--timestamps]
+  hcicapture.py FILE [--index N] (--adv-data | --scan-data | --intervals | --reports) [--timestamps]
 
 With --timestamps each line starts with the time btmon saw the command, in seconds since the
 epoch (the same clock as `date +%s.%N`). Covers the legacy (LE Set Advertising Data / Scan Response Data) and the extended
@@ -10,6 +10,8 @@ epoch (the same clock as `date +%s.%N`). Covers the legacy (LE Set Advertising D
   HANDLE HEX        (HANDLE is "-" for legacy commands, which have none)
 With --intervals, the advertising parameters instead (LE Set Advertising Parameters and LE Set
 Extended Advertising Parameters), one line each: HANDLE MIN MAX, in units of 0.625 ms.
+With --reports, what the controller heard instead (LE Advertising Report and LE Extended
+Advertising Report events), one line per report: ADDRESS HEX.
 """
 import argparse
 import struct
@@ -18,7 +20,8 @@ import sys
 MONITOR_FORMAT = 2001
 # btsnoop timestamps count microseconds from year 0; this is 1970-01-01 in them.
 BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
-COMMAND_PACKET = 2
+COMMAND_PACKET, EVENT_PACKET = 2, 3
+LE_META_EVENT, ADV_REPORT, EXT_ADV_REPORT = 0x3E, 0x02, 0x0D
 LEGACY_ADV, LEGACY_SCAN = 0x2008, 0x2009
 EXT_ADV, EXT_SCAN = 0x2037, 0x2038
 LEGACY_PARAMS, EXT_PARAMS = 0x2006, 0x2036
@@ -58,6 +61,20 @@ def intervals(path, index):
             yield "%d" % params[0], struct.unpack("<I", low)[0], struct.unpack("<I", high)[0], stamp
 
 
+def reports(path, index):
+    """(address, data, time) of every advertising report the controller sent the host."""
+    for record_index, opcode, packet, stamp in records(path):
+        if record_index != index or opcode != EVENT_PACKET or len(packet) < 4 or packet[0] != LE_META_EVENT:
+            continue
+        subevent, body = packet[2], packet[4:]
+        if subevent == ADV_REPORT and len(body) >= 9:
+            address, length = body[2:8], body[8]
+            yield address, body[9:9 + length], stamp
+        elif subevent == EXT_ADV_REPORT and len(body) >= 24:
+            address, length = body[3:9], body[23]
+            yield address, body[24:24 + length], stamp
+
+
 def payloads(path, index, legacy_opcode, extended_opcode):
     for command, params, stamp in commands(path, index):
         if command == legacy_opcode and params:
@@ -74,8 +91,14 @@ def main():
     kind.add_argument("--adv-data", action="store_true")
     kind.add_argument("--scan-data", action="store_true")
     kind.add_argument("--intervals", action="store_true")
+    kind.add_argument("--reports", action="store_true")
     parser.add_argument("--timestamps", action="store_true")
     args = parser.parse_args()
+    if args.reports:
+        for address, data, stamp in reports(args.file, args.index):
+            text = ":".join("%02X" % b for b in reversed(address))
+            print(("%.6f " % stamp if args.timestamps else "") + text, data.hex())
+        return
     if args.intervals:
         for handle, low, high, stamp in intervals(args.file, args.index):
             print(("%.6f " % stamp if args.timestamps else "") + handle, low, high)
