@@ -65,7 +65,8 @@ struct BlueZContractTests {
     }
 
     @Test("a registration refused on a kernel with a known bug says what it is and what fixes it",
-          arguments: [("6.12.93+rpt-rpi-v8", true), ("6.18.34+rpt-rpi-2712", true), ("6.12.87+rpt-rpi-v8", false), ("6.1.0-56-amd64", false)])
+          arguments: [("6.12.93+rpt-rpi-v8", true), ("6.18.34+rpt-rpi-2712", true), ("6.12.87+rpt-rpi-v8", false),
+                     ("6.12.117+deb13-amd64", false), ("6.1.0-56-amd64", false)])
     func aRefusalOnAKnownBadKernelIsNamed(kernel: String, named: Bool) async throws {
         let session = try await StandInSession(kernelRelease: kernel)
         try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
