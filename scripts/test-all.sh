@@ -26,11 +26,10 @@ step() {
     fi
     passed=$((passed + total - issues)); failed=$((failed + issues)); counted=1
   fi
-  # The test bed: "testbed: N passed, M failed".
-  if line=$(grep -aE '^testbed: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n1) && [[ -n "$line" ]]; then
-    read -r p f < <(sed -E 's/^testbed: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/' <<< "$line")
+  # The test bed: "testbed: N passed, M failed", once per boot (a step may boot more than once).
+  while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f)); counted=1
-  fi
+  done < <(grep -aE '^testbed: [0-9]+ passed, [0-9]+ failed' "$log" | sed -E 's/^testbed: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/')
   if ((status != 0)); then
     echo "FAILED: $name (exit $status)"
     ((counted)) || failed=$((failed + 1))

@@ -37,10 +37,10 @@ root=$(mktemp -d "$TESTBED_CACHE/field-root.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 
 # What a Bluetooth gateway has, plus what the scenarios use: btvirt (bluez-test-tools) for the
-# two virtual controllers, python3-dbus/gi for the observer on hci1, make and binutils (strip)
+# two virtual controllers, python3-dbus/gi for the observer on hci1, BlueZ's example-advertisement (scenario 11), make and binutils (strip)
 # for `make install`, a venv with the decoders we did not write (bthome-ble, beacontools),
 # and the suite's kernel except on bookworm.
-packages=systemd-sysv,dbus,bluez,bluez-test-tools,kmod,udev,procps,make,binutils,python3,python3-dbus,python3-gi,python3-venv
+packages=systemd-sysv,dbus,bluez,bluez-test-tools,bluez-test-scripts,kmod,udev,procps,make,binutils,python3,python3-dbus,python3-gi,python3-venv
 [[ "$suite" == bookworm ]] || packages+=,linux-image-amd64
 log "bootstrapping Debian $suite ($packages)"
 # sid's Release file is valid for a week; a mirror that is a snapshot (as this machine's is)

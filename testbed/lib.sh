@@ -232,9 +232,10 @@ stack_banner() {
     "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")"
 }
 
-# stack_suite: the guest's Debian suite, as its os-release names it.
+# stack_suite: the guest's Debian suite, as its os-release names it (unstable's names testing's
+# codename, "forky/sid" in PRETTY_NAME: it is called sid here).
 stack_suite() {
-  (. /etc/os-release && echo "${VERSION_CODENAME:-$ID}")
+  (. /etc/os-release && if [[ "${PRETTY_NAME:-}" == */sid ]]; then echo sid; else echo "${VERSION_CODENAME:-$ID}"; fi)
 }
 
 # stack_label: the stack in a few words, for PASS and FAIL lines: suite, controllers, bluetoothd.

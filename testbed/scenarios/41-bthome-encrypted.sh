@@ -92,13 +92,20 @@ rss_first=$(rss)
 echo "    1,000 calls in $burst_time s; the controller got $updates new advertising data; last value on air 25.0 °C"
 allowed=$(awk -v b="$burst_time" 'BEGIN { printf "%d", b * 10 + 2 }')
 (( updates <= allowed && updates < 1000 )) || { echo "the burst was not coalesced: $updates updates, at most $allowed allowed" >&2; exit 1; }
-burst 300 15
-wait_bthome "--name Sealed --key $key" "temperature 20.0" > /dev/null
-sleep 1
-rss_second=$(rss)
-echo "    bleadvd RSS: $rss_start KiB before, $rss_first KiB after the 1,000, $rss_second KiB after 300 more"
-# Set leaked ~2 KiB a call while each one went through TOMLKit (whose tables are never freed).
-(( rss_second - rss_first < 256 )) || { echo "300 more calls grew bleadvd by $((rss_second - rss_first)) KiB" >&2; exit 1; }
+# Three bursts of 300: the first may still raise the allocator's high-water mark (+420 KiB once
+# on Debian 12 under systemd, after the 1,000 had added 148), a leak grows every one of them
+# (Set leaked ~2 KiB a call while each one went through TOMLKit, whose tables are never freed:
+# +600 KiB a burst).
+rss_bursts=()
+for round in 1 2 3; do
+  burst 300 15
+  wait_bthome "--name Sealed --key $key" "temperature 20.0" > /dev/null
+  sleep 1
+  rss_bursts+=("$(rss)")
+done
+echo "    bleadvd RSS: $rss_start KiB before, $rss_first KiB after the 1,000, ${rss_bursts[*]} KiB after each 300 more"
+grown=$((rss_bursts[2] - rss_bursts[1]))
+(( grown < 256 )) || { echo "the third 300 calls grew bleadvd by $grown KiB" >&2; exit 1; }
 
 feaa=0000feaa-0000-1000-8000-00805f9b34fb
 # wait_eddystone LINE: scans until beacontools' reading of the 0xFEAA service data hci1 hears is LINE.

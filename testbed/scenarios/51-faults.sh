@@ -2,9 +2,9 @@
 # Faults other than a crash, with the real bluetoothd:
 # - bluetoothd stopped cleanly (SIGTERM: it sends Release first) and started, 3 times: both
 #   advertisements registered again, each within 1 s of hci0's advertising manager answering;
-# - hci0 powered off behind bleadvd's back (btmgmt): with power_on = true bleadvd powers it on
-#   and re-registers; with power_on = false it waits, says why in status, and re-registers once
-#   the adapter is powered on again;
+# - hci0 powered off behind bleadvd's back (testbed/mgmt.py, as `btmgmt power off`): with
+#   power_on = true bleadvd powers it on and re-registers; with power_on = false it waits, says
+#   why in status, and re-registers once the adapter is powered on again;
 # - one advertisement more than hci0 has free slots: all but the last (by name) on air, the last
 #   says there is no free slot, and goes on air as soon as another is turned off.
 set -euo pipefail
@@ -34,7 +34,7 @@ awk '/registered/ { if ($(NF - 1) + 0 > 1.0) slow = 1 } END { exit slow }' "$TES
 
 echo "hci0 powered off behind bleadvd's back (power_on = true):"
 off_at=$(date +%s.%N)
-btmgmt --index 0 power off > /dev/null
+python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 power off > /dev/null
 wait_for 20 "hci0 powered again and both on air" '[[ "$(powered)" == true && "$(active)" == 2 ]]' \
   || { echo "hci0 Powered: $(powered), ActiveInstances: $(active)" >&2; bleadvctl status >&2; exit 1; }
 echo "    bleadvd powered hci0 on and re-registered both in $(elapsed "$off_at") s"
@@ -44,13 +44,13 @@ echo "the same with power_on = false:"
 sed 's/^adapter = "hci0"$/adapter = "hci0"\npower_on = false/' "$two" > "$TESTBED_WORK/nopower.toml"
 start_bleadvd "$TESTBED_WORK/nopower.toml"
 wait_for 30 "both on air" '[[ "$(active)" == 2 ]]'
-btmgmt --index 0 power off > /dev/null
+python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 power off > /dev/null
 wait_for 20 "bleadvd to say why they are off" 'bleadvctl status | grep -q "power_on is false"'
 sleep 2
 [[ "$(powered)" == false ]] || { echo "bleadvd powered hci0 on although power_on = false" >&2; exit 1; }
 bleadvctl status | sed 's/^/    /'
 on_at=$(date +%s.%N)
-btmgmt --index 0 power on > /dev/null
+python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 power on > /dev/null
 wait_for 20 "both on air again" '[[ "$(active)" == 2 ]]'
 echo "    powered on by hand: both on air again $(elapsed "$on_at") s later"
 stop_bleadvd

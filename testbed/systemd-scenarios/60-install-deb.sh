@@ -15,7 +15,9 @@ set -euo pipefail
 deb=$(ls "$TESTBED_ROOT"/.build/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
 started=$(date +%s.%N)
 # The guest has no network and no package lists: apt must find every dependency installed.
-DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download "$deb" > "$TESTBED_WORK/apt-install.out" 2>&1 \
+# (Not --no-download: bookworm's apt 2.6 then fails on a local .deb, "Pathname to install is
+# not absolute".)
+DEBIAN_FRONTEND=noninteractive apt-get install -y "$deb" > "$TESTBED_WORK/apt-install.out" 2>&1 \
   || { cat "$TESTBED_WORK/apt-install.out"; fail "apt install ./$(basename "$deb") failed"; }
 echo "apt install ./$(basename "$deb"): $(elapsed "$started") s, the unit's start included"
 echo "    Depends: $(dpkg-deb -f "$deb" Depends)"

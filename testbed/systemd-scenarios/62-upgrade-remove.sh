@@ -18,7 +18,7 @@ systemctl start bleadvd
 before=$(unit_property InvocationID)
 cursor=$(journalctl -n 0 --show-cursor | sed -n 's/^-- cursor: //p')
 started=$(date +%s.%N)
-DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download "$newer" > "$TESTBED_WORK/apt-upgrade.out" 2>&1 \
+DEBIAN_FRONTEND=noninteractive apt-get install -y "$newer" > "$TESTBED_WORK/apt-upgrade.out" 2>&1 \
   || { cat "$TESTBED_WORK/apt-upgrade.out"; fail "the upgrade failed"; }
 took=$(elapsed "$started")
 starts=$(journalctl -u bleadvd --after-cursor "$cursor" --no-pager -o cat | grep -c '^Started ' || true)
