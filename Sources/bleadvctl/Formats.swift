@@ -89,10 +89,15 @@ enum PreviewFormat {
         }
         out += section("advertising data", payload.advertisingData, payload.advertisingSize, payload.advertisingBytes)
         // An adapter with BR/EDR off (an LE-only radio, or ControllerMode = le) gets "BR/EDR not
-        // supported" flags from the kernel in front of data that has none of its own.
+        // supported" flags from the kernel in front of data that has none of its own, when they
+        // fit: btmon showed them in front of 28 bytes and not of 29 or 31 (kernels 6.1, 6.12, 7.2).
         if !payload.advertisingData.contains(where: { $0.type == ADType.flags }) {
             let leOnly = Self.leOnlyFlags + payload.advertisingBytes
-            out += "  on an LE-only adapter: \(leOnly.count) of \(AdvertisingPayload.limit) bytes: \(Hex.encode(leOnly)) (the kernel adds flags 020104 in front)\n"
+            if leOnly.count <= AdvertisingPayload.limit {
+                out += "  on an LE-only adapter: \(leOnly.count) of \(AdvertisingPayload.limit) bytes: \(Hex.encode(leOnly)) (the kernel adds flags 020104 in front)\n"
+            } else {
+                out += "  on an LE-only adapter: the same (no room for the flags 020104 the kernel adds to data of up to \(AdvertisingPayload.limit - Self.leOnlyFlags.count) bytes)\n"
+            }
         }
         out += section("scan response", payload.scanResponse, payload.scanResponseSize, payload.scanResponseBytes)
         let problems = ad.problems()

@@ -36,6 +36,18 @@ struct PreviewTests {
         #expect(result.output.contains("  on an LE-only adapter: 9 of 31 bytes: 02010405ffffff0e0f "), "\(result.output)")
     }
 
+    /// btmon on btvirt -L controllers (kernels 6.1, 6.12 and 7.2): flags in front of 28 bytes,
+    /// none in front of 29 or 31.
+    @Test("data too long for the kernel's flags is previewed as sent unchanged on an LE-only adapter")
+    func leOnlyVariantWithoutRoom() async throws {
+        let broadcast = "[advertisement.b]\ntype = \"broadcast\"\nmanufacturer_data = { \"0xFFFF\" = \"0102030405060708090a0b0c0d0e0f10111213141516171819\" }\n"
+
+        let result = try await preview(broadcast)
+
+        #expect(result.output.contains("  advertising data: 29 of 31 bytes: 1cffffff0102"), "\(result.output)")
+        #expect(result.output.contains("  on an LE-only adapter: the same (no room for the flags 020104 the kernel adds to data of up to 28 bytes)\n"), "\(result.output)")
+    }
+
     @Test("data with flags of its own has no LE-only variant: the kernel adds none")
     func noLEOnlyVariantWithFlags() async throws {
         let discoverable = "[advertisement.p]\ntype = \"peripheral\"\ndiscoverable = true\nservice_uuids = [\"180D\"]\nmanufacturer_data = { \"0xFFFF\" = \"0c0d\" }\n"
