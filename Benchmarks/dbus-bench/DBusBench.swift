@@ -90,7 +90,9 @@ struct DBusBench {
     }
 
     static let dictionary = DBusValue.variantDictionary(
-        Dictionary(uniqueKeysWithValues: (0..<20).map { ("key" + (($0 < 10) ? "0" : "") + String($0), DBusValue.uint32(UInt32($0))) }))
+        Dictionary(uniqueKeysWithValues: (0..<20).map { (index: Int) -> (String, DBusValue) in
+            (index < 10 ? "key0\(index)" : "key\(index)", .uint32(UInt32(index)))
+        }))
 
     static func swiftLoop(_ connection: isolated DBusConnection, calls: Int, dictionary: Bool) async throws -> Result {
         let message = DBusMessage.methodCall(

@@ -31,7 +31,7 @@ public enum ControlAPI {
 
     /// The D-Bus error name for a peripheral error code: `org.bleadvd.Error.NoFreeInstance`.
     public static func errorName(_ code: PeripheralError.Code) -> DBusError.Name {
-        DBusError.Name(rawValue: errorPrefix + code.rawValue.prefix(1).uppercased() + code.rawValue.dropFirst())
+        DBusError.Name(rawValue: errorPrefix + code.rawValue.prefix(1).uppercased() + String(code.rawValue.dropFirst()))
     }
 
     /// A peripheral error as the daemon answers it.
