@@ -21,10 +21,10 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus fuzz fuzz-smoke clean
+.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus fuzz fuzz-smoke clean debian-swift
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 deps: ## install the Debian packages the build and tests need (apt-get update first)
 	@scripts/install-deps.sh
@@ -115,6 +115,9 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 
 deb: build ## a Debian package in .build/bleadvd_VERSION-1_ARCH.deb, checked by lintian
 	@scripts/make-deb.sh $(VERSION)
+
+debian-swift: ## build, unit-test and package bleadvd with Debian's own Swift (unstable's swiftlang 6.2.3) in a chroot of Debian's packages, linked for Debian 13 and later: .build/debian-amd64/ (about 8 min the first time)
+	scripts/debian-swift.sh amd64
 
 fuzz: deps ## libFuzzer on the config parser, AD encoder and D-Bus message reader, 1,000,000 runs each (RUNS=N); crashes sorted by site
 	scripts/fuzz.sh $(or $(RUNS),1000000)
