@@ -7,6 +7,12 @@ BUILD_FLAGS  ?= -c release --static-swift-stdlib
 # The version is written once, in ControlAPI.swift (both programs' --version).
 VERSION      ?= $(shell sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p' Sources/AdvertiserControl/ControlAPI.swift)
 
+# What the arm64 guest checks: the package installed with apt (READY, heard on hci1, the
+# sandbox), BTHome decoded by bthome-ble, a set on air in place, bluetoothd killed, the unit's
+# life (reload, restart of bluetooth, kill -9, watchdog, stop leaves nothing registered).
+ARM64_SCENARIOS = testbed/scenarios/40-bthome.sh testbed/scenarios/50-crash-loop.sh testbed/scenarios/55-in-place.sh \
+                  testbed/systemd-scenarios/60-install-deb.sh testbed/systemd-scenarios/61-lifecycle.sh
+
 BINDIR       = $(PREFIX)/bin
 SBINDIR      = $(PREFIX)/sbin
 MANDIR       = $(PREFIX)/share/man
@@ -21,7 +27,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus fuzz fuzz-smoke clean debian-swift
+.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -116,8 +122,16 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 deb: build ## a Debian package in .build/bleadvd_VERSION-1_ARCH.deb, checked by lintian
 	@scripts/make-deb.sh $(VERSION)
 
-debian-swift: ## build, unit-test and package bleadvd with Debian's own Swift (unstable's swiftlang 6.2.3) in a chroot of Debian's packages, linked for Debian 13 and later: .build/debian-amd64/ (about 8 min the first time)
+debian-swift: ## build, unit-test and package bleadvd with Debian's own Swift (unstable's swiftlang 6.2.3) in a chroot of Debian's packages, linked for Debian 13 and later: .build/debian-amd64/ (about 6 min the first time)
 	scripts/debian-swift.sh amd64
+
+deb-arm64: ## the arm64 package for a Raspberry Pi (Debian 13 / Raspberry Pi OS 13 and later), built as make debian-swift builds, in an arm64 chroot under qemu-user: .build/debian-arm64/ (slow: see the README)
+	scripts/debian-swift.sh arm64 build deb
+
+testbed-arm64-test: ## the arm64 package on a Debian 13 arm64 guest (qemu-system-aarch64), with and without extended advertising; run make deb-arm64 first
+	testbed/setup.sh trixie-arm64
+	testbed/run.sh --systemd --stack trixie-arm64 $(ARM64_SCENARIOS)
+	testbed/run.sh --systemd --stack trixie-arm64 --legacy $(ARM64_SCENARIOS)
 
 fuzz: deps ## libFuzzer on the config parser, AD encoder and D-Bus message reader, 1,000,000 runs each (RUNS=N); crashes sorted by site
 	scripts/fuzz.sh $(or $(RUNS),1000000)

@@ -3,9 +3,11 @@
 # PID 1 is systemd, with the suite's own dbus.service and bluetooth.service, as on a user's
 # gateway, and the suite's kernel.
 #
-#   testbed/image.sh [SUITE]   SUITE: bookworm (default), trixie or sid
-#     -> $TESTBED_CACHE/systemd-SUITE.img (raw ext4), rebuilt when this file changes
-#     -> $TESTBED_CACHE/kernel-SUITE/ (vmlinuz-VERSION, lib/modules/VERSION, version), except
+#   testbed/image.sh [STACK]   STACK: bookworm (default), trixie or sid, for this machine's
+#                              architecture; trixie-arm64 (or SUITE-arm64) for a 64-bit Arm
+#                              one, as on a Raspberry Pi (its programs run under qemu-user)
+#     -> $TESTBED_CACHE/systemd-STACK.img (raw ext4), rebuilt when this file changes
+#     -> $TESTBED_CACHE/kernel-STACK/ (vmlinuz-VERSION, lib/modules/VERSION, version), except
 #        for bookworm, whose kernel testbed/setup.sh fetches for the host-root test bed too
 #
 # sid moves every day: its image is rebuilt when older than a day.
@@ -20,11 +22,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-suite=${1:-bookworm}
-case "$suite" in bookworm|trixie|sid) ;; *) echo "testbed-image: no suite $suite (bookworm, trixie or sid)" >&2; exit 2 ;; esac
-image=$TESTBED_CACHE/systemd-$suite.img
+stack=${1:-bookworm}
+suite=${stack%-arm64}
+arch=amd64 console=ttyS0
+[[ "$stack" == *-arm64 ]] && arch=arm64 console=ttyAMA0
+case "$suite" in bookworm|trixie|sid) ;; *) echo "testbed-image: no stack $stack (bookworm, trixie or sid, -arm64 for Arm)" >&2; exit 2 ;; esac
+image=$TESTBED_CACHE/systemd-$stack.img
 stamp=$image.recipe
-kernel=$TESTBED_CACHE/kernel-$suite
+kernel=$TESTBED_CACHE/kernel-$stack
 recipe=$(sha256sum "$here/image.sh" | cut -d' ' -f1)
 if [[ -s "$image" && "$(cat "$stamp" 2>/dev/null)" == "$recipe" ]] \
    && [[ "$suite" != sid || -z "$(find "$image" -mmin +1440)" ]]; then
@@ -41,13 +46,13 @@ trap 'rm -rf "$root"' EXIT
 # for `make install`, a venv with the decoders we did not write (bthome-ble, beacontools),
 # and the suite's kernel except on bookworm.
 packages=systemd-sysv,dbus,bluez,bluez-test-tools,bluez-test-scripts,kmod,udev,procps,make,binutils,python3,python3-dbus,python3-gi,python3-venv
-[[ "$suite" == bookworm ]] || packages+=,linux-image-amd64
-log "bootstrapping Debian $suite ($packages)"
+[[ "$stack" == bookworm ]] || packages+=,linux-image-$arch
+log "bootstrapping Debian $suite for $arch ($packages)"
 # sid's Release file is valid for a week; a mirror that is a snapshot (as this machine's is)
 # serves one past that date. Signatures are still checked.
 aptopts=()
 [[ "$suite" == sid ]] && aptopts=(--aptopt='Acquire::Check-Valid-Until "false"')
-mmdebstrap --quiet --variant=minbase "${aptopts[@]}" --include="$packages" "$suite" "$root" http://deb.debian.org/debian
+mmdebstrap --quiet --variant=minbase --architectures="$arch" "${aptopts[@]}" --include="$packages" "$suite" "$root" http://deb.debian.org/debian
 chroot "$root" python3 -m venv /opt/testbed-decoders
 # pip in the image trusts what this machine trusts (a proxy's certificate authority, say).
 cp -L /etc/ssl/certs/ca-certificates.crt "$root/tmp/host-ca.crt"
@@ -55,7 +60,7 @@ chroot "$root" env -u PIP_FIND_LINKS SSL_CERT_FILE=/tmp/host-ca.crt REQUESTS_CA_
   /opt/testbed-decoders/bin/pip install -q \
   --disable-pip-version-check "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION"
 rm -f "$root/tmp/host-ca.crt"
-if [[ "$suite" != bookworm ]]; then
+if [[ "$stack" != bookworm ]]; then
   # The kernel boots from the host (vng --run) and its modules are shared from the host's
   # /lib/modules (testbed/setup.sh puts them there): both leave the image.
   kver=$(ls "$root/usr/lib/modules" | head -n1)
@@ -66,7 +71,7 @@ if [[ "$suite" != bookworm ]]; then
   rm -rf "$root/boot/"* "$root/usr/lib/modules/$kver"
 fi
 
-echo "bleadvd-$suite" > "$root/etc/hostname"
+echo "bleadvd-$stack" > "$root/etc/hostname"
 # The serial console is the run's output: no login prompt on it, no boot status over it.
 for unit in getty.target serial-getty@.service console-getty.service; do
   ln -sf /dev/null "$root/etc/systemd/system/$unit"
@@ -88,7 +93,7 @@ fi
 exec "$repo/testbed/systemd-guest.sh"
 START
 chmod 755 "$root/usr/local/lib/testbed-runner/start"
-cat > "$root/etc/systemd/system/testbed-runner.service" <<'UNIT'
+cat > "$root/etc/systemd/system/testbed-runner.service" <<UNIT
 [Unit]
 Description=bleadvd test bed: the scenarios
 After=multi-user.target
@@ -98,7 +103,7 @@ Type=exec
 ExecStart=/usr/local/lib/testbed-runner/start
 StandardOutput=tty
 StandardError=inherit
-TTYPath=/dev/ttyS0
+TTYPath=/dev/$console
 UNIT
 cat > "$root/etc/systemd/system/testbed-runner.target" <<'UNIT'
 [Unit]
@@ -111,6 +116,6 @@ ln -sf testbed-runner.target "$root/etc/systemd/system/default.target"
 
 log "writing $image"
 rm -f "$image"
-mke2fs -q -t ext4 -L "bleadvd-$suite" -d "$root" "$image" 2G
+mke2fs -q -t ext4 -L "bleadvd-$stack" -d "$root" "$image" 2G
 echo "$recipe" > "$stamp"
 log "ready ($(du -h --apparent-size "$image" | cut -f1), $(du -h "$image" | cut -f1) used, $(("$(date +%s)" - started)) s)"

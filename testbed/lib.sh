@@ -152,6 +152,8 @@ show_diagnostics() {
 # testbed/scenarios/. Those in testbed/systemd-scenarios/ use what they installed, by its full
 # path.
 if [[ "$(basename "$(dirname "$(realpath "$0")")")" == scenarios ]]; then
+  # On an Arm guest: those scripts/debian-swift.sh arm64 built.
+  if [[ "$(uname -m)" == aarch64 ]]; then BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/debian-arm64}; fi
   BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/release}
   export PATH="$BLEADVD_BIN:$PATH"
 fi
@@ -238,9 +240,10 @@ stack_suite() {
   (. /etc/os-release && if [[ "${PRETTY_NAME:-}" == */sid ]]; then echo sid; else echo "${VERSION_CODENAME:-$ID}"; fi)
 }
 
-# stack_label: the stack in a few words, for PASS and FAIL lines: suite, controllers, bluetoothd.
+# stack_label: the stack in a few words, for PASS and FAIL lines: suite (and the architecture
+# when it is not x86_64), controllers, bluetoothd.
 stack_label() {
-  printf '%s, %s controllers, bluetoothd %s' "$(stack_suite)" \
+  printf '%s, %s controllers, bluetoothd %s' "$(stack_suite)$([[ "$(uname -m)" == x86_64 ]] || echo " $(uname -m)")" \
     "${TESTBED_CONTROLLERS:-extended}" "$([[ ${TESTBED_BLUETOOTHD:-hand} == service ]] && echo "by bluetooth.service" || echo "-E by hand")"
 }
 

@@ -2,14 +2,15 @@
 # Boots the BlueZ test bed VM once and runs scenario scripts in it.
 #
 #   testbed/run.sh [--legacy] SCENARIO.sh...              e.g. testbed/run.sh testbed/scenarios/*.sh
-#   testbed/run.sh --systemd [--stack SUITE] [--legacy] SCENARIO.sh...
+#   testbed/run.sh --systemd [--stack STACK] [--legacy] SCENARIO.sh...
 #                                            e.g. testbed/run.sh --systemd testbed/systemd-scenarios/*.sh
 #
 # By default the guest shares this machine's root file system read-only (writes go to a
 # throw-away overlay), starts a system bus, two virtual controllers (hci0 advertises, hci1
 # listens) and bluetoothd -E by hand, then runs each scenario as root (testbed/guest.sh).
 # With --systemd the guest boots the Debian image testbed/image.sh made for SUITE (bookworm,
-# trixie or sid; default bookworm) on that suite's kernel, with systemd as PID 1 and the
+# trixie or sid; default bookworm; trixie-arm64 for 64-bit Arm, as on a Raspberry Pi, under
+# qemu-system-aarch64) on that suite's kernel, with systemd as PID 1 and the
 # distribution's dbus.service and bluetooth.service (bluetoothd as the distribution starts it,
 # without -E); it sees only this repository (at the same path, read-only) and runs the
 # scenarios from testbed/systemd-guest.sh: testbed/systemd-scenarios/ install the package,
@@ -25,12 +26,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid]] [--legacy] SCENARIO.sh..."
+usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid|SUITE-arm64]] [--legacy] SCENARIO.sh..."
 systemd=0 suite=bookworm controllers=extended
 while [[ "${1:-}" == --* ]]; do
   case "$1" in
     --systemd) systemd=1; shift ;;
-    --stack) [[ "${2:-}" =~ ^(bookworm|trixie|sid)$ ]] || { echo "$usage" >&2; exit 2; }; suite=$2; shift 2 ;;
+    --stack) [[ "${2:-}" =~ ^(bookworm|trixie|sid)(-arm64)?$ ]] || { echo "$usage" >&2; exit 2; }; suite=$2; shift 2 ;;
     --legacy) controllers=legacy; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -73,11 +74,14 @@ else
   kver=$(cat "$TESTBED_CACHE/kernel-$suite/version")
   vmlinuz=$TESTBED_CACHE/kernel-$suite/vmlinuz-$kver
 fi
+arch=()
+# qemu-system-aarch64, emulated, with an Arm busybox for vng's initramfs (testbed/setup.sh)
+[[ "$suite" == *-arm64 ]] && arch=(--arch arm64 --busybox "$TESTBED_CACHE/busybox-arm64")
 started=$(date +%s)
 echo "testbed: booting $suite's kernel $kver$( ((systemd)) && echo " with systemd as PID 1")$( [[ $controllers == legacy ]] && echo ", controllers without extended advertising") for ${#scenarios[@]} scenario(s)" >&2
 # vng dies at once when standard input is closed (as in CI): give it /dev/null.
 PATH="$TESTBED_CACHE/venv/bin:$PATH" "$TESTBED_VNG" \
-  --run "$vmlinuz" --disable-kvm \
+  --run "$vmlinuz" --disable-kvm "${arch[@]}" \
   --memory "${BLEADVD_TESTBED_MEMORY:-2G}" --cpus "${BLEADVD_TESTBED_CPUS:-2}" \
   "${mode[@]}" < /dev/null 2>&1 \
   | tee "$TESTBED_CACHE/console.log" \

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs and caches what the BlueZ test bed VM needs. Idempotent: a second run only checks.
 #
-#   testbed/setup.sh [SUITE...] install packages, fetch the kernel, install virtme-ng, build
-#                               the systemd test bed's Debian image of each SUITE with its
-#                               kernel (testbed/image.sh; default: bookworm)
+#   testbed/setup.sh [STACK...] install packages, fetch the kernel, install virtme-ng, build
+#                               the systemd test bed's Debian image of each STACK with its
+#                               kernel (testbed/image.sh: bookworm, trixie, sid, or SUITE-arm64
+#                               for a 64-bit Arm one; default: bookworm)
 #
 # Everything downloaded lands in $BLEADVD_TESTBED_CACHE (default: .testbed-cache in the repo,
 # which the guest sees because the work tree is shared into the VM).
@@ -21,6 +22,9 @@ started=$(date +%s)
 packages=(qemu-system-x86 busybox-static kmod bluez bluez-test-tools bluez-test-scripts
           dbus python3-dbus python3-gi python3-venv
           mmdebstrap e2fsprogs)  # the systemd test bed's Debian image (testbed/image.sh)
+# An Arm stack: its machine (qemu-system-aarch64), qemu-user to set its image up here, curl
+# and xz for its busybox (below).
+[[ " ${suites[*]} " == *-arm64\ * ]] && packages+=(qemu-system-arm qemu-user-static binfmt-support arch-test curl xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -32,6 +36,21 @@ if ((${#missing[@]})); then
 fi
 
 mkdir -p "$TESTBED_CACHE"
+if [[ " ${suites[*]} " == *-arm64\ * ]]; then
+  mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
+  if [[ ! -x "$TESTBED_CACHE/busybox-arm64" ]]; then
+    # vng's initramfs for an Arm guest needs an Arm busybox: trixie's busybox-static.
+    log "fetching busybox-static for arm64"
+    mirror=http://deb.debian.org/debian
+    pool=$(curl -fsS "$mirror/dists/trixie/main/binary-arm64/Packages.xz" | xz -dc \
+      | awk '/^Package: busybox-static$/ {p = 1} p && /^Filename:/ && !found {print $2; found = 1}')
+    curl -fsS "$mirror/$pool" -o "$TESTBED_CACHE/busybox-static.deb"
+    dpkg-deb --fsys-tarfile "$TESTBED_CACHE/busybox-static.deb" | tar -xO ./usr/bin/busybox > "$TESTBED_CACHE/busybox-arm64.tmp"
+    chmod 755 "$TESTBED_CACHE/busybox-arm64.tmp" && mv "$TESTBED_CACHE/busybox-arm64.tmp" "$TESTBED_CACHE/busybox-arm64"
+    rm -f "$TESTBED_CACHE/busybox-static.deb"
+  fi
+fi
 if [[ ! -s "$TESTBED_CACHE/kernel-version" ]]; then
   pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
   [[ -n "$pkg" ]] || { log "cannot find the kernel package behind linux-image-amd64 (apt-get update?)"; exit 1; }
@@ -70,8 +89,9 @@ rm -f "$TESTBED_CACHE/systemd.img" "$TESTBED_CACHE/systemd.img.recipe"  # before
 for suite in "${suites[@]}"; do
   "$here/image.sh" "$suite"
   [[ "$suite" == bookworm ]] && continue
+  [[ "$suite" == *-arm64 ]] && "$here/vhci-module.sh" "$suite"
   skver=$(cat "$TESTBED_CACHE/kernel-$suite/version")
-  if [[ ! -f "/lib/modules/$skver/modules.dep" ]]; then
+  if ! cmp -s "$TESTBED_CACHE/kernel-$suite/lib/modules/$skver/modules.dep" "/lib/modules/$skver/modules.dep"; then
     log "installing modules for $skver ($suite) into /lib/modules"
     rm -rf "/lib/modules/$skver"
     cp -a "$TESTBED_CACHE/kernel-$suite/lib/modules/$skver" /lib/modules/
