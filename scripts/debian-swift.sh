@@ -30,6 +30,9 @@ shift || true
 steps=("$@")
 ((${#steps[@]})) || steps=(build test deb)
 case "$arch" in amd64|arm64) ;; *) echo "debian-swift: no architecture $arch (amd64 or arm64)" >&2; exit 2 ;; esac
+for step in "${steps[@]}"; do
+  case "$step" in build|test|deb) ;; *) echo "debian-swift: no step $step (build, test, deb)" >&2; exit 2 ;; esac
+done
 log() { printf 'debian-swift[%s]: %s\n' "$arch" "$*" >&2; }
 
 root=$TESTBED_CACHE/swiftlang-sid-$arch
@@ -41,14 +44,16 @@ sysroot=/sysroot/trixie
 sysroot_packages=libc6-dev,libgcc-14-dev,libstdc++-14-dev,libdbus-1-dev
 recipe=$(sha256sum <<< "$packages $sysroot_packages" | cut -d' ' -f1)
 
-if [[ "$arch" != "$(dpkg --print-architecture)" ]]; then
-  # A foreign architecture's programs run under qemu-user, through binfmt_misc.
-  # (mmdebstrap checks with arch-test that they do.)
-  host=(qemu-user-static binfmt-support arch-test)
-  if ! dpkg-query -W -f='${Status}\n' "${host[@]}" 2>/dev/null | grep -c 'install ok installed' | grep -qx "${#host[@]}"; then
-    log "installing ${host[*]} (runs $arch programs here)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${host[@]}" > /dev/null
-  fi
+# What runs here: mmdebstrap, dpkg-architecture; for a foreign architecture, its programs run
+# under qemu-user through binfmt_misc (mmdebstrap checks with arch-test that they do).
+host=(mmdebstrap dpkg-dev)
+foreign=0
+[[ "$arch" == "$(dpkg --print-architecture)" ]] || { foreign=1; host+=(qemu-user-static binfmt-support arch-test); }
+if ! dpkg-query -W -f='${Status}\n' "${host[@]}" 2>/dev/null | grep -c 'install ok installed' | grep -qx "${#host[@]}"; then
+  log "installing ${host[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${host[@]}" > /dev/null
+fi
+if ((foreign)); then
   mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
   [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
 fi
@@ -123,7 +128,6 @@ for step in "${steps[@]}"; do
     test)  in_chroot 'swift test --disable-xctest -Xswiftc -Xfrontend -Xswiftc -disable-cross-import-overlays 2>&1 | grep -aE "^(✘|error)|Test run with"' ;;
     deb)   in_chroot "scripts/make-deb.sh $version"
            cp "$root$src"/.build/bleadvd_*_"$arch".deb "$out/" ;;
-    *) echo "debian-swift: no step $step (build, test, deb)" >&2; exit 2 ;;
   esac
   log "$step: $((SECONDS - started)) s"
 done
