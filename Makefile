@@ -30,7 +30,7 @@ RELEASE      = .build/release
 .PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test
 
 help: ## list the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
 
 deps: ## install the Debian packages the build and tests need (apt-get update first)
 	@scripts/install-deps.sh
