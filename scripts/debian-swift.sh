@@ -4,7 +4,8 @@
 #
 #   scripts/debian-swift.sh [ARCH] [STEP...]   ARCH: amd64 (default) or arm64
 #     STEP: build (release binaries), test (unit tests), deb (the package); default: all three
-#   -> .build/debian-ARCH/bleadvd_VERSION-REVISION_ARCH.deb, and the swiftlang version used
+#   -> .build/debian-ARCH/release/bleadvd and bleadvctl, .build/debian-ARCH/bleadvd_VERSION-REVISION_ARCH.deb
+#      (laid out as `make build` and `make deb` lay out .build/), and the swiftlang version used
 #
 # Why unstable: trixie's swiftlang 6.0.3 cannot read swift-log 1.16.2's manifest (tools version
 # 6.2.0), and trixie-backports has none; unstable's 6.2.3 can. It cannot be installed on trixie
@@ -46,16 +47,11 @@ recipe=$(sha256sum <<< "$packages $sysroot_packages" | cut -d' ' -f1)
 
 # What runs here: mmdebstrap, dpkg-architecture; for a foreign architecture, its programs run
 # under qemu-user through binfmt_misc (mmdebstrap checks with arch-test that they do).
-host=(mmdebstrap dpkg-dev)
-foreign=0
-[[ "$arch" == "$(dpkg --print-architecture)" ]] || { foreign=1; host+=(qemu-user-static binfmt-support arch-test); }
-if ! dpkg-query -W -f='${Status}\n' "${host[@]}" 2>/dev/null | grep -c 'install ok installed' | grep -qx "${#host[@]}"; then
-  log "installing ${host[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${host[@]}" > /dev/null
-fi
-if ((foreign)); then
-  mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
+if [[ "$arch" == "$(dpkg --print-architecture)" ]]; then
+  install_packages debian-swift mmdebstrap dpkg-dev
+else
+  install_packages debian-swift mmdebstrap dpkg-dev qemu-user-static binfmt-support arch-test
+  enable_arm64_programs
 fi
 
 if [[ ! -L "$root/usr/bin/swift" || "$(cat "$root.recipe" 2>/dev/null)" != "$recipe" ]]; then
@@ -107,7 +103,7 @@ in_chroot() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/roo
 log "$(in_chroot 'swift --version 2>&1 | head -n1')"
 
 out=.build/debian-$arch
-mkdir -p "$out"
+mkdir -p "$out/release"
 for step in "${steps[@]}"; do
   started=$SECONDS
   case "$step" in
@@ -122,7 +118,7 @@ for step in "${steps[@]}"; do
            in_chroot "export PKG_CONFIG_SYSROOT_DIR=$sysroot PKG_CONFIG_LIBDIR=$sysroot/usr/lib/$multiarch/pkgconfig:$sysroot/usr/share/pkgconfig
                       swift build $flags --product bleadvd && swift build $flags --product bleadvctl"
            in_chroot 'for b in bleadvd bleadvctl; do printf "%s asks glibc for %s\n" $b "$(objdump -T .build/release/$b | grep -o "GLIBC_[0-9.]*" | sort -uV | tail -n1)"; done' >&2
-           cp "$root$src/.build/release/bleadvd" "$root$src/.build/release/bleadvctl" "$out/" ;;
+           cp "$root$src/.build/release/bleadvd" "$root$src/.build/release/bleadvctl" "$out/release/" ;;
     # Debian's swiftlang 6.2.3 ships the _Testing_Foundation overlay's module but not its
     # library, which a test importing both Testing and Foundation links to: leave it out.
     test)  in_chroot 'swift test --disable-xctest -Xswiftc -Xfrontend -Xswiftc -disable-cross-import-overlays 2>&1 | grep -aE "^(✘|error)|Test run with"' ;;

@@ -4,6 +4,8 @@
 #
 #   scripts/install-deps.sh
 set -euo pipefail
+# shellcheck source=testbed/common.sh
+. "$(dirname "$0")/../testbed/common.sh"
 
 packages=(
   libdbus-1-dev pkg-config   # CDBus: the libdbus-1 headers and library
@@ -13,12 +15,4 @@ packages=(
   python3-dbus python3-gi    # the Python D-Bus peer the tests call (dbus-python + GLib)
   dpkg-dev lintian           # make deb: dpkg-shlibdeps computes Depends, lintian checks the package
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "install-deps: installing ${missing[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+install_packages install-deps "${packages[@]}"

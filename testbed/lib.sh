@@ -148,13 +148,14 @@ show_diagnostics() {
 }
 
 # --- bleadvd in the bed -----------------------------------------------------------------------
-# The release binaries `make build` made (the guest sees the repository), for the scenarios in
-# testbed/scenarios/. Those in testbed/systemd-scenarios/ use what they installed, by its full
-# path.
+# The build the guest sees in the repository: `make build` and `make deb`'s, or on an Arm guest
+# `scripts/debian-swift.sh arm64`'s (the same layout: release/ and the packages).
+TESTBED_BUILD=$TESTBED_ROOT/.build
+[[ "$(uname -m)" == aarch64 ]] && TESTBED_BUILD=$TESTBED_ROOT/.build/debian-arm64
+# Its release binaries, for the scenarios in testbed/scenarios/. Those in
+# testbed/systemd-scenarios/ use what they installed, by its full path.
 if [[ "$(basename "$(dirname "$(realpath "$0")")")" == scenarios ]]; then
-  # On an Arm guest: those scripts/debian-swift.sh arm64 built.
-  if [[ "$(uname -m)" == aarch64 ]]; then BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/debian-arm64}; fi
-  BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_ROOT/.build/release}
+  BLEADVD_BIN=${BLEADVD_BIN:-$TESTBED_BUILD/release}
   export PATH="$BLEADVD_BIN:$PATH"
 fi
 

@@ -25,20 +25,11 @@ packages=(qemu-system-x86 busybox-static kmod bluez bluez-test-tools bluez-test-
 # An Arm stack: its machine (qemu-system-aarch64), qemu-user to set its image up here, curl
 # and xz for its busybox (below).
 [[ " ${suites[*]} " == *-arm64\ * ]] && packages+=(qemu-system-arm qemu-user-static binfmt-support arch-test curl xz-utils)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  log "installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+install_packages testbed-setup "${packages[@]}"
 
 mkdir -p "$TESTBED_CACHE"
 if [[ " ${suites[*]} " == *-arm64\ * ]]; then
-  mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64
+  enable_arm64_programs
   if [[ ! -x "$TESTBED_CACHE/busybox-arm64" ]]; then
     # vng's initramfs for an Arm guest needs an Arm busybox: trixie's busybox-static.
     log "fetching busybox-static for arm64"

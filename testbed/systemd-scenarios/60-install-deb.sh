@@ -12,10 +12,7 @@
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-# On an Arm guest: the package scripts/debian-swift.sh arm64 built.
-debs=$TESTBED_ROOT/.build
-[[ "$(uname -m)" == aarch64 ]] && debs=$TESTBED_ROOT/.build/debian-arm64
-deb=$(ls "$debs"/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
+deb=$(ls "$TESTBED_BUILD"/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
 started=$(date +%s.%N)
 # The guest has no network and no package lists: apt must find every dependency installed.
 # (Not --no-download: bookworm's apt 2.6 then fails on a local .deb, "Pathname to install is

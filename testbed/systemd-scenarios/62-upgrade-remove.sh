@@ -12,7 +12,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 arch=$(dpkg --print-architecture)
-newer=$(ls "$TESTBED_ROOT"/.build/bleadvd_*-2_"$arch".deb | tail -n1)
+newer=$(ls "$TESTBED_BUILD"/bleadvd_*-2_"$arch".deb | tail -n1)
 systemctl start bleadvd
 [[ "$(active_instances)" == 1 ]] || fail "before the upgrade: $(active_instances) registered, not 1"
 before=$(unit_property InvocationID)
