@@ -33,8 +33,11 @@ let package = Package(
         // bleadvd's process set-up that must come before Swift starts its threads (C).
         .target(name: "CLinux"),
 
-        // Layer 1: D-Bus for Swift.
-        .target(name: "DBus", dependencies: ["CDBus"]),
+        // epoll, eventfd, timerfd and signalfd for DBus's event loop (C).
+        .target(name: "CEvents"),
+
+        // Layer 1: D-Bus for Swift, and the one-thread event loop it runs on.
+        .target(name: "DBus", dependencies: ["CDBus", "CEvents"]),
 
         // Layer 2: the advertising core: the standard library, and libcrypto for BTHome's AES-CCM.
         .target(name: "Peripheral", dependencies: ["CCrypto"]),
@@ -120,7 +123,7 @@ let package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system && !["CDBusBenchLoop", "CLinux", "CCrypto"].contains(target.name) {
+for target in package.targets where target.type != .system && !["CDBusBenchLoop", "CLinux", "CCrypto", "CEvents"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(contentsOf: [
         .enableUpcomingFeature("ExistentialAny"),

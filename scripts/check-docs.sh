@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(DBus Peripheral PeripheralMocks BluetoothModule PeripheralBlueZ AdvertiserConfig AdvertiserControl)
-inherited='^(!=|\.\.\.|\.\.<|<=|>=|>|hash\(into:\)|hashValue|init\(rawValue:\)|rawValue|localizedDescription|init\((unicodeScalar|extendedGrapheme)|measure\(|sleep\(for:tolerance:\)|(assert|precondition)Isolated|assumeIsolated|withSerialExecutor)'
+inherited='^(!=|\.\.\.|\.\.<|<=|>=|>|hash\(into:\)|hashValue|init\(rawValue:\)|rawValue|localizedDescription|init\((unicodeScalar|extendedGrapheme)|measure\(|sleep\(for:tolerance:\)|(assert|precondition)Isolated|assumeIsolated|withSerialExecutor|asUnowned(Serial|Task)Executor\(\)|isMainExecutor|isSameExclusiveExecutionContex|isIsolatingCurrentContext\(\))'
 failed=0
 for target in "${targets[@]}"; do
   if ! log=$(swift package --disable-sandbox generate-documentation --target "$target" --warnings-as-errors \

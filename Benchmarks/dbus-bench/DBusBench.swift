@@ -1,6 +1,5 @@
 import CDBusBenchLoop
 import DBus
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -10,9 +9,25 @@ import Glibc
 /// loop written in C directly against libdbus, on the same private bus, in the same run.
 ///
 ///   dbus-bench ADDRESS [CALLS]      (scripts/bench-dbus.sh starts the bus and passes it)
+///
+/// Ours runs as bleadvd runs it: one ``EventLoop`` on the main thread, every task preferring it.
 @main
 struct DBusBench {
-    static func main() async throws {
+    static func main() throws {
+        let loop = try EventLoop()
+        Task(executorPreference: loop) {
+            do {
+                try await run(on: loop)
+                exit(0)
+            } catch {
+                print("dbus-bench: \(error)")
+                exit(1)
+            }
+        }
+        loop.run()
+    }
+
+    static func run(on loop: EventLoop) async throws {
         let arguments = CommandLine.arguments
         guard arguments.count >= 2 else {
             print("usage: dbus-bench BUS_ADDRESS [CALLS]")
@@ -21,7 +36,7 @@ struct DBusBench {
         let address = arguments[1]
         let calls = arguments.count > 2 ? Int(arguments[2]) ?? 20_000 : 20_000
         guard cbench_start_server(address) == 0 else { fatalError("the C responder did not start") }
-        let connection = try await DBusConnection.connect(to: .address(address))
+        let connection = try await DBusConnection.connect(to: .address(address), on: loop)
 
         // The machine's speed drifts within seconds (a shared VM): the two loops take turns in
         // rounds, so both see the same conditions, and the rates are over all rounds.
@@ -59,7 +74,7 @@ struct DBusBench {
         print("memory: RSS \(before) KiB before and \(after) KiB after 100000 more calls (\(after - before) KiB)")
 
         let switches = contextSwitches()
-        try await Task.sleep(for: .seconds(2))
+        try await LoopClock(on: loop).sleep(for: .seconds(2))
         print("idle: \(contextSwitches() - switches) context switches in 2 s with the connection open")
     }
 

@@ -46,6 +46,14 @@ extension Daemon {
     /// - Throws: ``DaemonFailure`` when the name is taken or refused, BlueZ cannot be watched,
     ///   or the bus connection is lost.
     package func run(requests: AsyncStream<Request>, watchdog: Duration? = nil) async throws(DaemonFailure) {
+        // Every child, and what it calls, prefers the connection's event loop: no thread of
+        // Swift's pool is ever started for the daemon's work.
+        try await withTaskExecutorPreference(connection.eventLoop) { () async throws(DaemonFailure) in
+            try await runChildren(requests: requests, watchdog: watchdog)
+        }
+    }
+
+    private func runChildren(requests: AsyncStream<Request>, watchdog: Duration?) async throws(DaemonFailure) {
         let bluez = try await start()
         let changes = await module.changes()
         let busEvents = await connection.events()
@@ -62,7 +70,7 @@ extension Daemon {
                 finishRegistering.finish()
             }
             group.addTask { [post, clock] in
-                let settled = await Deadline.within(Self.readyWait, on: clock) { () async -> Void in for await _ in registered {} } != nil
+                let settled = await Deadline.within(Self.readyWait, on: clock, executor: self.connection.eventLoop) { () async -> Void in for await _ in registered {} } != nil
                 post.yield(.started(settled: settled))
             }
             if let watchdog { group.addTask { await self.keepWatchdog(every: watchdog / 2) } }
@@ -97,7 +105,7 @@ extension Daemon {
         stopping = true
         notifier.notify("STOPPING=1")
         let names = self.names
-        let done = await Deadline.within(Self.stopWait, on: clock) { [module] () async -> Void in
+        let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
             for name in names { try? await module.off(name) }
         } != nil
         logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
@@ -108,7 +116,7 @@ extension Daemon {
     /// the control API's name), within `limit`. A wedge in any of them means no WATCHDOG=1, so
     /// systemd restarts bleadvd.
     package nonisolated func heartbeat(within limit: Duration) async -> Bool {
-        await Deadline.within(limit, on: clock) { [module] in
+        await Deadline.within(limit, on: clock, executor: connection.eventLoop) { [module] in
             _ = await module.status()
             return await self.ownsName()
         } ?? false

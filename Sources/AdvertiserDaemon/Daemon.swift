@@ -79,6 +79,10 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// The names, sorted.
     var names: [String] { entries.keys.sorted() }
 
+    /// Runs on the connection's event loop, as the connection, BlueZ's manager and the module
+    /// do: in bleadvd, the one thread.
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
+
     /// A daemon for `config` (read from `configPath`, which `reload` reads again).
     /// - Parameters:
     ///   - adapter: overrides the config's adapter (bleadvd's `--adapter`).
@@ -104,7 +108,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.logger = logger
         self.module = BluetoothModule(
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,
-            counters: counters, logger: logger)
+            counters: counters, logger: logger, executor: connection.eventLoop)
     }
 
     // MARK: AdvertiserControlling

@@ -36,6 +36,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private let retry: RetryPolicy
     private let counters: (any EncryptionCounters)?
     private let logger: Logger
+    /// Where the module's own tasks run; nil for Swift's global executor.
+    private nonisolated let executor: (any TaskExecutor)?
     private var entries: [String: Entry] = [:]
     private var adapterInUse: AdapterCapabilities?
     private var busy = false
@@ -61,11 +63,15 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ///   - counters: where encrypted BTHome's counters come from; without it an advertisement
     ///     with a `bthomeKey` fails to register.
     ///   - logger: where what happens is logged.
+    ///   - executor: where the module's own tasks run (its retry timer, a cancelled waiter
+    ///     leaving its turn); nil for Swift's global executor. bleadvd gives its one event
+    ///     loop, and calls the module from tasks that prefer it: the actor then runs there too.
     public init(
         manager: any PeripheralManaging, clock: C, adapter: String? = nil, powerOn: Bool = true,
         retry: RetryPolicy = .standard, counters: (any EncryptionCounters)? = nil,
-        logger: Logger = Logger(label: "bleadvd.module")
+        logger: Logger = Logger(label: "bleadvd.module"), executor: (any TaskExecutor)? = nil
     ) {
+        self.executor = executor
         self.manager = manager
         self.clock = clock
         self.configuredAdapter = adapter
@@ -177,7 +183,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         nextWaiter += 1
         listeners[id] = continuation
         continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeListener(id) }
+            Task(executorPreference: self?.executor) { await self?.removeListener(id) }
         }
         return stream
     }
@@ -447,7 +453,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                     queued.append((id, continuation))
                 }
             } onCancel: {
-                Task { await self.leaveQueue(id) }
+                Task(executorPreference: self.executor) { await self.leaveQueue(id) }
             }
         }
         busy = true
@@ -471,7 +477,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         guard next != retryTimer?.at else { return }
         retryTimer?.task.cancel()
         retryTimer = next.map { at in
-            (at, Task { [clock, weak self] in
+            (at, Task(executorPreference: executor) { [clock, weak self] in
                 guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
                 await self?.retryTimerFired(at)
             })

@@ -95,13 +95,13 @@ extension DBusConnection {
 
     /// Answers a method call addressed to this connection, which ``route(_:signature:)`` took:
     /// `method` is the exported method it names, nil for the standard interfaces. Runs on the
-    /// connection's queue.
+    /// connection's event loop.
     func handleMethodCall(_ call: DBusMessage, method: DBusMethod?) {
         guard let path = call.path, let member = call.member else { return }
         if let method {
-            // On this connection's queue, and so are the default actors the handler calls:
+            // On this connection's event loop, and so are the default actors the handler calls:
             // a call to bleadvd and its call to BlueZ crossed threads four times without.
-            Task(executorPreference: loop.executor) { await self.run(method, for: call) }
+            Task(executorPreference: eventLoop) { await self.run(method, for: call) }
             return
         }
         let result: Result<[DBusValue], DBusError>

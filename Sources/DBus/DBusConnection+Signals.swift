@@ -56,8 +56,8 @@ extension DBusConnection {
             for id in ids { await unsubscribe(id) }
             throw error
         }
-        continuation.onTermination = { [weak self, ids] _ in
-            Task { for id in ids { await self?.unsubscribe(id) } }
+        continuation.onTermination = { [weak self, ids, eventLoop] _ in
+            Task(executorPreference: eventLoop) { for id in ids { await self?.unsubscribe(id) } }
         }
         return stream
     }
@@ -171,13 +171,13 @@ extension DBusConnection {
         } else {
             trackedOwners[name] = nil
             let watchID = tracked.watchID
-            Task { await self.unsubscribe(watchID) }
+            Task(executorPreference: eventLoop) { await self.unsubscribe(watchID) }
         }
     }
 
     // MARK: Incoming
 
-    /// Routes one incoming message. Runs on the connection's queue, inside libdbus's dispatch.
+    /// Routes one incoming message. Runs on the connection's event loop, inside libdbus's dispatch.
     /// Returns whether the message was handled.
     func receive(_ raw: RawMessage) -> Bool {
         let isCall = dbus_message_get_type(raw.pointer) == Int32(DBUS_MESSAGE_TYPE_METHOD_CALL)

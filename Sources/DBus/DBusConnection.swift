@@ -1,13 +1,12 @@
 internal import CDBus
-import Dispatch
 
-/// A private connection to a message bus, served on one serial executor.
+/// A private connection to a message bus, served on one ``EventLoop``.
 ///
-/// The actor's executor is the same `DispatchQueue` that libdbus's file descriptors, timeouts
-/// and message dispatch run on, so incoming calls, replies and signals are handled in order
-/// with no lock and no polling thread. Calls never block that queue: they are libdbus pending
-/// calls bridged to `async`, so a peer may call back into this connection while a call waits
-/// (BlueZ does exactly that during `RegisterAdvertisement`).
+/// The actor's executor is the event loop that libdbus's file descriptors, timeouts and
+/// message dispatch run on, so incoming calls, replies and signals are handled in order with
+/// no lock and no polling thread. Calls never block the loop: they are libdbus pending calls
+/// bridged to `async`, so a peer may call back into this connection while a call waits (BlueZ
+/// does exactly that during `RegisterAdvertisement`).
 ///
 /// The connection never exits the process: when the bus goes away, pending calls fail with
 /// `Disconnected`/`NoReply`, signal streams finish, and ``events()`` reports `.disconnected`.
@@ -31,11 +30,15 @@ public actor DBusConnection {
     nonisolated let loop: DBusEventLoop
     nonisolated var raw: OpaquePointer { loop.connection }
 
+    /// The event loop this connection runs on: the executor of this actor, and the task
+    /// executor of exported methods' handlers.
+    public nonisolated var eventLoop: EventLoop { loop.eventLoop }
+
     /// The connection's unique name on the bus, e.g. `:1.42`.
     public nonisolated let uniqueName: String
 
-    /// Runs this actor on the connection's dispatch queue.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
+    /// Runs this actor on the connection's event loop.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.eventLoop.asUnownedSerialExecutor() }
 
     /// Whether the connection is still open.
     public internal(set) var isConnected = true
@@ -59,15 +62,18 @@ public actor DBusConnection {
         loop.finish()
     }
 
-    /// Opens a private connection to a bus and registers with it.
+    /// Opens a private connection to a bus and registers with it (`Hello`, which blocks the
+    /// caller for that round trip).
+    /// - Parameters:
+    ///   - bus: the bus.
+    ///   - eventLoop: the loop to serve the connection on; by default one on a thread of its
+    ///     own, which ends with the connection.
     /// - Throws: ``DBusError`` when the bus cannot be reached or refuses the connection.
-    public static func connect(to bus: Bus) async throws -> DBusConnection {
-        let queue = DispatchQueue(label: "bleadvd.dbus.connect")
-        let opened: RawConnection = try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { RawConnection(pointer: try bus.open()) }) }
-        }
-        let name = String(cString: dbus_bus_get_unique_name(opened.pointer))
-        let connection = DBusConnection(loop: DBusEventLoop(connection: opened.pointer, label: "bleadvd.dbus \(name)"), uniqueName: name)
+    public static func connect(to bus: Bus, on eventLoop: EventLoop? = nil) async throws -> DBusConnection {
+        let eventLoop = try eventLoop ?? EventLoop.onNewThread(name: "dbus")
+        let opened = try bus.open()
+        let name = String(cString: dbus_bus_get_unique_name(opened))
+        let connection = DBusConnection(loop: DBusEventLoop(connection: opened, eventLoop: eventLoop), uniqueName: name)
         await connection.start()
         return connection
     }
@@ -107,8 +113,8 @@ public actor DBusConnection {
         }
         let id = makeID()
         eventListeners[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeEventListener(id) }
+        continuation.onTermination = { [weak self, eventLoop] _ in
+            Task(executorPreference: eventLoop) { await self?.removeEventListener(id) }
         }
         return stream
     }
@@ -149,15 +155,16 @@ public actor DBusConnection {
             throw DBusError(.noMemory, "out of memory sending \(message.what)")
         }
         guard let pendingCall else { throw DBusError(.disconnected, "the connection is closed") }
-        let pending = PendingReply(pendingCall, queue: loop.queue)
+        let pending = PendingReply(pendingCall, eventLoop: eventLoop)
         outstanding[ObjectIdentifier(pending)] = pending
         defer { outstanding[ObjectIdentifier(pending)] = nil }
         let reply = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                loop.run { pending.wait(continuation) }
+                // This closure is not isolated to the actor: it runs on the caller's executor.
+                eventLoop.execute { pending.wait(continuation) }
             }
         } onCancel: {
-            loop.run { pending.abandon(with: CancellationError()) }
+            eventLoop.execute { pending.abandon(with: CancellationError()) }
         }
         if let error = reply.error { throw error }
         return reply
@@ -191,11 +198,6 @@ public actor DBusConnection {
         try send(.signal(path: path, interface: interface, member: member, body: arguments))
     }
 
-}
-
-/// A libdbus `DBusConnection*`, moved between threads only to reach the connection's queue.
-struct RawConnection: @unchecked Sendable {
-    let pointer: OpaquePointer
 }
 
 /// The filter's reference to its connection: it must not keep the connection alive.

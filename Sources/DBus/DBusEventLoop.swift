@@ -1,57 +1,44 @@
 internal import CDBus
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Runs one libdbus connection on one serial `DispatchQueue`: file-descriptor watches and
-/// timeouts become DispatchSources on that queue, and incoming messages are dispatched there.
+/// Runs one libdbus connection on an ``EventLoop``: libdbus's watches become the loop's
+/// watches, its timeouts the loop's timers, and incoming messages are dispatched there.
 ///
-/// Nothing polls: an idle connection has no timer and no thread awake. Every libdbus
-/// connection function is called on the queue only, so the watch and timeout callbacks, which
-/// libdbus runs with the connection lock held, only ever touch DispatchSources.
+/// Nothing polls: an idle connection has no timer armed and no thread awake. Every libdbus
+/// connection function is called on the loop's thread only, so the watch and timeout
+/// callbacks, which libdbus runs with the connection lock held, only touch the loop's tables.
 final class DBusEventLoop: @unchecked Sendable {
-    let queue: DispatchQueue
+    let eventLoop: EventLoop
     let connection: OpaquePointer
     /// Set once the connection is closed and released; nothing touches it afterwards.
     private var finished = false
-    /// libdbus's timeouts (one per pending call, 25 s by default) on one timer.
-    private(set) lazy var timeouts = TimeoutScheduler(loop: self)
+    /// libdbus's timeouts (one per pending call, 25 s by default), each with a timer of the
+    /// loop while it is enabled.
+    private var timeouts: [OpaquePointer: EventLoop.Timer?] = [:]
 
-    /// The executor of the connection's actor, on the same queue.
-    let executor: DBusQueueExecutor
-
-    init(connection: OpaquePointer, label: String) {
+    init(connection: OpaquePointer, eventLoop: EventLoop) {
         self.connection = connection
-        self.queue = DispatchQueue(label: label)
-        self.executor = DBusQueueExecutor(queue: queue)
+        self.eventLoop = eventLoop
     }
 
-    /// Runs `work` on the queue: right away when already there, else as soon as it is free.
-    func run(_ work: @escaping @Sendable () -> Void) {
-        if executor.isCurrent {
-            work()
-        } else {
-            queue.async(execute: work)
-        }
-    }
-
-    /// Hooks the loop into libdbus. Call once, on the queue. The connection keeps the loop alive
+    /// Hooks the loop into libdbus. Call once, on the loop. The connection keeps this alive
     /// until it is finalized.
     func install() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        eventLoop.checkIsolated()
         let this = Unmanaged.passRetained(self).toOpaque()
         dbus_connection_set_watch_functions(
             connection,
             { watch, data in DBusEventLoop.from(data).add(watch: watch!) },
-            { watch, _ in WatchSource.from(watch!)?.cancel() },
-            { watch, _ in WatchSource.from(watch!)?.update() },
+            { watch, data in DBusEventLoop.from(data).remove(watch: watch!) },
+            { watch, data in DBusEventLoop.from(data).update(watch: watch!) },
             this, nil)
         dbus_connection_set_timeout_functions(
             connection,
-            { timeout, data in DBusEventLoop.from(data).timeouts.add(timeout!) },
-            { timeout, data in DBusEventLoop.from(data).timeouts.remove(timeout!) },
-            { timeout, data in DBusEventLoop.from(data).timeouts.update(timeout!) },
+            { timeout, data in DBusEventLoop.from(data).add(timeout: timeout!) },
+            { timeout, data in DBusEventLoop.from(data).remove(timeout: timeout!) },
+            { timeout, data in DBusEventLoop.from(data).update(timeout: timeout!) },
             this, nil)
         dbus_connection_set_wakeup_main_function(
             connection, { data in DBusEventLoop.from(data).scheduleDrain() }, this, nil)
@@ -66,20 +53,21 @@ final class DBusEventLoop: @unchecked Sendable {
         scheduleDrain()
     }
 
-    /// Dispatches every message libdbus has queued. Runs on the queue, outside any callback.
+    /// Dispatches every message libdbus has queued. Runs on the loop, outside any callback.
     func drain() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        eventLoop.checkIsolated()
         guard !finished else { return }
         while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
     }
 
-    /// Closes the connection and drops this module's reference, after every block queued
-    /// before it; blocks queued later find the loop finished and do nothing.
+    /// Closes the connection and drops this module's reference, after everything posted to the
+    /// loop before it; work posted later finds the connection finished and does nothing.
     func finish() {
-        queue.async { [self] in
+        eventLoop.post { [self] in
             guard !finished else { return }
             finished = true
-            timeouts.stop()
+            for case let timer? in timeouts.values { eventLoop.cancel(timer) }
+            timeouts = [:]
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
         }
@@ -87,18 +75,28 @@ final class DBusEventLoop: @unchecked Sendable {
 
     /// Asks for a drain soon; never dispatches from inside a libdbus callback.
     func scheduleDrain() {
-        queue.async { [self] in drain() }
+        eventLoop.post { [self] in drain() }
     }
+
+    var isFinished: Bool { finished }
+
+    // MARK: Watches
 
     /// A watch's file descriptor is ready: libdbus reads or writes, then what arrived is
     /// dispatched.
-    func handle(_ watch: OpaquePointer, _ flags: UInt32) {
-        dispatchPrecondition(condition: .onQueue(queue))
+    private func handle(_ watch: OpaquePointer, _ readiness: EventLoop.Readiness) {
         guard !finished else { return }
+        var flags: UInt32 = 0
+        if readiness.readable { flags |= DBUS_WATCH_READABLE.rawValue }
+        if readiness.writable { flags |= DBUS_WATCH_WRITABLE.rawValue }
+        if readiness.hungUp { flags |= DBUS_WATCH_HANGUP.rawValue }
+        if readiness.failed { flags |= DBUS_WATCH_ERROR.rawValue }
+        // Both of a descriptor's watches hear its readiness; each handles its own direction.
+        flags &= dbus_watch_get_flags(watch) | DBUS_WATCH_HANGUP.rawValue | DBUS_WATCH_ERROR.rawValue
         dbus_watch_handle(watch, flags)
         // libdbus reads about 2 KiB per call. While a message is still incomplete and more of
-        // it waits on the socket, read on here (up to 1 MiB) instead of going back through the
-        // dispatch source for every 2 KiB: a 30 MB call took 250 ms that way, the bus 35.
+        // it waits on the socket, read on here (up to 1 MiB) instead of going back through
+        // epoll for every 2 KiB: a 30 MB call took 250 ms that way, the bus 35.
         var rounds = 1
         while flags == DBUS_WATCH_READABLE.rawValue, rounds < 512, dbus_watch_get_enabled(watch) != 0,
               dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_COMPLETE,
@@ -115,25 +113,82 @@ final class DBusEventLoop: @unchecked Sendable {
         return poll(&descriptor, 1, 0) == 1 && descriptor.revents & Int16(POLLIN) != 0
     }
 
-    /// A timeout is due (a call waited too long for its reply).
-    func handle(_ timeout: OpaquePointer) {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard !finished else { return }
-        dbus_timeout_handle(timeout)
+    /// What the loop is to wait for on a libdbus watch: nothing while libdbus disables it.
+    private static func interest(of watch: OpaquePointer) -> EventLoop.Interest {
+        guard dbus_watch_get_enabled(watch) != 0 else { return .nothing }
+        let flags = dbus_watch_get_flags(watch)
+        return EventLoop.Interest(
+            readable: flags & DBUS_WATCH_READABLE.rawValue != 0, writable: flags & DBUS_WATCH_WRITABLE.rawValue != 0)
     }
 
-    var isFinished: Bool { finished }
-
     private func add(watch: OpaquePointer) -> dbus_bool_t {
-        let source = WatchSource(watch: watch, loop: self)
-        dbus_watch_set_data(watch, Unmanaged.passRetained(source).toOpaque()) { data in
-            Unmanaged<WatchSource>.fromOpaque(data!).release()
+        let registration: EventLoop.Watch
+        do {
+            registration = try eventLoop.watch(dbus_watch_get_unix_fd(watch), for: Self.interest(of: watch)) { [unowned self] readiness in
+                handle(watch, readiness)
+            }
+        } catch {
+            return 0
         }
-        source.update()
+        let box = Unmanaged.passRetained(WatchBox(registration)).toOpaque()
+        dbus_watch_set_data(watch, box) { data in Unmanaged<WatchBox>.fromOpaque(data!).release() }
         return 1
+    }
+
+    private func remove(watch: OpaquePointer) {
+        guard let registration = WatchBox.from(watch) else { return }
+        eventLoop.remove(registration)
+    }
+
+    private func update(watch: OpaquePointer) {
+        guard let registration = WatchBox.from(watch) else { return }
+        try? eventLoop.update(registration, to: Self.interest(of: watch))
+    }
+
+    // MARK: Timeouts
+
+    private func add(timeout: OpaquePointer) -> dbus_bool_t {
+        timeouts[timeout] = .some(nil)
+        update(timeout: timeout)
+        return 1
+    }
+
+    private func remove(timeout: OpaquePointer) {
+        if case let timer?? = timeouts.removeValue(forKey: timeout) { eventLoop.cancel(timer) }
+    }
+
+    /// (Re)starts a timeout's interval when it is enabled; stops it when it is not.
+    private func update(timeout: OpaquePointer) {
+        guard let timer = timeouts[timeout] else { return }
+        if let timer { eventLoop.cancel(timer) }
+        timeouts[timeout] = .some(nil)
+        guard dbus_timeout_get_enabled(timeout) != 0 else { return }
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(dbus_timeout_get_interval(timeout)))
+        timeouts[timeout] = eventLoop.schedule(at: deadline) { [unowned self] in
+            timeouts[timeout] = .some(nil)
+            guard !finished else { return }
+            dbus_timeout_handle(timeout)
+            // libdbus's timeouts repeat until removed or disabled (a pending call's is removed
+            // as it handles it).
+            if case .some(nil) = timeouts[timeout] { update(timeout: timeout) }
+            drain()
+        }
     }
 
     private static func from(_ data: UnsafeMutableRawPointer?) -> DBusEventLoop {
         Unmanaged<DBusEventLoop>.fromOpaque(data!).takeUnretainedValue()
+    }
+}
+
+/// The loop's watch behind a libdbus watch, kept in the watch's data.
+private final class WatchBox {
+    let registration: EventLoop.Watch
+
+    init(_ registration: EventLoop.Watch) {
+        self.registration = registration
+    }
+
+    static func from(_ watch: OpaquePointer) -> EventLoop.Watch? {
+        dbus_watch_get_data(watch).map { Unmanaged<WatchBox>.fromOpaque($0).takeUnretainedValue().registration }
     }
 }

@@ -1,24 +1,24 @@
 internal import CDBus
-import Dispatch
 
 /// One outstanding method call: the libdbus pending call and the task waiting for it.
-/// Touched only on the connection's queue.
+/// Touched only on the connection's event loop.
 final class PendingReply: @unchecked Sendable {
     private var pending: OpaquePointer?
     private var continuation: CheckedContinuation<DBusMessage, any Error>?
     /// The outcome when it came before anyone waited (a cancellation, a disconnect).
     private var early: Result<DBusMessage, any Error>?
 
-    private let queue: DispatchQueue
+    private let eventLoop: EventLoop
 
-    /// Takes over the caller's reference to the pending call of a connection served on `queue`.
-    init(_ pending: OpaquePointer, queue: DispatchQueue) {
+    /// Takes over the caller's reference to the pending call of a connection served on
+    /// `eventLoop`.
+    init(_ pending: OpaquePointer, eventLoop: EventLoop) {
         self.pending = pending
-        self.queue = queue
+        self.eventLoop = eventLoop
     }
 
     func wait(_ continuation: CheckedContinuation<DBusMessage, any Error>) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        eventLoop.checkIsolated()
         if let early {
             continuation.resume(with: early)
             return
@@ -43,7 +43,7 @@ final class PendingReply: @unchecked Sendable {
 
     /// Stops waiting: the task gets `error`, and a reply that still arrives is dropped.
     func abandon(with error: any Error) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        eventLoop.checkIsolated()
         guard let pending else { return }
         dbus_pending_call_cancel(pending)
         finish(.failure(error))

@@ -16,8 +16,8 @@ extension BlueZPeripheralManager {
         let id = nextConsumer
         nextConsumer += 1
         consumers[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeConsumer(id) }
+        continuation.onTermination = { [weak self, eventLoop = connection.eventLoop] _ in
+            Task(executorPreference: eventLoop) { await self?.removeConsumer(id) }
         }
         return stream
     }
@@ -46,7 +46,7 @@ extension BlueZPeripheralManager {
     private func startMonitoring() async throws {
         let signals = try await connection.signals(matching: Self.rules)
         guard monitor == nil else { return }
-        monitor = Task { [weak self] in
+        monitor = Task(executorPreference: connection.eventLoop) { [weak self] in
             for await message in signals {
                 await self?.observe(message)
             }

@@ -4,7 +4,6 @@ import AdvertiserDaemon
 import ArgumentParser
 import CLinux
 import DBus
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
@@ -13,7 +12,7 @@ import PeripheralBlueZ
 
 /// `bleadvd`: keeps the configured advertisements on air through BlueZ.
 @main
-struct Bleadvd: AsyncParsableCommand {
+struct Bleadvd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bleadvd",
         abstract: "Keep Bluetooth LE advertisements on air through BlueZ.",
@@ -52,9 +51,11 @@ struct Bleadvd: AsyncParsableCommand {
     @Flag(help: "Check the config file and exit: 0 when bleadvd would accept it, 2 with the error when not.")
     var checkConfig = false
 
-    /// Parses the arguments, then runs. A usage error is one escaped line and exit 2
-    /// (bleadvd(8), EXIT STATUS); ArgumentParser's own would print the argument raw, exit 64.
-    static func main() async {
+    /// Parses the arguments, then runs on one thread: this one, the event loop's, with every
+    /// task preferring it (docs/ARCHITECTURE.md, "Concurrency"). A usage error is one escaped
+    /// line and exit 2 (bleadvd(8), EXIT STATUS); ArgumentParser's own would print the argument
+    /// raw, exit 64.
+    static func main() {
         let command: Bleadvd
         do {
             command = try parse()
@@ -64,11 +65,23 @@ struct Bleadvd: AsyncParsableCommand {
             _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
             exit(withError: ExitCode(2))
         }
+        let loop: EventLoop
         do {
-            try await command.run()
+            loop = try EventLoop()
         } catch {
-            exit(withError: error)
+            let line = Array("bleadvd: \(error)\n".utf8)
+            _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            exit(withError: ExitCode(1))
         }
+        Task(executorPreference: loop) {
+            do {
+                try await command.serve(on: loop)
+                exit()
+            } catch {
+                exit(withError: error)
+            }
+        }
+        loop.run()
     }
 
     func validate() throws {
@@ -77,7 +90,7 @@ struct Bleadvd: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    func serve(on loop: EventLoop) async throws {
         if checkConfig {
             if ConfigCheck.isChild { throw ExitCode(ConfigCheck.childMain(file: config)) }
             do {
@@ -105,7 +118,7 @@ struct Bleadvd: AsyncParsableCommand {
         }
         let connection: DBusConnection
         do {
-            connection = try await DBusConnection.connect(to: .system)
+            connection = try await DBusConnection.connect(to: .system, on: loop)
         } catch {
             logger.critical("cannot connect to the system bus: \(error)")
             throw ExitCode(1)
@@ -116,19 +129,23 @@ struct Bleadvd: AsyncParsableCommand {
         let daemon = Daemon(
             config: settings, configPath: config, adapter: adapter,
             manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
-            clock: ContinuousClock(), notifier: SystemdNotifier(environment: environment),
+            clock: LoopClock(on: loop), notifier: SystemdNotifier(environment: environment),
             counters: CounterDirectory(path: state),
             loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)
-        let (requests, post) = AsyncStream<Daemon<ContinuousClock>.Request>.makeStream()
-        let sources = Self.watchSignals { number in
-            guard Self.actedOn.contains(number) else {
-                logger.notice("signal \(number) ignored: bleadvd acts on TERM, INT and HUP only")
-                return
+        let (requests, post) = AsyncStream<Daemon<LoopClock>.Request>.makeStream()
+        do {
+            try Self.handleSignals(on: loop) { number in
+                guard Self.actedOn.contains(number) else {
+                    logger.notice("signal \(number) ignored: bleadvd acts on TERM, INT and HUP only")
+                    return
+                }
+                logger.notice("signal \(number)")
+                post.yield(number == SIGHUP ? .reload : .stop)
             }
-            logger.notice("signal \(number)")
-            post.yield(number == SIGHUP ? .reload : .stop)
+        } catch {
+            logger.critical("cannot watch signals: \(error)")
+            throw ExitCode(1)
         }
-        defer { sources.forEach { $0.cancel() } }
         do {
             try await daemon.run(requests: requests, watchdog: SystemdNotifier.watchdogInterval(environment: environment))
         } catch {
@@ -143,19 +160,12 @@ struct Bleadvd: AsyncParsableCommand {
     /// logged and ignored (TERM stops it; KILL and QUIT still end it at once).
     static let ignored: [Int32] = [SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ]
 
-    /// Delivers the signals acted on and the ignored ones to `handler` through Dispatch (which
-    /// installs its own handlers). The sources deliver until cancelled. SIGPIPE is ignored
-    /// silently: a write to a closed pipe (stderr whose reader went away) fails, it does not kill.
-    static func watchSignals(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
+    /// Delivers the signals acted on and the ignored ones to `handler` on the loop (a signalfd)
+    /// for as long as bleadvd runs. SIGPIPE is ignored silently: a write to a closed pipe
+    /// (stderr whose reader went away) fails, it does not kill.
+    static func handleSignals(on loop: EventLoop, _ handler: @escaping (Int32) -> Void) throws(DBusError) {
         signal(SIGPIPE, SIG_IGN)
-        let queue = DispatchQueue(label: "bleadvd.signals")
-        return (actedOn.sorted() + ignored).map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { handler(number) }
-            source.resume()
-            return source
-        }
+        try loop.handleSignals(actedOn.sorted() + ignored, handler: handler)
     }
 }
 /// `--log-level`: swift-log's levels, by name.

@@ -1,16 +1,15 @@
 import AdvertiserConfig
-import Dispatch
+import DBus
 
 extension ConfigCheck {
     /// The config at `path`, checked in a child process first (``ConfigCheck``), read on a
-    /// queue of its own: the check blocks, and must not block an actor's executor. (Not
-    /// Foundation's Thread: it links ICU's 34 MB of data into the binary.)
+    /// thread of its own that ends with the check: the check blocks, and must not block the
+    /// event loop. (Neither Swift's pool, whose first thread would wake bleadvd every second
+    /// from then on, nor Foundation's Thread, which links ICU's 34 MB of data into the binary.)
     static func load(path: String) async throws(ConfigError) -> DaemonConfig {
-        let result = await withCheckedContinuation { continuation in
-            DispatchQueue(label: "bleadvd.config-check").async {
-                continuation.resume(returning: Result { () throws(ConfigError) in
-                    try ConfigCheck.load(path: path, arguments: ["bleadvd", "--check-config", "--config", path])
-                })
+        let result = await EventLoop.detached(name: "config-check") {
+            Result { () throws(ConfigError) in
+                try ConfigCheck.load(path: path, arguments: ["bleadvd", "--check-config", "--config", path])
             }
         }
         return try result.get()

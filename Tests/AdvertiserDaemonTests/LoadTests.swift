@@ -1,3 +1,4 @@
+import AdvertiserControl
 import DBus
 import Foundation
 import TestSupport
@@ -31,11 +32,11 @@ struct LoadTests {
         let daemon: Child
         let observer: DBusConnection
 
-        init() async throws {
+        init(config: String = LoadTests.config) async throws {
             bus = try PrivateBus()
             standIn = try BlueZStandIn(bus: bus)
             let notify: NotifySocket
-            (daemon, notify, _) = try startBleadvd(on: bus, config: LoadTests.config, captureErrors: false)
+            (daemon, notify, _) = try startBleadvd(on: bus, config: config, captureErrors: false)
             try await notify.waitFor("READY=1")
             observer = try await DBusConnection.connect(to: .address(bus.address))
         }
@@ -51,6 +52,15 @@ struct LoadTests {
             let status = (try? String(contentsOfFile: "/proc/\(daemon.pid)/status", encoding: .utf8)) ?? ""
             return status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
                 .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? -1
+        }
+
+        /// The names of bleadvd's threads (/proc/PID/task/*/comm).
+        var threads: [String] {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")) ?? []
+            return tasks.sorted().map {
+                ((try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\($0)/comm", encoding: .utf8)) ?? "?")
+                    .trimmingCharacters(in: .newlines)
+            }
         }
 
         /// Runs the clients at once; their outputs.
@@ -97,5 +107,30 @@ struct LoadTests {
         #expect(results.allSatisfy { $0.status == 0 && $0.output == "done 2500\n" }, "\(results.map(\.output))")
         #expect(running.openFiles <= files, "open files grew: \(files) -> \(running.openFiles)")
         print("load: 10,000 status calls from 4 clients: open files \(files) -> \(running.openFiles), RSS \(rss) -> \(running.residentKiB) KiB")
+    }
+
+    @Test("bleadvd does all its work on one thread: after start, 1,000 toggles, 200 sets and a reload")
+    func oneThread() async throws {
+        let running = try await Running(config: Self.config + "\n[advertisement.sensor.bthome]\ntemperature = 21.5\n")
+        let afterStart = running.threads
+
+        let toggled = try await running.clients(Array(repeating: ["toggle", "shared", "250", "on"], count: 4))
+        let afterToggles = running.threads
+        let client = AdvertiserClient(connection: try DBusBlockingConnection(bus: .address(running.bus.address)))
+        for step in 0..<200 { try client.set("sensor", ["temperature": "\(20 + Double(step) / 100)"]) }
+        let afterSets = running.threads
+        try client.reload()
+        // The config check runs on a thread of its own, which ends with it.
+        var afterReload = running.threads
+        for _ in 0..<40 where afterReload != ["bleadvd"] {
+            try await Task.sleep(for: .milliseconds(50))
+            afterReload = running.threads
+        }
+
+        #expect(toggled.allSatisfy { $0.output == "done 250\n" })
+        #expect(afterStart == ["bleadvd"])
+        #expect(afterToggles == ["bleadvd"])
+        #expect(afterSets == ["bleadvd"])
+        #expect(afterReload == ["bleadvd"])
     }
 }
