@@ -27,7 +27,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test
+.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -146,6 +146,9 @@ bench: build ## bleadvd side by side with busctl, bluetoothctl and BlueZ's examp
 bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 	$(SWIFT) build -c release --product dbus-bench
 	scripts/bench-dbus.sh
+
+bench-set: build ## bleadvd's own share of a set (Set received -> PropertiesChanged sent), natively, against BlueZ's stand-in
+	scripts/bench-set.sh
 
 bench-hostile: build ## what hostile input costs bleadvd: RSS over refused reloads, RSS and time for 30 MB calls
 	scripts/bench-hostile.sh

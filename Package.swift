@@ -79,7 +79,10 @@ let package = Package(
                 "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Every symbol bound at start (full RELRO): nothing needs the loader's tables in the
+            // binary afterwards, and bleadvd drops their pages (CLinux, docs/BENCHMARKS.md).
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "now"])]
         ),
         .executableTarget(
             name: "bleadvctl",

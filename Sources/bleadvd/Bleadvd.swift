@@ -65,6 +65,8 @@ struct Bleadvd: ParsableCommand {
             _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
             exit(withError: ExitCode(2))
         }
+        // Linked with -z now, so the loader is done with its tables in the binary.
+        let released = bleadvd_release_loader_tables()
         let loop: EventLoop
         do {
             loop = try EventLoop()
@@ -75,7 +77,7 @@ struct Bleadvd: ParsableCommand {
         }
         Task(executorPreference: loop) {
             do {
-                try await command.serve(on: loop)
+                try await command.serve(on: loop, released: released)
                 exit()
             } catch {
                 exit(withError: error)
@@ -90,7 +92,7 @@ struct Bleadvd: ParsableCommand {
         }
     }
 
-    func serve(on loop: EventLoop) async throws {
+    func serve(on loop: EventLoop, released: Int) async throws {
         if checkConfig {
             if ConfigCheck.isChild { throw ExitCode(ConfigCheck.childMain(file: config)) }
             do {
@@ -123,6 +125,7 @@ struct Bleadvd: ParsableCommand {
             logger.critical("cannot connect to the system bus: \(error)")
             throw ExitCode(1)
         }
+        logger.debug("dropped \(released / 1024) KiB of the dynamic loader's tables in bleadvd's file")
         let environment = ProcessInfo.processInfo.environment
         // systemd passes StateDirectory= as a colon-separated list; bleadvd's unit names one.
         let state = stateDirectory ?? environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/bleadvd"

@@ -96,6 +96,23 @@ struct ProcessTests {
         _ = standIn
     }
 
+    @Test("bleadvd drops the pages of the dynamic loader's tables in its own file once it runs")
+    func loaderTablesDropped() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startDaemon(bus)
+        try await notify.waitFor("READY=1")
+
+        kill(daemon.pid, SIGTERM)
+        _ = await Task.detached { daemon.wait() }.value
+
+        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        let line = errors.split(separator: "\n").first { $0.hasPrefix("<7>dropped ") }
+        let kib = line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+        #expect(kib >= 64, "\(line ?? "no 'dropped' line")")
+        _ = standIn
+    }
+
     @Test("a log line written after stderr's reader went away does not kill bleadvd (SIGPIPE)")
     func closedStandardError() async throws {
         let bus = try PrivateBus()

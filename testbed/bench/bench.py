@@ -23,6 +23,7 @@ import time
 import dbus
 
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+SETS = int(os.environ.get("BENCH_SETS", "100"))
 IDLE = int(os.environ.get("BENCH_IDLE", "60"))
 WORK = os.environ.get("TESTBED_WORK", "/tmp/testbed")
 EXAMPLE = "/usr/share/doc/bluez-test-scripts/examples/example-advertisement"
@@ -37,6 +38,13 @@ enabled = %s
 type = "broadcast"
 local_name = "Bench"
 manufacturer_data = { "0xFFFF" = "0102" }
+
+[advertisement.sensor]
+enabled = false
+
+[advertisement.sensor.bthome]
+local_name = "Sensor"
+temperature = 21.5
 """
 
 bus = dbus.SystemBus()
@@ -350,8 +358,8 @@ def example_runs(monitor):
 
 
 def idle(daemon):
-    """bleadvd, bluetoothctl and example-advertisement advertising at once, left alone for IDLE
-    seconds: the CPU ticks and wake-ups of each."""
+    """bleadvd (two advertisements), bluetoothctl and example-advertisement advertising at once,
+    left alone for IDLE seconds: the CPU ticks and wake-ups of each."""
     ctl = subprocess.Popen(["bluetoothctl"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, text=True)
     ctl.stdin.write("menu advertise\nname Bench-CTL\nback\nadvertise on\n")
@@ -359,7 +367,8 @@ def idle(daemon):
     example = subprocess.Popen(["python3", EXAMPLE, "--timeout", str(IDLE + 60)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     timed(cli("On")[0])
-    wait_until("three advertisements", lambda: active_instances() == 3)
+    timed(["bleadvctl", "on", "sensor"])
+    wait_until("four advertisements", lambda: active_instances() == 4)
     time.sleep(2)
     procs = {"bleadvd": daemon.pid, "bluetoothctl": ctl.pid, "example-advertisement": example.pid}
     before = {k: (cpu_ticks(p), wakeups(p)) for k, p in procs.items()}
@@ -372,7 +381,18 @@ def idle(daemon):
     example.terminate()
     example.wait(timeout=10)
     timed(cli("Off")[0])
+    timed(["bleadvctl", "off", "sensor"])
     return {k: (after[k][0] - before[k][0], wakeups_between(before[k][1], after[k][1]), rss[k]) for k in procs}
+
+
+def set_share():
+    """bleadvd's own share of a `set` (testbed/bench/set_share.py), its sensor on air."""
+    timed(["bleadvctl", "on", "sensor"])
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "set_share.py")
+    done = subprocess.run([sys.executable, script, "--system", "sensor", "temperature", str(SETS)],
+                          capture_output=True, text=True)
+    timed(["bleadvctl", "off", "sensor"])
+    return (done.stdout.strip() or done.stderr.strip()).splitlines()[-1]
 
 
 def bluez_count(messages, names):
@@ -447,7 +467,12 @@ def rss_touched():
     try:
         daemon = Bleadvd(enabled=True)
         time.sleep(1)
-        figures = (rss_kib(daemon.pid), rss_by_mapping(daemon.pid))
+        # The unstripped build has the installed binary's addresses, and its symbols.
+        by_module = subprocess.run(
+            [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "touched.py"), str(daemon.pid),
+             os.path.join(os.environ["TESTBED_ROOT"], ".build/release/bleadvd")],
+            capture_output=True, text=True).stdout
+        figures = (rss_kib(daemon.pid), rss_by_mapping(daemon.pid), by_module)
         daemon.stop()
         wait_until("the advertisement to go", lambda: active_instances() == 0)
         return figures
@@ -491,6 +516,7 @@ def main():
     ctl = bluetoothctl_runs(monitor)
     example = example_runs(monitor)
     idle_figures = idle(daemon)
+    set_line = set_share()
     crash_start, crash_manager = crash_runs(monitor, daemon)
     daemon_rss = rss_kib(daemon.pid)
     daemon_maps = rss_by_mapping(daemon.pid)
@@ -509,7 +535,7 @@ def main():
     print("| status: command start → exit | %s | %s | — | — |" % (spread(status["bleadvctl"]), spread(status["busctl"])))
     print("| RSS of the advertising process | %s KiB | (bleadvd) | %s KiB | %s KiB |" % (
         fmt(idle_figures["bleadvd"][2]), fmt(statistics.median(ctl["rss"])), fmt(statistics.median(example["rss"]))))
-    print("| CPU ticks in %d s idle, advertising | %d | — | %d | %d |" % (
+    print("| CPU ticks in %d s idle, advertising (bleadvd: two) | %d | — | %d | %d |" % (
         IDLE, idle_figures["bleadvd"][0], idle_figures["bluetoothctl"][0], idle_figures["example-advertisement"][0]))
     print("| context switches in %d s idle (threads started or ended) | %d (%d) | — | %d (%d) | %d (%d) |" % (
         (IDLE,) + idle_figures["bleadvd"][1] + idle_figures["bluetoothctl"][1] + idle_figures["example-advertisement"][1]))
@@ -567,6 +593,12 @@ def main():
         for name, rss, dirty, huge in touched[1]:
             if rss >= 64:
                 print("  %-40s %6d %6d %6d" % (name, rss, dirty, huge))
+        print()
+        print(touched[2].rstrip())
+
+    print()
+    print("bleadvd's own share of a set, %d calls 150 ms apart (native: make bench-set):" % SETS)
+    print("  " + set_line)
 
     for tool in ("bleadvctl", "busctl"):
         print()

@@ -4,4 +4,8 @@
 
 /* Whether the start-up call to prctl(PR_SET_THP_DISABLE) succeeded (1) or not (0). */
 int bleadvd_transparent_huge_pages_disabled(void);
+/* Drops the pages of the dynamic loader's tables in bleadvd's own file (symbols, names,
+   hashes, versions, relocations), read at start and hardly ever after. Returns the bytes
+   dropped, 0 when nothing was. */
+long bleadvd_release_loader_tables(void);
 #endif

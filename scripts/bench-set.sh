@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make bench-set`: bleadvd's own share of a `set`, natively: the release bleadvd on a private
+# dbus-daemon with BlueZ's stand-in (Tests/TestSupport/Peers/bluez_standin.py), COUNT `Set`
+# calls 150 ms apart, each timed from its arrival to the PropertiesChanged bleadvd sends BlueZ
+# (testbed/bench/set_share.py; `make bench` measures the same in the test bed).
+#   scripts/bench-set.sh [COUNT]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-100}
+work=$(mktemp -d)
+trap 'kill $(cat "$work/pids" 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
+cat > "$work/bus.conf" <<CONF
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$work/socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+CONF
+dbus-daemon --config-file="$work/bus.conf" --fork --print-pid=4 4>> "$work/pids" 2>/dev/null
+address=unix:path=$work/socket
+/usr/bin/python3 Tests/TestSupport/Peers/bluez_standin.py "$address" hci0 > "$work/standin" 2>&1 &
+standin=$!
+echo $standin >> "$work/pids"
+until grep -q '^ready' "$work/standin"; do
+  kill -0 "$standin" || { cat "$work/standin"; exit 1; }
+  sleep 0.1
+done
+cat > "$work/config.toml" <<CONF
+[advertisement.sensor.bthome]
+local_name = "Sensor"
+temperature = 21.5
+CONF
+DBUS_SYSTEM_BUS_ADDRESS=$address .build/release/bleadvd --config "$work/config.toml" --state-directory "$work" 2> "$work/log" &
+pid=$!
+echo $pid >> "$work/pids"
+until grep -q '^<5>ready:' "$work/log" 2>/dev/null; do
+  kill -0 "$pid" || { cat "$work/log"; exit 1; }
+  sleep 0.1
+done
+/usr/bin/python3 testbed/bench/set_share.py "$address" sensor temperature "$count"
