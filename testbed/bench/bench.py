@@ -357,32 +357,43 @@ def example_runs(monitor):
     return {"on": on, "rss": rss}
 
 
+def idle_window(procs):
+    """CPU ticks, wake-ups and RSS of each of `procs` (name: pid) left alone for IDLE seconds."""
+    before = {k: (cpu_ticks(p), wakeups(p)) for k, p in procs.items()}
+    time.sleep(IDLE)
+    after = {k: (cpu_ticks(p), wakeups(p)) for k, p in procs.items()}
+    return {k: (after[k][0] - before[k][0], wakeups_between(before[k][1], after[k][1]), rss_kib(p))
+            for k, p in procs.items()}
+
+
 def idle(daemon):
-    """bleadvd (two advertisements), bluetoothctl and example-advertisement advertising at once,
-    left alone for IDLE seconds: the CPU ticks and wake-ups of each."""
+    """bleadvd (two advertisements) and bluetoothctl advertising at once, then
+    example-advertisement (btvirt's controllers hold three advertising sets), each left alone for
+    IDLE seconds: the CPU ticks and wake-ups of each."""
     ctl = subprocess.Popen(["bluetoothctl"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, text=True)
     ctl.stdin.write("menu advertise\nname Bench-CTL\nback\nadvertise on\n")
     ctl.stdin.flush()
-    example = subprocess.Popen(["python3", EXAMPLE, "--timeout", str(IDLE + 60)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     timed(cli("On")[0])
     timed(["bleadvctl", "on", "sensor"])
-    wait_until("four advertisements", lambda: active_instances() == 4)
+    wait_until("three advertisements", lambda: active_instances() == 3)
     time.sleep(2)
-    procs = {"bleadvd": daemon.pid, "bluetoothctl": ctl.pid, "example-advertisement": example.pid}
-    before = {k: (cpu_ticks(p), wakeups(p)) for k, p in procs.items()}
-    time.sleep(IDLE)
-    after = {k: (cpu_ticks(p), wakeups(p)) for k, p in procs.items()}
-    rss = {k: rss_kib(p) for k, p in procs.items()}
+    figures = idle_window({"bleadvd": daemon.pid, "bluetoothctl": ctl.pid})
     ctl.stdin.write("advertise off\nquit\n")
     ctl.stdin.flush()
     ctl.wait(timeout=10)
-    example.terminate()
-    example.wait(timeout=10)
     timed(cli("Off")[0])
     timed(["bleadvctl", "off", "sensor"])
-    return {k: (after[k][0] - before[k][0], wakeups_between(before[k][1], after[k][1]), rss[k]) for k in procs}
+    wait_until("the advertisements to go", lambda: active_instances() == 0)
+    example = subprocess.Popen(["python3", EXAMPLE, "--timeout", str(IDLE + 60)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until("example-advertisement's advertisement", lambda: active_instances() == 1)
+    time.sleep(2)
+    figures.update(idle_window({"example-advertisement": example.pid}))
+    example.terminate()
+    example.wait(timeout=10)
+    wait_until("example-advertisement's advertisement to go", lambda: active_instances() == 0)
+    return figures
 
 
 def set_share():
