@@ -56,6 +56,11 @@ journalctl -u bleadvd _SYSTEMD_INVOCATION_ID="$(unit_property InvocationID)" -o 
   | tee "$TESTBED_WORK/journal.txt"
 grep -qE '^    5: ready:' "$TESTBED_WORK/journal.txt" || fail "no 'ready:' line at priority 5 (notice) in the journal"
 if grep -qE '^    [0-3]: ' "$TESTBED_WORK/journal.txt"; then fail "an error at start-up"; fi
+# One thread, no worker of libdispatch's (whose start logged "Failed to set thread priority").
+if grep -q 'thread priority' "$TESTBED_WORK/journal.txt"; then fail "libdispatch started a worker thread"; fi
+threads=$(ls /proc/"$pid"/task | wc -l)
+echo "threads of bleadvd under systemd: $threads"
+[[ $threads == 1 ]] || fail "bleadvd runs $threads threads, not 1"
 exposure=$(systemd-analyze security bleadvd.service | sed -nE 's/.*Overall exposure level for bleadvd.service: ([0-9.]+) (.*)/\1 \2/p')
 echo "systemd-analyze security bleadvd.service (online, the running unit): $exposure"
 awk -v e="${exposure%% *}" 'BEGIN { exit !(e != "" && e <= 1.5) }' || fail "exposure above 1.5"
