@@ -11,21 +11,10 @@ cd "$(dirname "$0")/.."
 reloads=${1:-40} calls=${2:-3}
 bleadvd=$PWD/.build/release/bleadvd
 work=$(mktemp -d)
-trap 'kill "$(cat "$work/daemon" 2>/dev/null)" "$(cat "$work/bus" 2>/dev/null)" 2>/dev/null; rm -rf "$work"' EXIT
-cat > "$work/bus.conf" <<CONF
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$work/socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-CONF
-dbus-daemon --config-file="$work/bus.conf" --fork --print-pid=4 4> "$work/bus" 2>/dev/null
-export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$work/socket
+trap 'kill "$(cat "$work/daemon" 2>/dev/null)" "$(cat "$work/bus.pid" 2>/dev/null)" 2>/dev/null; rm -rf "$work"' EXIT
+. scripts/private-bus.sh
+start_private_bus "$work"
+export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
 cp systemd/bleadvd.toml "$work/config.toml"
 mkdir "$work/state"
 "$bleadvd" --config "$work/config.toml" --state-directory "$work/state" 2> "$work/log" &

@@ -8,21 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-100}
 work=$(mktemp -d)
-trap 'kill $(cat "$work/pids" 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
-cat > "$work/bus.conf" <<CONF
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$work/socket</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-CONF
-dbus-daemon --config-file="$work/bus.conf" --fork --print-pid=4 4>> "$work/pids" 2>/dev/null
-address=unix:path=$work/socket
+trap 'kill $(cat "$work/pids" "$work/bus.pid" 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
+. scripts/private-bus.sh
+start_private_bus "$work"
+address=$bus_address
 /usr/bin/python3 Tests/TestSupport/Peers/bluez_standin.py "$address" hci0 > "$work/standin" 2>&1 &
 standin=$!
 echo $standin >> "$work/pids"
