@@ -28,7 +28,10 @@ struct DeadlineTests {
     func stopHoldsWhileAControlCallHoldsTheModule() async throws {
         let session = try await DaemonSession()
         session.mock.scriptStart(.neverAnswers)
-        let stuck = Task { try await session.daemon.on(["door"]) }
+        // The stuck call holds the daemon only: holding the session would keep its private bus
+        // (a dbus-daemon) alive past the test, and the process.
+        let daemon = session.daemon
+        let stuck = Task { try await daemon.on(["door"]) }
         while session.mock.startAdvertisingCallCount < 2 { await Task.yield() }
 
         session.requests.yield(.stop)
