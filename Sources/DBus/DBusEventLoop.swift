@@ -78,8 +78,6 @@ final class DBusEventLoop: @unchecked Sendable {
         eventLoop.post { [self] in drain() }
     }
 
-    var isFinished: Bool { finished }
-
     // MARK: Watches
 
     /// A watch's file descriptor is ready: libdbus reads or writes, then what arrived is

@@ -338,7 +338,7 @@ extension EventLoop {
                     case Self.timerToken:
                         fireTimers()
                     default:
-                        dispatch(UInt64(data[index]), Readiness(events: events[index]))
+                        dispatch(data[index], Readiness(events: events[index]))
                     }
                 }
             }
@@ -459,8 +459,9 @@ extension EventLoop {
             armed = earliest
             var setting = itimerspec()
             if let earliest {
+                // At least 1 ns: an all-zero it_value disarms the timer.
                 let (seconds, attoseconds) = max(ContinuousClock.now.duration(to: earliest), .nanoseconds(1)).components
-                setting.it_value = timespec(tv_sec: Int(seconds), tv_nsec: max(Int(attoseconds / 1_000_000_000), seconds == 0 ? 1 : 0))
+                setting.it_value = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
             }
             timerfd_settime(timerFD, 0, &setting, nil)
         }

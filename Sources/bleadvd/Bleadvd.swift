@@ -61,23 +61,19 @@ struct Bleadvd: ParsableCommand {
             command = try parse()
         } catch {
             guard exitCode(for: error) != .success else { exit(withError: error) }
-            let line = Array("bleadvd: \(Untrusted.shown(message(for: error), limit: 1024)) (see 'bleadvd --help')\n".utf8)
-            _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            writeError("\(Untrusted.shown(message(for: error), limit: 1024)) (see 'bleadvd --help')")
             exit(withError: ExitCode(2))
         }
-        // Linked with -z now, so the loader is done with its tables in the binary.
-        let released = bleadvd_release_loader_tables()
         let loop: EventLoop
         do {
             loop = try EventLoop()
         } catch {
-            let line = Array("bleadvd: \(error)\n".utf8)
-            _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            writeError("\(error)")
             exit(withError: ExitCode(1))
         }
         Task(executorPreference: loop) {
             do {
-                try await command.serve(on: loop, released: released)
+                try await command.serve(on: loop)
                 exit()
             } catch {
                 exit(withError: error)
@@ -92,7 +88,13 @@ struct Bleadvd: ParsableCommand {
         }
     }
 
-    func serve(on loop: EventLoop, released: Int) async throws {
+    /// Writes `bleadvd: TEXT` as one line on standard error, before or without the log.
+    static func writeError(_ text: String) {
+        let line = Array("bleadvd: \(text)\n".utf8)
+        _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+
+    func serve(on loop: EventLoop) async throws {
         if checkConfig {
             if ConfigCheck.isChild { throw ExitCode(ConfigCheck.childMain(file: config)) }
             do {
@@ -100,11 +102,13 @@ struct Bleadvd: ParsableCommand {
                 print(Untrusted.escaped("\(config): \(settings.advertisements.count) advertisement(s), \(settings.advertisements.values.filter(\.enabled).count) enabled"))
                 return
             } catch {
-                let line = Array("bleadvd: \(Untrusted.shown(error.description, limit: 1024))\n".utf8)
-                _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+                Self.writeError(Untrusted.shown(error.description, limit: 1024))
                 throw ExitCode(2)
             }
         }
+        // Linked with -z now, so the loader is done with its tables in the binary (not worth
+        // it in the short-lived --check-config runs above).
+        let released = bleadvd_release_loader_tables()
         let level = Logger.Level(rawValue: logLevel.rawValue)!
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "bleadvd")
