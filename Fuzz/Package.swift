@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
-// `make fuzz`: libFuzzer on the config parser, the advertisement validation and AD encoder, and
-// the D-Bus message reader, built apart so that the main package's build and tests never see
+// `make fuzz`: libFuzzer on the config parser, the advertisement validation and AD encoder, GATT
+// value decoding, and the D-Bus message reader, built apart so that the main package's build and tests never see
 // -sanitize=fuzzer. See docs/RELIABILITY.md.
 import Foundation
 import PackageDescription
@@ -19,6 +19,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "fuzz-advertisement",
+            dependencies: ["FuzzDriver", .product(name: "Peripheral", package: root)]
+        ),
+        .executableTarget(
+            name: "fuzz-gatt-value",
             dependencies: ["FuzzDriver", .product(name: "Peripheral", package: root)]
         ),
         .executableTarget(

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make fuzz`: libFuzzer (with AddressSanitizer) on three targets, RUNS executions each
+# `make fuzz`: libFuzzer (with AddressSanitizer) on four targets, RUNS executions each
 # (default 1,000,000), then every crash it kept sorted by where it happened:
 #   fuzz-config         the config parser (any bytes as a config file)
 #   fuzz-advertisement  validation and the AD encoder (an advertisement drawn from the bytes)
+#   fuzz-gatt-value     a central's write decoded in a format drawn from the bytes, and back
 #   fuzz-message        our reading of any D-Bus message libdbus accepts off the wire, and the
 #                       round trip back to bytes
 #
@@ -24,7 +25,7 @@ if [[ "${1:-}" == --smoke ]]; then smoke=1; shift; fi
 runs=${1:-1000000}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz-config fuzz-advertisement fuzz-message)
+((${#targets[@]})) || targets=(fuzz-config fuzz-advertisement fuzz-gatt-value fuzz-message)
 work=.build/fuzz
 
 for target in "${targets[@]}"; do

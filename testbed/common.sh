@@ -5,6 +5,8 @@ TESTBED_VNG=$TESTBED_CACHE/venv/bin/vng
 VIRTME_NG_VERSION=1.42
 BTHOME_BLE_VERSION=3.25.0
 BEACONTOOLS_VERSION=2.1.0
+# The GATT central of testbed/gatt_central.py (scenario 58).
+BLEAK_VERSION=3.1.0
 
 # install_packages TAG PACKAGE...: installs those of the Debian packages that are missing.
 install_packages() {

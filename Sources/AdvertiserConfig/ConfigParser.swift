@@ -136,7 +136,7 @@ extension ConfigParser {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "is not a value; turn advertisements on and off with bleadvctl on and off")
             }
-            guard !ConfiguredAdvertisement.secretKeys.contains(setting) else {
+            guard !ConfiguredAdvertisement.secretKeys.contains(setting) && setting != "services" else {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "cannot be set at run time; change it in the config file and reload")
             }
@@ -144,7 +144,7 @@ extension ConfigParser {
         }
         var table = ConfiguredAdvertisement.table(of: settings)
         table["enabled"] = .bool(configured.enabled)
-        let reader = Reader(file: "", lines: SourceLines(""))
+        let reader = Reader(file: "", lines: SourceLines(""), services: configured.services)
         return try reader.advertisement(table, path)
     }
 }
@@ -153,10 +153,12 @@ extension ConfigParser {
 struct Reader {
     let file: String
     let lines: SourceLines
+    /// The config's services, by name: what an advertisement's `services` may name.
+    var services: [String: BluetoothUUID] = [:]
 
-    static let topKeys: Set<String> = ["adapter", "power_on", "advertisement"]
+    static let topKeys: Set<String> = ["adapter", "power_on", "advertisement", "service"]
     /// The keys every advertisement may have, preset or not.
-    static let commonKeys: Set<String> = ["enabled"]
+    static let commonKeys: Set<String> = ["enabled", "services"]
     /// The raw fields: each key with how its value goes into the advertisement. The known keys
     /// are read off this list, so a key cannot be accepted without being read.
     static let fields: [Field] = [
@@ -261,6 +263,9 @@ struct Reader {
             throw error(["adapter"], "\"\(adapter)\" is not an adapter name (expected e.g. hci0)")
         }
         config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
+        if let section = root["service"] { config.services = try services(section) }
+        var reader = self
+        reader.services = config.services.mapValues(\.service.uuid)
         guard let section = root["advertisement"] else { return config }
         let advertisements = try table(section, ["advertisement"])
         guard advertisements.count <= ConfigParser.maximumAdvertisements else {
@@ -271,7 +276,10 @@ struct Reader {
             guard !name.isEmpty, name.count <= 64, name.allSatisfy(\.isNameCharacter) else {
                 throw error(path, "names may use letters, digits, '-' and '_' (1 to 64 characters)")
             }
-            config.advertisements[name] = try advertisement(table(advertisements[name]!, path), path)
+            if config.services[name] != nil {
+                throw error(path, "a service is named \(name) too; bleadvctl names one or the other, so give them different names")
+            }
+            config.advertisements[name] = try reader.advertisement(table(advertisements[name]!, path), path)
         }
         return config
     }
@@ -288,7 +296,7 @@ struct Reader {
                 : "cannot be combined with the \(presets[0]) preset")
         }
         let enabled = try entry["enabled"].map { value throws(ConfigError) in try bool(value, path + ["enabled"]) } ?? true
-        let advertisement: Advertisement
+        var advertisement: Advertisement
         var sensor: BTHome?
         if presets.first == "bthome" {
             let fields = try table(entry["bthome"]!, path + ["bthome"])
@@ -304,11 +312,25 @@ struct Reader {
         } else {
             advertisement = try fields(entry, path)
         }
+        var offered: [String: BluetoothUUID] = [:]
+        if let node = entry["services"] {
+            for name in try strings(node, path + ["services"]) {
+                guard let uuid = services[name] else {
+                    throw error(path + ["services"], "no service named \(Untrusted.quoted(name, limit: 64)); "
+                        + (services.isEmpty ? "define it in a [service.NAME] table" : "the services are \(services.keys.sorted().joined(separator: ", "))"))
+                }
+                offered[name] = uuid
+                if !advertisement.serviceUUIDs.contains(uuid) { advertisement.serviceUUIDs.append(uuid) }
+            }
+            guard advertisement.kind == .peripheral else {
+                throw error(path + ["services"], "a broadcast advertisement cannot be connected to; offer services from type = \"peripheral\"")
+            }
+        }
         let problems = advertisement.problems()
         guard problems.isEmpty else { throw error(path, problems.joined(separator: "; ")) }
         var settings = ConfiguredAdvertisement.settings(of: entry)
         settings["enabled"] = nil
-        return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement, bthome: sensor, settings: settings)
+        return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement, bthome: sensor, settings: settings, services: offered)
     }
 
     /// A `[advertisement.NAME.bthome]` table: measurements by object name, `trigger_based`.

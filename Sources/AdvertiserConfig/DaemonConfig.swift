@@ -11,12 +11,23 @@ public struct DaemonConfig: Hashable, Sendable {
     public var powerOn: Bool
     /// The advertisements, by the name `bleadvctl` uses.
     public var advertisements: [String: ConfiguredAdvertisement]
+    /// The GATT services, by the name `bleadvctl set` uses.
+    public var services: [String: ConfiguredService]
 
     /// A config.
-    public init(adapter: String? = nil, powerOn: Bool = true, advertisements: [String: ConfiguredAdvertisement] = [:]) {
+    public init(
+        adapter: String? = nil, powerOn: Bool = true, advertisements: [String: ConfiguredAdvertisement] = [:],
+        services: [String: ConfiguredService] = [:]
+    ) {
         self.adapter = adapter
         self.powerOn = powerOn
         self.advertisements = advertisements
+        self.services = services
+    }
+
+    /// The services as one GATT application, in name order; nil when there are none.
+    public var application: GATTApplication? {
+        services.isEmpty ? nil : GATTApplication(services: services.keys.sorted().map { services[$0]!.service })
     }
 
     /// The names of the advertisements, sorted.
@@ -40,6 +51,8 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
     /// What the table says, key by key (`local_name`, `manufacturer_data.0xFFFF`,
     /// `ibeacon.major`, `bthome.temperature`): what `bleadvctl set` changes.
     public var settings: [String: ConfigValue]
+    /// The services it offers (its `services` key), by name: their UUIDs are in its data.
+    public var services: [String: BluetoothUUID]
 
     /// Settings that are never shown (status, logs) nor set at run time.
     public static let secretKeys: Set<String> = ["bthome.encryption_key"]
@@ -50,7 +63,11 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
     }
 
     /// An entry.
-    public init(enabled: Bool = true, advertisement: Advertisement, bthome: BTHome? = nil, settings: [String: ConfigValue] = [:]) {
+    public init(
+        enabled: Bool = true, advertisement: Advertisement, bthome: BTHome? = nil, settings: [String: ConfigValue] = [:],
+        services: [String: BluetoothUUID] = [:]
+    ) {
+        self.services = services
         self.enabled = enabled
         self.advertisement = advertisement
         self.bthome = bthome

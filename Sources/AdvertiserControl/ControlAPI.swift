@@ -101,6 +101,11 @@ public enum ControlAPI {
         /// `ValuesChanged(s name, a{ss} values)` when changed values went to BlueZ: every key of
         /// the advertisement with its value as the config file would write it.
         case valuesChanged = "ValuesChanged"
+        /// `Written(s service, s characteristic, v value, s central)` when a connected central
+        /// wrote a characteristic and the value was taken (it fit the declared format): the
+        /// value is a number (d), text (s) or bytes (ay) as the format says; `central` is its
+        /// address, empty when BlueZ did not say.
+        case written = "Written"
 
         /// The member name.
         public var name: String { rawValue }
@@ -110,6 +115,9 @@ public enum ControlAPI {
             switch self {
             case .stateChanged: [DBusArgument("name", .string), DBusArgument("state", .string)]
             case .valuesChanged: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .string))]
+            case .written:
+                [DBusArgument("service", .string), DBusArgument("characteristic", .string), DBusArgument("value", .variant),
+                 DBusArgument("central", .string)]
             }
         }
     }

@@ -100,6 +100,16 @@ public enum ControlService {
         ], on: connection)
     }
 
+    /// Announces a central's write that was taken.
+    public static func written(_ service: String, _ characteristic: String, _ value: GATTValue, central: String, on connection: DBusConnection) async {
+        let variant: DBusValue = switch value {
+        case .number(let number): .double(number)
+        case .text(let text): .string(text)
+        case .bytes(let bytes): .bytes(bytes)
+        }
+        await emit(.written, [.string(service), .string(characteristic), .variant(variant), .string(central)], on: connection)
+    }
+
     private static func emit(_ signal: ControlAPI.Signal, _ arguments: [DBusValue], on connection: DBusConnection) async {
         assert(arguments.map(\.type) == signal.arguments.map(\.type), "\(signal.name)'s arguments are not as ControlAPI.Signal declares")
         try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: signal.name, arguments)

@@ -58,7 +58,16 @@ extension Daemon {
         let changes = await module.changes()
         let busEvents = await connection.events()
         let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
-            group.addTask { [module] in for await event in bluez { await module.handle(event) } }
+            group.addTask { [module] in
+                for await event in bluez {
+                    if case .gatt(let central) = event {
+                        await self.centralDid(central)
+                        // Of what centrals do, only a write changes what the module keeps.
+                        guard case .written = central.kind else { continue }
+                    }
+                    await module.handle(event)
+                }
+            }
             group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }
             group.addTask { [post] in for await request in requests { post.yield(.request(request)) } }
             group.addTask { [post] in for await event in busEvents where event == .disconnected { post.yield(.busLost) } }
@@ -107,6 +116,7 @@ extension Daemon {
         let names = self.names
         let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
             for name in names { try? await module.off(name) }
+            await module.serve(nil)
         } != nil
         logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
     }
@@ -151,7 +161,9 @@ extension Daemon {
     /// Registers the enabled advertisements, in the order of their names.
     private func registerEnabled() async {
         let enabled = names.filter { entries[$0]!.file.enabled }
-        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled")
+        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
+        // The services first: a central that connects to the advertisement finds them.
+        await module.serve(application)
         for name in enabled { try? await module.on(name) }
     }
 

@@ -11,6 +11,7 @@ extension Daemon {
     /// winning. Returns once the values are accepted.
     func change(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) {
         guard let entry = entries[name] else {
+            if services[name] != nil { return try changeService(name, values) }
             throw PeripheralError.unknownName(name)
         }
         guard !values.isEmpty else {
@@ -53,6 +54,7 @@ extension Daemon {
     /// Sends the newest change of `name` to BlueZ, then waits ``updateInterval`` before the
     /// next, until none is waiting. Runs as a child of the loop's task group.
     func send(_ name: String) async {
+        if services[name] != nil { return await sendService(name) }
         defer { entries[name]?.sending = false }
         while let advertisement = entries[name]?.pending {
             entries[name]?.pending = nil
@@ -67,7 +69,7 @@ extension Daemon {
     }
 
     /// A value from the bus as the config's type: text is read as the type its key holds now.
-    private static func configValue(_ value: DBusValue, key: String, like current: ConfigValue?) throws(PeripheralError) -> ConfigValue {
+    static func configValue(_ value: DBusValue, key: String, like current: ConfigValue?) throws(PeripheralError) -> ConfigValue {
         switch value {
         case .string(let text): return ConfigValue(parsing: text, like: current)
         case .boolean(let flag): return .bool(flag)

@@ -44,6 +44,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let settings: DaemonConfig
     /// Each advertisement, by name.
     var entries: [String: Entry]
+    /// Each GATT service, by name.
+    var services: [String: ServiceEntry]
     /// Whether READY=1 was sent.
     var ready = false
     /// Whether shutdown began: reloads are refused from then on.
@@ -98,6 +100,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     ) {
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
         self.entries = config.advertisements.mapValues(Entry.init)
+        self.services = config.services.mapValues(ServiceEntry.init)
         (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
         self.loadConfig = loadConfig
@@ -122,7 +125,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     }
 
     package func status() async -> [String: AdvertisementState] {
-        states(await module.status())
+        states(await module.status()).merging(await serviceStates()) { advertisement, _ in advertisement }
     }
 
     package func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError) {
@@ -174,8 +177,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         }
         entries = next
         await module.configure(next.mapValues(\.live.advertisement))
+        await reloadServices(new.services)
         for name in added { try? await module.on(name) }
-        logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s)")
+        logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }
 
     // MARK: States

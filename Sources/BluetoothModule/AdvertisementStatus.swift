@@ -37,3 +37,34 @@ public struct AdvertisementStatus<Instant: InstantProtocol & Sendable>: Sendable
         self.since = since
     }
 }
+
+/// What the module knows about the GATT application.
+public struct ApplicationStatus<Instant: InstantProtocol & Sendable>: Sendable, Hashable {
+    /// Where the application is.
+    public enum Phase: Sendable, Hashable {
+        /// No application is configured.
+        case off
+        /// Registered with BlueZ under this identity, on this adapter.
+        case registered(ApplicationID, adapter: String)
+        /// A transient failure; the next attempt is at that instant.
+        case retrying(at: Instant, failures: Int)
+        /// Waiting for BlueZ or for an adapter; an event brings it back.
+        case waiting
+        /// Refused for good (BlueZ could not parse it); waits for a new configuration.
+        case failed(PeripheralError)
+    }
+
+    /// Where the application is.
+    public var phase: Phase
+    /// The last error, kept until the next success.
+    public var lastError: PeripheralError?
+    /// When `phase` last changed.
+    public var since: Instant
+
+    /// A status.
+    public init(phase: Phase, lastError: PeripheralError? = nil, since: Instant) {
+        self.phase = phase
+        self.lastError = lastError
+        self.since = since
+    }
+}

@@ -15,6 +15,9 @@ public import Peripheral
 ///   advertisement without a word (5.66 to 5.73 do when the kernel refuses an update), it is
 ///   registered again and the log says so. One check per burst of updates; none while idle.
 /// - Every change of state is announced on ``changes()``.
+/// - The GATT services (``serve(_:)``) are one application, kept registered as advertisements
+///   are kept on air: again after BlueZ or the adapter comes back, retried on the clock; a
+///   change of values only goes to BlueZ in place (``setValue(_:of:)``), as do centrals' writes.
 ///
 /// Operations run one at a time, so an event never interleaves with a registration. A task
 /// waiting for its turn can be cancelled: it leaves the queue and throws `CancellationError`.
@@ -46,6 +49,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private var retryTimer: (at: C.Instant, task: Task<Void, Never>)?
     /// When each advertisement updated in place is to be confirmed with BlueZ.
     private var checks: [String: C.Instant] = [:]
+    /// The GATT application to keep registered, with the values in force, and where it is.
+    private var application: GATTApplication?
+    private var gatt: ApplicationStatus<C.Instant>
     private var listeners: [Int: AsyncStream<[String: Status]>.Continuation] = [:]
     private var announced: [String: Status] = [:]
 
@@ -72,6 +78,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         logger: Logger = Logger(label: "bleadvd.module"), executor: (any TaskExecutor)? = nil
     ) {
         self.executor = executor
+        self.gatt = ApplicationStatus(phase: .off, since: clock.now)
         self.manager = manager
         self.clock = clock
         self.configuredAdapter = adapter
@@ -190,9 +197,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// The earliest scheduled retry or update check, if any.
     public var nextRetry: C.Instant? {
-        (entries.values.compactMap { entry -> C.Instant? in
+        var due = entries.values.compactMap { entry -> C.Instant? in
             if case .retrying(let at, _) = entry.status.phase { at } else { nil }
-        } + checks.values).min()
+        } + checks.values
+        if case .retrying(let at, _) = gatt.phase { due.append(at) }
+        return due.min()
     }
 
     /// Retries every advertisement whose retry time has come, and confirms with BlueZ those
@@ -208,6 +217,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 guard case .retrying(let at, _)? = entries[name]?.status.phase, at <= now else { continue }
                 await attempt(name)
             }
+            if case .retrying(let at, _) = gatt.phase, at <= now { await registerApplication() }
         }
     }
 
@@ -230,11 +240,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Reconciles after something happened below.
     public func handle(_ event: PeripheralEvent) async {
         try? await exclusively {
-            logger.info("event: \(event)")
+            if case .gatt = event { logger.debug("event: \(event)") } else { logger.info("event: \(event)") }
             switch event {
             case .bluezVanished:
                 adapterInUse = nil
                 for name in entries.keys { lostRegistration(name, onAdapter: nil) }
+                lostApplication(onAdapter: nil)
             case .bluezAppeared:
                 adapterInUse = nil
                 await reconcile()
@@ -249,6 +260,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 // adapter when it stops, and registering on another then races its shutdown
                 // (the controller can be left with instances nobody holds; seen in the test bed).
                 for name in entries.keys { lostRegistration(name, onAdapter: adapter) }
+                lostApplication(onAdapter: adapter)
             case .adapterPowered(let adapter, true):
                 guard configuredAdapter == nil || configuredAdapter == adapter else { return }
                 adapterInUse = nil
@@ -260,6 +272,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 }
                 // Power it on again (power_on = true) and re-register, or say why not.
                 await reconcile()
+            case .gatt(let event):
+                // A central's write was checked and taken below: it is the value in force now,
+                // and the one registered again after bluetoothd restarts.
+                if case .written(let value) = event.kind, application?[event.characteristic] != nil {
+                    application![event.characteristic]!.value = value
+                }
             case .released(let id):
                 guard let name = entries.first(where: { $0.value.status.phase.id == id })?.key else { return }
                 if entries[name]!.advertisement.timeout != nil {
@@ -300,6 +318,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             logger.notice("\(name): moving from \(on) to \(adapter), the first adapter that can advertise")
             await takeOff(name)
         }
+        if case .registered(_, let on) = gatt.phase, adapter < on {
+            logger.notice("GATT: moving the services from \(on) to \(adapter), the first adapter")
+            await unregisterApplication()
+            moveApplication(to: .waiting)
+        }
     }
 
     private func reconcile() async {
@@ -309,6 +332,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .waiting, .retrying: await attempt(name)
             case .off, .on, .failed: break
             }
+        }
+        switch gatt.phase {
+        case .waiting, .retrying: await registerApplication()
+        case .off, .registered, .failed: break
         }
     }
 
@@ -440,6 +467,111 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         entries[name]!.status.since = clock.now
     }
 
+    // MARK: GATT
+
+    /// Sets the GATT application to keep registered; nil for none. One of the same shape as
+    /// the one registered (``GATTApplication/shape``) changes its values in place, notifying
+    /// subscribed centrals; any other change registers it anew.
+    public func serve(_ new: GATTApplication?) async {
+        try? await exclusively {
+            let old = application
+            application = new
+            if case .registered(let id, _) = gatt.phase {
+                if let new, let old, new.shape == old.shape {
+                    for (characteristic, value) in new.characteristics where old[characteristic]?.value != value.value {
+                        await send(value.value, of: characteristic, in: id)
+                    }
+                    return
+                }
+                await unregisterApplication()
+            }
+            gatt = ApplicationStatus(phase: new == nil ? .off : .waiting, since: clock.now)
+            if new != nil { await registerApplication() }
+        }
+    }
+
+    /// Changes one characteristic's value; subscribed centrals are notified of it.
+    /// - Throws: `PeripheralError` `unknownName` when no characteristic has that name;
+    ///   `CancellationError` as for ``on(_:)``. A value BlueZ could not take is logged, and
+    ///   stays the one registered next time.
+    public func setValue(_ value: [UInt8], of characteristic: GATTCharacteristicID) async throws {
+        try await exclusively {
+            guard application?[characteristic] != nil else {
+                throw PeripheralError(.unknownName, "no characteristic named \(PeripheralError.quoted(characteristic.description))")
+            }
+            application![characteristic]!.value = value
+            if case .registered(let id, _) = gatt.phase { await send(value, of: characteristic, in: id) }
+        }
+    }
+
+    /// The application in force (with the values set and written since), and where it is.
+    public func applicationStatus() -> (application: GATTApplication?, status: ApplicationStatus<C.Instant>) {
+        (application, gatt)
+    }
+
+    private func send(_ value: [UInt8], of characteristic: GATTCharacteristicID, in id: ApplicationID) async {
+        do {
+            try await manager.updateValue(value, of: characteristic, in: id)
+        } catch {
+            logger.warning("GATT: \(characteristic) could not be changed in place: \(error)")
+        }
+    }
+
+    /// Registers the application once and records what happened, as ``attempt(_:)`` does for
+    /// an advertisement.
+    private func registerApplication() async {
+        guard let application else { return }
+        do {
+            let adapter = try await resolveAdapter()
+            let id = try await manager.registerApplication(application, on: adapter.name)
+            gatt = ApplicationStatus(phase: .registered(id, adapter: adapter.name), since: clock.now)
+            logger.info("GATT: \(application.services.count) service(s) registered on \(adapter.name) as \(id)")
+        } catch {
+            let failure = error as? PeripheralError ?? PeripheralError(.unknown, "\(error)")
+            gatt.lastError = failure
+            switch failure.code {
+            case .noAdapter, .bluezUnavailable:
+                adapterInUse = nil
+                moveApplication(to: .waiting)
+                logger.notice("GATT: waiting for an adapter: \(failure.message)")
+            case _ where failure.isTransient:
+                let failures = (gatt.phase.failures ?? 0) + 1
+                let delay = retry.delay(afterFailures: failures)
+                moveApplication(to: .retrying(at: clock.now.advanced(by: delay), failures: failures))
+                logger.warning("GATT: \(failure.message); retrying in \(delay)")
+            default:
+                moveApplication(to: .failed(failure))
+                logger.error("GATT: \(failure.message); not retrying until the config changes")
+            }
+        }
+    }
+
+    private func unregisterApplication() async {
+        guard case .registered(let id, _) = gatt.phase else { return }
+        do {
+            try await manager.unregisterApplication(id)
+        } catch {
+            logger.warning("GATT: unregistering \(id) failed: \(error)")
+        }
+        moveApplication(to: .off)
+    }
+
+    private func moveApplication(to phase: ApplicationStatus<C.Instant>.Phase) {
+        guard gatt.phase != phase else { return }
+        gatt.phase = phase
+        gatt.since = clock.now
+    }
+
+    /// BlueZ or the adapter dropped the application (on any adapter when nil): it waits for
+    /// them to come back.
+    private func lostApplication(onAdapter adapter: String?) {
+        switch gatt.phase {
+        case .registered(_, let on) where adapter == nil || adapter == on: moveApplication(to: .waiting)
+        case .retrying where adapter == nil: moveApplication(to: .waiting)
+        default: break
+        }
+    }
+
     // MARK: One at a time
 
     /// Runs `body` when no other operation is running, then arms the retry timer and announces
@@ -498,6 +630,13 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     private func removeListener(_ id: Int) {
         listeners[id] = nil
+    }
+}
+
+extension ApplicationStatus.Phase {
+    /// How many attempts failed in a row, when retrying.
+    var failures: Int? {
+        if case .retrying(_, let failures) = self { failures } else { nil }
     }
 }
 

@@ -28,6 +28,8 @@ public enum PeripheralEvent: Hashable, Sendable {
     /// BlueZ removed an advertisement itself and said so with `Release` (its timeout ran out,
     /// the adapter went away, bluetoothd is stopping).
     case released(AdvertisementID)
+    /// A connected central read, wrote, subscribed to or unsubscribed from a characteristic.
+    case gatt(GATTEvent)
 }
 
 /// What the domain needs from a Bluetooth stack to keep advertisements on air. The Linux
@@ -57,6 +59,20 @@ public protocol PeripheralManaging: Sendable {
     ///   still held it (nothing changed).
     /// - Throws: ``PeripheralError`` when BlueZ could not be asked, or refused the registration.
     func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool
+
+    /// Registers GATT services on an adapter; returns once BlueZ has read them (centrals that
+    /// connect find them from then on). Writes are checked against each characteristic's
+    /// format before they are taken; what centrals do is reported as ``PeripheralEvent/gatt(_:)``.
+    /// - Throws: ``PeripheralError`` with BlueZ's reason translated.
+    func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> ApplicationID
+
+    /// Unregisters an application: centrals no longer find its services.
+    func unregisterApplication(_ id: ApplicationID) async throws
+
+    /// Changes a characteristic's value in place; subscribed centrals are notified (or
+    /// indicated) of it.
+    /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
+    func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws
 
     /// The events from now on, for one consumer.
     /// - Throws: when they cannot be watched (the bus refused a subscription): without them,

@@ -85,6 +85,7 @@ extension BlueZPeripheralManager {
     private func connectionEnded() async {
         guard monitor != nil else { return }
         await forgetRegistrations { _ in true }
+        await forgetApplications { _ in true }
         publish(.bluezVanished)
         stopEvents()
     }
@@ -104,6 +105,7 @@ extension BlueZPeripheralManager {
             let old = body[1].string ?? "", new = body[2].string ?? ""
             if !old.isEmpty {
                 await forgetRegistrations { _ in true }
+                await forgetApplications { _ in true }
                 publish(.bluezVanished)
             }
             if !new.isEmpty { publish(.bluezAppeared) }
@@ -120,6 +122,7 @@ extension BlueZPeripheralManager {
                   let interfaces = body[1].stringArray,
                   interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
             await forgetRegistrations { $0.adapter == name }
+            await forgetApplications { $0.adapter == name }
             publish(.adapterRemoved(name))
         case "PropertiesChanged" where body.count >= 2:
             guard let path = message.path, let name = BlueZ.adapterName(of: path),

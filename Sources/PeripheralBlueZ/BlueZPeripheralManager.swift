@@ -23,6 +23,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     let connection: DBusConnection
     let logger: Logger
     var registrations: [DBusObjectPath: Registration] = [:]
+    /// The registered GATT applications, by root path.
+    var applications: [DBusObjectPath: ApplicationRegistration] = [:]
     var nextObject = 0
     var consumers: [Int: AsyncStream<PeripheralEvent>.Continuation] = [:]
     var nextConsumer = 0

@@ -31,6 +31,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var stop: Script<Void>?
         var update: Script<Void>?
         var reregister: Script<Bool>?
+        var registerApplication: Script<ApplicationID>?
+        var unregisterApplication: Script<Void>?
+        var updateValue: Script<Void>?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?
@@ -52,6 +55,12 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var updated: [(id: AdvertisementID, advertisement: Advertisement)] = []
         /// The identities `reregisterIfDropped` was called with.
         public var reregistered: [AdvertisementID] = []
+        /// The applications `registerApplication` was called with, and the adapter.
+        public var registeredApplications: [(application: GATTApplication, adapter: String)] = []
+        /// The identities `unregisterApplication` was called with.
+        public var unregisteredApplications: [ApplicationID] = []
+        /// The values `updateValue` was called with, the characteristic and the application.
+        public var updatedValues: [(value: [UInt8], characteristic: GATTCharacteristicID, application: ApplicationID)] = []
         /// Calls nobody scripted, described.
         public var unscripted: [String] = []
     }
@@ -75,6 +84,13 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptUpdate(_ script: Script<Void>) { state.withLock { $0.update = script } }
     /// Scripts `reregisterIfDropped(_:)`: true for an advertisement BlueZ had dropped.
     public func scriptReregister(_ script: Script<Bool>) { state.withLock { $0.reregister = script } }
+
+    /// Scripts `registerApplication(_:on:)`.
+    public func scriptRegisterApplication(_ script: Script<ApplicationID>) { state.withLock { $0.registerApplication = script } }
+    /// Scripts `unregisterApplication(_:)`.
+    public func scriptUnregisterApplication(_ script: Script<Void>) { state.withLock { $0.unregisterApplication = script } }
+    /// Scripts `updateValue(_:of:in:)`.
+    public func scriptUpdateValue(_ script: Script<Void>) { state.withLock { $0.updateValue = script } }
 
     /// Makes `events()` throw `error` (a bus that refuses the subscription).
     public func failEvents(with error: PeripheralError) { state.withLock { $0.eventsFailure = error } }
@@ -131,6 +147,25 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Records the call; answers as ``scriptReregister(_:)`` says.
     public func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool {
         try await answer("reregisterIfDropped(\(id))", \.reregister) { $0.reregistered.append(id) }
+    }
+
+    /// Records the call; answers as ``scriptRegisterApplication(_:)`` says.
+    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> ApplicationID {
+        try await answer("registerApplication(_:on: \(adapter))", \.registerApplication) {
+            $0.registeredApplications.append((application, adapter))
+        }
+    }
+
+    /// Records the call; answers as ``scriptUnregisterApplication(_:)`` says.
+    public func unregisterApplication(_ id: ApplicationID) async throws {
+        try await answer("unregisterApplication(\(id))", \.unregisterApplication) { $0.unregisteredApplications.append(id) }
+    }
+
+    /// Records the call; answers as ``scriptUpdateValue(_:)`` says.
+    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws {
+        try await answer("updateValue(_:of: \(characteristic))", \.updateValue) {
+            $0.updatedValues.append((value, characteristic, application))
+        }
     }
 
     /// A stream of what ``emit(_:)`` delivers; throws what ``failEvents(with:)`` set.

@@ -67,12 +67,13 @@ extension Bleadvctl {
 
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Change an advertisement's values on air, in place.",
+            abstract: "Change an advertisement's or a GATT service's values on air, in place.",
             discussion: """
                 KEY is a key of the advertisement's table in the config file: a BTHome \
                 measurement (temperature=21.5, door=true), a beacon field (major=7), or a raw \
                 field (local_name=Kitchen, manufacturer_data.0xFFFF=0102, service_data.180F=64, \
-                data.0x26=01). Numbers are written as in TOML (21.5, -12, 1e3, 0x10); each key \
+                data.0x26=01); for a GATT service, a characteristic (level=75), checked against \
+                its format, and centrals that subscribed are notified. Numbers are written as in TOML (21.5, -12, 1e3, 0x10); each key \
                 is given once, and a table is changed one entry at a time. Values are checked as \
                 the config file is; one that does not fit is refused (exit 2) and the old bytes \
                 stay on air. The advertisement is changed \
@@ -84,7 +85,7 @@ extension Bleadvctl {
                   bleadvctl set kitchen temperature=$(read-sensor) battery=87
                 """)
         @OptionGroup var bus: BusOptions
-        @Argument(help: ArgumentHelp("The advertisement.", valueName: "name"))
+        @Argument(help: ArgumentHelp("The advertisement or GATT service.", valueName: "name"))
         var name: String
         @Argument(help: ArgumentHelp("What to change.", valueName: "key=value"))
         var values: [String]

@@ -18,8 +18,10 @@ struct ConfigKeyTests {
         "service_data": "{ \"180D\" = \"01\" }", "data": "{ \"0x26\" = \"01\" }", "appearance": "1",
         "includes": "[\"tx-power\"]", "discoverable": "false", "discoverable_timeout": "10", "duration": "2",
         "timeout": "10", "secondary_channel": "\"1M\"", "min_interval_ms": "100", "max_interval_ms": "200",
-        "tx_power": "0",
+        "tx_power": "0", "services": "[\"s\"]",
     ]
+    /// What a sample needs defined first.
+    static let preludes: [String: String] = ["services": "[service.s.battery]\nlevel = 1\n"]
 
     /// A whole table for each preset.
     static let presets: [String: [String: String]] = [
@@ -45,7 +47,8 @@ struct ConfigKeyTests {
 
         for key in Reader.fieldKeys.sorted() {
             let sample = try #require(Self.samples[key], "no sample value for \(key): add one, with a test of what it does")
-            let parsed = try ConfigParser.parse("[advertisement.a]\n\(key) = \(sample)\n", file: "t.toml").advertisements["a"]
+            let parsed = try ConfigParser.parse(
+                Self.preludes[key, default: ""] + "[advertisement.a]\n\(key) = \(sample)\n", file: "t.toml").advertisements["a"]
             #expect(parsed != plain, "\(key) = \(sample) is accepted but changes nothing")
         }
     }
@@ -79,6 +82,29 @@ struct ConfigKeyTests {
         #expect(documented.top == Reader.topKeys.subtracting(["advertisement"]))
         #expect(documented.fields == Reader.fieldKeys)
         #expect(documented.presets == Reader.presetKeys.mapValues { $0.subtracting(BTHome.objects.map(\.name)) })
+    }
+
+    @Test("bleadvd.toml(5)'s SERVICES names every service preset, its keys, and every key of a service of your own")
+    func manPageDocumentsEveryServiceKey() throws {
+        let page = try String(contentsOf: Self.root.appendingPathComponent("systemd/man/bleadvd.toml.5"), encoding: .utf8)
+        let section = page.components(separatedBy: ".SH SERVICES\n").dropFirst().first?.components(separatedBy: "\n.SH ").first ?? ""
+        let words = Set(section.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+
+        let keys = Set(ServicePreset.all.keys).union(ServicePreset.all.values.flatMap(\.keys))
+            .union(Reader.serviceKeys).union(Reader.characteristicKeys)
+
+        #expect(keys.subtracting(words).isEmpty, "not in SERVICES: \(keys.subtracting(words).sorted())")
+    }
+
+    @Test("the example config names every service preset and key")
+    func exampleMentionsEveryServiceKey() throws {
+        let example = try String(contentsOf: Self.root.appendingPathComponent("systemd/bleadvd.toml"), encoding: .utf8)
+        let words = Set(example.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+
+        let keys = Set(ServicePreset.all.keys).union(ServicePreset.all.values.flatMap(\.keys))
+            .union(Reader.serviceKeys).union(Reader.characteristicKeys)
+
+        #expect(keys.subtracting(words).isEmpty, "not in the example: \(keys.subtracting(words).sorted())")
     }
 
     @Test("bleadvd.toml(5) lists every BTHome measurement with its object id, range and unit")

@@ -41,4 +41,26 @@ struct ArticleExampleTests {
         #expect(held == 1)
         #expect(try await session.advertisements().isEmpty)
     }
+
+    @Test("the manager registers a battery service, changes its level in place and unregisters it")
+    func gattExample() async throws {
+        let session = try await StandInSession()
+        let manager = BlueZPeripheralManager(connection: session.connection)
+
+        let level = GATTCharacteristicID(service: "power", characteristic: "level")
+        let battery = GATTApplication(services: [
+            GATTService(name: "power", uuid: BluetoothUUID(0x180F), characteristics: [
+                GATTCharacteristic(name: "level", uuid: BluetoothUUID(0x2A19), flags: [.read, .notify],
+                                   format: GATTFormat(.uint8, range: 0...100), value: [80]),
+            ]),
+        ])
+        let app = try await manager.registerApplication(battery, on: "hci0")
+        try await manager.updateValue([75], of: level, in: app)   // subscribed centrals are notified
+        try await manager.unregisterApplication(app)
+
+        let calls = try await session.calls()
+        #expect(calls.contains("registered application \(app)"))
+        #expect(calls.contains { $0.hasPrefix("notified \(app)/service0/char0 4b") })
+        #expect(calls.last == "UnregisterApplication \(app)")
+    }
 }

@@ -12,7 +12,13 @@ It behaves like bluetoothd 5.66 where it matters to an advertiser:
 - follows PropertiesChanged of registered advertisements, as BlueZ refreshes them live; when
   told to, refuses the next refresh the way 5.66 to 5.73 do when the kernel refuses an update:
   it forgets the advertisement with no Release, no error and no signal;
-- sends Release (no reply expected) when told to, or when an adapter is removed.
+- sends Release (no reply expected) when told to, or when an adapter is removed;
+- GattManager1.RegisterApplication(o, a{sv}) as gatt-database.c does: GetManagedObjects on the
+  caller's root, every GattService1 with UUID (s) and Primary (b), every GattCharacteristic1
+  with UUID (s), Service (o, one of the application's services) and Flags (as, names BlueZ
+  knows), else "Failed to register application"; it then reads and writes characteristics
+  when told to (as a central's ATT request would make it) and records every PropertiesChanged
+  of a characteristic's Value (what it would notify centrals of).
 
 A control object at /test (interface test.StandIn) lets a test drive it and read what it saw.
 Usage: bluez_standin.py BUS_ADDRESS [ADAPTER...]   (no adapter: none until AddAdapter)
@@ -32,6 +38,16 @@ ADAPTER = "org.bluez.Adapter1"
 MANAGER = "org.bluez.LEAdvertisingManager1"
 AD = "org.bluez.LEAdvertisement1"
 CONTROL = "test.StandIn"
+GATT_MANAGER = "org.bluez.GattManager1"
+GATT_SERVICE = "org.bluez.GattService1"
+GATT_CHARACTERISTIC = "org.bluez.GattCharacteristic1"
+# The flags BlueZ 5.66 parses (src/gatt-database.c, parse_chrc_flags), those we use among them.
+GATT_FLAGS = {"broadcast", "read", "write-without-response", "write", "notify", "indicate",
+              "authenticated-signed-writes", "extended-properties", "reliable-write",
+              "writable-auxiliaries", "encrypt-read", "encrypt-write", "encrypt-authenticated-read",
+              "encrypt-authenticated-write", "secure-read", "secure-write", "authorize"}
+# The central the stand-in reads and writes for, as a device option.
+CENTRAL = "/org/bluez/hci0/dev_00_AA_02_00_00_01"
 
 # BlueZ 5.66's parser: property -> D-Bus signature it accepts (src/advertising.c).
 SIGNATURES = {
@@ -69,6 +85,28 @@ def parse_error(properties):
             for inner in value.values():
                 if not (isinstance(inner, dbus.Array) and inner.signature == "y"):
                     return name + " variant does not hold ay"
+    return None
+
+
+def gatt_problem(objects):
+    """What BlueZ 5.66 would refuse in an application's objects, or None."""
+    services = {str(p) for p, i in objects.items() if GATT_SERVICE in i}
+    if not services:
+        return "no service"
+    for path, interfaces in objects.items():
+        if GATT_SERVICE in interfaces:
+            props = interfaces[GATT_SERVICE]
+            if signature_of(props.get("UUID")) != "s" or signature_of(props.get("Primary")) != "b":
+                return "service %s: UUID (s) and Primary (b) needed" % path
+        if GATT_CHARACTERISTIC in interfaces:
+            props = interfaces[GATT_CHARACTERISTIC]
+            if signature_of(props.get("UUID")) != "s" or signature_of(props.get("Flags")) != "as":
+                return "characteristic %s: UUID (s) and Flags (as) needed" % path
+            if str(props.get("Service")) not in services:
+                return "characteristic %s: Service is not one of the application's" % path
+            unknown = [f for f in props["Flags"] if f not in GATT_FLAGS]
+            if unknown:
+                return "characteristic %s: unknown flags %s" % (path, unknown)
     return None
 
 
@@ -136,7 +174,33 @@ class Adapter(dbus.service.Object):
                 "SupportedCapabilities": dbus.Dictionary({"MaxAdvLen": dbus.Byte(31)}, signature="sv")}
 
     def interfaces(self):
-        return {ADAPTER: self.adapter_properties(), MANAGER: self.manager_properties()}
+        return {ADAPTER: self.adapter_properties(), MANAGER: self.manager_properties(), GATT_MANAGER: {}}
+
+    @dbus.service.method(GATT_MANAGER, in_signature="oa{sv}", sender_keyword="sender",
+                         async_callbacks=("reply", "error"))
+    def RegisterApplication(self, root, options, sender, reply, error):
+        self.standin.log("RegisterApplication %s" % root)
+        if (sender, root) in self.standin.applications:
+            return error(AlreadyExists("Already Exists"))
+        client = self.standin.bus.get_object(sender, root, introspect=False)
+
+        def got_objects(objects):
+            problem = gatt_problem(objects)
+            if problem is not None:
+                self.standin.log("application refused: " + problem)
+                return error(Failed("Failed to register application"))
+            self.standin.applications[(sender, root)] = (self.name, {str(p): i for p, i in objects.items()})
+            self.standin.log("registered application %s" % root)
+            reply()
+
+        client.GetManagedObjects(dbus_interface=OM, reply_handler=got_objects,
+                                 error_handler=lambda e: error(Failed("Failed to register application")))
+
+    @dbus.service.method(GATT_MANAGER, in_signature="o", sender_keyword="sender")
+    def UnregisterApplication(self, root, sender):
+        self.standin.log("UnregisterApplication %s" % root)
+        if self.standin.applications.pop((sender, root), None) is None:
+            raise DoesNotExist("Does Not Exist")
 
     @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
     def Get(self, interface, name):
@@ -298,6 +362,40 @@ class Control(dbus.service.Object):
         """From now on BlueZ's own calls get no reply at all, as from a frozen bluetoothd."""
         self.standin.hung = True
 
+    @dbus.service.method(CONTROL, out_signature="a{sa{sa{sv}}}")
+    def GattObjects(self):
+        """Every registered application's objects, by path."""
+        return {path: interfaces for _, objects in self.standin.applications.values()
+                for path, interfaces in objects.items()}
+
+    @dbus.service.method(CONTROL, in_signature="sq", out_signature="ay", async_callbacks=("reply", "error"))
+    def ReadCharacteristic(self, path, offset, reply, error):
+        """ReadValue on a registered characteristic, as a central's read makes BlueZ call it."""
+        sender = self.standin.owner_of(path)
+        client = self.standin.bus.get_object(sender, path, introspect=False)
+        client.ReadValue(dbus.Dictionary({"offset": dbus.UInt16(offset), "device": dbus.ObjectPath(CENTRAL),
+                                          "mtu": dbus.UInt16(23)}, signature="sv"),
+                         dbus_interface=GATT_CHARACTERISTIC, reply_handler=lambda value: reply(bytes(value)),
+                         error_handler=error)
+
+    @dbus.service.method(CONTROL, in_signature="say", out_signature="s", async_callbacks=("reply", "error"))
+    def WriteCharacteristic(self, path, value, reply, error):
+        """WriteValue on a registered characteristic; replies "" or the error name BlueZ got."""
+        sender = self.standin.owner_of(path)
+        client = self.standin.bus.get_object(sender, path, introspect=False)
+        options = dbus.Dictionary({"offset": dbus.UInt16(0), "type": "request", "device": dbus.ObjectPath(CENTRAL),
+                                   "mtu": dbus.UInt16(23)}, signature="sv")
+        client.WriteValue(dbus.Array(value, signature="y"), options, dbus_interface=GATT_CHARACTERISTIC,
+                          reply_handler=lambda: reply(""), error_handler=lambda e: reply(e.get_dbus_name()))
+
+    @dbus.service.method(CONTROL, in_signature="sb", async_callbacks=("reply", "error"))
+    def Subscribe(self, path, on, reply, error):
+        """StartNotify or StopNotify, as BlueZ calls them when a central subscribes."""
+        sender = self.standin.owner_of(path)
+        client = self.standin.bus.get_object(sender, path, introspect=False)
+        getattr(client, "StartNotify" if on else "StopNotify")(
+            dbus_interface=GATT_CHARACTERISTIC, reply_handler=lambda: reply(), error_handler=error)
+
     @dbus.service.method(CONTROL, in_signature="sqn")
     def SetTxPower(self, path, unused, power):
         """Calls Properties.Set(TxPower) on a registered advertisement, as BlueZ may."""
@@ -316,6 +414,7 @@ class StandIn:
         self.adapters_when_asked = []
         self.hung = False
         self.refuse_update = False
+        self.applications = {}  # (sender, root) -> (adapter, {path: interfaces})
         self.root = Root(bus, self)
         self.control = Control(bus, self)
         for name in names:
@@ -334,7 +433,16 @@ class StandIn:
             self.root.InterfacesAdded(adapter.path, {ADAPTER: adapter.adapter_properties()})
             self.root.InterfacesAdded(adapter.path, {MANAGER: adapter.manager_properties()})
 
+    def owner_of(self, path):
+        for (sender, _), (_, objects) in self.applications.items():
+            if path in objects:
+                return sender
+        raise DoesNotExist("no registered characteristic at " + path)
+
     def on_properties_changed(self, interface, changed, invalidated, sender=None, path=None):
+        if interface == GATT_CHARACTERISTIC and "Value" in changed and any(
+                sender == s and path in objects for (s, _), (_, objects) in self.applications.items()):
+            self.log("notified %s %s" % (path, bytes(changed["Value"]).hex()))
         for adapter in self.adapters.values():
             adapter.property_changed(sender, path, interface, changed)
 

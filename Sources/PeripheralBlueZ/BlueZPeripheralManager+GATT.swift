@@ -1,0 +1,204 @@
+import DBus
+import Logging
+public import Peripheral
+
+/// GATT services registered with BlueZ: an application is an object manager at
+/// `/org/bleadvd/gatt/appN` with one `GattService1` object per service (`…/serviceK`) and one
+/// `GattCharacteristic1` per characteristic (`…/serviceK/charJ`), registered on an adapter with
+/// `GattManager1.RegisterApplication`. bluetoothd reads them all back (GetManagedObjects) during
+/// the call, and from then on calls ReadValue, WriteValue, StartNotify and StopNotify as
+/// centrals act; a notification is a `PropertiesChanged` of `Value`.
+extension BlueZPeripheralManager {
+    /// A registered application: which adapter has it, where each characteristic is exported.
+    struct ApplicationRegistration {
+        var adapter: String
+        var characteristics: [GATTCharacteristicID: DBusObjectPath]
+        /// Every exported object, services before their characteristics.
+        var objects: [DBusObjectPath]
+    }
+
+    /// Where applications are exported.
+    static let applicationRoot: DBusObjectPath = "/org/bleadvd/gatt"
+    static let gattManagerInterface = "org.bluez.GattManager1"
+    package static let serviceInterface = "org.bluez.GattService1"
+    package static let characteristicInterface = "org.bluez.GattCharacteristic1"
+
+    /// Exports the application and registers it; returns once BlueZ replied (after reading
+    /// every object back). A refused registration leaves no object.
+    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> ApplicationID {
+        let adapterPath = try BlueZ.adapterPath(adapter)
+        nextObject += 1
+        let root = try Self.applicationRoot.appending("app\(nextObject)")
+        var registration = ApplicationRegistration(adapter: adapter, characteristics: [:], objects: [])
+        do {
+            await connection.exportObjectManager(at: root)
+            for (s, service) in application.services.enumerated() {
+                let servicePath = try root.appending("service\(s)")
+                try await connection.export([Self.serviceInterface(service)], at: servicePath)
+                registration.objects.append(servicePath)
+                for (c, characteristic) in service.characteristics.enumerated() {
+                    let path = try servicePath.appending("char\(c)")
+                    let id = GATTCharacteristicID(service: service.name, characteristic: characteristic.name)
+                    try await connection.export(
+                        [characteristicInterface(characteristic, id: id, service: servicePath, at: path)], at: path)
+                    registration.objects.append(path)
+                    registration.characteristics[id] = path
+                }
+            }
+        } catch let error as DBusError {
+            await unexport(root, registration)
+            throw PeripheralError(.invalidAdvertisement, "cannot export the GATT services: \(error.message)")
+        }
+        do {
+            _ = try await callBlueZ(
+                path: adapterPath, interface: Self.gattManagerInterface, member: "RegisterApplication",
+                [.objectPath(root), .variantDictionary([:])], expecting: .empty)
+        } catch {
+            await unexport(root, registration)
+            throw error
+        }
+        applications[root] = registration
+        return ApplicationID(root.rawValue)
+    }
+
+    /// Unregisters the application and removes its objects. One BlueZ no longer has counts as
+    /// unregistered.
+    public func unregisterApplication(_ id: ApplicationID) async throws {
+        guard let root = try? DBusObjectPath(id.rawValue), let registration = applications.removeValue(forKey: root) else {
+            throw PeripheralError(.notRegistered, "\(id) is not registered")
+        }
+        do {
+            _ = try await callBlueZ(
+                path: try BlueZ.adapterPath(registration.adapter), interface: Self.gattManagerInterface,
+                member: "UnregisterApplication", [.objectPath(root)], expecting: .empty)
+        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable || error.code == .noAdapter {
+            logger.debug("\(root) was no longer registered: \(error.message)")
+        } catch {
+            await unexport(root, registration)
+            throw error
+        }
+        await unexport(root, registration)
+    }
+
+    /// Sets the characteristic's `Value`; the `PropertiesChanged` that says so is what
+    /// bluetoothd sends subscribed centrals as a notification or indication.
+    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws {
+        guard let root = try? DBusObjectPath(application.rawValue), let path = applications[root]?.characteristics[characteristic] else {
+            throw PeripheralError(.notRegistered, "\(characteristic) is not registered in \(application)")
+        }
+        try await connection.setProperty("Value", of: Self.characteristicInterface, at: path, to: .bytes(value))
+    }
+
+    /// BlueZ no longer has these applications (it restarted, or the adapter went): the objects go.
+    func forgetApplications(where filter: (ApplicationRegistration) -> Bool) async {
+        for (root, registration) in applications where filter(registration) {
+            applications[root] = nil
+            await unexport(root, registration)
+        }
+    }
+
+    private func unexport(_ root: DBusObjectPath, _ registration: ApplicationRegistration) async {
+        for path in registration.objects.reversed() { await connection.unexport(path) }
+        await connection.unexport(root)
+    }
+
+    // MARK: The exported objects
+
+    static func serviceInterface(_ service: GATTService) -> DBusInterface {
+        DBusInterface(name: serviceInterface, properties: [
+            DBusProperty("UUID", value: .string(service.uuid.uuidString)),
+            DBusProperty("Primary", value: .boolean(service.primary)),
+        ])
+    }
+
+    private func characteristicInterface(
+        _ characteristic: GATTCharacteristic, id: GATTCharacteristicID, service: DBusObjectPath, at path: DBusObjectPath
+    ) -> DBusInterface {
+        let options = DBusArgument("options", .dictionary(key: .string, value: .variant))
+        let methods = [
+            DBusMethod("ReadValue", inputs: [options], outputs: [DBusArgument("value", .array(.byte))]) { [weak self] call in
+                guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
+                return [.bytes(try await self.read(id, at: path, options: call.arguments[0].variantDictionary ?? [:]))]
+            },
+            DBusMethod("WriteValue", inputs: [DBusArgument("value", .array(.byte)), options]) { [weak self] call in
+                guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
+                try await self.write(
+                    call.arguments[0].bytes ?? [], to: id, format: characteristic.format, flags: characteristic.flags,
+                    at: path, options: call.arguments[1].variantDictionary ?? [:])
+                return []
+            },
+            DBusMethod("StartNotify") { [weak self] _ in
+                await self?.notifying(true, id, at: path)
+                return []
+            },
+            DBusMethod("StopNotify") { [weak self] _ in
+                await self?.notifying(false, id, at: path)
+                return []
+            },
+        ]
+        return DBusInterface(name: Self.characteristicInterface, methods: methods, properties: [
+            DBusProperty("UUID", value: .string(characteristic.uuid.uuidString)),
+            DBusProperty("Service", value: .objectPath(service)),
+            DBusProperty("Flags", value: .strings(characteristic.flags.sorted().map(\.rawValue))),
+            DBusProperty("Value", value: .bytes(characteristic.value)),
+            DBusProperty("Notifying", value: .boolean(false)),
+        ])
+    }
+
+    private func read(_ id: GATTCharacteristicID, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
+        let value = await connection.property("Value", of: Self.characteristicInterface, at: path)?.bytes ?? []
+        let offset = Int(options["offset"]?.uint16 ?? 0)
+        guard offset <= value.count else {
+            throw DBusError(Self.invalidOffset, "offset \(offset) is past the value's \(value.count) bytes")
+        }
+        publish(.gatt(GATTEvent(id, .read, central: Self.central(options))))
+        return Array(value[offset...])
+    }
+
+    /// Takes a central's write when the characteristic accepts writes and the bytes fit its
+    /// format; otherwise answers with the error bluetoothd turns into the ATT error a central
+    /// expects, and nothing changes.
+    private func write(
+        _ bytes: [UInt8], to id: GATTCharacteristicID, format: GATTFormat, flags: Set<GATTFlag>,
+        at path: DBusObjectPath, options: [String: DBusValue]
+    ) async throws {
+        let central = Self.central(options)
+        do throws(GATTWriteError) {
+            guard flags.contains(where: \.isWrite) else { throw .notPermitted("\(id) is read-only") }
+            let offset = Int(options["offset"]?.uint16 ?? 0)
+            guard offset == 0 else { throw .invalidOffset("values are written whole; offset \(offset) refused") }
+            _ = try format.decode(bytes)
+        } catch {
+            logger.notice("GATT: refused a write of \(bytes.count) byte(s) to \(id) from \(central.isEmpty ? "a central" : central): \(error.message)")
+            throw DBusError(Self.errorName(error), error.message)
+        }
+        try await connection.setProperty("Value", of: Self.characteristicInterface, at: path, to: .bytes(bytes))
+        publish(.gatt(GATTEvent(id, .written(bytes), central: central)))
+    }
+
+    private func notifying(_ on: Bool, _ id: GATTCharacteristicID, at path: DBusObjectPath) async {
+        try? await connection.setProperty("Notifying", of: Self.characteristicInterface, at: path, to: .boolean(on))
+        publish(.gatt(GATTEvent(id, on ? .subscribed : .unsubscribed, central: "")))
+    }
+
+    static let invalidOffset: DBusError.Name = "org.bluez.Error.InvalidOffset"
+
+    /// The error name bluetoothd maps to the ATT error for `error`.
+    static func errorName(_ error: GATTWriteError) -> DBusError.Name {
+        switch error {
+        case .invalidLength: "org.bluez.Error.InvalidValueLength"
+        case .invalidOffset: invalidOffset
+        case .notPermitted: "org.bluez.Error.NotPermitted"
+        case .invalidValue: "org.bluez.Error.Failed"
+        }
+    }
+
+    /// The central's address from a call's `device` option (`/org/bluez/hci0/dev_AA_BB_…`);
+    /// empty when there is none or it is not a device path.
+    static func central(_ options: [String: DBusValue]) -> String {
+        guard let device = options["device"]?.objectPath?.rawValue.split(separator: "/").last,
+              device.hasPrefix("dev_") else { return "" }
+        let address = String(device.dropFirst(4).map { $0 == "_" ? ":" : $0 })
+        return address.count == 17 && address.allSatisfy { $0.isHexDigit || $0 == ":" } ? address : ""
+    }
+}

@@ -1,0 +1,117 @@
+import AdvertiserControl
+import ArgumentParser
+import DBus
+import Peripheral
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Bleadvctl {
+    struct Watch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print what happens, one line per event, until interrupted.",
+            discussion: """
+                Events: a central wrote a GATT characteristic (written SERVICE CHARACTERISTIC \
+                VALUE CENTRAL), an advertisement or service changed state (state NAME STATE), \
+                values went on air (values NAME KEY=VALUE...). A write is printed only when \
+                bleadvd took it: it fit the characteristic's format. With --json each line is \
+                one JSON object ({"event": "written", "service", "characteristic", "value", \
+                "central"}). Text is escaped; lines are written as they happen.
+
+                Example, a script that acts on a phone's write:
+                  bleadvctl watch --json | while read -r line; do ...; done
+
+                bleadvd never runs anything itself; without pairing, anyone in range can \
+                write a characteristic whose flags allow it.
+                """)
+        @Flag(help: "Print one JSON object per line.")
+        var json = false
+
+        func run() throws {
+            reserveStandardDescriptors()
+            let loop: EventLoop
+            do {
+                loop = try EventLoop()
+            } catch {
+                throw Failure(code: Failure.failed, message: "\(error)")
+            }
+            let json = json
+            Task(executorPreference: loop) {
+                do {
+                    try await Self.watch(json: json, on: loop)
+                } catch let failure as Failure {
+                    printError(failure.message)
+                    Glibc.exit(failure.code)
+                } catch {
+                    printError("\(error)")
+                    Glibc.exit(Failure.failed)
+                }
+                Glibc.exit(Failure.notRunning)
+            }
+            loop.run()
+        }
+
+        /// Prints each signal of the control API until the connection ends.
+        static func watch(json: Bool, on loop: EventLoop) async throws {
+            let connection: DBusConnection
+            do {
+                connection = try await DBusConnection.connect(to: .system, on: loop)
+            } catch {
+                throw Failure(code: Failure.notRunning, message: "cannot reach the system bus, so bleadvd is not running there (\(error))")
+            }
+            let rules = ControlAPI.Signal.allCases.map {
+                DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
+            }
+            let signals = try await connection.signals(matching: rules)
+            for await message in signals {
+                guard let line = WatchFormat.line(message, json: json) else { continue }
+                try emit(line + "\n")
+            }
+            throw Failure(code: Failure.failed, message: "the system bus connection ended")
+        }
+    }
+}
+
+/// `bleadvctl watch`'s lines.
+enum WatchFormat {
+    /// One line for a signal of the control API; nil for one it does not know or a malformed one.
+    static func line(_ message: DBusMessage, json: Bool) -> String? {
+        let body = message.body
+        switch message.member.flatMap(ControlAPI.Signal.init) {
+        case .written?:
+            guard body.count == 4, let service = body[0].string, let characteristic = body[1].string,
+                  let value = body[2].variantValue, let central = body[3].string else { return nil }
+            let text: String, jsonValue: String
+            switch value {
+            case .double(let number):
+                text = GATTFormat.shown(number)
+                jsonValue = StatusFormat.number(number)
+            case .string(let string):
+                text = Untrusted.quoted(string, limit: 512)
+                jsonValue = StatusFormat.quote(string)
+            default:
+                text = Hex.encode(value.bytes ?? [])
+                jsonValue = StatusFormat.quote(text)
+            }
+            return json
+                ? "{\"event\": \"written\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic)), \"value\": \(jsonValue), \"central\": \(StatusFormat.quote(central))}"
+                : ["written", Untrusted.escaped(service), Untrusted.escaped(characteristic), text, central.isEmpty ? "-" : Untrusted.escaped(central)].joined(separator: " ")
+        case .stateChanged?:
+            guard body.count == 2, let name = body[0].string, let state = body[1].string else { return nil }
+            return json
+                ? "{\"event\": \"state\", \"name\": \(StatusFormat.quote(name)), \"state\": \(StatusFormat.quote(state))}"
+                : "state \(Untrusted.escaped(name)) \(Untrusted.escaped(state))"
+        case .valuesChanged?:
+            guard body.count == 2, let name = body[0].string else { return nil }
+            let values = (body[1].dictionaryEntries ?? []).compactMap { entry -> (String, String)? in
+                guard let key = entry.key.string, let value = entry.value.string else { return nil }
+                return (key, value)
+            }
+            return json
+                ? "{\"event\": \"values\", \"name\": \(StatusFormat.quote(name)), \"values\": {" + values.map { "\(StatusFormat.quote($0.0)): \(StatusFormat.quote($0.1))" }.joined(separator: ", ") + "}}"
+                : (["values", Untrusted.escaped(name)] + values.map { Untrusted.escaped("\($0.0)=\($0.1)") }).joined(separator: " ")
+        case nil:
+            return nil
+        }
+    }
+}

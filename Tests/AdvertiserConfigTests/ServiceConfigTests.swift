@@ -1,0 +1,116 @@
+import AdvertiserConfig
+import Foundation
+import Peripheral
+import Testing
+
+@Suite("GATT services in the config file")
+struct ServiceConfigTests {
+    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
+        try ConfigParser.parse(text, file: "test.toml")
+    }
+
+    func error(_ text: String) -> String? {
+        do {
+            _ = try parse(text)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    static let lamp = """
+        [service.lamp]
+        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+        [service.lamp.characteristic.brightness]
+        uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "uint8"
+        flags = ["read", "write", "notify"]
+        value = 10
+        """
+
+    @Test("the battery preset is the SIG's Battery Service with its level as one byte")
+    func batteryPreset() throws {
+        let config = try parse("[service.power.battery]\nlevel = 80\n")
+
+        let service = try #require(config.services["power"]?.service)
+        #expect(service.uuid == BluetoothUUID(0x180F))
+        #expect(service.characteristics.map(\.uuid) == [BluetoothUUID(0x2A19)])
+        #expect(service.characteristics[0].flags == [.read, .notify])
+        #expect(service.characteristics[0].value == [80])
+    }
+
+    @Test("environmental sensing writes temperature in 0.01 °C, humidity in 0.01 %, pressure in 0.1 Pa")
+    func environmentalSensing() throws {
+        let config = try parse("[service.climate.environmental_sensing]\ntemperature = -5.25\nhumidity = 40.5\npressure = 1013.2\n")
+
+        let values = try #require(config.services["climate"]?.service.characteristics).map(\.value)
+        #expect(values == [[0xF3, 0xFD], [0xD2, 0x0F], [0xD0, 0x75, 0x0F, 0x00]])
+    }
+
+    @Test("device information holds its strings as UTF-8")
+    func deviceInformation() throws {
+        let config = try parse("[service.info.device_information]\nmanufacturer = \"Acme\"\nmodel = \"G1\"\n")
+
+        let service = try #require(config.services["info"]?.service)
+        #expect(service.uuid == BluetoothUUID(0x180A))
+        #expect(service.characteristics.map(\.value) == [Array("Acme".utf8), Array("G1".utf8)])
+    }
+
+    @Test("a custom service has its characteristics with their declared format and flags")
+    func customService() throws {
+        let config = try parse(Self.lamp)
+
+        let characteristic = try #require(config.services["lamp"]?.service.characteristics.first)
+        #expect(characteristic.name == "brightness")
+        #expect(characteristic.format.kind == .uint8)
+        #expect(characteristic.flags == [.read, .write, .notify])
+        #expect(characteristic.value == [10])
+    }
+
+    @Test("an advertisement that offers a service carries its UUID")
+    func advertisementOffersService() throws {
+        let config = try parse("[service.power.battery]\nlevel = 80\n[advertisement.gw]\nlocal_name = \"G\"\nservices = [\"power\"]\n")
+
+        #expect(config.advertisements["gw"]?.advertisement.serviceUUIDs == [BluetoothUUID(0x180F)])
+    }
+
+    @Test("an advertisement naming a service that is not defined is refused with the line")
+    func unknownOfferedService() {
+        #expect(error("[advertisement.gw]\nlocal_name = \"G\"\nservices = [\"power\"]\n")
+            == "test.toml:3: advertisement.gw.services: no service named \"power\"; define it in a [service.NAME] table")
+    }
+
+    @Test("a value outside the preset's range is refused with the line and key")
+    func batteryOutOfRange() {
+        #expect(error("[service.power.battery]\nlevel = 101\n")
+            == "test.toml:2: service.power.battery.level: is 101; it must be between 0 and 100")
+    }
+
+    @Test("a characteristic without a format is refused, naming the key")
+    func missingFormat() {
+        let text = Self.lamp.replacingOccurrences(of: "format = \"uint8\"\n", with: "")
+        #expect(error(text)?.contains("service.lamp.characteristic.brightness.format: missing") == true)
+    }
+
+    @Test("an unknown flag is refused with the known ones")
+    func unknownFlag() {
+        let text = Self.lamp.replacingOccurrences(of: "\"notify\"]", with: "\"shout\"]")
+        #expect(error(text) == "test.toml:6: service.lamp.characteristic.brightness.flags: \"shout\" is not a flag; use read, write, write-without-response, notify, indicate")
+    }
+
+    @Test("a service and an advertisement of the same name are refused")
+    func sharedName() {
+        #expect(error("[service.x.battery]\nlevel = 1\n[advertisement.x]\nlocal_name = \"G\"\n")?.contains("a service is named x too") == true)
+    }
+
+    @Test("a value set at run time is checked against the characteristic's format")
+    func applyingChecksFormat() throws {
+        let service = try #require(try parse(Self.lamp).services["lamp"])
+
+        let changed = try service.applying(["brightness": .string("42")], name: "lamp")
+
+        #expect(changed.service.characteristics[0].value == [42])
+        #expect(throws: ConfigError.self) { try service.applying(["brightness": .string("256")], name: "lamp") }
+        #expect(throws: ConfigError.self) { try service.applying(["colour": .string("1")], name: "lamp") }
+    }
+}

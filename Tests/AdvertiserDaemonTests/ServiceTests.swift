@@ -1,0 +1,140 @@
+import AdvertiserControl
+import AdvertiserDaemon
+import DBus
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// GATT services in the daemon, over the mock: registered at start, values set with
+/// `bleadvctl set`, centrals' writes announced as `Written`, shown by `status`.
+@Suite("GATT services in the daemon", .timeLimit(.minutes(1)))
+struct ServiceTests {
+    static let config = DaemonSession.config + """
+
+        [service.power.battery]
+        level = 80
+
+        [service.lamp]
+        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+        [service.lamp.characteristic.label]
+        uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "utf8"
+        flags = ["read", "write"]
+        value = "desk"
+        """
+    static let app = ApplicationID("/org/bleadvd/gatt/app1")
+    static let level = GATTCharacteristicID(service: "power", characteristic: "level")
+    static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+
+    func session() async throws -> DaemonSession {
+        try await DaemonSession(config: Self.config) { mock in
+            mock.scriptRegisterApplication(.always(.success(Self.app)))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptUpdateValue(.always(.success(())))
+        }
+    }
+
+    /// The session's ValuesChanged signals, as a listener on the bus hears them.
+    func valuesChanged(_ session: DaemonSession) async throws -> AsyncStream<DBusMessage>.Iterator {
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        return try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name)).makeAsyncIterator()
+    }
+
+    @Test("the configured services are registered as one application at start")
+    func registeredAtStart() async throws {
+        let session = try await session()
+
+        let registered = session.mock.calls.registeredApplications
+
+        #expect(registered.count == 1)
+        #expect(registered.first?.application.services.map(\.name) == ["lamp", "power"])
+        #expect(registered.first?.application[Self.level]?.value == [80])
+    }
+
+    @Test("bleadvctl set changes a characteristic's value in place")
+    func setChangesValue() async throws {
+        let session = try await session()
+        var changes = try await valuesChanged(session)
+
+        let result = try await session.ctl("set", "power", "level=75")
+        let announced = await changes.next()
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(session.mock.calls.updatedValues.first?.value == [75])
+        #expect(session.mock.calls.updatedValues.first?.characteristic == Self.level)
+        #expect(session.mock.calls.registeredApplications.count == 1)
+        #expect(announced?.body.first == .string("power"))
+    }
+
+    @Test("text typed for a text characteristic stays text, digits included")
+    func setTextOfDigits() async throws {
+        let session = try await session()
+        var changes = try await valuesChanged(session)
+
+        let result = try await session.ctl("set", "lamp", "label=42")
+        _ = await changes.next()
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(session.mock.calls.updatedValues.first?.value == Array("42".utf8))
+    }
+
+    @Test("a value that does not fit the characteristic is refused with exit 2, and nothing is sent")
+    func setRefused() async throws {
+        let session = try await session()
+
+        let result = try await session.ctl("set", "power", "level=101")
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("service.power.level: is 101; it must be between 0 and 100"))
+        #expect(session.mock.calls.updatedValues.isEmpty)
+    }
+
+    @Test("a central's write is announced as Written, and status shows the new value")
+    func writeAnnounced() async throws {
+        let session = try await session()
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        var written = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+
+        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8)), central: "AA:BB:CC:DD:EE:FF")))
+        let signal = await written.next()
+
+        #expect(signal?.body == [.string("lamp"), .string("label"), .variant(.string("sofa")), .string("AA:BB:CC:DD:EE:FF")])
+        let status = try await session.ctl("status", "--json")
+        #expect(status.output.contains("\"label\": \"sofa\""))
+    }
+
+    @Test("bleadvctl watch prints a central's write as one line")
+    func watchPrintsWrite() async throws {
+        let session = try await session()
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        defer { watch.kill(SIGTERM) }
+        // The same write until one is printed: watch may not have subscribed yet.
+        let writing = Task {
+            while !Task.isCancelled {
+                session.mock.emit(.gatt(GATTEvent(Self.level, .written([33]), central: "AA:BB:CC:DD:EE:FF")))
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { writing.cancel() }
+
+        let line = try PrivateBus.readLine(from: watch.stdout)
+
+        #expect(line == "written power level 33 AA:BB:CC:DD:EE:FF")
+    }
+
+    @Test("stopping unregisters the services")
+    func stopUnregisters() async throws {
+        let session = try await session()
+
+        session.requests.yield(.stop)
+        try await session.running.value
+
+        #expect(session.mock.calls.unregisteredApplications == [Self.app])
+    }
+}

@@ -1,0 +1,163 @@
+import DBus
+import Peripheral
+import PeripheralBlueZ
+import TestSupport
+import Testing
+
+/// The GATT half of the contract with BlueZ, against the stand-in (which parses an application
+/// as gatt-database.c does, and calls ReadValue/WriteValue/StartNotify as a central's requests
+/// make bluetoothd call them). testbed/scenarios/58-gatt.sh does the same with the real
+/// bluetoothd and a real central.
+@Suite("BlueZPeripheralManager's GATT application against a BlueZ stand-in")
+struct BlueZGATTContractTests {
+    static let level = GATTCharacteristicID(service: "power", characteristic: "level")
+    static let brightness = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
+
+    static let application = GATTApplication(services: [
+        GATTService(name: "lamp", uuid: try! BluetoothUUID("6e400001-b5a3-f393-e0a9-e50e24dcca9e"), characteristics: [
+            GATTCharacteristic(
+                name: "brightness", uuid: try! BluetoothUUID("6e400002-b5a3-f393-e0a9-e50e24dcca9e"),
+                flags: [.read, .write, .notify], format: GATTFormat(.uint8, range: 0...100), value: [10]),
+        ]),
+        GATTService(name: "power", uuid: BluetoothUUID(0x180F), characteristics: [
+            GATTCharacteristic(
+                name: "level", uuid: BluetoothUUID(0x2A19), flags: [.read, .notify],
+                format: GATTFormat(.uint8, range: 0...100), value: [80]),
+        ]),
+    ])
+
+    /// The characteristic paths the stand-in holds, by UUID.
+    static func characteristics(_ session: StandInSession) async throws -> [String: String] {
+        var result: [String: String] = [:]
+        for entry in try await session.control("GattObjects")[0].dictionaryEntries ?? [] {
+            let interfaces = entry.value.dictionaryEntries ?? []
+            guard let characteristic = interfaces.first(where: { $0.key.string == "org.bluez.GattCharacteristic1" }),
+                  let uuid = characteristic.value.variantDictionary?["UUID"]?.string else { continue }
+            result[uuid] = entry.key.string
+        }
+        return result
+    }
+
+    @Test("registering lets BlueZ read every service and characteristic back before it replies")
+    func registeringExportsTheWholeApplication() async throws {
+        let session = try await StandInSession()
+
+        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+
+        #expect(try await session.calls() == ["RegisterApplication \(id)", "registered application \(id)"])
+        #expect(try await Self.characteristics(session).keys.sorted() == [
+            "00002a19-0000-1000-8000-00805f9b34fb", "6e400002-b5a3-f393-e0a9-e50e24dcca9e",
+        ])
+    }
+
+    @Test("each characteristic is exported with its UUID, service, flags and value, as introspection says")
+    func characteristicShape() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+
+        let path = try DBusObjectPath(id.rawValue + "/service1/char0")
+        let xml = try await session.connection.call(
+            destination: session.connection.uniqueName, path: path, interface: "org.freedesktop.DBus.Introspectable",
+            member: "Introspect")[0].string ?? ""
+
+        for member in ["ReadValue", "WriteValue", "StartNotify", "StopNotify", "\"UUID\"", "\"Service\"", "\"Flags\"", "\"Value\"", "\"Notifying\""] {
+            #expect(xml.contains(member), "no \(member) in the introspection of \(path)")
+        }
+        #expect(await session.connection.property("Flags", of: "org.bluez.GattCharacteristic1", at: path) == .strings(["notify", "read"]))
+    }
+
+    @Test("a read returns the value")
+    func readReturnsValue() async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
+
+        let value = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+
+        #expect(value == [.bytes([80])])
+    }
+
+    @Test("a changed value is announced with PropertiesChanged, which BlueZ notifies")
+    func updateNotifies() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
+
+        try await session.manager.updateValue([55], of: Self.level, in: id)
+
+        #expect(try await session.calls().last == "notified \(path) 37")
+    }
+
+    @Test("a write that fits the format is taken and reported with the central's address")
+    func writeTaken() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes([42])])
+
+        #expect(reply == [.string("")])
+        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42]), central: "00:AA:02:00:00:01")))
+        #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([42])])
+    }
+
+    @Test("a write of the wrong length gets InvalidValueLength and changes nothing",
+          arguments: [([UInt8]([1, 2]), "org.bluez.Error.InvalidValueLength"), ([101], "org.bluez.Error.Failed")])
+    func writeRefused(value: [UInt8], error: String) async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes(value)])
+
+        #expect(reply == [.string(error)])
+        #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([10])])
+    }
+
+    @Test("a write to a read-only characteristic is not permitted")
+    func writeToReadOnly() async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
+
+        let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes([1])])
+
+        #expect(reply == [.string("org.bluez.Error.NotPermitted")])
+    }
+
+    @Test("a subscription is reported and sets Notifying")
+    func subscription() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
+
+        try await session.control("Subscribe", [.string(path), .boolean(true)])
+
+        #expect(try await events.next() == .gatt(GATTEvent(Self.level, .subscribed, central: "")))
+        #expect(await session.connection.property("Notifying", of: "org.bluez.GattCharacteristic1", at: try DBusObjectPath(path)) == .boolean(true))
+    }
+
+    @Test("unregistering removes every exported object")
+    func unregisterRemovesObjects() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+
+        try await session.manager.unregisterApplication(id)
+
+        #expect(try await session.calls().last == "UnregisterApplication \(id)")
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+
+    @Test("an application BlueZ refuses leaves no object behind")
+    func refusedLeavesNothing() async throws {
+        let session = try await StandInSession()
+        var broken = Self.application
+        broken.services = []
+
+        await #expect(throws: PeripheralError.self) { try await session.manager.registerApplication(broken, on: "hci0") }
+
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
+}

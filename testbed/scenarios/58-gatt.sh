@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# GATT behind the advertisement, seen by centrals we did not write, on hci1:
+# - bleak (PyPI) finds the services by UUID, reads the battery level and a custom value,
+#   subscribes and is notified after each `bleadvctl set` (timed), writes a value that
+#   `bleadvctl watch` prints, and gets an ATT error for a write of the wrong length;
+# - BlueZ's battery plugin: org.bluez.Battery1.Percentage of the device is the configured
+#   level, and follows a set;
+# - after kill -9 of bluetoothd, the services and the advertisement are back, and a new bleak
+#   connection reads the values in force.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+config="$TESTBED_WORK/gatt.toml"
+cat > "$config" <<'TOML'
+adapter = "hci0"
+
+[service.power.battery]
+level = 80
+
+[service.lamp]
+uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+
+[service.lamp.characteristic.brightness]
+uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write", "notify"]
+value = 10
+
+[service.lamp.characteristic.label]
+uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
+format = "utf8"
+flags = ["read", "write"]
+value = "desk"
+
+[advertisement.gateway]
+local_name = "Gateway"
+services = ["power"]
+TOML
+battery=00002a19-0000-1000-8000-00805f9b34fb
+brightness=6e400002-b5a3-f393-e0a9-e50e24dcca9e
+label=6e400003-b5a3-f393-e0a9-e50e24dcca9e
+hex() { printf %s "$1" | od -An -tx1 | tr -d " \n"; }
+central() {
+  local python=/opt/testbed-decoders/bin/python
+  [[ -x "$python" ]] || python=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python
+  "$python" "$TESTBED_ROOT/testbed/gatt_central.py" "$address" "$@"
+}
+
+fresh_bluetoothd
+start_bleadvd "$config"
+address=$(adapter_address)
+device="/org/bluez/hci1/dev_${address//:/_}"
+bleadvctl status | sed 's/^/    /'
+bleadvctl watch > "$TESTBED_WORK/watch.out" &
+watcher=$!
+echo "hci1 hears the advertisement offering the battery service:"
+observe_until 30 "device $address" "0000180f-0000-1000-8000-00805f9b34fb" | sed 's/^/    /'
+
+echo "bleak on hci1: services, reads, notifications after bleadvctl set, writes:"
+central --services --read "$battery=50" --read "$brightness=0a" --read "$label=$(hex desk)" \
+  --notify "$battery" --set "bleadvctl set power level={}" --values 71,72,73,74,75,76,77,78,79,70 \
+  --write "$brightness=2a" --write "$label=$(hex kitchen)" --refused "$brightness=2a00" \
+  | tee "$TESTBED_WORK/central.out" | sed 's/^/    /'
+expect_line "service 0000180f-0000-1000-8000-00805f9b34fb: $battery [notify,read]" "$(cat "$TESTBED_WORK/central.out")"
+expect_line "service 6e400001-b5a3-f393-e0a9-e50e24dcca9e:" "$(cat "$TESTBED_WORK/central.out")"
+expect_line "Invalid Attribute Value Length" "$(cat "$TESTBED_WORK/central.out")"
+
+wait_for 5 "bleadvctl watch to print the writes" "grep -q '^written lamp label' '$TESTBED_WORK/watch.out'"
+echo "bleadvctl watch printed:"
+sed 's/^/    /' "$TESTBED_WORK/watch.out"
+expect_line "written lamp brightness 42 " "$(cat "$TESTBED_WORK/watch.out")"
+expect_line 'written lamp label "kitchen" ' "$(cat "$TESTBED_WORK/watch.out")"
+if grep -q 'brightness 10752\|2a00' "$TESTBED_WORK/watch.out"; then fail "the refused write reached watch"; fi
+status=$(bleadvctl status --json)
+grep -q '"brightness": "42"' <<< "$status" || fail "status does not show the written brightness: $status"
+
+echo "BlueZ's battery plugin on hci1 (Device1.Connect):"
+dbus-send --system --print-reply --dest=org.bluez "$device" org.bluez.Device1.Connect > /dev/null
+wait_for 20 "org.bluez.Battery1 on $device" "busctl get-property org.bluez '$device' org.bluez.Battery1 Percentage > /dev/null 2>&1"
+percentage() { busctl get-property org.bluez "$device" org.bluez.Battery1 Percentage | awk '{print $2}'; }
+echo "    Percentage $(percentage) (bleadvd's level: 70)"
+[[ "$(percentage)" == 70 ]] || fail "Battery1.Percentage is $(percentage), not 70"
+set_at=$(date +%s.%N)
+bleadvctl set power level=55
+wait_for 10 "Percentage to follow the set to 55" '[[ "$(percentage)" == 55 ]]'
+echo "    Percentage 55 $(elapsed "$set_at") s after bleadvctl set power level=55"
+# What one set costs on the bus with a subscribed central (the battery plugin): every message
+# to or from bleadvd, seen by a bus monitor.
+owner=$(busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetNameOwner s org.bleadvd.Advertiser | awk '{print $2}' | tr -d '"')
+timeout 4 dbus-monitor --system "sender='$owner'" "destination='$owner'" > "$TESTBED_WORK/monitor.out" 2>&1 &
+monitor=$!
+sleep 1
+bleadvctl set power level=56
+wait_for 10 "Percentage to follow the set to 56" '[[ "$(percentage)" == 56 ]]'
+wait "$monitor" || true
+messages=$(grep -E '^(method call|method return|signal|error) ' "$TESTBED_WORK/monitor.out" | grep -v 'member=NameAcquired\|member=NameLost' || true)
+echo "    one set with a subscribed central: $(grep -c . <<< "$messages") message(s) to or from bleadvd:"
+sed -E 's/^(method call|method return|signal|error) time=[0-9.]+ /\1 /; s/ serial=[0-9]+//' <<< "$messages" | sed 's/^/        /'
+echo "    bleadvd's RSS with the services registered: $(ps -o rss= -p "$BLEADVD_PID") KiB"
+dbus-send --system --print-reply --dest=org.bluez "$device" org.bluez.Device1.Disconnect > /dev/null || true
+
+echo "kill -9 bluetoothd and start it again:"
+restart_bluetoothd
+wait_for 60 "the services and the advertisement to be back" \
+  '[[ $(bleadvctl status --json | grep -c "\"state\": \"on\"") == 3 ]]' || { bleadvctl status; exit 1; }
+bleadvctl status | sed 's/^/    /'
+observe_until 30 "device $address" "0000180f-0000-1000-8000-00805f9b34fb" | sed 's/^/    /'
+echo "a new bleak connection reads the values in force:"
+central --read "$battery=38" --read "$brightness=2a" --read "$label=$(hex kitchen)" | sed 's/^/    /'
+kill "$watcher" 2>/dev/null || true
+grep -E 'GATT|wrote|refused a write' "$TESTBED_WORK/bleadvd.log" | sed 's/^/    log: /' | head -20
+stop_bleadvd
