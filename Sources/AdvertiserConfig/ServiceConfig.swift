@@ -104,7 +104,7 @@ struct ServicePreset: Sendable {
 extension Reader {
     /// The keys of a custom service's table, and of each of its characteristics.
     static let serviceKeys: Set<String> = ["uuid", "primary", "characteristic"]
-    static let characteristicKeys: Set<String> = ["uuid", "format", "flags", "value", "exponent", "min", "max", "max_length"]
+    static let characteristicKeys: Set<String> = ["uuid", "format", "flags", "value", "exponent", "min", "max", "max_length", "description"]
 
     /// The most services one file may define, and characteristics one service may have.
     static let maximumServices = 32
@@ -219,7 +219,11 @@ extension Reader {
             format.maximumLength = try number(node, path + ["max_length"], 1...GATTFormat.attributeLimit)
         }
         let (value, bytes) = try characteristicValue(required("value"), format: format, path + ["value"])
-        return (GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes), value)
+        let description = try fields["description"].map { node throws(ConfigError) in try string(node, path + ["description"]) }
+        if let description, description.isEmpty || description.utf8.count > GATTFormat.attributeLimit {
+            throw error(path + ["description"], "is \(description.utf8.count) bytes; a description is 1 to \(GATTFormat.attributeLimit)")
+        }
+        return (GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description), value)
     }
 
     private func decimal(_ node: TOMLNode, _ path: [String], numeric: Bool) throws(ConfigError) -> Double {

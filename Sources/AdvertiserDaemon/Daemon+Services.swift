@@ -91,7 +91,8 @@ extension Daemon {
             // What BlueZ holds now: no sender needs to take it there.
             entry.sent = entry.live
             services[id.service] = entry
-            logger.notice("\(id): \(who) wrote \(Untrusted.shown(value.description, limit: 64))")
+            let shown = if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
+            logger.notice("\(id): \(who) wrote \(shown)")
             await ControlService.written(id.service, id.characteristic, value, central: event.central, on: connection)
         case .subscribed:
             logger.info("\(id): a central subscribed")

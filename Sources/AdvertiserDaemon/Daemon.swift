@@ -243,6 +243,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         var seen: Set<String> = []
         let targets = (names.isEmpty ? self.names : names).filter { seen.insert($0).inserted }
         // All known, or nothing is done: the caller learns every name it got wrong at once.
+        if let service = targets.first(where: { entries[$0] == nil && services[$0] != nil }) {
+            throw PeripheralError(.unknownName, "\(PeripheralError.quoted(service)) is a GATT service: services stay registered while bleadvd runs, and on and off are for advertisements")
+        }
         let unknown = targets.filter { entries[$0] == nil }
         if !unknown.isEmpty { throw PeripheralError.unknownNames(unknown) }
         var failures: [(String, PeripheralError)] = []

@@ -470,7 +470,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     // MARK: GATT
 
     /// Sets the GATT application to keep registered; nil for none. One of the same shape as
-    /// the one registered (``GATTApplication/shape``) changes its values in place, notifying
+    /// the one registered (`GATTApplication.shape`) changes its values in place, notifying
     /// subscribed centrals; any other change registers it anew.
     public func serve(_ new: GATTApplication?) async {
         try? await exclusively {

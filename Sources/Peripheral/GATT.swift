@@ -30,7 +30,22 @@ public enum GATTFlag: String, Hashable, Sendable, CaseIterable, Comparable {
 public struct GATTFormat: Hashable, Sendable {
     /// The layout.
     public enum Kind: String, Hashable, Sendable, CaseIterable {
-        case uint8, uint16, uint32, sint8, sint16, sint32, float32, utf8
+        /// An unsigned byte.
+        case uint8
+        /// An unsigned 16-bit integer, little-endian.
+        case uint16
+        /// An unsigned 32-bit integer, little-endian.
+        case uint32
+        /// A signed byte.
+        case sint8
+        /// A signed 16-bit integer, little-endian.
+        case sint16
+        /// A signed 32-bit integer, little-endian.
+        case sint32
+        /// An IEEE 754 single-precision number, little-endian.
+        case float32
+        /// UTF-8 text, without a terminator.
+        case utf8
         /// Bytes as they are, written as hex in the config and on the command line.
         case hex
     }
@@ -181,8 +196,11 @@ public struct GATTFormat: Hashable, Sendable {
 
 /// A characteristic's value as people write it: a number (in the format's units), text, or bytes.
 public enum GATTValue: Hashable, Sendable, CustomStringConvertible {
+    /// A number, in the format's units (21.5 for 21.5 °C).
     case number(Double)
+    /// Text.
     case text(String)
+    /// Bytes.
     case bytes([UInt8])
 
     /// What kind of value this is, for messages.
@@ -236,15 +254,25 @@ public struct GATTCharacteristic: Hashable, Sendable {
     public var format: GATTFormat
     /// The value on air.
     public var value: [UInt8]
+    /// What it is, for people: its Characteristic User Description descriptor (0x2901), which
+    /// apps such as nRF Connect show as its name. Nil for none.
+    public var userDescription: String?
 
     /// A characteristic.
-    public init(name: String, uuid: BluetoothUUID, flags: Set<GATTFlag>, format: GATTFormat, value: [UInt8]) {
+    public init(
+        name: String, uuid: BluetoothUUID, flags: Set<GATTFlag>, format: GATTFormat, value: [UInt8],
+        userDescription: String? = nil
+    ) {
         self.name = name
         self.uuid = uuid
         self.flags = flags
         self.format = format
         self.value = value
+        self.userDescription = userDescription
     }
+
+    /// The Characteristic User Description descriptor's UUID.
+    public static let userDescriptionUUID = BluetoothUUID(0x2901)
 }
 
 /// One service: its UUID and characteristics.

@@ -4,7 +4,8 @@ public import Peripheral
 
 /// GATT services registered with BlueZ: an application is an object manager at
 /// `/org/bleadvd/gatt/appN` with one `GattService1` object per service (`…/serviceK`) and one
-/// `GattCharacteristic1` per characteristic (`…/serviceK/charJ`), registered on an adapter with
+/// `GattCharacteristic1` per characteristic (`…/serviceK/charJ`), with a `GattDescriptor1` for
+/// its user description when it has one (`…/charJ/desc0`), registered on an adapter with
 /// `GattManager1.RegisterApplication`. bluetoothd reads them all back (GetManagedObjects) during
 /// the call, and from then on calls ReadValue, WriteValue, StartNotify and StopNotify as
 /// centrals act; a notification is a `PropertiesChanged` of `Value`.
@@ -22,6 +23,7 @@ extension BlueZPeripheralManager {
     static let gattManagerInterface = "org.bluez.GattManager1"
     package static let serviceInterface = "org.bluez.GattService1"
     package static let characteristicInterface = "org.bluez.GattCharacteristic1"
+    package static let descriptorInterface = "org.bluez.GattDescriptor1"
 
     /// Exports the application and registers it; returns once BlueZ replied (after reading
     /// every object back). A refused registration leaves no object.
@@ -43,6 +45,11 @@ extension BlueZPeripheralManager {
                         [characteristicInterface(characteristic, id: id, service: servicePath, at: path)], at: path)
                     registration.objects.append(path)
                     registration.characteristics[id] = path
+                    if let text = characteristic.userDescription {
+                        let descriptor = try path.appending("desc0")
+                        try await connection.export([Self.userDescriptionInterface(text, of: path)], at: descriptor)
+                        registration.objects.append(descriptor)
+                    }
                 }
             }
         } catch let error as DBusError {
@@ -108,6 +115,27 @@ extension BlueZPeripheralManager {
         DBusInterface(name: serviceInterface, properties: [
             DBusProperty("UUID", value: .string(service.uuid.uuidString)),
             DBusProperty("Primary", value: .boolean(service.primary)),
+        ])
+    }
+
+    /// A Characteristic User Description (0x2901): read-only text, answered from `Value`.
+    static func userDescriptionInterface(_ text: String, of characteristic: DBusObjectPath) -> DBusInterface {
+        let value = Array(text.utf8)
+        let read = DBusMethod(
+            "ReadValue", inputs: [DBusArgument("options", .dictionary(key: .string, value: .variant))],
+            outputs: [DBusArgument("value", .array(.byte))]
+        ) { call in
+            let offset = Int(call.arguments[0].variantDictionary?["offset"]?.uint16 ?? 0)
+            guard offset <= value.count else {
+                throw DBusError(invalidOffset, "offset \(offset) is past the description's \(value.count) bytes")
+            }
+            return [.bytes(Array(value[offset...]))]
+        }
+        return DBusInterface(name: descriptorInterface, methods: [read], properties: [
+            DBusProperty("UUID", value: .string(GATTCharacteristic.userDescriptionUUID.uuidString)),
+            DBusProperty("Characteristic", value: .objectPath(characteristic)),
+            DBusProperty("Flags", value: .strings(["read"])),
+            DBusProperty("Value", value: .bytes(value)),
         ])
     }
 

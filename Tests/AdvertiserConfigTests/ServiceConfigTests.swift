@@ -67,6 +67,13 @@ struct ServiceConfigTests {
         #expect(characteristic.value == [10])
     }
 
+    @Test("a characteristic's description becomes its user description")
+    func description() throws {
+        let config = try parse(Self.lamp + "\ndescription = \"Brightness\"\n")
+
+        #expect(config.services["lamp"]?.service.characteristics.first?.userDescription == "Brightness")
+    }
+
     @Test("an advertisement that offers a service carries its UUID")
     func advertisementOffersService() throws {
         let config = try parse("[service.power.battery]\nlevel = 80\n[advertisement.gw]\nlocal_name = \"G\"\nservices = [\"power\"]\n")

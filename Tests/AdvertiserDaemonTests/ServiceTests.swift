@@ -128,6 +128,41 @@ struct ServiceTests {
         #expect(line == "written power level 33 AA:BB:CC:DD:EE:FF")
     }
 
+    @Test("on for a service's name says it is a service, with exit 2")
+    func onForAService() async throws {
+        let session = try await session()
+
+        let result = try await session.ctl("on", "power")
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("\"power\" is a GATT service"))
+    }
+
+    @Test("a reload that changes only values changes them in place")
+    func reloadValuesInPlace() async throws {
+        let session = try await session()
+        try Self.config.replacingOccurrences(of: "level = 80", with: "level = 60")
+            .write(toFile: session.configPath, atomically: true, encoding: .utf8)
+
+        try await session.daemon.reload()
+
+        #expect(session.mock.calls.registeredApplications.count == 1)
+        #expect(session.mock.calls.unregisteredApplications.isEmpty)
+        #expect(session.mock.calls.updatedValues.map(\.value) == [[60]])
+    }
+
+    @Test("a reload that changes the services' shape registers them anew")
+    func reloadShapeReregisters() async throws {
+        let session = try await session()
+        try (Self.config + "\n[service.info.device_information]\nmodel = \"G1\"\n")
+            .write(toFile: session.configPath, atomically: true, encoding: .utf8)
+
+        try await session.daemon.reload()
+
+        #expect(session.mock.calls.unregisteredApplications == [Self.app])
+        #expect(session.mock.calls.registeredApplications.last?.application.services.map(\.name) == ["info", "lamp", "power"])
+    }
+
     @Test("stopping unregisters the services")
     func stopUnregisters() async throws {
         let session = try await session()

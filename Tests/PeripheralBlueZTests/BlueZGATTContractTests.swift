@@ -17,7 +17,11 @@ struct BlueZGATTContractTests {
         GATTService(name: "lamp", uuid: try! BluetoothUUID("6e400001-b5a3-f393-e0a9-e50e24dcca9e"), characteristics: [
             GATTCharacteristic(
                 name: "brightness", uuid: try! BluetoothUUID("6e400002-b5a3-f393-e0a9-e50e24dcca9e"),
-                flags: [.read, .write, .notify], format: GATTFormat(.uint8, range: 0...100), value: [10]),
+                flags: [.read, .write, .notify], format: GATTFormat(.uint8, range: 0...100), value: [10],
+                userDescription: "Brightness"),
+            GATTCharacteristic(
+                name: "label", uuid: try! BluetoothUUID("6e400003-b5a3-f393-e0a9-e50e24dcca9e"),
+                flags: [.read, .write], format: GATTFormat(.utf8, maximumLength: 8), value: Array("desk".utf8)),
         ]),
         GATTService(name: "power", uuid: BluetoothUUID(0x180F), characteristics: [
             GATTCharacteristic(
@@ -47,6 +51,7 @@ struct BlueZGATTContractTests {
         #expect(try await session.calls() == ["RegisterApplication \(id)", "registered application \(id)"])
         #expect(try await Self.characteristics(session).keys.sorted() == [
             "00002a19-0000-1000-8000-00805f9b34fb", "6e400002-b5a3-f393-e0a9-e50e24dcca9e",
+            "6e400003-b5a3-f393-e0a9-e50e24dcca9e",
         ])
     }
 
@@ -64,6 +69,23 @@ struct BlueZGATTContractTests {
             #expect(xml.contains(member), "no \(member) in the introspection of \(path)")
         }
         #expect(await session.connection.property("Flags", of: "org.bluez.GattCharacteristic1", at: path) == .strings(["notify", "read"]))
+    }
+
+    @Test("a user description is a read-only descriptor 0x2901 of its characteristic, which BlueZ reads")
+    func userDescription() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = id.rawValue + "/service0/char0/desc0"
+
+        let objects = try await session.control("GattObjects")[0].dictionaryEntries ?? []
+        let descriptor = objects.first { $0.key.string == path }?.value.dictionaryEntries?
+            .first { $0.key.string == "org.bluez.GattDescriptor1" }?.value.variantDictionary
+        let text = try await session.control("ReadDescriptor", [.string(path)])
+
+        #expect(descriptor?["UUID"] == .string("00002901-0000-1000-8000-00805f9b34fb"))
+        #expect(descriptor?["Characteristic"] == .objectPath(try DBusObjectPath(id.rawValue + "/service0/char0")))
+        #expect(descriptor?["Flags"] == .strings(["read"]))
+        #expect(text == [.bytes(Array("Brightness".utf8))])
     }
 
     @Test("a read returns the value")
@@ -113,6 +135,36 @@ struct BlueZGATTContractTests {
 
         #expect(reply == [.string(error)])
         #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([10])])
+    }
+
+    @Test("hostile writes to a text characteristic are refused and change nothing",
+          arguments: [([UInt8](repeating: 0x41, count: 9), "org.bluez.Error.InvalidValueLength"),
+                      ([UInt8](repeating: 0x41, count: 600), "org.bluez.Error.InvalidValueLength"),
+                      ([0xFF, 0xFE], "org.bluez.Error.Failed"), ([0xC3], "org.bluez.Error.Failed")])
+    func hostileTextWrites(value: [UInt8], error: String) async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes(value)])
+
+        #expect(reply == [.string(error)])
+        #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes(Array("desk".utf8))])
+    }
+
+    @Test("a read from within the value returns the rest (a long read); past its end, InvalidOffset")
+    func readOffsets() async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let rest = try await session.control("ReadCharacteristic", [.string(path), .uint16(2)])
+        let past = await #expect(throws: DBusError.self) {
+            try await session.control("ReadCharacteristic", [.string(path), .uint16(5)])
+        }
+
+        #expect(rest == [.bytes(Array("sk".utf8))])
+        #expect(past?.name.rawValue == "org.bluez.Error.InvalidOffset")
     }
 
     @Test("a write to a read-only characteristic is not permitted")

@@ -25,6 +25,7 @@ uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
 format = "uint8"
 flags = ["read", "write", "notify"]
 value = 10
+description = "Brightness"
 
 [service.lamp.characteristic.label]
 uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
@@ -40,6 +41,7 @@ battery=00002a19-0000-1000-8000-00805f9b34fb
 brightness=6e400002-b5a3-f393-e0a9-e50e24dcca9e
 label=6e400003-b5a3-f393-e0a9-e50e24dcca9e
 hex() { printf %s "$1" | od -An -tx1 | tr -d " \n"; }
+# central ARGS...: testbed/gatt_central.py (bleak) on hci1, against the device hci1 has heard.
 central() {
   local python=/opt/testbed-decoders/bin/python
   [[ -x "$python" ]] || python=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python
@@ -47,17 +49,27 @@ central() {
 }
 
 fresh_bluetoothd
+# The RSS of the same advertisement without services, for comparison.
+cat > "$TESTBED_WORK/plain.toml" <<'TOML'
+adapter = "hci0"
+[advertisement.gateway]
+local_name = "Gateway"
+service_uuids = ["180F"]
+TOML
+start_bleadvd "$TESTBED_WORK/plain.toml"
+plain_rss=$(ps -o rss= -p "$BLEADVD_PID")
+stop_bleadvd
 start_bleadvd "$config"
 address=$(adapter_address)
 device="/org/bluez/hci1/dev_${address//:/_}"
 bleadvctl status | sed 's/^/    /'
-bleadvctl watch > "$TESTBED_WORK/watch.out" &
-watcher=$!
+# Each line with the time it was printed, to time a write from the central to the line.
+bleadvctl watch | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done > "$TESTBED_WORK/watch.out" &
 echo "hci1 hears the advertisement offering the battery service:"
 observe_until 30 "device $address" "0000180f-0000-1000-8000-00805f9b34fb" | sed 's/^/    /'
 
 echo "bleak on hci1: services, reads, notifications after bleadvctl set, writes:"
-central --services --read "$battery=50" --read "$brightness=0a" --read "$label=$(hex desk)" \
+central --services --read "$battery=50" --read "$brightness=0a" --read "$label=$(hex desk)" --description "$brightness=brightness" \
   --notify "$battery" --set "bleadvctl set power level={}" --values 71,72,73,74,75,76,77,78,79,70 \
   --write "$brightness=2a" --write "$label=$(hex kitchen)" --refused "$brightness=2a00" \
   | tee "$TESTBED_WORK/central.out" | sed 's/^/    /'
@@ -65,11 +77,14 @@ expect_line "service 0000180f-0000-1000-8000-00805f9b34fb: $battery [notify,read
 expect_line "service 6e400001-b5a3-f393-e0a9-e50e24dcca9e:" "$(cat "$TESTBED_WORK/central.out")"
 expect_line "Invalid Attribute Value Length" "$(cat "$TESTBED_WORK/central.out")"
 
-wait_for 5 "bleadvctl watch to print the writes" "grep -q '^written lamp label' '$TESTBED_WORK/watch.out'"
+wait_for 5 "bleadvctl watch to print the writes" "grep -q ' written lamp label' '$TESTBED_WORK/watch.out'"
 echo "bleadvctl watch printed:"
-sed 's/^/    /' "$TESTBED_WORK/watch.out"
+cut -d' ' -f2- "$TESTBED_WORK/watch.out" | sed 's/^/    /'
 expect_line "written lamp brightness 42 " "$(cat "$TESTBED_WORK/watch.out")"
 expect_line 'written lamp label "kitchen" ' "$(cat "$TESTBED_WORK/watch.out")"
+written_at=$(sed -nE "s/^write $brightness 2a: taken at ([0-9.]+)$/\1/p" "$TESTBED_WORK/central.out")
+printed_at=$(awk '/ written lamp brightness 42 / { print $1; exit }' "$TESTBED_WORK/watch.out")
+echo "    the write's line printed $(awk -v a="$written_at" -v b="$printed_at" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms after bleak's write returned"
 if grep -q 'brightness 10752\|2a00' "$TESTBED_WORK/watch.out"; then fail "the refused write reached watch"; fi
 status=$(bleadvctl status --json)
 grep -q '"brightness": "42"' <<< "$status" || fail "status does not show the written brightness: $status"
@@ -96,7 +111,7 @@ wait "$monitor" || true
 messages=$(grep -E '^(method call|method return|signal|error) ' "$TESTBED_WORK/monitor.out" | grep -v 'member=NameAcquired\|member=NameLost' || true)
 echo "    one set with a subscribed central: $(grep -c . <<< "$messages") message(s) to or from bleadvd:"
 sed -E 's/^(method call|method return|signal|error) time=[0-9.]+ /\1 /; s/ serial=[0-9]+//' <<< "$messages" | sed 's/^/        /'
-echo "    bleadvd's RSS with the services registered: $(ps -o rss= -p "$BLEADVD_PID") KiB"
+echo "    bleadvd's RSS with the services registered: $(ps -o rss= -p "$BLEADVD_PID") KiB (the advertisement alone:$plain_rss KiB)"
 dbus-send --system --print-reply --dest=org.bluez "$device" org.bluez.Device1.Disconnect > /dev/null || true
 
 echo "kill -9 bluetoothd and start it again:"
@@ -107,6 +122,6 @@ bleadvctl status | sed 's/^/    /'
 observe_until 30 "device $address" "0000180f-0000-1000-8000-00805f9b34fb" | sed 's/^/    /'
 echo "a new bleak connection reads the values in force:"
 central --read "$battery=38" --read "$brightness=2a" --read "$label=$(hex kitchen)" | sed 's/^/    /'
-kill "$watcher" 2>/dev/null || true
+pkill -f "bleadvctl watch" || true
 grep -E 'GATT|wrote|refused a write' "$TESTBED_WORK/bleadvd.log" | sed 's/^/    log: /' | head -20
 stop_bleadvd

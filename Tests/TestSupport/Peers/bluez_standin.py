@@ -41,6 +41,7 @@ CONTROL = "test.StandIn"
 GATT_MANAGER = "org.bluez.GattManager1"
 GATT_SERVICE = "org.bluez.GattService1"
 GATT_CHARACTERISTIC = "org.bluez.GattCharacteristic1"
+GATT_DESCRIPTOR = "org.bluez.GattDescriptor1"
 # The flags BlueZ 5.66 parses (src/gatt-database.c, parse_chrc_flags), those we use among them.
 GATT_FLAGS = {"broadcast", "read", "write-without-response", "write", "notify", "indicate",
               "authenticated-signed-writes", "extended-properties", "reliable-write",
@@ -107,6 +108,13 @@ def gatt_problem(objects):
             unknown = [f for f in props["Flags"] if f not in GATT_FLAGS]
             if unknown:
                 return "characteristic %s: unknown flags %s" % (path, unknown)
+        if GATT_DESCRIPTOR in interfaces:
+            props = interfaces[GATT_DESCRIPTOR]
+            if signature_of(props.get("UUID")) != "s" or signature_of(props.get("Flags")) != "as":
+                return "descriptor %s: UUID (s) and Flags (as) needed" % path
+            owner = objects.get(dbus.ObjectPath(str(props.get("Characteristic"))), {})
+            if GATT_CHARACTERISTIC not in owner:
+                return "descriptor %s: Characteristic is not one of the application's" % path
     return None
 
 
@@ -376,6 +384,14 @@ class Control(dbus.service.Object):
         client.ReadValue(dbus.Dictionary({"offset": dbus.UInt16(offset), "device": dbus.ObjectPath(CENTRAL),
                                           "mtu": dbus.UInt16(23)}, signature="sv"),
                          dbus_interface=GATT_CHARACTERISTIC, reply_handler=lambda value: reply(bytes(value)),
+                         error_handler=error)
+
+    @dbus.service.method(CONTROL, in_signature="s", out_signature="ay", async_callbacks=("reply", "error"))
+    def ReadDescriptor(self, path, reply, error):
+        """ReadValue on a registered descriptor, as a central's read makes BlueZ call it."""
+        client = self.standin.bus.get_object(self.standin.owner_of(path), path, introspect=False)
+        client.ReadValue(dbus.Dictionary({"offset": dbus.UInt16(0), "device": dbus.ObjectPath(CENTRAL)}, signature="sv"),
+                         dbus_interface=GATT_DESCRIPTOR, reply_handler=lambda value: reply(bytes(value)),
                          error_handler=error)
 
     @dbus.service.method(CONTROL, in_signature="say", out_signature="s", async_callbacks=("reply", "error"))
