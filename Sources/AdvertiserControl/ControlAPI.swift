@@ -49,7 +49,8 @@ public enum ControlAPI {
         case on = "On"
         /// `Off(as names)`: takes advertisements off air (every configured one when empty).
         case off = "Off"
-        /// `Status() -> a{sa{sv}}`: per name `desired` b, `state` s (on, off, retrying, waiting,
+        /// `Status() -> a{sa{sv}}`: per advertisement and per GATT service (whose state is
+        /// the services' registration), `desired` b, `state` s (on, off, retrying, waiting,
         /// failed), `since_seconds` d, `values` a{ss} (its config values, as set now), and when
         /// set `id` s, `error` s, `error_code` s, `retry_in_seconds` d, `ignored` as (config fields
         /// bluetoothd accepted but does not act on).
@@ -57,7 +58,8 @@ public enum ControlAPI {
         /// `List() -> as`: the configured names.
         case list = "List"
         /// `Set(s name, a{sv} values)`: changes values on air in place (BTHome measurements,
-        /// beacon fields, raw fields by config key), checked as the config file is.
+        /// beacon fields, raw fields by config key; a GATT service's characteristics, which
+        /// subscribed centrals are notified of), checked as the config file is.
         case set = "Set"
         /// `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
         case reload = "Reload"

@@ -14,9 +14,10 @@ public protocol AdvertiserControlling: Sendable {
     /// Re-reads the config file.
     /// - Throws: a message naming the file, line and key when the new config is refused.
     func reload() async throws(ReloadError)
-    /// Changes values of one advertisement on air, in place: `values` by the keys of its
-    /// config table (`temperature`, `major`, `local_name`, `manufacturer_data.0xFFFF`), each a
-    /// string as typed, or a number, a boolean or an array of strings.
+    /// Changes values of one advertisement or GATT service on air, in place: `values` by the
+    /// keys of its config table (`temperature`, `major`, `local_name`,
+    /// `manufacturer_data.0xFFFF`; a service's characteristics, `level`), each a string as
+    /// typed, or a number, a boolean or an array of strings.
     /// - Throws: `unknownName`, or `invalidValue` naming the key (nothing changes then).
     func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError)
 }

@@ -84,27 +84,32 @@ struct ConfigKeyTests {
         #expect(documented.presets == Reader.presetKeys.mapValues { $0.subtracting(BTHome.objects.map(\.name)) })
     }
 
+    /// Every key of the service tables: the presets, their keys, and those of a service of your own.
+    static let serviceKeys = Set(ServicePreset.all.keys).union(ServicePreset.all.values.flatMap(\.keys))
+        .union(Reader.serviceKeys).union(Reader.characteristicKeys)
+
+    /// The words of `text`: runs of letters, digits and `_`.
+    static func words(_ text: String) -> Set<String> {
+        Set(text.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+    }
+
     @Test("bleadvd.toml(5)'s SERVICES names every service preset, its keys, and every key of a service of your own")
     func manPageDocumentsEveryServiceKey() throws {
         let page = try String(contentsOf: Self.root.appendingPathComponent("systemd/man/bleadvd.toml.5"), encoding: .utf8)
         let section = page.components(separatedBy: ".SH SERVICES\n").dropFirst().first?.components(separatedBy: "\n.SH ").first ?? ""
-        let words = Set(section.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
 
-        let keys = Set(ServicePreset.all.keys).union(ServicePreset.all.values.flatMap(\.keys))
-            .union(Reader.serviceKeys).union(Reader.characteristicKeys)
+        let missing = Self.serviceKeys.subtracting(Self.words(String(section)))
 
-        #expect(keys.subtracting(words).isEmpty, "not in SERVICES: \(keys.subtracting(words).sorted())")
+        #expect(missing.isEmpty, "not in SERVICES: \(missing.sorted())")
     }
 
     @Test("the example config names every service preset and key")
     func exampleMentionsEveryServiceKey() throws {
         let example = try String(contentsOf: Self.root.appendingPathComponent("systemd/bleadvd.toml"), encoding: .utf8)
-        let words = Set(example.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
 
-        let keys = Set(ServicePreset.all.keys).union(ServicePreset.all.values.flatMap(\.keys))
-            .union(Reader.serviceKeys).union(Reader.characteristicKeys)
+        let missing = Self.serviceKeys.subtracting(Self.words(example))
 
-        #expect(keys.subtracting(words).isEmpty, "not in the example: \(keys.subtracting(words).sorted())")
+        #expect(missing.isEmpty, "not in the example: \(missing.sorted())")
     }
 
     @Test("bleadvd.toml(5) lists every BTHome measurement with its object id, range and unit")
@@ -125,8 +130,7 @@ struct ConfigKeyTests {
 
     @Test("the example config names every advertisement key, set or in a comment")
     func exampleMentionsEveryKey() throws {
-        let example = try String(contentsOf: Self.root.appendingPathComponent("systemd/bleadvd.toml"), encoding: .utf8)
-        let words = Set(example.split { !($0.isLetter || $0.isNumber || $0 == "_") }.map(String.init))
+        let words = Self.words(try String(contentsOf: Self.root.appendingPathComponent("systemd/bleadvd.toml"), encoding: .utf8))
 
         // BTHome's measurements are too many for an example; the man page lists them all.
         let missing = Reader.fieldKeys.union(Reader.topKeys).union(Reader.presetKeys.keys)
