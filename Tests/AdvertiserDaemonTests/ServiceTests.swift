@@ -23,6 +23,11 @@ struct ServiceTests {
         format = "utf8"
         flags = ["read", "write"]
         value = "desk"
+        [service.lamp.characteristic.brightness]
+        uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "uint8"
+        flags = ["read", "write", "notify"]
+        value = 10
         """
     static let app = ApplicationID("/org/bleadvd/gatt/app1")
     static let level = GATTCharacteristicID(service: "power", characteristic: "level")
@@ -107,6 +112,27 @@ struct ServiceTests {
         #expect(signal?.body == [.string("lamp"), .string("label"), .variant(.string("sofa")), .string("AA:BB:CC:DD:EE:FF")])
         let status = try await session.ctl("status", "--json")
         #expect(status.output.contains("\"label\": \"sofa\""))
+    }
+
+    @Test("a central's write to one characteristic does not cancel a set of another of its service still on its way")
+    func writeKeepsPendingSet() async throws {
+        let session = try await session()
+        var changes = try await valuesChanged(session)
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        var written = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+        _ = try await session.ctl("set", "lamp", "brightness=75")
+        _ = await changes.next()
+        _ = try await session.ctl("set", "lamp", "brightness=76")  // waits for the 100 ms between changes
+
+        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8)), central: "AA:BB:CC:DD:EE:FF")))
+        _ = await written.next()
+        await session.clock.waitForSleepers()
+        session.clock.advance(by: .milliseconds(100))
+        _ = await changes.next()
+
+        #expect(session.mock.calls.updatedValues.map(\.value) == [[75], [76]])
     }
 
     @Test("bleadvctl watch prints a central's write as one line")
