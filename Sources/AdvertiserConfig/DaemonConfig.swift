@@ -25,11 +25,6 @@ public struct DaemonConfig: Hashable, Sendable {
         self.services = services
     }
 
-    /// The services as one GATT application, in name order; nil when there are none.
-    public var application: GATTApplication? {
-        services.isEmpty ? nil : GATTApplication(services: services.keys.sorted().map { services[$0]!.service })
-    }
-
     /// The names of the advertisements, sorted.
     public var names: [String] { advertisements.keys.sorted() }
 
