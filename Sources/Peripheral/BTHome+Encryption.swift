@@ -63,7 +63,7 @@ extension BTHome {
     public static func seal(_ serviceData: [UInt8], key: Key, address: [UInt8], counter: UInt32) -> [UInt8] {
         precondition(address.count == 6, "BTHome.seal needs a 6-byte address")
         let information = (serviceData.first ?? 0x40) | 0x01
-        let counterBytes = (0..<4).map { UInt8(truncatingIfNeeded: counter >> (8 * $0)) }
+        let counterBytes = littleEndian(UInt64(counter), count: 4)
         let nonce = nonce(address: address, information: information, counter: counterBytes)
         let (ciphertext, tag) = AESCCM.seal(Array(serviceData.dropFirst()), key: key.bytes, nonce: nonce)
         return [information] + ciphertext + counterBytes + tag

@@ -73,8 +73,7 @@ public struct BTHome: Hashable, Sendable {
             guard value.isFinite, physical?.contains(value) ?? true else { return nil }
             let step = (value / factor).rounded()
             guard steps.contains(step) else { return nil }
-            let raw = UInt64(bitPattern: Int64(step))
-            return (0..<size).map { UInt8(truncatingIfNeeded: raw >> (8 * UInt64($0))) }
+            return littleEndian(UInt64(bitPattern: Int64(step)), count: size)
         }
 
         /// Why `value` cannot be carried (`is 400; it must be between -327.68 and 327.67 °C`),
@@ -274,12 +273,4 @@ public struct BTHome: Hashable, Sendable {
         let sign = value < 0 && scaled != 0 ? "-" : ""
         return sign + String(whole) + (fraction.isEmpty ? "" : "." + fraction)
     }
-}
-
-private func power(of2 exponent: Int) -> Double {
-    (0..<exponent).reduce(1.0) { value, _ in value * 2 }
-}
-
-private func power(of10 exponent: Int) -> Double {
-    (0..<exponent).reduce(1.0) { value, _ in value * 10 }
 }

@@ -96,7 +96,7 @@ public struct GATTFormat: Hashable, Sendable {
         }
     }
 
-    private var scale: Double { (0..<abs(exponent)).reduce(1.0) { value, _ in value * 10 } }
+    private var scale: Double { power(of10: abs(exponent)) }
 
     /// The bytes of `value`.
     /// - Throws: ``PeripheralError`` (`invalidValue`) saying why it does not fit: the wrong kind
@@ -115,14 +115,14 @@ public struct GATTFormat: Hashable, Sendable {
             guard let float = Float(exactly: Float(number)), float.isFinite else {
                 throw PeripheralError(.invalidValue, "\(number) does not fit a float32")
             }
-            return Self.littleEndian(UInt64(float.bitPattern), size: 4)
+            return littleEndian(UInt64(float.bitPattern), count: 4)
         case (_, .number(let number)) where integerBounds != nil:
             try checkRange(number)
             let raw = (exponent < 0 ? number * scale : number / scale).rounded()
             guard integerBounds!.contains(raw) else {
                 throw PeripheralError(.invalidValue, "\(Self.shown(number)) does not fit \(kind.rawValue)\(exponent == 0 ? "" : " with exponent \(exponent)")")
             }
-            return Self.littleEndian(UInt64(bitPattern: Int64(raw)), size: size!)
+            return littleEndian(UInt64(bitPattern: Int64(raw)), count: size!)
         default:
             throw PeripheralError(.invalidValue, "a \(kind.rawValue) characteristic takes \(expected), not \(value.kind)")
         }
@@ -182,10 +182,6 @@ public struct GATTFormat: Hashable, Sendable {
         if let range, !range.contains(number) {
             throw PeripheralError(.invalidValue, "is \(Self.shown(number)); it must be between \(Self.shown(range.lowerBound)) and \(Self.shown(range.upperBound))")
         }
-    }
-
-    static func littleEndian(_ value: UInt64, size: Int) -> [UInt8] {
-        (0..<size).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
     }
 
     /// A number without a needless `.0`.
@@ -355,7 +351,7 @@ public struct GATTCharacteristicID: Hashable, Sendable, CustomStringConvertible 
 /// The identity of a registered application, as the implementation knows it (for BlueZ, the
 /// exported root's object path).
 public struct ApplicationID: Hashable, Sendable, CustomStringConvertible {
-    /// The identity's text, e.g. `/org/bleadvd/gatt1`.
+    /// The identity's text, e.g. `/org/bleadvd/gatt/app1`.
     public let rawValue: String
 
     /// An identity.
