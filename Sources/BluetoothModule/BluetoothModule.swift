@@ -357,28 +357,53 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             }
             return nil
         } catch {
-            let failure = error as? PeripheralError
-                ?? (error is CancellationError
-                    ? PeripheralError(.timeout, "gave up waiting for BlueZ") : PeripheralError(.unknown, "\(error)"))
+            let failure = Self.peripheralError(error)
             recordFailure(name, failure)
             return failure
+        }
+    }
+
+    /// What a registration's failure means: the manager throws `PeripheralError`, or
+    /// `CancellationError` when its caller gave up on BlueZ.
+    private static func peripheralError(_ error: any Error) -> PeripheralError {
+        error as? PeripheralError
+            ?? (error is CancellationError ? PeripheralError(.timeout, "gave up waiting for BlueZ") : PeripheralError(.unknown, "\(error)"))
+    }
+
+    /// What comes after a failed registration, for an advertisement and the GATT application
+    /// alike: waiting for BlueZ or an adapter (an event brings it back), a retry with backoff
+    /// for a transient failure (the `failures`-th in a row), or nothing until it is changed.
+    private enum Recovery {
+        case waiting
+        case retrying(at: C.Instant, failures: Int, delay: Duration)
+        case failed
+    }
+
+    private func recovery(from error: PeripheralError, failuresBefore: Int) -> Recovery {
+        switch error.code {
+        case .noAdapter, .bluezUnavailable:
+            adapterInUse = nil
+            return .waiting
+        case _ where error.isTransient:
+            let failures = failuresBefore + 1
+            let delay = retry.delay(afterFailures: failures)
+            return .retrying(at: clock.now.advanced(by: delay), failures: failures, delay: delay)
+        default:
+            return .failed
         }
     }
 
     private func recordFailure(_ name: String, _ error: PeripheralError) {
         guard let status = entries[name]?.status else { return }
         entries[name]!.status.lastError = error
-        switch error.code {
-        case .noAdapter, .bluezUnavailable:
-            adapterInUse = nil
+        switch recovery(from: error, failuresBefore: status.phase.failures ?? 0) {
+        case .waiting:
             move(name, to: .waiting)
             logger.notice("\(name): waiting for an adapter: \(error.message)")
-        case _ where error.isTransient:
-            let failures = (status.phase.failures ?? 0) + 1
-            let delay = retry.delay(afterFailures: failures)
-            move(name, to: .retrying(at: clock.now.advanced(by: delay), failures: failures))
+        case .retrying(let at, let failures, let delay):
+            move(name, to: .retrying(at: at, failures: failures))
             logger.warning("\(name): \(error.message); retrying in \(delay)")
-        default:
+        case .failed:
             move(name, to: .failed(error))
             logger.error("\(name): \(error.message); not retrying until it is turned on again")
         }
@@ -527,19 +552,16 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             gatt = ApplicationStatus(phase: .registered(id, adapter: adapter.name), since: clock.now)
             logger.info("GATT: \(application.services.count) service(s) registered on \(adapter.name) as \(id)")
         } catch {
-            let failure = error as? PeripheralError ?? PeripheralError(.unknown, "\(error)")
+            let failure = Self.peripheralError(error)
             gatt.lastError = failure
-            switch failure.code {
-            case .noAdapter, .bluezUnavailable:
-                adapterInUse = nil
+            switch recovery(from: failure, failuresBefore: gatt.phase.failures ?? 0) {
+            case .waiting:
                 moveApplication(to: .waiting)
                 logger.notice("GATT: waiting for an adapter: \(failure.message)")
-            case _ where failure.isTransient:
-                let failures = (gatt.phase.failures ?? 0) + 1
-                let delay = retry.delay(afterFailures: failures)
-                moveApplication(to: .retrying(at: clock.now.advanced(by: delay), failures: failures))
+            case .retrying(let at, let failures, let delay):
+                moveApplication(to: .retrying(at: at, failures: failures))
                 logger.warning("GATT: \(failure.message); retrying in \(delay)")
-            default:
+            case .failed:
                 moveApplication(to: .failed(failure))
                 logger.error("GATT: \(failure.message); not retrying until the config changes")
             }
