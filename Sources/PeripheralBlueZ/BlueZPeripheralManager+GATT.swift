@@ -121,15 +121,8 @@ extension BlueZPeripheralManager {
     /// A Characteristic User Description (0x2901): read-only text, answered from `Value`.
     static func userDescriptionInterface(_ text: String, of characteristic: DBusObjectPath) -> DBusInterface {
         let value = Array(text.utf8)
-        let read = DBusMethod(
-            "ReadValue", inputs: [DBusArgument("options", .dictionary(key: .string, value: .variant))],
-            outputs: [DBusArgument("value", .array(.byte))]
-        ) { call in
-            let offset = Int(call.arguments[0].variantDictionary?["offset"]?.uint16 ?? 0)
-            guard offset <= value.count else {
-                throw DBusError(invalidOffset, "offset \(offset) is past the description's \(value.count) bytes")
-            }
-            return [.bytes(Array(value[offset...]))]
+        let read = DBusMethod("ReadValue", inputs: [optionsArgument], outputs: [valueArgument]) { call in
+            [.bytes(try rest(of: value, options: call.arguments[0].variantDictionary ?? [:]))]
         }
         return DBusInterface(name: descriptorInterface, methods: [read], properties: [
             DBusProperty("UUID", value: .string(GATTCharacteristic.userDescriptionUUID.uuidString)),
@@ -142,13 +135,12 @@ extension BlueZPeripheralManager {
     private func characteristicInterface(
         _ characteristic: GATTCharacteristic, id: GATTCharacteristicID, service: DBusObjectPath, at path: DBusObjectPath
     ) -> DBusInterface {
-        let options = DBusArgument("options", .dictionary(key: .string, value: .variant))
         let methods = [
-            DBusMethod("ReadValue", inputs: [options], outputs: [DBusArgument("value", .array(.byte))]) { [weak self] call in
+            DBusMethod("ReadValue", inputs: [Self.optionsArgument], outputs: [Self.valueArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 return [.bytes(try await self.read(id, at: path, options: call.arguments[0].variantDictionary ?? [:]))]
             },
-            DBusMethod("WriteValue", inputs: [DBusArgument("value", .array(.byte)), options]) { [weak self] call in
+            DBusMethod("WriteValue", inputs: [Self.valueArgument, Self.optionsArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 try await self.write(
                     call.arguments[0].bytes ?? [], to: id, format: characteristic.format, flags: characteristic.flags,
@@ -175,11 +167,22 @@ extension BlueZPeripheralManager {
 
     private func read(_ id: GATTCharacteristicID, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
         let value = await connection.property("Value", of: Self.characteristicInterface, at: path)?.bytes ?? []
+        let rest = try Self.rest(of: value, options: options)
+        publish(.gatt(GATTEvent(id, .read, central: Self.central(options))))
+        return rest
+    }
+
+    /// The arguments of ReadValue and WriteValue.
+    static let optionsArgument = DBusArgument("options", .dictionary(key: .string, value: .variant))
+    static let valueArgument = DBusArgument("value", .array(.byte))
+
+    /// What a read returns: `value` from the call's `offset` option on (a long read asks for the
+    /// rest); InvalidOffset past its end.
+    static func rest(of value: [UInt8], options: [String: DBusValue]) throws(DBusError) -> [UInt8] {
         let offset = Int(options["offset"]?.uint16 ?? 0)
         guard offset <= value.count else {
-            throw DBusError(Self.invalidOffset, "offset \(offset) is past the value's \(value.count) bytes")
+            throw DBusError(invalidOffset, "offset \(offset) is past the value's \(value.count) bytes")
         }
-        publish(.gatt(GATTEvent(id, .read, central: Self.central(options))))
         return Array(value[offset...])
     }
 
