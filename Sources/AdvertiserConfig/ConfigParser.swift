@@ -273,9 +273,7 @@ struct Reader {
         }
         for name in advertisements.keys.sorted() {
             let path = ["advertisement", name]
-            guard !name.isEmpty, name.count <= 64, name.allSatisfy(\.isNameCharacter) else {
-                throw error(path, "names may use letters, digits, '-' and '_' (1 to 64 characters)")
-            }
+            try checkName(name, path)
             if config.services[name] != nil {
                 throw error(path, "a service is named \(name) too; bleadvctl names one or the other, so give them different names")
             }
@@ -391,6 +389,14 @@ struct Reader {
     }
 
     // MARK: Values
+
+    /// A name the file gives (an advertisement's, a service's, a characteristic's), at `path`:
+    /// what bleadvctl and the bus can carry (``DaemonConfig/isAdapterName(_:)``'s rule).
+    func checkName(_ name: String, _ path: [String]) throws(ConfigError) {
+        guard DaemonConfig.isAdapterName(name) else {
+            throw error(path, "names may use letters, digits, '-' and '_' (1 to 64 characters)")
+        }
+    }
 
     func checkKeys(_ table: [String: TOMLNode], allowed: Set<String>, at path: [String]) throws(ConfigError) {
         for key in table.keys.sorted() where !allowed.contains(key) {

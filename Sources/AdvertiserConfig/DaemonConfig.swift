@@ -28,7 +28,8 @@ public struct DaemonConfig: Hashable, Sendable {
     /// The names of the advertisements, sorted.
     public var names: [String] { advertisements.keys.sorted() }
 
-    /// Whether `name` can name an adapter (`hci0`): 1 to 64 letters, digits, `-` and `_`.
+    /// Whether `name` can name an adapter (`hci0`): 1 to 64 letters, digits, `-` and `_`, the
+    /// rule for every name in the file.
     public static func isAdapterName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64 && name.allSatisfy(\.isNameCharacter)
     }

@@ -29,16 +29,22 @@ public struct ConfiguredService: Hashable, Sendable {
                     "no such characteristic; \(name) has \(service.characteristics.map(\.name).joined(separator: ", "))")
             }
             let format = service.characteristics[index].format
-            let parsed: GATTValue
             do {
-                parsed = try Self.value(value, format: format)
-                changed.service.characteristics[index].value = try format.encode(parsed)
+                let parsed = try Self.value(value, format: format)
+                changed.store(parsed, bytes: try format.encode(parsed), for: key)
             } catch {
                 throw ConfigError(file: "", line: nil, key: where_, message: error.message)
             }
-            changed.values[key] = parsed
         }
         return changed
+    }
+
+    /// Makes `value` (on air: `bytes`) the value of characteristic `key`; a service without
+    /// that characteristic stays as it is.
+    public mutating func store(_ value: GATTValue, bytes: [UInt8], for key: String) {
+        guard let index = service.characteristics.firstIndex(where: { $0.name == key }) else { return }
+        service.characteristics[index].value = bytes
+        values[key] = value
     }
 
     /// `value` as a value of `format`: a number for the numeric formats, text for utf8, hex
@@ -119,9 +125,7 @@ extension Reader {
         var services: [String: ConfiguredService] = [:]
         for name in tables.keys.sorted() {
             let path = ["service", name]
-            guard !name.isEmpty, name.count <= 64, name.allSatisfy(\.isNameCharacter) else {
-                throw error(path, "names may use letters, digits, '-' and '_' (1 to 64 characters)")
-            }
+            try checkName(name, path)
             services[name] = try service(name, table(tables[name]!, path), path)
         }
         return services
@@ -154,9 +158,7 @@ extension Reader {
         var values: [String: GATTValue] = [:]
         for key in tables.keys.sorted() {
             let at = path + ["characteristic", key]
-            guard key.count <= 64, key.allSatisfy(\.isNameCharacter) else {
-                throw error(at, "names may use letters, digits, '-' and '_' (1 to 64 characters)")
-            }
+            try checkName(key, at)
             let (characteristic, value) = try customCharacteristic(key, table(tables[key]!, at), at)
             service.characteristics.append(characteristic)
             values[key] = value

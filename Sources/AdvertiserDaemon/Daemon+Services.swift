@@ -84,16 +84,12 @@ extension Daemon {
         switch event.kind {
         case .written(let bytes):
             guard var entry = services[id.service],
-                  let index = entry.live.service.characteristics.firstIndex(where: { $0.name == id.characteristic }),
-                  let value = try? entry.live.service.characteristics[index].format.decode(bytes) else { return }
+                  let format = entry.live.service.characteristics.first(where: { $0.name == id.characteristic })?.format,
+                  let value = try? format.decode(bytes) else { return }
             // What BlueZ holds now, in force and as sent: no sender takes it there, and a set
             // of another characteristic still on its way goes on.
-            entry.live.service.characteristics[index].value = bytes
-            entry.live.values[id.characteristic] = value
-            if let sent = entry.sent.service.characteristics.firstIndex(where: { $0.name == id.characteristic }) {
-                entry.sent.service.characteristics[sent].value = bytes
-                entry.sent.values[id.characteristic] = value
-            }
+            entry.live.store(value, bytes: bytes, for: id.characteristic)
+            entry.sent.store(value, bytes: bytes, for: id.characteristic)
             services[id.service] = entry
             let shown = if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
             logger.notice("\(id): \(who) wrote \(shown)")

@@ -105,6 +105,12 @@ struct ServiceConfigTests {
         #expect(error(text) == "test.toml:6: service.lamp.characteristic.brightness.flags: \"shout\" is not a flag; use read, write, write-without-response, notify, indicate")
     }
 
+    @Test("a characteristic with an empty name is refused, as any name the file gives")
+    func emptyCharacteristicName() {
+        let text = Self.lamp.replacingOccurrences(of: "characteristic.brightness]", with: "characteristic.\"\"]")
+        #expect(error(text)?.contains("names may use letters, digits, '-' and '_' (1 to 64 characters)") == true)
+    }
+
     @Test("a service and an advertisement of the same name are refused")
     func sharedName() {
         #expect(error("[service.x.battery]\nlevel = 1\n[advertisement.x]\nlocal_name = \"G\"\n")?.contains("a service is named x too") == true)
