@@ -45,9 +45,15 @@ observe_until() {
 # beacontools): parsers we did not write. The images have their own (their Python is not the
 # host's); the host-root test bed uses the one testbed/setup.sh made.
 decode() {
+  "$(decoders_python)" "$TESTBED_ROOT/testbed/decode.py" "$@"
+}
+
+# decoders_python: the Python of the venv with the programs we did not write (bthome-ble,
+# beacontools, bleak): the image's own, or on the host-root test bed testbed/setup.sh's.
+decoders_python() {
   local python=/opt/testbed-decoders/bin/python
   [[ -x "$python" ]] || python=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python
-  "$python" "$TESTBED_ROOT/testbed/decode.py" "$@"
+  echo "$python"
 }
 
 # heard_service_data UUID: the service data for UUID (128-bit form) hci1 hears now, in hex.

@@ -43,9 +43,7 @@ label=6e400003-b5a3-f393-e0a9-e50e24dcca9e
 hex() { printf %s "$1" | od -An -tx1 | tr -d " \n"; }
 # central ARGS...: testbed/gatt_central.py (bleak) on hci1, against the device hci1 has heard.
 central() {
-  local python=/opt/testbed-decoders/bin/python
-  [[ -x "$python" ]] || python=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/decoders/bin/python
-  "$python" "$TESTBED_ROOT/testbed/gatt_central.py" "$address" "$@"
+  "$(decoders_python)" "$TESTBED_ROOT/testbed/gatt_central.py" "$address" "$@"
 }
 
 fresh_bluetoothd
