@@ -27,7 +27,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test
+.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-observer bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -142,6 +142,10 @@ fuzz-smoke: deps ## a short run of each fuzz target (make test runs it)
 bench: build ## bleadvd side by side with busctl, bluetoothctl and BlueZ's example in the test bed: the table of docs/BENCHMARKS.md
 	testbed/setup.sh
 	testbed/run.sh testbed/bench/bench.sh
+
+bench-observer: ## how quickly the test bed's scanner on hci1 hears an advertisement: docs/RELIABILITY.md "The observer"
+	testbed/setup.sh
+	testbed/run.sh testbed/bench/observer.sh
 
 bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 	$(SWIFT) build -c release --product dbus-bench
