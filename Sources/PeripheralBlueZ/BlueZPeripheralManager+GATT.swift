@@ -59,7 +59,7 @@ extension BlueZPeripheralManager {
         do {
             _ = try await callBlueZ(
                 path: adapterPath, interface: Self.gattManagerInterface, member: "RegisterApplication",
-                [.objectPath(root), .variantDictionary([:])], expecting: .empty)
+                [.objectPath(root), .variantDictionary([:])], expecting: .empty, about: .application)
         } catch {
             await unexport(root, registration)
             throw error
@@ -77,7 +77,7 @@ extension BlueZPeripheralManager {
         do {
             _ = try await callBlueZ(
                 path: try BlueZ.adapterPath(registration.adapter), interface: Self.gattManagerInterface,
-                member: "UnregisterApplication", [.objectPath(root)], expecting: .empty)
+                member: "UnregisterApplication", [.objectPath(root)], expecting: .empty, about: .application)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable || error.code == .noAdapter {
             logger.debug("\(root) was no longer registered: \(error.message)")
         } catch {

@@ -177,17 +177,17 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     // MARK: Helpers
 
-    /// Calls BlueZ, translating every failure into a `PeripheralError`.
+    /// Calls BlueZ, translating every failure into a `PeripheralError` about `subject`.
     func callBlueZ(
         path: DBusObjectPath, interface: String, member: String, _ arguments: [DBusValue] = [],
-        expecting: DBusSignature? = nil
+        expecting: DBusSignature? = nil, about subject: BlueZSubject = .advertisement
     ) async throws -> [DBusValue] {
         do {
             return try await connection.call(
                 destination: BlueZ.service, path: path, interface: interface, member: member, arguments,
                 expecting: expecting, timeout: Self.callTimeout)
         } catch let error as DBusError {
-            throw PeripheralError(bluez: error)
+            throw PeripheralError(bluez: error, about: subject)
         }
     }
 

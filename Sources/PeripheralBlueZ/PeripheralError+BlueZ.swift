@@ -1,11 +1,20 @@
 package import DBus
 package import Peripheral
 
+/// What a call to BlueZ was about, so that its errors name it.
+package enum BlueZSubject: Sendable {
+    case advertisement
+    case application
+
+    var noun: String { self == .advertisement ? "the advertisement" : "the GATT application" }
+    var ability: String { self == .advertisement ? "advertise" : "serve GATT" }
+}
+
 extension PeripheralError {
     /// Translates an error from BlueZ or the bus into a code and a message a person can act on.
     /// This is the one place BlueZ's error names are mapped; an unknown name keeps its name in
     /// the message under the `unknown` code.
-    package init(bluez error: DBusError) {
+    package init(bluez error: DBusError, about subject: BlueZSubject = .advertisement) {
         let detail = error.message.isEmpty ? "" : " (BlueZ: \(error.message))"
         switch error.name.rawValue {
         case "org.bluez.Error.NotPermitted" where error.message.contains("Maximum advertisements"):
@@ -13,13 +22,13 @@ extension PeripheralError {
         case "org.bluez.Error.NotPermitted":
             self.init(.failed, "BlueZ did not permit the request" + detail)
         case "org.bluez.Error.Failed" where error.message.contains("parse advertisement"):
-            self.init(.rejected, "BlueZ could not parse the advertisement: a property has the wrong type or breaks a rule" + detail)
+            self.init(.rejected, "BlueZ could not parse \(subject.noun): a property has the wrong type or breaks a rule" + detail)
         case "org.bluez.Error.Failed":
-            self.init(.failed, "BlueZ or the kernel refused the advertisement; it will be tried again" + detail)
+            self.init(.failed, "BlueZ or the kernel refused \(subject.noun); it will be tried again" + detail)
         case "org.bluez.Error.AlreadyExists":
-            self.init(.alreadyRegistered, "this advertisement is registered already" + detail)
+            self.init(.alreadyRegistered, "\(subject.noun) is registered already" + detail)
         case "org.bluez.Error.DoesNotExist":
-            self.init(.notRegistered, "BlueZ has no such advertisement registered" + detail)
+            self.init(.notRegistered, "BlueZ does not have \(subject.noun) registered" + detail)
         case "org.bluez.Error.InvalidArguments":
             self.init(.rejected, "BlueZ refused the call's arguments" + detail)
         case "org.bluez.Error.NotReady":
@@ -29,7 +38,7 @@ extension PeripheralError {
         case DBusError.Name.serviceUnknown.rawValue, DBusError.Name.nameHasNoOwner.rawValue, DBusError.Name.disconnected.rawValue:
             self.init(.bluezUnavailable, "bluetoothd is not running (no org.bluez on the system bus)" + detail)
         case DBusError.Name.unknownObject.rawValue, DBusError.Name.unknownMethod.rawValue, DBusError.Name.unknownInterface.rawValue:
-            self.init(.noAdapter, "the adapter is gone or cannot advertise" + detail)
+            self.init(.noAdapter, "the adapter is gone or cannot \(subject.ability)" + detail)
         case DBusError.Name.accessDenied.rawValue:
             self.init(.accessDenied, "the system bus policy refused the call; see the bleadvd D-Bus policy file" + detail)
         default:

@@ -212,4 +212,16 @@ struct BlueZGATTContractTests {
 
         #expect(await session.connection.exportedPaths.isEmpty)
     }
+
+    @Test("an application BlueZ refuses is called an application in the error, not an advertisement")
+    func refusedIsNamed() async throws {
+        let session = try await StandInSession()
+        var broken = Self.application
+        broken.services = []
+
+        let error = await #expect(throws: PeripheralError.self) { try await session.manager.registerApplication(broken, on: "hci0") }
+
+        #expect(error?.code == .failed)
+        #expect(error?.message.hasPrefix("BlueZ or the kernel refused the GATT application") == true)
+    }
 }
