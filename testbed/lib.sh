@@ -108,6 +108,7 @@ run_scenarios() {
     name=$(basename "$scenario" .sh)
     out="$TESTBED_WORK/$name.out"
     start=$(date +%s.%N)
+    rm -f "$TESTBED_WORK/bleadvd.log"  # so that diagnostics never show an earlier scenario's
     if timeout 420 bash "$scenario" > "$out" 2>&1; then
       passed=$((passed + 1))
       echo "PASS $name [$(stack_label)] ($(elapsed "$start") s)"
@@ -118,6 +119,9 @@ run_scenarios() {
       cat "$out"
       show_diagnostics
     fi
+    # A scanner or central a scenario left behind (a background job's child outlives `kill` of
+    # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
+    pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central)\.py" 2>/dev/null || true
   done
   echo "testbed: $passed passed, $failed failed"
 }
@@ -128,7 +132,8 @@ show_diagnostics() {
   if [[ -s "$TESTBED_WORK/bleadvd.log" ]]; then
     echo "---- bleadvd log (last 60 lines)"
     tail -n 60 "$TESTBED_WORK/bleadvd.log"
-  elif [[ -d /run/systemd/system ]]; then
+  fi
+  if [[ -d /run/systemd/system ]] && systemctl cat bleadvd > /dev/null 2>&1; then
     echo "---- journal of bleadvd.service (last 60 lines)"
     journalctl -u bleadvd --no-pager -n 60
   fi

@@ -48,7 +48,8 @@ systemctl reload bleadvd
 
 started=$(date +%s.%N)
 systemctl restart bluetooth
-wait_for 30 "both registered again after bluetooth's restart" '[[ "$(active_instances)" == 2 ]]'
+wait_for 30 "both registered again after bluetooth's restart" '[[ "$(active_instances)" == 2 ]]' \
+  || fail "after bluetooth's restart hci0 has $(active_instances) registered, not 2; bleadvctl status: $(timeout 5 bleadvctl status 2>&1 | tr '\n' ' ')"
 echo "systemctl restart bluetooth: both registered again $(elapsed "$started") s after the command"
 
 restarts=$(unit_property NRestarts)
