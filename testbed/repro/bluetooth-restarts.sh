@@ -12,8 +12,8 @@ set -euo pipefail
 
 [[ "$(systemctl is-active bleadvd)" == active ]] || fail "needs 60-install-deb.sh first"
 config=/etc/bleadvd/bleadvd.toml
-cp "$config" "$TESTBED_WORK/before-64.toml"
-trap 'cp "$TESTBED_WORK/before-64.toml" "$config"; systemctl reload bleadvd || true' EXIT
+cp "$config" "$TESTBED_WORK/before-repro.toml"
+trap 'cp "$TESTBED_WORK/before-repro.toml" "$config"; systemctl reload bleadvd || true' EXIT
 printf '[advertisement.tag]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "7a67" }\n' >> "$config"
 systemctl reload bleadvd
 [[ "$(active_instances)" == 2 ]] || fail "after reload: $(active_instances) registered, not 2"
