@@ -173,12 +173,15 @@ public actor DBusConnection {
     /// Calls a method and returns the reply's arguments, optionally checking their signature.
     /// - Throws: as ``call(_:timeout:)``, and `InvalidArgs` when the reply's signature is not
     ///   `expecting`.
+    /// - Parameter autoStart: false to forbid bus activation (``DBusMessage/autoStart``).
     public func call(
         destination: String?, path: DBusObjectPath, interface: String?, member: String,
-        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, timeout: Duration = defaultTimeout
+        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, timeout: Duration = defaultTimeout,
+        autoStart: Bool = true
     ) async throws -> [DBusValue] {
-        let message = DBusMessage.methodCall(
+        var message = DBusMessage.methodCall(
             destination: destination, path: path, interface: interface, member: member, body: arguments)
+        message.autoStart = autoStart
         return try await call(message, timeout: timeout).body(expecting: expecting, replyingTo: message)
     }
 

@@ -20,6 +20,7 @@ extension DBusMessage {
         if let destination { ok = ok && dbus_message_set_destination(message, destination) != 0 }
         if replySerial != 0 { ok = ok && dbus_message_set_reply_serial(message, replySerial) != 0 }
         dbus_message_set_no_reply(message, noReplyExpected ? 1 : 0)
+        dbus_message_set_auto_start(message, autoStart ? 1 : 0)
         var iter = DBusMessageIter()
         dbus_message_iter_init_append(message, &iter)
         for value in body { ok = ok && Self.append(value, to: &iter) }
@@ -68,6 +69,7 @@ extension DBusMessage {
         serial = dbus_message_get_serial(message)
         replySerial = dbus_message_get_reply_serial(message)
         noReplyExpected = dbus_message_get_no_reply(message) != 0
+        autoStart = dbus_message_get_auto_start(message) != 0
         body = []
     }
 

@@ -45,6 +45,11 @@ public struct DBusMessage: Sendable, Hashable {
     public var replySerial: UInt32 = 0
     /// Whether the caller asked for no reply.
     public var noReplyExpected = false
+    /// Whether the bus may start the destination's service to deliver a call addressed to a
+    /// well-known name nobody owns (bus activation). False sets the header's NO_AUTO_START
+    /// flag: the call then fails at once with `ServiceUnknown`, rather than being held and
+    /// delivered to whichever process the bus starts. A call to a unique name never activates.
+    public var autoStart = true
     /// The arguments.
     public var body: [DBusValue]
 
