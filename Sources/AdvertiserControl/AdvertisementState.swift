@@ -35,11 +35,15 @@ public struct AdvertisementState: Hashable, Sendable {
     /// The config fields bluetoothd accepted but does not act on (intervals and TX power on
     /// BlueZ before 5.77 without -E).
     public var ignored: [String]
+    /// What bleadvd's self-check found on its adapter and could not repair (BlueZ holds more
+    /// advertisements there than bleadvd registered), while it is on air.
+    public var mismatch: String?
 
     /// A state.
     public init(
         desired: Bool, state: State, sinceSeconds: Double, id: String? = nil, error: String? = nil,
-        errorCode: String? = nil, retryInSeconds: Double? = nil, values: [String: String] = [:], ignored: [String] = []
+        errorCode: String? = nil, retryInSeconds: Double? = nil, values: [String: String] = [:], ignored: [String] = [],
+        mismatch: String? = nil
     ) {
         self.desired = desired
         self.state = state
@@ -50,6 +54,7 @@ public struct AdvertisementState: Hashable, Sendable {
         self.retryInSeconds = retryInSeconds
         self.values = values
         self.ignored = ignored
+        self.mismatch = mismatch
     }
 
     /// The `a{sv}` the control API sends.
@@ -62,6 +67,7 @@ public struct AdvertisementState: Hashable, Sendable {
         if let errorCode { fields["error_code"] = .string(errorCode) }
         if let retryInSeconds { fields["retry_in_seconds"] = .double(retryInSeconds) }
         if !ignored.isEmpty { fields["ignored"] = .array(.string, ignored.map(DBusValue.string)) }
+        if let mismatch { fields["mismatch"] = .string(mismatch) }
         fields["values"] = .dictionary(
             key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })
         return .variantDictionary(fields)
@@ -79,6 +85,6 @@ public struct AdvertisementState: Hashable, Sendable {
             values: (fields["values"]?.dictionaryEntries ?? []).reduce(into: [:]) { result, entry in
                 if let key = entry.key.string, let value = entry.value.string { result[key] = value }
             },
-            ignored: fields["ignored"]?.stringArray ?? [])
+            ignored: fields["ignored"]?.stringArray ?? [], mismatch: fields["mismatch"]?.string)
     }
 }

@@ -91,11 +91,14 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     ///   - counters: where encrypted BTHome's counters are kept (bleadvd's `--state-directory`).
     ///   - loadConfig: reads the file at reload; bleadvd's reads it in a child process first, so
     ///     that a file the TOML library crashes on cannot take the daemon down.
+    ///   - auditDelay: how long after the last change the module checks what BlueZ holds; nil
+    ///     for no self-check (tests of the daemon that drive its clock themselves).
     package init(
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
         counters: (any EncryptionCounters)? = nil,
         loadConfig: @escaping ConfigLoader,
+        auditDelay: Duration? = BluetoothModule<C>.standardAuditDelay,
         logger: Logger
     ) {
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
@@ -111,7 +114,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.logger = logger
         self.module = BluetoothModule(
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,
-            counters: counters, logger: logger, executor: connection.eventLoop)
+            counters: counters, auditDelay: auditDelay, logger: logger, executor: connection.eventLoop)
     }
 
     // MARK: AdvertiserControlling
@@ -190,7 +193,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         return statuses.mapValues { status in
             var state = AdvertisementState(
                 desired: status.desired, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
-                error: status.lastError?.message, errorCode: status.lastError?.code.rawValue, ignored: status.ignored)
+                error: status.lastError?.message, errorCode: status.lastError?.code.rawValue, ignored: status.ignored,
+                mismatch: status.mismatch)
             switch status.phase {
             case .on(let id, _):
                 state.state = .on
@@ -233,6 +237,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             line += "; " + troubled.map { "\($0.key): \($0.value.state.rawValue)" + ($0.value.error.map { " (\($0))" } ?? "") }
                 .joined(separator: ", ")
         }
+        // What the self-check could not repair, once per adapter.
+        for mismatch in Set(wanted.values.compactMap(\.mismatch)).sorted() { line += "; " + mismatch }
         return line
     }
 

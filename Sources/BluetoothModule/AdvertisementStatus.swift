@@ -28,6 +28,9 @@ public struct AdvertisementStatus<Instant: InstantProtocol & Sendable>: Sendable
     /// The fields BlueZ accepted at the last registration but does not act on, named as in the
     /// config file (`Advertisement.fieldsIgnored(on:)`).
     public var ignored: [String] = []
+    /// What the last audit found on its adapter and could not repair, while it is on air there
+    /// (``BluetoothModule/discrepancies()``); nil when BlueZ agrees.
+    public var mismatch: String?
 
     /// A status.
     public init(desired: Bool, phase: Phase, lastError: PeripheralError? = nil, since: Instant) {

@@ -5,15 +5,25 @@ public import Peripheral
 /// through any `PeripheralManaging`.
 ///
 /// - `on`/`off` are idempotent: on twice is one registration, off when off is no call.
-/// - Events reconcile: BlueZ gone means nothing is on air; BlueZ or an adapter back means
-///   everything that should be on is registered again; `Release` re-registers unless the
-///   advertisement's own `timeout` ran out.
+/// - Events reconcile: BlueZ gone means nothing that run of bluetoothd held is on air; BlueZ or
+///   an adapter back means everything that should be on is registered again; `Release`
+///   re-registers unless the advertisement's own `timeout` ran out. Each registration knows
+///   the run of bluetoothd that answered it (``StackGeneration``), and an event takes away
+///   exactly what its run held: events arrive after calls made meanwhile, which a newer run
+///   may have answered. What the module knows of the stack is one value, ``StackView``, which
+///   decides whether registering may be tried now.
 /// - Transient failures are retried with backoff on the injected clock. The module owns the
-///   timer: it sleeps until ``nextRetry`` and calls ``retryDue()`` itself (a test may call it
-///   after advancing a manual clock, too). Permanent failures wait for a new `on`.
+///   timer: it sleeps until ``nextRetry`` (or ``nextAudit``) and calls ``retryDue()`` and
+///   ``auditDue()`` itself (a test may call them after advancing a manual clock, too).
+///   Permanent failures wait for a new `on`.
 /// - An in-place update is confirmed ``updateCheckDelay`` later: if BlueZ dropped the
 ///   advertisement without a word (5.66 to 5.73 do when the kernel refuses an update), it is
 ///   registered again and the log says so. One check per burst of updates; none while idle.
+/// - The module checks itself: ``auditDelay`` after the last change it asks the manager what
+///   the stack holds on each adapter against what it registered (`PeripheralManaging.audit()`),
+///   registers again what is missing, unregisters what it holds that no advertisement tracks,
+///   and reports what it cannot repair (``discrepancies()``, and a warning in the log). One
+///   audit per burst of changes; none while idle.
 /// - Every change of state is announced on ``changes()``.
 /// - The GATT services (``serve(_:)``) are one application, kept registered as advertisements
 ///   are kept on air: again after BlueZ or the adapter comes back, retried on the clock; a
@@ -39,16 +49,29 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private let retry: RetryPolicy
     private let counters: (any EncryptionCounters)?
     private let logger: Logger
+    /// How long after the last change the stack is audited; nil for never.
+    public nonisolated let auditDelay: Duration?
     /// Where the module's own tasks run; nil for Swift's global executor.
     private nonisolated let executor: (any TaskExecutor)?
     private var entries: [String: Entry] = [:]
     private var adapterInUse: AdapterCapabilities?
+    /// BlueZ and the adapters as the events described them.
+    private var stack = StackView<C.Instant>()
     private var busy = false
     private var queued: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextWaiter = 0
     private var retryTimer: (at: C.Instant, task: Task<Void, Never>)?
     /// When each advertisement updated in place is to be confirmed with BlueZ.
     private var checks: [String: C.Instant] = [:]
+    /// When the next audit is due (after the last change), and how many audits in a row
+    /// repaired something.
+    private var auditAt: C.Instant?
+    private var repairingAudits = 0
+    /// Whether the changes about to be announced are the audit's own repairs, which schedule
+    /// their own recount.
+    private var auditing = false
+    /// What the last audit found and could not repair, by adapter.
+    private var found: [String: String] = [:]
     /// The GATT application to keep registered, with the values in force, and where it is.
     private var application: GATTApplication?
     private var gatt: ApplicationStatus<C.Instant>
@@ -59,6 +82,18 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// advertisement: long enough for bluetoothd to have heard the kernel's answer.
     public static var updateCheckDelay: Duration { .seconds(1) }
 
+    /// How long after the last change the module audits what the stack holds, unless told
+    /// otherwise: long enough for a burst of changes to be over.
+    public static var standardAuditDelay: Duration { .seconds(1) }
+
+    /// How many audits in a row may repair something before the module stops auditing until
+    /// the next change: a difference that comes back after each repair is reported, not fought.
+    public static var maximumRepairingAudits: Int { 3 }
+
+    /// How long after an adapter is reported powered off nothing is tried on it: bluetoothd
+    /// powers every adapter off as it stops, and vanishes within this time.
+    public static var powerOffSettle: Duration { .seconds(1) }
+
     /// A module over a peripheral manager.
     /// - Parameters:
     ///   - manager: the Bluetooth stack (`BlueZPeripheralManager`, or a mock in tests).
@@ -68,6 +103,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ///   - retry: the backoff for transient failures.
     ///   - counters: where encrypted BTHome's counters come from; without it an advertisement
     ///     with a `bthomeKey` fails to register.
+    ///   - auditDelay: how long after the last change the module audits what the stack holds
+    ///     (``auditDue()``); nil for never.
     ///   - logger: where what happens is logged.
     ///   - executor: where the module's own tasks run (its retry timer, a cancelled waiter
     ///     leaving its turn); nil for Swift's global executor. bleadvd gives its one event
@@ -75,9 +112,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public init(
         manager: any PeripheralManaging, clock: C, adapter: String? = nil, powerOn: Bool = true,
         retry: RetryPolicy = .standard, counters: (any EncryptionCounters)? = nil,
+        auditDelay: Duration? = standardAuditDelay,
         logger: Logger = Logger(label: "bleadvd.module"), executor: (any TaskExecutor)? = nil
     ) {
         self.executor = executor
+        self.auditDelay = auditDelay
         self.gatt = ApplicationStatus(phase: .off, since: clock.now)
         self.manager = manager
         self.clock = clock
@@ -195,20 +234,36 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         return stream
     }
 
-    /// The earliest scheduled retry or update check, if any.
+    /// What the module knows of BlueZ and the adapters.
+    public func stackView() -> StackView<C.Instant> {
+        stack
+    }
+
+    /// The earliest scheduled retry, update check or end of an adapter's settling, if any.
     public var nextRetry: C.Instant? {
         var due = entries.values.compactMap { entry -> C.Instant? in
             if case .retrying(let at, _) = entry.status.phase { at } else { nil }
         } + checks.values
         if case .retrying(let at, _) = gatt.phase { due.append(at) }
+        if let settle = stack.nextSettle { due.append(settle) }
         return due.min()
     }
 
-    /// Retries every advertisement whose retry time has come, and confirms with BlueZ those
-    /// updated in place whose check is due.
+    /// When the next audit is due, if one is (``auditDelay`` after the last change).
+    public var nextAudit: C.Instant? {
+        auditAt
+    }
+
+    /// Retries every advertisement whose retry time has come, confirms with BlueZ those
+    /// updated in place whose check is due, and reconciles when an adapter powered off has
+    /// settled.
     public func retryDue() async {
         try? await exclusively {
             let now = clock.now
+            if !stack.settled(at: now).isEmpty {
+                adapterInUse = nil
+                await reconcile()
+            }
             for name in entries.keys.sorted() {
                 if let at = checks[name], at <= now {
                     checks[name] = nil
@@ -218,6 +273,95 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 await attempt(name)
             }
             if case .retrying(let at, _) = gatt.phase, at <= now { await registerApplication() }
+        }
+    }
+
+    /// Runs the audit if its time (``nextAudit``) has come. The module's timer calls it after
+    /// ``retryDue()``; a test may call it after advancing a manual clock.
+    public func auditDue() async {
+        try? await exclusively {
+            guard let at = auditAt, at <= clock.now else { return }
+            auditAt = nil
+            await audit()
+        }
+    }
+
+    /// What the last audit found and could not repair, by adapter: BlueZ holds more
+    /// advertisements there than bleadvd registered (another program's, or a registration of
+    /// bleadvd's it cannot name). Empty when all agrees.
+    public func discrepancies() -> [String: String] {
+        found
+    }
+
+    /// Compares what the stack holds with what is on air, adapter by adapter, and repairs what
+    /// it can: an advertisement believed on air that the manager no longer holds is registered
+    /// again, a registration no advertisement tracks is unregistered, and when the stack counts
+    /// fewer than are held each is confirmed (registered again if it was dropped).
+    private func audit() async {
+        if stack.bluez == .absent { return }
+        auditing = true
+        let audits: [RegistrationAudit]
+        do {
+            audits = try await manager.audit()
+        } catch {
+            logger.debug("audit: could not ask the stack: \(error)")
+            return
+        }
+        var repaired = false
+        var unexplained: [String: String] = [:]
+        for audit in audits {
+            let onAir = entries.keys.sorted().compactMap { name -> (name: String, id: AdvertisementID)? in
+                guard case .on(let id, audit.adapter)? = entries[name]?.status.phase else { return nil }
+                return (name, id)
+            }
+            if audit.straysRemoved > 0 {
+                logger.warning("audit: \(audit.adapter): unregistered \(audit.straysRemoved) registration(s) of bleadvd's that nothing tracked")
+                repaired = true
+            }
+            for (name, id) in onAir where !audit.held.contains(id) {
+                logger.warning("audit: \(name) was on air on \(audit.adapter) as far as bleadvd knew, but is not registered; registering it again")
+                move(name, to: .waiting)
+                await attempt(name)
+                repaired = true
+            }
+            for id in audit.held.subtracting(onAir.map(\.id)).sorted(by: { $0.rawValue < $1.rawValue }) {
+                logger.warning("audit: \(id) is registered on \(audit.adapter) but no advertisement tracks it; unregistering it")
+                try? await manager.stopAdvertising(id)
+                repaired = true
+            }
+            if audit.registered < audit.held.count {
+                logger.warning("audit: BlueZ counts \(audit.registered) advertisement(s) on \(audit.adapter) for bleadvd's \(audit.held.count); confirming each")
+                for (name, id) in onAir where audit.held.contains(id) { await confirm(name) }
+                repaired = true
+            }
+            if audit.registered > audit.held.count {
+                unexplained[audit.adapter] = "BlueZ holds \(audit.registered) advertisement(s) on \(audit.adapter), bleadvd \(audit.held.count): \(audit.registered - audit.held.count) registered by another program, or by bleadvd where it cannot name them"
+            }
+        }
+        if repaired {
+            // Counted again once the repairs settled; a difference that keeps coming back is
+            // reported rather than fought.
+            repairingAudits += 1
+            if repairingAudits < Self.maximumRepairingAudits {
+                scheduleAudit()
+                return
+            }
+            logger.error("audit: what BlueZ holds still differs after \(repairingAudits) repairs; not repairing again until something changes")
+        }
+        repairingAudits = 0
+        for (adapter, text) in unexplained.sorted(by: { $0.key < $1.key }) where found[adapter] != text {
+            logger.warning("audit: \(text)")
+        }
+        for adapter in found.keys.sorted() where unexplained[adapter] == nil {
+            logger.notice("audit: \(adapter): what BlueZ holds agrees with bleadvd again")
+        }
+        found = unexplained
+        for name in entries.keys {
+            guard case .on(_, let adapter)? = entries[name]?.status.phase else {
+                entries[name]?.status.mismatch = nil
+                continue
+            }
+            entries[name]?.status.mismatch = found[adapter]
         }
     }
 
@@ -240,37 +384,45 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Reconciles after something happened below.
     public func handle(_ event: PeripheralEvent) async {
         try? await exclusively {
-            if case .gatt = event { logger.debug("event: \(event)") } else { logger.info("event: \(event)") }
+            if case .gatt = event { logger.debug("event: \(event)") } else {
+                logger.info("event: \(event)")
+                scheduleAudit()
+            }
             switch event {
-            case .bluezVanished:
+            case .bluezVanished(let generation):
                 adapterInUse = nil
-                for name in entries.keys { lostRegistration(name, onAdapter: nil) }
-                lostApplication(onAdapter: nil)
-            case .bluezAppeared:
+                let wasCurrent = stack.vanished(generation)
+                for name in entries.keys { lostRegistration(name, of: generation, onAdapter: nil, waitAll: wasCurrent) }
+                lostApplication(of: generation, onAdapter: nil, waitAll: wasCurrent)
+            case .bluezAppeared(let generation):
+                stack.appeared(generation)
                 adapterInUse = nil
                 await reconcile()
-            case .adapterAdded(let adapter):
+            case .adapterAdded(let adapter, _):
                 guard configuredAdapter == nil || configuredAdapter == adapter else { return }
                 adapterInUse = nil
                 await moveToEarlier(adapter)
                 await reconcile()
-            case .adapterRemoved(let adapter):
+            case .adapterRemoved(let adapter, let generation):
                 if adapterInUse?.name == adapter { adapterInUse = nil }
                 // They wait for it, even when another adapter remains: bluetoothd removes every
                 // adapter when it stops, and registering on another then races its shutdown
                 // (the controller can be left with instances nobody holds; seen in the test bed).
-                for name in entries.keys { lostRegistration(name, onAdapter: adapter) }
-                lostApplication(onAdapter: adapter)
-            case .adapterPowered(let adapter, true):
+                for name in entries.keys { lostRegistration(name, of: generation, onAdapter: adapter, waitAll: false) }
+                lostApplication(of: generation, onAdapter: adapter, waitAll: false)
+            case .adapterPowered(let adapter, true, _):
+                stack.powered(adapter, true, settleUntil: clock.now)
                 guard configuredAdapter == nil || configuredAdapter == adapter else { return }
                 adapterInUse = nil
                 await reconcile()
-            case .adapterPowered(let adapter, false):
+            case .adapterPowered(let adapter, false, let generation):
                 adapterInUse = nil
+                stack.powered(adapter, false, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
                 for name in entries.keys.sorted() {
-                    if case .on(_, adapter)? = entries[name]?.status.phase { await takeOff(name) }
+                    if case .on(let id, adapter)? = entries[name]?.status.phase, id.generation == generation { await takeOff(name) }
                 }
-                // Power it on again (power_on = true) and re-register, or say why not.
+                // They wait, saying why; once the adapter settled (retryDue), it is powered on
+                // again (power_on = true) and they are registered again, or the status says why not.
                 await reconcile()
             case .gatt(let event):
                 // A central's write was checked and taken below: it is the value in force now,
@@ -358,16 +510,22 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             return nil
         } catch {
             let failure = Self.peripheralError(error)
-            recordFailure(name, failure)
+            recordFailure(name, failure, notNow: error is NotNow)
             return failure
         }
     }
 
     /// What a registration's failure means: the manager throws `PeripheralError`, or
-    /// `CancellationError` when its caller gave up on BlueZ.
+    /// `CancellationError` when its caller gave up on BlueZ; the stack view refuses with ``NotNow``.
     private static func peripheralError(_ error: any Error) -> PeripheralError {
-        error as? PeripheralError
+        (error as? NotNow)?.reason ?? error as? PeripheralError
             ?? (error is CancellationError ? PeripheralError(.timeout, "gave up waiting for BlueZ") : PeripheralError(.unknown, "\(error)"))
+    }
+
+    /// The stack view says a registration may not be tried now: it waits for the event (or the
+    /// end of an adapter's settling) that changes that.
+    private struct NotNow: Error {
+        let reason: PeripheralError
     }
 
     /// What comes after a failed registration, for an advertisement and the GATT application
@@ -379,8 +537,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         case failed
     }
 
-    private func recovery(from error: PeripheralError, failuresBefore: Int) -> Recovery {
+    private func recovery(from error: PeripheralError, failuresBefore: Int, notNow: Bool) -> Recovery {
         switch error.code {
+        case _ where notNow:
+            return .waiting
         case .noAdapter, .bluezUnavailable:
             adapterInUse = nil
             return .waiting
@@ -393,13 +553,13 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         }
     }
 
-    private func recordFailure(_ name: String, _ error: PeripheralError) {
+    private func recordFailure(_ name: String, _ error: PeripheralError, notNow: Bool) {
         guard let status = entries[name]?.status else { return }
         entries[name]!.status.lastError = error
-        switch recovery(from: error, failuresBefore: status.phase.failures ?? 0) {
+        switch recovery(from: error, failuresBefore: status.phase.failures ?? 0, notNow: notNow) {
         case .waiting:
             move(name, to: .waiting)
-            logger.notice("\(name): waiting for an adapter: \(error.message)")
+            logger.notice("\(name): waiting: \(error.message)")
         case .retrying(let at, let failures, let delay):
             move(name, to: .retrying(at: at, failures: failures))
             logger.warning("\(name): \(error.message); retrying in \(delay)")
@@ -429,7 +589,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         return adapter
     }
 
+    /// The adapter to register on, powered on if it may be; throws ``NotNow`` when the stack
+    /// view says nothing may be tried now.
     private func resolveAdapter() async throws -> AdapterCapabilities {
+        if let refusal = stack.refusal(on: adapterInUse?.name ?? configuredAdapter) { throw NotNow(reason: refusal) }
         if let adapterInUse { return adapterInUse }
         let adapters = try await manager.adapters()
         let chosen = configuredAdapter.flatMap { name in adapters.first { $0.name == name } }
@@ -438,6 +601,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             throw PeripheralError(.noAdapter, configuredAdapter.map { "adapter \($0) is not present or cannot advertise" }
                 ?? "no adapter that can advertise")
         }
+        if let refusal = stack.refusal(on: adapter.name) { throw NotNow(reason: refusal) }
         if !adapter.powered {
             guard powerOnAllowed else {
                 throw PeripheralError(.notPowered, "adapter \(adapter.name) is powered off and power_on is false")
@@ -471,14 +635,16 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         }
     }
 
-    /// BlueZ or the adapter dropped the registration of `name` (any adapter when nil): it is not
-    /// on air. What should be on waits for BlueZ or the adapter to come back, not for a timer.
-    private func lostRegistration(_ name: String, onAdapter adapter: String?) {
+    /// The run `generation` of bluetoothd, or its adapter (any adapter when nil), dropped what it
+    /// held: `name` is not on air if that run held it. A registration a later run answered
+    /// stays. What should be on waits for BlueZ or the adapter to come back, not for a timer,
+    /// and so does a retry when `waitAll` (the run there vanished).
+    private func lostRegistration(_ name: String, of generation: StackGeneration, onAdapter adapter: String?, waitAll: Bool) {
         guard let status = entries[name]?.status else { return }
         switch status.phase {
-        case .on(_, let on) where adapter == nil || adapter == on:
+        case .on(let id, let on) where id.generation == generation && (adapter == nil || adapter == on):
             move(name, to: status.desired ? .waiting : .off)
-        case .retrying where adapter == nil:
+        case .retrying where waitAll:
             move(name, to: .waiting)
         default:
             break
@@ -487,7 +653,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     private func move(_ name: String, to phase: Phase) {
         guard entries[name] != nil, entries[name]!.status.phase != phase else { return }
-        if phase.id == nil { checks[name] = nil }
+        if phase.id == nil {
+            checks[name] = nil
+            entries[name]!.status.mismatch = nil
+        }
         entries[name]!.status.phase = phase
         entries[name]!.status.since = clock.now
     }
@@ -554,10 +723,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         } catch {
             let failure = Self.peripheralError(error)
             gatt.lastError = failure
-            switch recovery(from: failure, failuresBefore: gatt.phase.failures ?? 0) {
+            switch recovery(from: failure, failuresBefore: gatt.phase.failures ?? 0, notNow: error is NotNow) {
             case .waiting:
                 moveApplication(to: .waiting)
-                logger.notice("GATT: waiting for an adapter: \(failure.message)")
+                logger.notice("GATT: waiting: \(failure.message)")
             case .retrying(let at, let failures, let delay):
                 moveApplication(to: .retrying(at: at, failures: failures))
                 logger.warning("GATT: \(failure.message); retrying in \(delay)")
@@ -584,12 +753,14 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         gatt.since = clock.now
     }
 
-    /// BlueZ or the adapter dropped the application (on any adapter when nil): it waits for
-    /// them to come back.
-    private func lostApplication(onAdapter adapter: String?) {
+    /// The run `generation` of bluetoothd, or its adapter (any adapter when nil), dropped what it
+    /// held: the application waits for them to come back if that run held it (as
+    /// ``lostRegistration(_:of:onAdapter:waitAll:)`` for an advertisement).
+    private func lostApplication(of generation: StackGeneration, onAdapter adapter: String?, waitAll: Bool) {
         switch gatt.phase {
-        case .registered(_, let on) where adapter == nil || adapter == on: moveApplication(to: .waiting)
-        case .retrying where adapter == nil: moveApplication(to: .waiting)
+        case .registered(let id, let on) where id.generation == generation && (adapter == nil || adapter == on):
+            moveApplication(to: .waiting)
+        case .retrying where waitAll: moveApplication(to: .waiting)
         default: break
         }
     }
@@ -625,9 +796,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         queued.remove(at: index).continuation.resume(throwing: CancellationError())
     }
 
-    /// Keeps one timer armed for the earliest retry.
+    /// Keeps one timer armed for the earliest retry or audit.
     private func scheduleRetry() {
-        let next = nextRetry
+        let next = [nextRetry, auditAt].compactMap { $0 }.min()
         guard next != retryTimer?.at else { return }
         retryTimer?.task.cancel()
         retryTimer = next.map { at in
@@ -641,12 +812,21 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private func retryTimerFired(_ at: C.Instant) async {
         if retryTimer?.at == at { retryTimer = nil }
         await retryDue()
+        await auditDue()
+    }
+
+    /// An audit ``auditDelay`` after the last change.
+    private func scheduleAudit() {
+        auditAt = auditDelay.map { clock.now.advanced(by: $0) }
     }
 
     private func announce() {
+        let fromAudit = auditing
+        auditing = false
         let now = status()
         guard now != announced else { return }
         announced = now
+        if !fromAudit { scheduleAudit() }
         for listener in listeners.values { listener.yield(now) }
     }
 

@@ -353,10 +353,13 @@ public struct GATTCharacteristicID: Hashable, Sendable, CustomStringConvertible 
 public struct ApplicationID: Hashable, Sendable, CustomStringConvertible {
     /// The identity's text, e.g. `/org/bleadvd/gatt/app1`.
     public let rawValue: String
+    /// The run of the stack's daemon that answered the registration: it goes with that run.
+    public let generation: StackGeneration
 
     /// An identity.
-    public init(_ rawValue: String) {
+    public init(_ rawValue: String, generation: StackGeneration = .first) {
         self.rawValue = rawValue
+        self.generation = generation
     }
 
     /// The identity's text.

@@ -1,12 +1,15 @@
 /// The identity of a registered advertisement, as the implementation that registered it knows
-/// it (for BlueZ, the exported object path).
+/// it (for BlueZ, the exported object path), and the run of the stack that holds it.
 public struct AdvertisementID: Hashable, Sendable, CustomStringConvertible {
     /// The identity's text, e.g. `/org/bleadvd/advertisement/heart`.
     public let rawValue: String
+    /// The run of the stack's daemon that answered the registration: it goes with that run.
+    public let generation: StackGeneration
 
     /// An identity.
-    public init(_ rawValue: String) {
+    public init(_ rawValue: String, generation: StackGeneration = .first) {
         self.rawValue = rawValue
+        self.generation = generation
     }
 
     /// The identity's text.
@@ -14,17 +17,20 @@ public struct AdvertisementID: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Something that happened below the domain: BlueZ, adapters, or an advertisement BlueZ dropped.
+/// Each event about the stack names the run of its daemon it came from (``StackGeneration``):
+/// events reach the domain after the calls it made meanwhile, which a later run may have
+/// answered, so what a run's event takes away is exactly what that run held.
 public enum PeripheralEvent: Hashable, Sendable {
-    /// BlueZ appeared on the bus (started or restarted).
-    case bluezAppeared
-    /// BlueZ left the bus: nothing it had registered is on air any more.
-    case bluezVanished
-    /// An adapter that can advertise appeared.
-    case adapterAdded(String)
-    /// An adapter went away, with everything registered on it.
-    case adapterRemoved(String)
-    /// An adapter was powered on or off.
-    case adapterPowered(String, Bool)
+    /// BlueZ appeared on the bus (started or restarted): this run answers calls from now on.
+    case bluezAppeared(StackGeneration = .first)
+    /// BlueZ left the bus: nothing this run had registered is on air any more.
+    case bluezVanished(StackGeneration = .first)
+    /// An adapter that can advertise appeared in this run.
+    case adapterAdded(String, StackGeneration = .first)
+    /// An adapter went away, with everything this run had registered on it.
+    case adapterRemoved(String, StackGeneration = .first)
+    /// An adapter was powered on or off, as this run reports it.
+    case adapterPowered(String, Bool, StackGeneration = .first)
     /// BlueZ removed an advertisement itself and said so with `Release` (its timeout ran out,
     /// the adapter went away, bluetoothd is stopping).
     case released(AdvertisementID)
@@ -73,6 +79,12 @@ public protocol PeripheralManaging: Sendable {
     /// indicated) of it.
     /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
     func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws
+
+    /// Compares what the stack holds with what this manager registered, adapter by adapter,
+    /// and removes what it can name that nothing tracks any more (objects left exported,
+    /// registrations whose unregistering got no answer).
+    /// - Throws: ``PeripheralError`` when the stack cannot be asked.
+    func audit() async throws -> [RegistrationAudit]
 
     /// The events from now on, for one consumer.
     /// - Throws: when they cannot be watched (the bus refused a subscription): without them,

@@ -7,7 +7,9 @@ extension BlueZPeripheralManager {
     /// (`NameOwnerChanged`), adapters that can advertise appearing and going
     /// (`InterfacesAdded`/`InterfacesRemoved` of `LEAdvertisingManager1`), `Powered` changes, and
     /// `Release` of one of our advertisements. All come through one subscription, so they keep
-    /// the bus's order. When the bus connection ends, a last `bluezVanished` and the stream ends.
+    /// the bus's order, and each names the bluetoothd it came from: the owner changes here, in
+    /// that order, and calls go to the owner announced last. When the bus connection ends, a
+    /// last `bluezVanished` and the stream ends.
     /// - Throws: `DBusError` when the bus refuses a subscription (e.g. its policy); then
     ///   there is no stream.
     public func events() async throws -> AsyncStream<PeripheralEvent> {
@@ -43,9 +45,13 @@ extension BlueZPeripheralManager {
         ]
     }
 
-    private func startMonitoring() async throws {
+    func startMonitoring() async throws {
         let signals = try await connection.signals(matching: Self.rules)
+        // The owner as of the subscription; a change after it is in the stream and is handled
+        // in its turn (by name, so one already seen here changes nothing).
+        let owner = await connection.followedOwner(of: BlueZ.service)
         guard monitor == nil else { return }
+        if let owner { appeared(owner) }
         monitor = Task(executorPreference: connection.eventLoop) { [weak self] in
             for await message in signals {
                 await self?.observe(message)
@@ -63,31 +69,41 @@ extension BlueZPeripheralManager {
         for consumer in consumers.values { consumer.yield(event) }
     }
 
-    /// `Release` was called: when bluetoothd called it, it dropped the advertisement itself.
-    /// From anyone else (the bus policy lets root call anything) it is ignored: it would only
-    /// make bleadvd forget a registration that BlueZ still has.
+    /// `Release` was called: when the bluetoothd that holds the advertisement called it, it
+    /// dropped the advertisement itself. From anyone else (the bus policy lets root call
+    /// anything) it is ignored: it would only make bleadvd forget a registration BlueZ still has.
     func released(_ path: DBusObjectPath, by sender: String?) async {
-        let bluetoothd: String?
-        if let followed = await connection.followedOwner(of: BlueZ.service) {
-            bluetoothd = followed
-        } else {
-            bluetoothd = (try? await connection.nameOwner(BlueZ.service)) ?? nil
-        }
-        guard let sender, sender == bluetoothd else {
-            logger.warning("ignored Release of \(path.rawValue) from \(sender ?? "an unknown sender"), which is not bluetoothd")
+        guard let registration = registrations[path] else { return }
+        guard let sender, sender == registration.generation.name else {
+            logger.warning("ignored Release of \(path.rawValue) from \(sender ?? "an unknown sender"), which is not the bluetoothd that holds it")
             return
         }
-        guard registrations.removeValue(forKey: path) != nil else { return }
+        registrations[path] = nil
         await connection.unexport(path)
-        publish(.released(AdvertisementID(path.rawValue)))
+        publish(.released(AdvertisementID(path.rawValue, generation: registration.generation)))
     }
 
     private func connectionEnded() async {
         guard monitor != nil else { return }
-        await forgetRegistrations { _ in true }
-        await forgetApplications { _ in true }
-        publish(.bluezVanished)
+        if let bluetoothd { await vanished(bluetoothd) }
         stopEvents()
+    }
+
+    /// A new owner of `org.bluez`: calls go to it from now on.
+    private func appeared(_ owner: String) {
+        ownersSeen += 1
+        let generation = StackGeneration(ownersSeen, name: owner)
+        bluetoothd = generation
+        logger.debug("bluetoothd \(generation) owns org.bluez")
+        publish(.bluezAppeared(generation))
+    }
+
+    /// That bluetoothd left the bus: what it held is gone, and nothing else.
+    private func vanished(_ generation: StackGeneration) async {
+        if bluetoothd == generation { bluetoothd = nil }
+        await forgetRegistrations { $0.generation == generation }
+        await forgetApplications { $0.generation == generation }
+        publish(.bluezVanished(generation))
     }
 
     /// BlueZ no longer has these registrations (it restarted, or the adapter went): the objects go.
@@ -103,12 +119,12 @@ extension BlueZPeripheralManager {
         switch message.member {
         case "NameOwnerChanged" where body.count == 3:
             let old = body[1].string ?? "", new = body[2].string ?? ""
-            if !old.isEmpty {
-                await forgetRegistrations { _ in true }
-                await forgetApplications { _ in true }
-                publish(.bluezVanished)
-            }
-            if !new.isEmpty { publish(.bluezAppeared) }
+            if let current = bluetoothd, current.name == old { await vanished(current) }
+            if !new.isEmpty, bluetoothd?.name != new { appeared(new) }
+        // Every other signal is of the bluetoothd that sent it; one from a bluetoothd that is no
+        // longer the owner (sent before it left) concerns nothing held now.
+        case _ where bluetoothd == nil || message.sender != bluetoothd?.name:
+            logger.debug("ignored \(message.member ?? "a signal") from \(message.sender ?? "?"), which is not the current bluetoothd")
         // BlueZ announces an adapter's advertising manager once when it comes and once when it
         // goes. These are the only source of the events: a reply to adapters() that already lists
         // the adapter may be handled before the signal that announced it.
@@ -116,18 +132,19 @@ extension BlueZPeripheralManager {
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].dictionaryEntries?.compactMap(\.key.string),
                   interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
-            publish(.adapterAdded(name))
+            publish(.adapterAdded(name, bluetoothd!))
         case "InterfacesRemoved" where body.count == 2:
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].stringArray,
                   interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
-            await forgetRegistrations { $0.adapter == name }
-            await forgetApplications { $0.adapter == name }
-            publish(.adapterRemoved(name))
+            let generation = bluetoothd!
+            await forgetRegistrations { $0.adapter == name && $0.generation == generation }
+            await forgetApplications { $0.adapter == name && $0.generation == generation }
+            publish(.adapterRemoved(name, generation))
         case "PropertiesChanged" where body.count >= 2:
             guard let path = message.path, let name = BlueZ.adapterName(of: path),
                   let powered = body[1].variantDictionary?["Powered"]?.boolean else { return }
-            publish(.adapterPowered(name, powered))
+            publish(.adapterPowered(name, powered, bluetoothd!))
         default:
             logger.debug("ignored signal \(message.member ?? "?") from \(message.sender ?? "?")")
         }

@@ -13,6 +13,7 @@ extension BlueZPeripheralManager {
     /// A registered application: which adapter has it, where each characteristic is exported.
     struct ApplicationRegistration {
         var adapter: String
+        var generation: StackGeneration
         var characteristics: [GATTCharacteristicID: DBusObjectPath]
         /// Every exported object, services before their characteristics.
         var objects: [DBusObjectPath]
@@ -29,9 +30,12 @@ extension BlueZPeripheralManager {
     /// every object back). A refused registration leaves no object.
     public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> ApplicationID {
         let adapterPath = try BlueZ.adapterPath(adapter)
+        let generation = try await currentBluetoothd()
         nextObject += 1
         let root = try Self.applicationRoot.appending("app\(nextObject)")
-        var registration = ApplicationRegistration(adapter: adapter, characteristics: [:], objects: [])
+        var registration = ApplicationRegistration(adapter: adapter, generation: generation, characteristics: [:], objects: [])
+        registering.insert(root)
+        defer { registering.remove(root) }
         do {
             await connection.exportObjectManager(at: root)
             for (s, service) in application.services.enumerated() {
@@ -58,25 +62,38 @@ extension BlueZPeripheralManager {
         }
         do {
             _ = try await callBlueZ(
-                path: adapterPath, interface: Self.gattManagerInterface, member: "RegisterApplication",
+                on: generation, path: adapterPath, interface: Self.gattManagerInterface, member: "RegisterApplication",
                 [.objectPath(root), .variantDictionary([:])], expecting: .empty, about: .application)
-        } catch {
+        } catch let error as PeripheralError where error.code != .timeout {
             await unexport(root, registration)
             throw error
+        } catch {
+            // No answer: BlueZ may hold it all the same; it must not keep one nobody tracks.
+            await unexport(root, registration)
+            _ = try? await callBlueZ(
+                on: generation, path: adapterPath, interface: Self.gattManagerInterface, member: "UnregisterApplication",
+                [.objectPath(root)], expecting: .empty, about: .application)
+            logger.warning("\(root.rawValue) withdrawn: its registration got no answer (\(error))")
+            throw error
+        }
+        guard bluetoothd == generation else {
+            await unexport(root, registration)
+            throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the GATT application")
         }
         applications[root] = registration
-        return ApplicationID(root.rawValue)
+        return ApplicationID(root.rawValue, generation: generation)
     }
 
     /// Unregisters the application and removes its objects. One BlueZ no longer has counts as
     /// unregistered.
     public func unregisterApplication(_ id: ApplicationID) async throws {
-        guard let root = try? DBusObjectPath(id.rawValue), let registration = applications.removeValue(forKey: root) else {
+        guard let root = try? DBusObjectPath(id.rawValue), applications[root]?.generation == id.generation,
+              let registration = applications.removeValue(forKey: root) else {
             throw PeripheralError(.notRegistered, "\(id) is not registered")
         }
         do {
             _ = try await callBlueZ(
-                path: try BlueZ.adapterPath(registration.adapter), interface: Self.gattManagerInterface,
+                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: Self.gattManagerInterface,
                 member: "UnregisterApplication", [.objectPath(root)], expecting: .empty, about: .application)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable || error.code == .noAdapter {
             logger.debug("\(root) was no longer registered: \(error.message)")
@@ -90,7 +107,8 @@ extension BlueZPeripheralManager {
     /// Sets the characteristic's `Value`; the `PropertiesChanged` that says so is what
     /// bluetoothd sends subscribed centrals as a notification or indication.
     public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws {
-        guard let root = try? DBusObjectPath(application.rawValue), let path = applications[root]?.characteristics[characteristic] else {
+        guard let root = try? DBusObjectPath(application.rawValue), applications[root]?.generation == application.generation,
+              let path = applications[root]?.characteristics[characteristic] else {
             throw PeripheralError(.notRegistered, "\(characteristic) is not registered in \(application)")
         }
         try await connection.setProperty("Value", of: Self.characteristicInterface, at: path, to: .bytes(value))

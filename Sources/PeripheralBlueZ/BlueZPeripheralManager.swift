@@ -7,6 +7,12 @@ public import Peripheral
 /// BlueZ reads it back during `RegisterAdvertisement`, so registration is an async pending call
 /// while the connection keeps serving those call-backs.
 ///
+/// Every call goes to one bluetoothd: the owner of `org.bluez` that the events announced last
+/// (its unique name, never the well-known one, and without bus activation). So a call can
+/// never reach a bluetoothd the events have not announced yet, and every registration is
+/// known to the run that answered it (``StackGeneration``): when that run leaves the bus,
+/// exactly its registrations are forgotten. Without an owner, calls fail at once.
+///
 /// The manager runs on its connection's executor: no hop between the two.
 public actor BlueZPeripheralManager: PeripheralManaging {
     /// Where advertisement objects are exported: `/org/bleadvd/advertisement/N`.
@@ -14,9 +20,10 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// How long a call to BlueZ may take. Registration waits on the controller.
     package static let callTimeout: Duration = .seconds(10)
 
-    /// A registered advertisement: where it is exported and which adapter has it.
+    /// A registered advertisement: which adapter of which bluetoothd has it.
     struct Registration {
         var adapter: String
+        var generation: StackGeneration
         var advertisement: Advertisement
     }
 
@@ -29,6 +36,15 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     var consumers: [Int: AsyncStream<PeripheralEvent>.Continuation] = [:]
     var nextConsumer = 0
     var monitor: Task<Void, Never>?
+    /// The bluetoothd calls go to, as the events announced it; nil while none owns `org.bluez`.
+    var bluetoothd: StackGeneration?
+    /// How many owners of `org.bluez` this manager has seen.
+    var ownersSeen = 0
+    /// Objects exported for a registration under way (advertisements, applications' roots).
+    var registering: Set<DBusObjectPath> = []
+    /// Registrations given up whose unregistering got no answer: BlueZ may still hold them,
+    /// so the audit asks again.
+    var retired: [DBusObjectPath: (adapter: String, generation: StackGeneration)] = [:]
 
     /// The running kernel's release, to name known failures (``KnownFailures``).
     let kernelRelease: String
@@ -56,7 +72,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// The adapters that can advertise (those with `LEAdvertisingManager1`), from BlueZ's
     /// `GetManagedObjects`, sorted by name.
     public func adapters() async throws -> [AdapterCapabilities] {
-        let reply = try await callBlueZ(
+        let reply = try await callBlueZ(on: try await currentBluetoothd(),
             path: BlueZ.root, interface: BlueZ.objectManagerInterface, member: "GetManagedObjects",
             expecting: BlueZ.managedObjectsSignature)
         return AdapterCapabilities.fromManagedObjects(reply[0])
@@ -64,17 +80,22 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     /// Sets the adapter's `Powered` property.
     public func powerOn(adapter: String) async throws {
-        _ = try await callBlueZ(
+        _ = try await callBlueZ(on: try await currentBluetoothd(),
             path: try BlueZ.adapterPath(adapter), interface: BlueZ.propertiesInterface, member: "Set",
             [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(true))])
         logger.info("powered \(adapter) on")
     }
 
-    /// Exports the advertisement as an `LEAdvertisement1` object and registers it; returns once
-    /// BlueZ replied (after reading the object back). A refused registration leaves no object.
+    /// Exports the advertisement as an `LEAdvertisement1` object and registers it with the
+    /// current bluetoothd; returns once it replied (after reading the object back). A refused
+    /// registration leaves no object; one whose outcome is unknown (the caller gave up, or no
+    /// reply came in time) is unregistered, so that BlueZ cannot keep one nobody tracks.
     public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
         let adapterPath = try BlueZ.adapterPath(adapter)
+        let generation = try await currentBluetoothd()
         let path = try makeObjectPath()
+        registering.insert(path)
+        defer { registering.remove(path) }
         do {
             // BlueZ asks the object manager at the path first; it lists no children, so BlueZ
             // reads the properties with GetAll.
@@ -87,36 +108,66 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         let started = ContinuousClock.now
         do {
             _ = try await callBlueZ(
-                path: adapterPath, interface: BlueZ.advertisingManagerInterface, member: "RegisterAdvertisement",
-                [.objectPath(path), .variantDictionary([:])], expecting: .empty)
-        } catch var error as PeripheralError {
+                on: generation, path: adapterPath, interface: BlueZ.advertisingManagerInterface,
+                member: "RegisterAdvertisement", [.objectPath(path), .variantDictionary([:])], expecting: .empty)
+        } catch var error as PeripheralError where error.code != .timeout {
             // Nothing is left behind: BlueZ has no registration, so the object goes too.
             await connection.unexport(path)
             if error.code == .failed, let cause = KnownFailures.registrationFailure(onKernel: kernelRelease) {
                 error.message += "; likely cause: " + cause
             }
             throw error
+        } catch {
+            await withdraw(path, from: generation, adapter: adapter, because: "its registration got no answer (\(error))")
+            throw error
         }
-        registrations[path] = Registration(adapter: adapter, advertisement: advertisement)
-        logger.debug("registered \(path) on \(adapter) in \(ContinuousClock.now - started)")
-        return AdvertisementID(path.rawValue)
+        guard bluetoothd == generation else {
+            // That bluetoothd left while it answered: the registration went with it.
+            await connection.unexport(path)
+            throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the advertisement")
+        }
+        registrations[path] = Registration(adapter: adapter, generation: generation, advertisement: advertisement)
+        logger.debug("registered \(path) on \(adapter) of bluetoothd \(generation) in \(ContinuousClock.now - started)")
+        return AdvertisementID(path.rawValue, generation: generation)
+    }
+
+    /// Undoes a registration whose outcome is unknown: removes the object and asks the
+    /// bluetoothd it was sent to to unregister it. The call goes out even from a cancelled task;
+    /// whatever it answers, nothing of ours is left that bleadvd does not track.
+    func withdraw(_ path: DBusObjectPath, from generation: StackGeneration, adapter: String, because reason: String) async {
+        await connection.unexport(path)
+        let outcome: String
+        do {
+            _ = try await callBlueZ(
+                on: generation, path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
+                member: "UnregisterAdvertisement", [.objectPath(path)], expecting: .empty)
+            outcome = "BlueZ had registered it, and unregistered it"
+        } catch let error as PeripheralError where error.code == .notRegistered {
+            outcome = "BlueZ had not registered it"
+        } catch {
+            outcome = "asked BlueZ to unregister it (\(error)); the audit asks again"
+            retired[path] = (adapter, generation)
+        }
+        logger.warning("\(path.rawValue) withdrawn: \(reason); \(outcome)")
     }
 
     /// Unregisters the advertisement and removes its object. One BlueZ no longer has counts as
     /// stopped.
     public func stopAdvertising(_ id: AdvertisementID) async throws {
         let path = try registeredPath(id)
-        let adapter = registrations[path]!.adapter
+        let registration = registrations[path]!
         // Forget it first: whatever BlueZ answers, it is no longer ours to keep on air.
         registrations[path] = nil
         do {
             _ = try await callBlueZ(
-                path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
+                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: BlueZ.advertisingManagerInterface,
                 member: "UnregisterAdvertisement", [.objectPath(path)], expecting: .empty)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable {
             // BlueZ dropped it already (released, restarted): the goal is reached.
             logger.debug("\(path) was no longer registered: \(error.message)")
         } catch {
+            // No definite answer: BlueZ may still hold it, and the audit asks again.
+            retired[path] = (registration.adapter, registration.generation)
             await connection.unexport(path)
             throw error
         }
@@ -147,10 +198,10 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// Asks BlueZ to register the object again: `AlreadyExists` means BlueZ still holds it.
     public func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool {
         let path = try registeredPath(id)
-        let adapter = registrations[path]!.adapter
+        let registration = registrations[path]!
         do {
             _ = try await callBlueZ(
-                path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
+                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: BlueZ.advertisingManagerInterface,
                 member: "RegisterAdvertisement", [.objectPath(path), .variantDictionary([:])], expecting: .empty)
         } catch let error as PeripheralError where error.code == .alreadyRegistered {
             return false
@@ -177,15 +228,27 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     // MARK: Helpers
 
-    /// Calls BlueZ, translating every failure into a `PeripheralError` about `subject`.
+    /// The bluetoothd calls go to now: the owner of `org.bluez` the events announced last.
+    /// - Throws: `PeripheralError` `bluezUnavailable` when none owns it.
+    func currentBluetoothd() async throws -> StackGeneration {
+        if monitor == nil { try await startMonitoring() }
+        guard let bluetoothd else {
+            throw PeripheralError(.bluezUnavailable, "bluetoothd is not running (no org.bluez on the system bus)")
+        }
+        return bluetoothd
+    }
+
+    /// Calls one bluetoothd, by its unique name and without bus activation: if it has left the
+    /// bus, the call fails at once rather than reaching another. Every failure becomes a
+    /// `PeripheralError` about `subject`.
     func callBlueZ(
-        path: DBusObjectPath, interface: String, member: String, _ arguments: [DBusValue] = [],
-        expecting: DBusSignature? = nil, about subject: BlueZSubject = .advertisement
+        on generation: StackGeneration, path: DBusObjectPath, interface: String, member: String,
+        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, about subject: BlueZSubject = .advertisement
     ) async throws -> [DBusValue] {
         do {
             return try await connection.call(
-                destination: BlueZ.service, path: path, interface: interface, member: member, arguments,
-                expecting: expecting, timeout: Self.callTimeout)
+                destination: generation.name, path: path, interface: interface, member: member, arguments,
+                expecting: expecting, timeout: Self.callTimeout, autoStart: false)
         } catch let error as DBusError {
             throw PeripheralError(bluez: error, about: subject)
         }
@@ -197,7 +260,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     }
 
     private func registeredPath(_ id: AdvertisementID) throws -> DBusObjectPath {
-        guard let path = try? DBusObjectPath(id.rawValue), registrations[path] != nil else {
+        guard let path = try? DBusObjectPath(id.rawValue), registrations[path]?.generation == id.generation else {
             throw PeripheralError(.notRegistered, "\(id) is not registered")
         }
         return path

@@ -34,6 +34,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var registerApplication: Script<ApplicationID>?
         var unregisterApplication: Script<Void>?
         var updateValue: Script<Void>?
+        var audit: Script<[RegistrationAudit]>?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?
@@ -61,6 +62,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var unregisteredApplications: [ApplicationID] = []
         /// The values `updateValue` was called with, the characteristic and the application.
         public var updatedValues: [(value: [UInt8], characteristic: GATTCharacteristicID, application: ApplicationID)] = []
+        /// How many times `audit()` was called.
+        public var audits = 0
         /// Calls nobody scripted, described.
         public var unscripted: [String] = []
     }
@@ -91,6 +94,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptUnregisterApplication(_ script: Script<Void>) { state.withLock { $0.unregisterApplication = script } }
     /// Scripts `updateValue(_:of:in:)`.
     public func scriptUpdateValue(_ script: Script<Void>) { state.withLock { $0.updateValue = script } }
+
+    /// Scripts `audit()`.
+    public func scriptAudit(_ script: Script<[RegistrationAudit]>) { state.withLock { $0.audit = script } }
 
     /// Makes `events()` throw `error` (a bus that refuses the subscription).
     public func failEvents(with error: PeripheralError) { state.withLock { $0.eventsFailure = error } }
@@ -166,6 +172,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         try await answer("updateValue(_:of: \(characteristic))", \.updateValue) {
             $0.updatedValues.append((value, characteristic, application))
         }
+    }
+
+    /// Records the call; answers as ``scriptAudit(_:)`` says.
+    public func audit() async throws -> [RegistrationAudit] {
+        try await answer("audit()", \.audit) { $0.audits += 1 }
     }
 
     /// A stream of what ``emit(_:)`` delivers; throws what ``failEvents(with:)`` set.

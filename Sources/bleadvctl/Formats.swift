@@ -18,6 +18,7 @@ enum StatusFormat {
             if !state.ignored.isEmpty {
                 detail += (detail.isEmpty ? "" : " ") + "(bluetoothd ignores \(state.ignored.joined(separator: ", ")); see bleadvd.toml(5))"
             }
+            if let mismatch = state.mismatch { detail += (detail.isEmpty ? "" : " ") + "(warning: \(mismatch))" }
             rows.append([Untrusted.escaped(name), state.state.rawValue, state.desired ? "on" : "off", duration(state.sinceSeconds), Untrusted.escaped(detail)])
         }
         let widths = (0..<4).map { column in rows.map { $0[column].count }.max()! }
@@ -37,6 +38,7 @@ enum StatusFormat {
             if let code = state.errorCode { fields.append("\"error_code\": \(quote(code))") }
             if let retry = state.retryInSeconds { fields.append("\"retry_in_seconds\": \(number(retry))") }
             if !state.ignored.isEmpty { fields.append("\"ignored\": [" + state.ignored.map(quote).joined(separator: ", ") + "]") }
+            if let mismatch = state.mismatch { fields.append("\"mismatch\": \(quote(mismatch))") }
             let values = state.values.sorted { $0.key < $1.key }.map { "\(quote($0.key)): \(quote($0.value))" }
             fields.append("\"values\": {" + values.joined(separator: ", ") + "}")
             return "  \(quote(name)): {" + fields.joined(separator: ", ") + "}"

@@ -59,13 +59,14 @@ struct DaemonSession {
         mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: Self.address)])))
         mock.scriptStart(.always(.success(AdvertisementID("/org/bleadvd/advertisement/1"))))
         mock.scriptStop(.always(.success(())))
+        mock.scriptAudit(.always(.success([])))
         script(mock)
         connection = try await DBusConnection.connect(to: .address(self.bus.address))
         notify = try NotifySocket(in: self.bus.folder, name: "notify-\(UUID().uuidString.prefix(8))")
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            counters: MockCounters(), loadConfig: loadConfig, logger: Logger(label: "test"))
+            counters: MockCounters(), loadConfig: loadConfig, auditDelay: nil, logger: Logger(label: "test"))
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         self.requests = requests

@@ -10,7 +10,7 @@ struct EventTests {
         let h = await Harness()
         try await h.module.on("heart")
 
-        await h.module.handle(.bluezVanished)
+        await h.module.handle(.bluezVanished())
 
         #expect(await h.status()?.phase == .waiting)
         #expect(await h.status()?.desired == true)
@@ -21,9 +21,9 @@ struct EventTests {
     func bluezBack() async throws {
         let h = await Harness()
         try await h.module.on("heart")
-        await h.module.handle(.bluezVanished)
+        await h.module.handle(.bluezVanished())
 
-        await h.module.handle(.bluezAppeared)
+        await h.module.handle(.bluezAppeared())
 
         #expect(h.mock.startAdvertisingCallCount == 2)
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
@@ -32,9 +32,9 @@ struct EventTests {
     @Test("when BlueZ comes back, what is off stays off")
     func bluezBackLeavesOffAlone() async {
         let h = await Harness()
-        await h.module.handle(.bluezVanished)
+        await h.module.handle(.bluezVanished())
 
-        await h.module.handle(.bluezAppeared)
+        await h.module.handle(.bluezAppeared())
 
         #expect(h.mock.startAdvertisingCallCount == 0)
     }
@@ -43,9 +43,9 @@ struct EventTests {
     func adapterAfterBluez() async throws {
         let h = await Harness()
         try await h.module.on("heart")
-        await h.module.handle(.bluezVanished)
+        await h.module.handle(.bluezVanished())
         h.mock.scriptAdapters(.always(.success([])))
-        await h.module.handle(.bluezAppeared)
+        await h.module.handle(.bluezAppeared())
         h.mock.scriptAdapters(.always(.success([Harness.hci0])))
 
         await h.module.handle(.adapterAdded("hci0"))
@@ -81,8 +81,8 @@ struct EventTests {
         #expect(h.mock.adaptersCallCount == 1)
     }
 
-    @Test("powered off behind its back with power_on: powered on again and registered again")
-    func powerCycleWithPowerOn() async throws {
+    @Test("powered off behind its back: off air, and nothing is tried while the adapter settles")
+    func powerOffSettles() async throws {
         let h = await Harness()
         h.mock.scriptPowerOn(.always(.success(())))
         try await h.module.on("heart")
@@ -91,18 +91,55 @@ struct EventTests {
         await h.module.handle(.adapterPowered("hci0", false))
 
         #expect(h.mock.stopAdvertisingCallCount == 1)
+        #expect(h.mock.calls.poweredOn.isEmpty)
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(await h.status()?.phase == .waiting)
+        #expect(await h.status()?.lastError?.message == "adapter hci0 was just powered off (as bluetoothd does when it stops); waiting for it to settle")
+        #expect(await h.module.nextRetry == h.clock.now.advanced(by: BluetoothModule<ManualClock>.powerOffSettle))
+    }
+
+    @Test("powered off behind its back with power_on: once settled, powered on again and registered again")
+    func powerCycleWithPowerOn() async throws {
+        let h = await Harness()
+        h.mock.scriptPowerOn(.always(.success(())))
+        try await h.module.on("heart")
+        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
+        await h.module.handle(.adapterPowered("hci0", false))
+
+        h.clock.advance(by: BluetoothModule<ManualClock>.powerOffSettle)
+        await h.module.retryDue()
+
         #expect(h.mock.calls.poweredOn == ["hci0"])
         #expect(h.mock.startAdvertisingCallCount == 2)
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
 
-    @Test("powered off with power_on = false: off air with the reason; powered on: registered again")
+    @Test("powered off, then bluetoothd vanishes while the adapter settles: nothing is powered on or registered")
+    func powerOffThenVanishTriesNothing() async throws {
+        let h = await Harness()
+        h.mock.scriptPowerOn(.always(.success(())))
+        try await h.module.on("heart")
+        await h.module.handle(.adapterPowered("hci0", false))
+
+        await h.module.handle(.bluezVanished())
+        h.clock.advance(by: BluetoothModule<ManualClock>.powerOffSettle)
+        await h.module.retryDue()
+
+        #expect(h.mock.calls.poweredOn.isEmpty)
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(h.mock.adaptersCallCount == 1)
+        #expect(await h.status()?.phase == .waiting)
+    }
+
+    @Test("powered off with power_on = false: off air with the reason once settled; powered on: registered again")
     func powerCycleWithoutPowerOn() async throws {
         let h = await Harness(powerOn: false)
         try await h.module.on("heart")
         h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
 
         await h.module.handle(.adapterPowered("hci0", false))
+        h.clock.advance(by: BluetoothModule<ManualClock>.powerOffSettle)
+        await h.module.retryDue()
         let whileOff = await h.status()
         h.mock.scriptAdapters(.always(.success([Harness.hci0])))
         await h.module.handle(.adapterPowered("hci0", true))

@@ -104,9 +104,9 @@ struct GATTTests {
         await h.module.serve(App.battery(80))
         try await h.module.setValue([33], of: App.level)
 
-        await h.module.handle(.bluezVanished)
+        await h.module.handle(.bluezVanished())
         #expect(await h.module.applicationStatus().status.phase == .waiting)
-        await h.module.handle(.bluezAppeared)
+        await h.module.handle(.bluezAppeared())
 
         #expect(h.mock.calls.registeredApplications.count == 2)
         #expect(h.mock.calls.registeredApplications.last?.application[App.level]?.value == [33])

@@ -244,7 +244,7 @@ struct BlueZContractTests {
 
         try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
 
-        #expect(try await events.next() == .adapterPowered("hci0", false))
+        #expect(try await events.next().anyGeneration == .adapterPowered("hci0", false))
     }
 
     @Test("an adapter removed releases its advertisements and is an event")
@@ -259,7 +259,7 @@ struct BlueZContractTests {
         // here; when the removal wins, the registration is already forgotten and Release is moot.
         var seen = [try await events.next()]
         if seen == [.released(id)] { seen.append(try await events.next()) }
-        #expect(seen.last == .adapterRemoved("hci1"))
+        #expect(seen.last == .adapterRemoved("hci1", id.generation))
         #expect(await session.connection.exportedPaths.isEmpty)
     }
 
@@ -267,13 +267,16 @@ struct BlueZContractTests {
     func bluetoothdKilledAndRestartedIsVanishedAppearedThenTheAdapter() async throws {
         var session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        _ = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let first = try await session.manager.startAdvertising(Self.thermometer, on: "hci0").generation
 
         session.standIn.crash()
         session.standIn = try BlueZStandIn(bus: session.bus, adapters: [])
         try await session.control("AddAdapter", [.string("hci0")])
 
-        #expect(try await events.next(3) == [.bluezVanished, .bluezAppeared, .adapterAdded("hci0")])
+        let seen = try await events.next(3)
+        let second = try #require(seen[1].generation)
+        #expect(seen == [.bluezVanished(first), .bluezAppeared(second), .adapterAdded("hci0", second)])
+        #expect(second.number == first.number + 1 && second.name != first.name)
         #expect(await session.connection.exportedPaths.isEmpty)
     }
 
@@ -288,7 +291,7 @@ struct BlueZContractTests {
         let adapters = try await session.manager.adapters()
 
         #expect(adapters.map(\.name) == ["hci0"])
-        #expect(try await events.next() == .adapterAdded("hci0"))
+        #expect(try await events.next().anyGeneration == .adapterAdded("hci0"))
     }
 
     @Test("after bluetoothd restarted, its old registrations are not registered any more")

@@ -11,12 +11,20 @@ public final class PrivateBus: @unchecked Sendable {
 
     /// Starts a bus daemon. With `systemPolicy`, it runs with the system bus's default policy
     /// (no one may own names or call methods unless a rule allows it) plus those policy files.
-    public init(systemPolicy: [String]? = nil) throws {
+    /// `activatable` maps well-known names to the command line the bus runs to start their
+    /// owner when a call for one finds none (bus activation, as org.bluez is under systemd).
+    public init(systemPolicy: [String]? = nil, activatable: [String: String] = [:]) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         // Other users (the unprivileged caller of a policy test) must reach the socket.
         chmod(folder.path, 0o755)
         let config = folder.appendingPathComponent("bus.conf")
+        let services = folder.appendingPathComponent("services")
+        try FileManager.default.createDirectory(at: services, withIntermediateDirectories: true)
+        for (name, exec) in activatable {
+            try "[D-BUS Service]\nName=\(name)\nExec=\(exec)\n"
+                .write(to: services.appendingPathComponent("\(name).service"), atomically: true, encoding: .utf8)
+        }
         let policy = systemPolicy.map { includes in
             """
               <policy context="default">
@@ -48,6 +56,7 @@ public final class PrivateBus: @unchecked Sendable {
               <type>\(systemPolicy == nil ? "session" : "system")</type>
               <listen>unix:path=\(folder.path)/socket</listen>
               <auth>EXTERNAL</auth>
+              <servicedir>\(services.path)</servicedir>
             \(policy)
             </busconfig>
             """.write(to: config, atomically: true, encoding: .utf8)

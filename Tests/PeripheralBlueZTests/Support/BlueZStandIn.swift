@@ -12,10 +12,10 @@ struct StandInSession {
     let connection: DBusConnection
     let manager: BlueZPeripheralManager
 
-    init(adapters: [String] = ["hci0"], kernelRelease: String = "6.1.0-56-amd64") async throws {
-        bus = try PrivateBus()
-        standIn = try BlueZStandIn(bus: bus, adapters: adapters)
-        connection = try await DBusConnection.connect(to: .address(bus.address))
+    init(adapters: [String] = ["hci0"], kernelRelease: String = "6.1.0-56-amd64", bus: PrivateBus? = nil) async throws {
+        self.bus = try bus ?? PrivateBus()
+        standIn = try BlueZStandIn(bus: self.bus, adapters: adapters)
+        connection = try await DBusConnection.connect(to: .address(self.bus.address))
         manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"), kernelRelease: kernelRelease)
     }
 
@@ -25,6 +25,14 @@ struct StandInSession {
     func control(_ member: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await connection.call(
             destination: BlueZ.service, path: "/test", interface: "test.StandIn", member: member, arguments)
+    }
+
+    /// Calls the stand-in's control object by its unique name: it answers after giving up
+    /// org.bluez too.
+    @discardableResult
+    func controlByName(_ member: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await connection.call(
+            destination: standIn.uniqueName, path: "/test", interface: "test.StandIn", member: member, arguments)
     }
 
     /// What the stand-in did, in order (calls it received and made).
@@ -96,5 +104,31 @@ actor EventLog {
         var events: [PeripheralEvent] = []
         for _ in 0..<count { events.append(try await next()) }
         return events
+    }
+}
+
+extension PeripheralEvent {
+    /// The event with its run of bluetoothd left out, for tests about its kind and subject.
+    var anyGeneration: PeripheralEvent {
+        switch self {
+        case .bluezAppeared: .bluezAppeared()
+        case .bluezVanished: .bluezVanished()
+        case .adapterAdded(let adapter, _): .adapterAdded(adapter)
+        case .adapterRemoved(let adapter, _): .adapterRemoved(adapter)
+        case .adapterPowered(let adapter, let on, _): .adapterPowered(adapter, on)
+        case .released(let id): .released(AdvertisementID(id.rawValue))
+        case .gatt: self
+        }
+    }
+
+    /// The run of bluetoothd the event came from, if it names one.
+    var generation: StackGeneration? {
+        switch self {
+        case .bluezAppeared(let generation), .bluezVanished(let generation), .adapterAdded(_, let generation),
+             .adapterRemoved(_, let generation), .adapterPowered(_, _, let generation):
+            generation
+        case .released(let id): id.generation
+        case .gatt: nil
+        }
     }
 }

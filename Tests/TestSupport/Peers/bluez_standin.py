@@ -24,6 +24,7 @@ A control object at /test (interface test.StandIn) lets a test drive it and read
 Usage: bluez_standin.py BUS_ADDRESS [ADAPTER...]   (no adapter: none until AddAdapter)
          (prints "ready UNIQUE_NAME" once org.bluez is owned)
 """
+import os
 import sys
 
 import dbus
@@ -262,6 +263,14 @@ class Adapter(dbus.service.Object):
             self.active += 1
             self.update_instances()
             self.standin.log("registered %s" % path)
+            if self.standin.silence_next_registration:
+                self.standin.silence_next_registration = False
+                return self.standin.log("no reply to RegisterAdvertisement %s" % path)
+            if self.standin.leave_before_next_reply:
+                # The reply comes after org.bluez changed owner: from a bluetoothd that left.
+                self.standin.leave_before_next_reply = False
+                self.standin.bus.release_name("org.bluez")
+                self.standin.log("released org.bluez before replying")
             reply()
 
         def got_all(properties):
@@ -281,6 +290,9 @@ class Adapter(dbus.service.Object):
     @dbus.service.method(MANAGER, in_signature="o", sender_keyword="sender", async_callbacks=("reply", "error"))
     def UnregisterAdvertisement(self, path, sender, reply, error):
         self.standin.log("UnregisterAdvertisement %s" % path)
+        if self.standin.ignore_next_unregistration:
+            self.standin.ignore_next_unregistration = False
+            return self.standin.log("ignored UnregisterAdvertisement %s" % path)
         if self.standin.hung:
             return self.standin.log("no reply to UnregisterAdvertisement %s" % path)
         if (sender, path) not in self.registered:
@@ -366,6 +378,21 @@ class Control(dbus.service.Object):
         self.standin.refuse_update = True
 
     @dbus.service.method(CONTROL)
+    def SilenceNextRegistration(self):
+        """The next advertisement is registered, but its caller never gets the reply."""
+        self.standin.silence_next_registration = True
+
+    @dbus.service.method(CONTROL)
+    def IgnoreNextUnregistration(self):
+        """The next UnregisterAdvertisement neither unregisters nor gets a reply."""
+        self.standin.ignore_next_unregistration = True
+
+    @dbus.service.method(CONTROL)
+    def LeaveBeforeNextReply(self):
+        """The next registration is answered after the stand-in gave up org.bluez."""
+        self.standin.leave_before_next_reply = True
+
+    @dbus.service.method(CONTROL)
     def Hang(self):
         """From now on BlueZ's own calls get no reply at all, as from a frozen bluetoothd."""
         self.standin.hung = True
@@ -430,6 +457,9 @@ class StandIn:
         self.adapters_when_asked = []
         self.hung = False
         self.refuse_update = False
+        self.silence_next_registration = False
+        self.leave_before_next_reply = False
+        self.ignore_next_unregistration = False
         self.applications = {}  # (sender, root) -> (adapter, {path: interfaces})
         self.root = Root(bus, self)
         self.control = Control(bus, self)
@@ -465,7 +495,9 @@ class StandIn:
 
 def main():
     DBusGMainLoop(set_as_default=True)
-    bus = dbus.bus.BusConnection(sys.argv[1])
+    # Started by the bus (activation): the bus's address is in the environment.
+    address = os.environ["DBUS_STARTER_ADDRESS"] if sys.argv[1] == "--activated" else sys.argv[1]
+    bus = dbus.bus.BusConnection(address)
     names = sys.argv[2:]
     standin = StandIn(bus, names)
     bus.request_name("org.bluez", dbus.bus.NAME_FLAG_DO_NOT_QUEUE)
