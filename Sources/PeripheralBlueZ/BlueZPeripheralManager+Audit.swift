@@ -12,12 +12,16 @@ extension BlueZPeripheralManager {
     public func audit() async throws -> [RegistrationAudit] {
         let generation = try await currentBluetoothd()
         var removed: [String: Int] = [:]
-        let adapterNames = try await adapters().map(\.name)
-        for path in await connection.exportedPaths where untracked(path) {
-            await connection.unexport(path)
-            guard path.rawValue.hasPrefix(Self.objectRoot.rawValue + "/") else { continue }
-            for adapter in adapterNames where await unregisterStray(path, on: adapter, of: generation) {
-                removed[adapter, default: 0] += 1
+        let strays = await connection.exportedPaths.filter(untracked)
+        if !strays.isEmpty {
+            // Which adapter had such an object is not known: each is asked.
+            let adapterNames = try await adapters().map(\.name)
+            for path in strays {
+                await connection.unexport(path)
+                guard path.rawValue.hasPrefix(Self.objectRoot.rawValue + "/") else { continue }
+                for adapter in adapterNames where await unregisterStray(path, on: adapter, of: generation) {
+                    removed[adapter, default: 0] += 1
+                }
             }
         }
         for (path, registration) in retired {
