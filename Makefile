@@ -27,7 +27,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-observer bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test
+.PHONY: help deps build test test-matrix unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-observer bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -52,20 +52,21 @@ testbed-test: build ## end-to-end scenarios in the VM test bed with a real bluet
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/*.sh
 
-testbed-systemd-test: deb ## the .deb and make install under systemd as PID 1 in the VM test bed: sandbox, control, reload, watchdog, upgrade, removal
+testbed-systemd-test: deb ## the .deb and make install under systemd as PID 1 in the VM test bed: sandbox, control, 40 steps of the chaos soak, reload, watchdog, upgrade, removal
 	testbed/setup.sh
 	@# A newer build of the same binaries, for the upgrade over a running one.
 	scripts/make-deb.sh $(VERSION) 2
 	@# 55 here too: Debian 12's bluetooth.service (no -E) ignores intervals, which status must say.
 	testbed/run.sh --systemd testbed/scenarios/55-*.sh testbed/systemd-scenarios/*.sh
 
-testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included; bookworm's daemon scenario on such controllers
+testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 20 restarts of bluetooth.service and 60 steps of the chaos soak; bookworm's daemon scenario on such controllers
 	testbed/setup.sh bookworm trixie
 	@# 62 upgrades to a newer build of the same binaries.
 	scripts/make-deb.sh $(VERSION) 2
+	BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=20" \
 	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/20-*.sh testbed/scenarios/30-*.sh \
 	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/56-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh \
-	  testbed/systemd-scenarios/60-*.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
+	  testbed/systemd-scenarios/60-*.sh testbed/repro/bluetooth-restarts.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
 	testbed/run.sh --legacy testbed/scenarios/20-*.sh
 
 test-matrix: deb ## every scenario on every stack (bookworm, trixie, sid; both kinds of controllers; distro bluetooth.service and -E by hand), as a table; not in make test (sid moves daily); about two hours; RUNS="systemd-sid-legacy ..." for some
@@ -138,6 +139,10 @@ fuzz: deps ## libFuzzer on the config parser, AD encoder and D-Bus message reade
 
 fuzz-smoke: deps ## a short run of each fuzz target (make test runs it)
 	scripts/fuzz.sh --smoke $(or $(RUNS),20000)
+
+soak: deb ## the seeded chaos soak for long runs: SEED=N (default drawn, printed) STEPS=N (default 1000) on each of STACKS (default "trixie-legacy bookworm"); about 7 s a step; docs/RELIABILITY.md
+	testbed/setup.sh bookworm trixie
+	SEED="$(SEED)" STEPS="$(STEPS)" STACKS="$(STACKS)" scripts/soak.sh
 
 bench: build ## bleadvd side by side with busctl, bluetoothctl and BlueZ's example in the test bed: the table of docs/BENCHMARKS.md
 	testbed/setup.sh

@@ -100,16 +100,19 @@ expect_line() {
   fi
 }
 
-# run_scenarios SCENARIO...: runs each (420 s at most), prints PASS or FAIL with its output and
-# the diagnostics, then the summary line the host reads.
+# run_scenarios SCENARIO...: runs each (420 s at most, or what a "# testbed-timeout: N" line of
+# the scenario says, or the kernel command line's bleadvd_testbed.timeout), prints PASS or FAIL
+# with its output and the diagnostics, then the summary line the host reads.
 run_scenarios() {
-  local passed=0 failed=0 scenario name out start
+  local passed=0 failed=0 scenario name out start limit
   for scenario in "$@"; do
     name=$(basename "$scenario" .sh)
     out="$TESTBED_WORK/$name.out"
     start=$(date +%s.%N)
+    limit=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed\.timeout=//p')
+    limit=${limit:-$(sed -n 's/^# testbed-timeout: \([0-9]*\)$/\1/p' "$scenario" | head -n1)}
     rm -f "$TESTBED_WORK/bleadvd.log"  # so that diagnostics never show an earlier scenario's
-    if timeout 420 bash "$scenario" > "$out" 2>&1; then
+    if timeout "${limit:-420}" bash "$scenario" > "$out" 2>&1; then
       passed=$((passed + 1))
       echo "PASS $name [$(stack_label)] ($(elapsed "$start") s)"
       sed 's/^/    /' "$out"

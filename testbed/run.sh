@@ -19,7 +19,9 @@
 # too, where a Raspberry Pi's onboard radio keeps BR/EDR).
 # Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
 # testbed/setup.sh, or while another run is under way.
-# Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM.
+# Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM, and
+# BLEADVD_TESTBED_APPEND to add words to a --systemd guest's kernel command line (the soak's
+# bleadvd_soak.seed= and .steps=, the repro's bleadvd_repro.rounds=, bleadvd_testbed.timeout=).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,7 +60,7 @@ if ((systemd)); then
   done
   mode=(--systemd --root-disk "$image" --root-fstype ext4 --rw
         --qemu-opts "-snapshot -virtfs local,path=$TESTBED_ROOT,mount_tag=bleadvd-repo,security_model=none,readonly=on"
-        --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.stack=$suite bleadvd_testbed.controllers=$controllers bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}")")
+        --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.stack=$suite bleadvd_testbed.controllers=$controllers bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}") ${BLEADVD_TESTBED_APPEND:-}")
 else
   mode=(--exec "env TESTBED_CONTROLLERS=$controllers $here/guest.sh ${scenarios[*]}")
 fi

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# `make soak`: the seeded chaos soak (testbed/soak.py, testbed/systemd-scenarios/61-chaos-soak.sh)
+# for long runs, on each stack of STACKS, after the package is installed.
+#   SEED=N    the schedule's seed (default: drawn here and printed; the same on every stack)
+#   STEPS=N   steps per stack (default 1000)
+#   STACKS="trixie-legacy bookworm"   SUITE[-legacy]: the suite's image under systemd, with
+#             controllers without extended advertising when -legacy
+# A failure prints the seed and the shortest failing prefix: SEED=N STEPS=K runs it again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+steps=${STEPS:-1000}
+stacks=${STACKS:-trixie-legacy bookworm}
+status=0
+for stack in $stacks; do
+  suite=${stack%-legacy}
+  options=(--systemd --stack "$suite")
+  [[ "$stack" == *-legacy ]] && options+=(--legacy)
+  echo "soak: $stack, seed $seed, $steps steps"
+  # About 7 s a step under emulation; the scenario's own limit is for make test's 60.
+  BLEADVD_TESTBED_APPEND="bleadvd_soak.seed=$seed bleadvd_soak.steps=$steps bleadvd_testbed.timeout=$((steps * 30 + 600))" \
+    testbed/run.sh "${options[@]}" testbed/systemd-scenarios/60-install-deb.sh testbed/systemd-scenarios/61-chaos-soak.sh \
+    || status=1
+done
+exit $status
