@@ -171,9 +171,9 @@ public actor DBusConnection {
     }
 
     /// Calls a method and returns the reply's arguments, optionally checking their signature.
+    /// With `autoStart` false the call forbids bus activation (``DBusMessage/autoStart``).
     /// - Throws: as ``call(_:timeout:)``, and `InvalidArgs` when the reply's signature is not
     ///   `expecting`.
-    /// - Parameter autoStart: false to forbid bus activation (``DBusMessage/autoStart``).
     public func call(
         destination: String?, path: DBusObjectPath, interface: String?, member: String,
         _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, timeout: Duration = defaultTimeout,
