@@ -8,7 +8,7 @@ public import Peripheral
 /// - Events reconcile: BlueZ gone means nothing that run of bluetoothd held is on air; BlueZ or
 ///   an adapter back means everything that should be on is registered again; `Release`
 ///   re-registers unless the advertisement's own `timeout` ran out. Each registration knows
-///   the run of bluetoothd that answered it (``StackGeneration``), and an event takes away
+///   the run of bluetoothd that answered it (`StackGeneration`), and an event takes away
 ///   exactly what its run held: events arrive after calls made meanwhile, which a newer run
 ///   may have answered. What the module knows of the stack is one value, ``StackView``, which
 ///   decides whether registering may be tried now.

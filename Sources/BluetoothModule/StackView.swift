@@ -1,7 +1,7 @@
 public import Peripheral
 
 /// What the module knows of the stack below it, from the events in the order they came: whether
-/// BlueZ is on the bus and which run of it (``StackGeneration``), and which adapters it last
+/// BlueZ is on the bus and which run of it (`StackGeneration`), and which adapters it last
 /// reported powered off. It decides whether a registration may be tried now; the module keeps
 /// no other flag about the stack.
 ///

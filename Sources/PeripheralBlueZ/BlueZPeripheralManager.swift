@@ -10,7 +10,7 @@ public import Peripheral
 /// Every call goes to one bluetoothd: the owner of `org.bluez` that the events announced last
 /// (its unique name, never the well-known one, and without bus activation). So a call can
 /// never reach a bluetoothd the events have not announced yet, and every registration is
-/// known to the run that answered it (``StackGeneration``): when that run leaves the bus,
+/// known to the run that answered it (`StackGeneration`): when that run leaves the bus,
 /// exactly its registrations are forgotten. Without an owner, calls fail at once.
 ///
 /// The manager runs on its connection's executor: no hop between the two.
