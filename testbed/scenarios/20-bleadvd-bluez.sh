@@ -26,7 +26,7 @@ echo "bleadvd: $(grep -m1 '^<5>ready:' "$TESTBED_WORK/bleadvd.log")"
 echo "while on:"
 observe_until 30 "${heard_values[@]}"
 
-echo "register call to reply: $(grep -m1 -o 'registered /org/bleadvd/advertisement/[0-9]* on hci0 in .*' "$TESTBED_WORK/bleadvd.log")"
+echo "register call to reply: $(grep -m1 -o 'registered /org/bleadvd/advertisement/[0-9]* on hci0 .* in .*' "$TESTBED_WORK/bleadvd.log")"
 
 # One stop and one start, every message on the bus meanwhile (dbus-monitor --profile: one line each).
 dbus-monitor --system --profile > "$TESTBED_WORK/monitor.txt" 2>&1 &
@@ -46,9 +46,12 @@ bleadvd_name=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus /org
 bluez_name=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
   org.freedesktop.DBus.GetNameOwner string:org.bluez | awk -F'"' '/string/ {print $2}')
 # dbus-monitor --profile columns: type time serial sender destination path interface member;
-# replies: type time serial sender destination reply-serial. bleadvd calls org.bluez by name.
+# replies: type time serial sender destination reply-serial. bleadvd calls bluetoothd by its
+# unique name (never org.bluez: a call to the well-known name can reach the next bluetoothd).
+by_name=$(awk -v a="$bleadvd_name" '$4 == a && $5 == "org.bluez"' "$TESTBED_WORK/monitor.txt")
+[[ -z "$by_name" ]] || { echo "bleadvd called org.bluez by its well-known name:" >&2; echo "$by_name" >&2; exit 1; }
 awk -v a="$bleadvd_name" -v b="$bluez_name" '
-  ($4 == a && ($5 == b || $5 == "org.bluez")) || ($4 == b && $5 == a) {
+  ($4 == a && $5 == b) || ($4 == b && $5 == a) {
     print "    " $1, ($4 == a ? "bleadvd->bluez" : "bluez->bleadvd"), ($1 ~ /^(mc|sig)$/ ? $6 " " $8 : "reply to " $6)
   }' "$TESTBED_WORK/monitor.txt" | tee "$TESTBED_WORK/exchange.txt"
 echo "    total: $(wc -l < "$TESTBED_WORK/exchange.txt") messages"
@@ -62,10 +65,10 @@ wait_for 60 "bleadvd to put it back on air" \
   'bleadvctl status --json | grep -q "\"state\": \"on\""' || { bleadvctl status; tail -30 "$TESTBED_WORK/bleadvd.log"; exit 1; }
 events=$(grep -o 'event: .*' "$TESTBED_WORK/bleadvd.log")
 echo "$events" | sed 's/^/    /'
-order=$(grep -nE 'event: (bluezVanished|bluezAppeared|adapterAdded\("hci0"\))' "$TESTBED_WORK/bleadvd.log" | cut -d: -f1 | tr '\n' ' ')
+order=$(grep -nE 'event: (bluezVanished|bluezAppeared|adapterAdded\("hci0")' "$TESTBED_WORK/bleadvd.log" | cut -d: -f1 | tr '\n' ' ')
 vanished=$(grep -n 'event: bluezVanished' "$TESTBED_WORK/bleadvd.log" | head -1 | cut -d: -f1)
 appeared=$(grep -n 'event: bluezAppeared' "$TESTBED_WORK/bleadvd.log" | head -1 | cut -d: -f1)
-added=$(grep -n 'event: adapterAdded("hci0")' "$TESTBED_WORK/bleadvd.log" | head -1 | cut -d: -f1)
+added=$(grep -n 'event: adapterAdded("hci0"' "$TESTBED_WORK/bleadvd.log" | head -1 | cut -d: -f1)
 [[ -n "$vanished" && -n "$appeared" && -n "$added" && $vanished -lt $appeared && $appeared -lt $added ]] \
   || { echo "events not in the order vanished, appeared, adapter added (lines: $order)" >&2; exit 1; }
 echo "heard after the restart:"
