@@ -97,6 +97,29 @@ struct ControlTests {
         #expect(lines.map { $0.prefix(3) } == [["NAME", "STATE", "WANTED"], ["door", "off", "off"], ["heart", "on", "on"]])
     }
 
+    @Test("what the self-check cannot repair is shown by status, in the table and in JSON")
+    func statusShowsMismatch() async throws {
+        let session = try await DaemonSession(auditDelay: .seconds(1)) { mock in
+            mock.scriptAudit(.always(.success([RegistrationAudit(
+                adapter: "hci0", registered: 3, held: [AdvertisementID("/org/bleadvd/advertisement/1")])])))
+        }
+        let expected = "BlueZ holds 3 advertisement(s) on hci0, bleadvd 1: 2 registered by another program, or by bleadvd where it cannot name them"
+
+        await session.clock.waitForSleepers()
+        session.clock.advance(by: .seconds(1))
+        var json: [String: [String: Any]]?
+        for _ in 0..<100 where json?["heart"]?["mismatch"] == nil {
+            let result = try await session.ctl("status", "--json")
+            json = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: [String: Any]]
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let table = try await session.ctl("status").output
+
+        #expect(json?["heart"]?["mismatch"] as? String == expected)
+        #expect(json?["door"]?["mismatch"] == nil)
+        #expect(table.contains("(warning: \(expected))"))
+    }
+
     @Test("list prints the configured names, sorted")
     func list() async throws {
         let session = try await DaemonSession()

@@ -48,8 +48,10 @@ struct DaemonSession {
     /// - Parameters:
     ///   - script: scripts the mock further before the daemon starts.
     ///   - waitForReady: whether to return only after READY=1.
+    ///   - auditDelay: the module's self-check; off unless a test is about it (its timer would
+    ///     be one more sleeper on the manual clock).
     init(
-        config: String = Self.config, bus: PrivateBus? = nil, watchdog: Duration? = nil,
+        config: String = Self.config, bus: PrivateBus? = nil, watchdog: Duration? = nil, auditDelay: Duration? = nil,
         waitForReady: Bool = true, script: (MockPeripheralManager) -> Void = { _ in },
         loadConfig: @escaping Daemon<ManualClock>.ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) }
     ) async throws {
@@ -66,7 +68,7 @@ struct DaemonSession {
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            counters: MockCounters(), loadConfig: loadConfig, auditDelay: nil, logger: Logger(label: "test"))
+            counters: MockCounters(), loadConfig: loadConfig, auditDelay: auditDelay, logger: Logger(label: "test"))
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         self.requests = requests
