@@ -17,4 +17,4 @@ seed=$(soak_arg seed)
 seed=${seed:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 steps=$(soak_arg steps)
 [[ -n "$steps" ]] || { [[ "$(stack_suite)" == trixie ]] && steps=60 || steps=40; }
-python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt "$(btvirt_options)"
+python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_options)"
