@@ -292,14 +292,14 @@ class Soak:
             found.append("bleadvd exports %d advertisement objects, %d wanted" % (len(advertisements), want))
         if len(applications) != 1:
             found.append("bleadvd exports %d GATT applications, not 1" % len(applications))
-        return found, hci0
+        return found
 
     def settle(self, limit=45):
         """Waits until the invariant holds, then checks it again 2.5 s later. Returns the time it
         took to hold; raises with what was wrong."""
         started = time.monotonic()
         while True:
-            found, _ = self.violations()
+            found = self.violations()
             if not found:
                 break
             if time.monotonic() - started > limit:
@@ -308,7 +308,7 @@ class Soak:
             time.sleep(0.25)
         took = time.monotonic() - started
         time.sleep(2.5)
-        found, _ = self.violations()
+        found = self.violations()
         if found:
             self.count(found)
             raise SoakError("held, then 2.5 s later: %s" % "; ".join(found))
