@@ -5,6 +5,7 @@
 #   STEPS=N   steps per stack (default 1000)
 #   STACKS="trixie-legacy bookworm"   SUITE[-legacy]: the suite's image under systemd, with
 #             controllers without extended advertising when -legacy
+# Progress shows as it goes: every 10th step, on the console (and in .testbed-cache/console.log).
 # A failure prints the seed and the shortest failing prefix: SEED=N STEPS=K runs it again.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -322,6 +322,19 @@ class Soak:
             self.losses += len(self.wanted) - hci0
 
 
+def progress(line, live):
+    """Prints a progress line, and to `live` too when given: make soak's long runs pass the
+    guest's console, where the host sees it while the run goes on (the scenario's output is
+    shown only once it ends)."""
+    print(line)
+    if live:
+        try:
+            with open(live, "w") as console:
+                console.write(line + "\n")
+        except OSError:
+            pass
+
+
 def journal(since):
     return run("journalctl", "-u", "bleadvd", "-u", "bluetooth", "--no-pager", "-o", "short-unix",
                "--since", "@%d" % since).stdout.splitlines()[-80:]
@@ -332,9 +345,11 @@ def main():
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--btvirt", default="-l2")
+    parser.add_argument("--progress", help="where progress goes as it happens too (make soak: /dev/console)")
     args = parser.parse_args()
     schedule = draw(args.seed, args.steps)
-    print("soak: seed %d, %d steps (make soak SEED=%d STEPS=%d repeats it)" % (args.seed, args.steps, args.seed, args.steps))
+    progress("soak: seed %d, %d steps (make soak SEED=%d STEPS=%d repeats it)" % (args.seed, args.steps, args.seed, args.steps),
+             args.progress)
     soak = Soak(args.btvirt)
     original = open(CONFIG).read()
     with open(CONFIG, "w") as f:
@@ -354,7 +369,8 @@ def main():
                 break
             soak.settles.append(took)
             if index % 10 == 0 or index == len(schedule):
-                print("soak: %d/%d steps, last %s, settled in %.1f s" % (index, len(schedule), describe(step), took))
+                progress("soak: %d/%d steps, last %s, settled in %.1f s" % (index, len(schedule), describe(step), took),
+                         args.progress)
     finally:
         with open(CONFIG, "w") as f:
             f.write(original)

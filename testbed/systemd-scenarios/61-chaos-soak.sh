@@ -16,5 +16,8 @@ soak_arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^bleadvd_soak\.$1=//p"; }
 seed=$(soak_arg seed)
 seed=${seed:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 steps=$(soak_arg steps)
+live=()
+# make soak's long runs show their progress on the console as they go.
+[[ -n "$steps" ]] && live=(--progress /dev/console)
 [[ -n "$steps" ]] || { [[ "$(stack_suite)" == trixie ]] && steps=60 || steps=40; }
-python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_options)"
+python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_options)" "${live[@]}"
