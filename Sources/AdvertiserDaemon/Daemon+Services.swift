@@ -105,22 +105,8 @@ extension Daemon {
 
     /// The control API's view of the services: each is where the application is.
     func serviceStates() async -> [String: AdvertisementState] {
-        let status = await module.applicationStatus().status
-        let now = clock.now
-        var state = AdvertisementState(
-            desired: true, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
-            error: status.lastError?.message, errorCode: status.lastError?.code.rawValue)
-        switch status.phase {
-        case .off: state.state = .off
-        case .registered(let id, _):
-            state.state = .on
-            state.id = id.rawValue
-        case .waiting: state.state = .waiting
-        case .failed: state.state = .failed
-        case .retrying(let at, _):
-            state.state = .retrying
-            state.retryInSeconds = max(0, Self.seconds(now.duration(to: at)))
-        }
+        guard let status = await module.applicationStatus().status else { return [:] }
+        let state = state(status)
         return services.mapValues { entry in
             var service = state
             service.values = entry.live.shownValues

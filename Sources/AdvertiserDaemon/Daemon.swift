@@ -189,29 +189,33 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
 
     /// The control API's view of the module's states.
     func states(_ statuses: [String: BluetoothModule<C>.Status]) -> [String: AdvertisementState] {
-        let now = clock.now
-        return statuses.mapValues { status in
-            var state = AdvertisementState(
-                desired: status.desired, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
-                error: status.lastError?.message, errorCode: status.lastError?.code.rawValue, ignored: status.ignored,
-                mismatch: status.mismatch)
-            switch status.phase {
-            case .on(let id, _):
-                state.state = .on
-                state.id = id.rawValue
-            case .off: state.state = .off
-            case .waiting: state.state = .waiting
-            case .failed: state.state = .failed
-            case .retrying(let at, _):
-                state.state = .retrying
-                state.retryInSeconds = max(0, Self.seconds(now.duration(to: at)))
-            }
-            return state
-        }.reduce(into: [:]) { result, entry in
+        statuses.mapValues(state).reduce(into: [:]) { result, entry in
             var state = entry.value
             state.values = values(of: entry.key)
             result[entry.key] = state
         }
+    }
+
+    /// The control API's view of one registration's status, an advertisement's or the GATT
+    /// application's.
+    func state(_ status: BluetoothModule<C>.Status) -> AdvertisementState {
+        let now = clock.now
+        var state = AdvertisementState(
+            desired: status.desired, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
+            error: status.lastError?.message, errorCode: status.lastError?.code.rawValue, ignored: status.ignored,
+            mismatch: status.mismatch)
+        switch status.phase {
+        case .on(let id, _):
+            state.state = .on
+            state.id = id.rawValue
+        case .off: state.state = .off
+        case .waiting: state.state = .waiting
+        case .failed: state.state = .failed
+        case .retrying(let at, _):
+            state.state = .retrying
+            state.retryInSeconds = max(0, Self.seconds(now.duration(to: at)))
+        }
+        return state
     }
 
     /// Announces what changed: StateChanged for each advertisement whose state moved, and

@@ -32,14 +32,37 @@ public import Peripheral
 /// Operations run one at a time, so an event never interleaves with a registration. A task
 /// waiting for its turn can be cancelled: it leaves the queue and throws `CancellationError`.
 public actor BluetoothModule<C: Clock> where C.Duration == Duration {
-    /// The status of one advertisement, with instants of this module's clock.
-    public typealias Status = AdvertisementStatus<C.Instant>
-    /// Where an advertisement is.
+    /// The status of one registration (an advertisement, the GATT application), with instants
+    /// of this module's clock.
+    public typealias Status = RegistrationStatus<C.Instant>
+    /// Where a registration is.
     public typealias Phase = Status.Phase
 
-    struct Entry {
-        var advertisement: Advertisement
+    /// What a registration keeps registered: all else about it is the same for every kind.
+    enum Subject {
+        case advertisement(Advertisement)
+        case application(GATTApplication)
+    }
+
+    /// One thing the module keeps registered with the stack, and where it is.
+    struct Registration {
+        var subject: Subject
         var status: Status
+    }
+
+    /// Which registration: an advertisement by its name, or the GATT application. In order:
+    /// the advertisements by name, then the application.
+    enum Key: Hashable, Comparable, CustomStringConvertible {
+        case advertisement(String)
+        case application
+
+        /// How the log names it: the advertisement's name, or `GATT`.
+        var description: String {
+            switch self {
+            case .advertisement(let name): name
+            case .application: "GATT"
+            }
+        }
     }
 
     private let manager: any PeripheralManaging
@@ -53,7 +76,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public nonisolated let auditDelay: Duration?
     /// Where the module's own tasks run; nil for Swift's global executor.
     private nonisolated let executor: (any TaskExecutor)?
-    private var entries: [String: Entry] = [:]
+    private var registrations: [Key: Registration] = [:]
     private var adapterInUse: AdapterCapabilities?
     /// BlueZ and the adapters as the events described them.
     private var stack = StackView<C.Instant>()
@@ -62,7 +85,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private var nextWaiter = 0
     private var retryTimer: (at: C.Instant, task: Task<Void, Never>)?
     /// When each advertisement updated in place is to be confirmed with BlueZ.
-    private var checks: [String: C.Instant] = [:]
+    private var checks: [Key: C.Instant] = [:]
     /// When the next audit is due (after the last change), and how many audits in a row
     /// repaired something.
     private var auditAt: C.Instant?
@@ -72,9 +95,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private var auditing = false
     /// What the last audit found and could not repair, by adapter.
     private var found: [String: String] = [:]
-    /// The GATT application to keep registered, with the values in force, and where it is.
-    private var application: GATTApplication?
-    private var gatt: ApplicationStatus<C.Instant>
     private var listeners: [Int: AsyncStream<[String: Status]>.Continuation] = [:]
     private var announced: [String: Status] = [:]
 
@@ -117,7 +137,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ) {
         self.executor = executor
         self.auditDelay = auditDelay
-        self.gatt = ApplicationStatus(phase: .off, since: clock.now)
         self.manager = manager
         self.clock = clock
         self.configuredAdapter = adapter
@@ -138,13 +157,15 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// air is updated in place; a name no longer given is taken off air and forgotten.
     public func configure(_ advertisements: [String: Advertisement]) async {
         try? await exclusively {
-            for name in entries.keys.sorted() where advertisements[name] == nil {
-                await takeOff(name)
-                entries[name] = nil
+            for key in registrations.keys.sorted() {
+                guard case .advertisement(let name) = key, advertisements[name] == nil else { continue }
+                await takeOff(key)
+                registrations[key] = nil
             }
             for (name, advertisement) in advertisements.sorted(by: { $0.key < $1.key }) {
-                guard entries[name] != nil else {
-                    entries[name] = Entry(advertisement: advertisement, status: Status(desired: false, phase: .off, since: clock.now))
+                guard registrations[.advertisement(name)] != nil else {
+                    registrations[.advertisement(name)] = Registration(
+                        subject: .advertisement(advertisement), status: Status(desired: false, phase: .off, since: clock.now))
                     continue
                 }
                 await replace(name, with: advertisement)
@@ -158,28 +179,30 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// - Throws: `PeripheralError` `unknownName`; `CancellationError` as for ``on(_:)``.
     public func update(_ name: String, to advertisement: Advertisement) async throws {
         try await exclusively {
-            guard entries[name] != nil else { throw PeripheralError.unknownName(name) }
+            guard registrations[.advertisement(name)] != nil else { throw PeripheralError.unknownName(name) }
             await replace(name, with: advertisement)
         }
     }
 
     private func replace(_ name: String, with advertisement: Advertisement) async {
-        guard let entry = entries[name], entry.advertisement != advertisement else { return }
-        entries[name]!.advertisement = advertisement
-        switch entry.status.phase {
+        let key = Key.advertisement(name)
+        guard let registration = registrations[key], case .advertisement(let old) = registration.subject,
+              old != advertisement else { return }
+        registrations[key]!.subject = .advertisement(advertisement)
+        switch registration.status.phase {
         case .on(let id, let adapter):
             do {
                 let sent = advertisement.bthomeKey == nil ? advertisement : try sealed(advertisement, for: await capabilities(of: adapter))
                 try await manager.updateAdvertisement(id, to: sent)
-                checks[name] = clock.now.advanced(by: Self.updateCheckDelay)
+                checks[key] = clock.now.advanced(by: Self.updateCheckDelay)
             } catch {
                 logger.warning("updating \(name) in place failed (\(error)); registering it again")
-                await takeOff(name)
-                await attempt(name)
+                await takeOff(key)
+                await attempt(key)
             }
-        case .failed where entry.status.desired:
-            move(name, to: .waiting)
-            await attempt(name)
+        case .failed where registration.status.desired:
+            move(key, to: .waiting)
+            await attempt(key)
         case .off, .waiting, .retrying, .failed:
             break
         }
@@ -192,14 +215,15 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ///   the task is cancelled while it waits for its turn.
     public func on(_ name: String) async throws {
         try await exclusively {
-            guard let entry = entries[name] else { throw PeripheralError.unknownName(name) }
-            entries[name]!.status.desired = true
-            switch entry.status.phase {
+            let key = Key.advertisement(name)
+            guard let registration = registrations[key] else { throw PeripheralError.unknownName(name) }
+            registrations[key]!.status.desired = true
+            switch registration.status.phase {
             case .on: return
-            case .off, .failed: move(name, to: .waiting)
+            case .off, .failed: move(key, to: .waiting)
             case .waiting, .retrying: break
             }
-            if let failure = await attempt(name) { throw failure }
+            if let failure = await attempt(key) { throw failure }
         }
     }
 
@@ -208,17 +232,20 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     ///   (it is still on air then); `CancellationError` as for ``on(_:)``.
     public func off(_ name: String) async throws {
         try await exclusively {
-            guard entries[name] != nil else { throw PeripheralError.unknownName(name) }
-            entries[name]!.status.desired = false
-            let wasOn = entries[name]!.status.phase.id != nil
-            try await takeOffThrowing(name)
+            let key = Key.advertisement(name)
+            guard registrations[key] != nil else { throw PeripheralError.unknownName(name) }
+            registrations[key]!.status.desired = false
+            let wasOn = registrations[key]!.status.phase.id != nil
+            try await takeOffThrowing(key)
             if wasOn { await slotFreed() }
         }
     }
 
     /// The status of every advertisement, by name.
     public func status() -> [String: Status] {
-        entries.mapValues(\.status)
+        registrations.reduce(into: [:]) { result, entry in
+            if case .advertisement(let name) = entry.key { result[name] = entry.value.status }
+        }
     }
 
     /// Every change of ``status()`` from now on, latest first: a consumer that falls behind
@@ -241,10 +268,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// The earliest scheduled retry, update check or end of an adapter's settling, if any.
     public var nextRetry: C.Instant? {
-        var due = entries.values.compactMap { entry -> C.Instant? in
-            if case .retrying(let at, _) = entry.status.phase { at } else { nil }
+        var due = registrations.values.compactMap { registration -> C.Instant? in
+            if case .retrying(let at, _) = registration.status.phase { at } else { nil }
         } + checks.values
-        if case .retrying(let at, _) = gatt.phase { due.append(at) }
         if let settle = stack.nextSettle { due.append(settle) }
         return due.min()
     }
@@ -254,7 +280,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         auditAt
     }
 
-    /// Retries every advertisement whose retry time has come, confirms with BlueZ those
+    /// Retries every registration whose retry time has come, confirms with BlueZ those
     /// updated in place whose check is due, and reconciles when an adapter powered off has
     /// settled.
     public func retryDue() async {
@@ -264,15 +290,14 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 adapterInUse = nil
                 await reconcile()
             }
-            for name in entries.keys.sorted() {
-                if let at = checks[name], at <= now {
-                    checks[name] = nil
-                    await confirm(name)
+            for key in registrations.keys.sorted() {
+                if let at = checks[key], at <= now {
+                    checks[key] = nil
+                    await confirm(key)
                 }
-                guard case .retrying(let at, _)? = entries[name]?.status.phase, at <= now else { continue }
-                await attempt(name)
+                guard case .retrying(let at, _)? = registrations[key]?.status.phase, at <= now else { continue }
+                await attempt(key)
             }
-            if case .retrying(let at, _) = gatt.phase, at <= now { await registerApplication() }
         }
     }
 
@@ -310,18 +335,18 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         var repaired = false
         var unexplained: [String: String] = [:]
         for audit in audits {
-            let onAir = entries.keys.sorted().compactMap { name -> (name: String, id: AdvertisementID)? in
-                guard case .on(let id, audit.adapter)? = entries[name]?.status.phase else { return nil }
-                return (name, id)
+            let onAir = registrations.keys.sorted().compactMap { key -> (key: Key, id: RegistrationID)? in
+                guard case .advertisement = key, case .on(let id, audit.adapter)? = registrations[key]?.status.phase else { return nil }
+                return (key, id)
             }
             if audit.straysRemoved > 0 {
                 logger.warning("audit: \(audit.adapter): unregistered \(audit.straysRemoved) registration(s) of bleadvd's that nothing tracked")
                 repaired = true
             }
-            for (name, id) in onAir where !audit.held.contains(id) {
-                logger.warning("audit: \(name) was on air on \(audit.adapter) as far as bleadvd knew, but is not registered; registering it again")
-                move(name, to: .waiting)
-                await attempt(name)
+            for (key, id) in onAir where !audit.held.contains(id) {
+                logger.warning("audit: \(key) was on air on \(audit.adapter) as far as bleadvd knew, but is not registered; registering it again")
+                move(key, to: .waiting)
+                await attempt(key)
                 repaired = true
             }
             for id in audit.held.subtracting(onAir.map(\.id)).sorted(by: { $0.rawValue < $1.rawValue }) {
@@ -331,7 +356,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             }
             if audit.registered < audit.held.count {
                 logger.warning("audit: BlueZ counts \(audit.registered) advertisement(s) on \(audit.adapter) for bleadvd's \(audit.held.count); confirming each")
-                for (name, id) in onAir where audit.held.contains(id) { await confirm(name) }
+                for (key, id) in onAir where audit.held.contains(id) { await confirm(key) }
                 repaired = true
             }
             if audit.registered > audit.held.count {
@@ -356,26 +381,23 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             logger.notice("audit: \(adapter): what BlueZ holds agrees with bleadvd again")
         }
         found = unexplained
-        for name in entries.keys {
-            guard case .on(_, let adapter)? = entries[name]?.status.phase else {
-                entries[name]?.status.mismatch = nil
-                continue
-            }
-            entries[name]?.status.mismatch = found[adapter]
+        for key in registrations.keys {
+            guard case .advertisement = key, case .on(_, let adapter)? = registrations[key]?.status.phase else { continue }
+            registrations[key]?.status.mismatch = found[adapter]
         }
     }
 
-    /// Registers `name` again if BlueZ dropped it after an in-place update without saying so.
-    private func confirm(_ name: String) async {
-        guard case .on(let id, _)? = entries[name]?.status.phase else { return }
+    /// Registers `key` again if BlueZ dropped it after an in-place update without saying so.
+    private func confirm(_ key: Key) async {
+        guard case .on(let id, _)? = registrations[key]?.status.phase else { return }
         do {
             if try await manager.reregisterIfDropped(id) {
-                logger.warning("\(name): BlueZ had dropped it after an in-place update without a word (as BlueZ 5.66 to 5.73 do when the kernel refuses the update); registered it again")
+                logger.warning("\(key): BlueZ had dropped it after an in-place update without a word (as BlueZ 5.66 to 5.73 do when the kernel refuses the update); registered it again")
             }
         } catch {
-            logger.warning("\(name): BlueZ no longer holds it and registering it again failed (\(error)); trying anew")
-            await takeOff(name)
-            await attempt(name)
+            logger.warning("\(key): BlueZ no longer holds it and registering it again failed (\(error)); trying anew")
+            await takeOff(key)
+            await attempt(key)
         }
     }
 
@@ -392,8 +414,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .bluezVanished(let generation):
                 adapterInUse = nil
                 let wasCurrent = stack.vanished(generation)
-                for name in entries.keys { lostRegistration(name, of: generation, onAdapter: nil, waitAll: wasCurrent) }
-                lostApplication(of: generation, onAdapter: nil, waitAll: wasCurrent)
+                for key in registrations.keys { lost(key, of: generation, onAdapter: nil, waitAll: wasCurrent) }
             case .bluezAppeared(let generation):
                 stack.appeared(generation)
                 adapterInUse = nil
@@ -408,8 +429,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 // They wait for it, even when another adapter remains: bluetoothd removes every
                 // adapter when it stops, and registering on another then races its shutdown
                 // (the controller can be left with instances nobody holds; seen in the test bed).
-                for name in entries.keys { lostRegistration(name, of: generation, onAdapter: adapter, waitAll: false) }
-                lostApplication(of: generation, onAdapter: adapter, waitAll: false)
+                for key in registrations.keys { lost(key, of: generation, onAdapter: adapter, waitAll: false) }
             case .adapterPowered(let adapter, true, _):
                 stack.powered(adapter, true, settleUntil: clock.now)
                 guard configuredAdapter == nil || configuredAdapter == adapter else { return }
@@ -418,8 +438,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .adapterPowered(let adapter, false, let generation):
                 adapterInUse = nil
                 stack.powered(adapter, false, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
-                for name in entries.keys.sorted() {
-                    if case .on(let id, adapter)? = entries[name]?.status.phase, id.generation == generation { await takeOff(name) }
+                // Advertisements leave the air with the power; BlueZ keeps the GATT application.
+                for key in registrations.keys.sorted() {
+                    guard case .advertisement = key, case .on(let id, adapter)? = registrations[key]?.status.phase,
+                          id.generation == generation else { continue }
+                    await takeOff(key)
                 }
                 // They wait, saying why; once the adapter settled (retryDue), it is powered on
                 // again (power_on = true) and they are registered again, or the status says why not.
@@ -427,20 +450,18 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .gatt(let event):
                 // A central's write was checked and taken below: it is the value in force now,
                 // and the one registered again after bluetoothd restarts.
-                if case .written(let value) = event.kind, application?[event.characteristic] != nil {
-                    application![event.characteristic]!.value = value
-                }
+                if case .written(let value) = event.kind { changeApplication { $0[event.characteristic]?.value = value } }
             case .released(let id):
-                guard let name = entries.first(where: { $0.value.status.phase.id == id })?.key else { return }
-                if entries[name]!.advertisement.timeout != nil {
-                    logger.info("\(name): its timeout ran out; it is off now")
-                    entries[name]!.status.desired = false
-                    move(name, to: .off)
+                guard let key = registrations.first(where: { $0.value.status.phase.id == id })?.key else { return }
+                if case .advertisement(let advertisement)? = registrations[key]?.subject, advertisement.timeout != nil {
+                    logger.info("\(key): its timeout ran out; it is off now")
+                    registrations[key]!.status.desired = false
+                    move(key, to: .off)
                     await slotFreed()
                 } else {
-                    logger.notice("\(name): BlueZ released it; registering it again")
-                    move(name, to: .waiting)
-                    await attempt(name)
+                    logger.notice("\(key): BlueZ released it; registering it again")
+                    move(key, to: .waiting)
+                    await attempt(key)
                 }
             }
         }
@@ -452,65 +473,67 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// name order, rather than at their next retry (which still comes, for a slot that another
     /// program frees).
     private func slotFreed() async {
-        for name in entries.keys.sorted() {
-            guard case .retrying? = entries[name]?.status.phase,
-                  entries[name]?.status.lastError?.code == .noFreeInstance else { continue }
-            await attempt(name)
+        for key in registrations.keys.sorted() {
+            guard case .retrying? = registrations[key]?.status.phase,
+                  registrations[key]?.status.lastError?.code == .noFreeInstance else { continue }
+            await attempt(key)
         }
     }
 
-    /// With no adapter configured, advertisements belong on the first adapter that can
+    /// With no adapter configured, registrations belong on the first adapter that can
     /// advertise, by name. When `adapter` comes and sorts before the one they are on (after
     /// bluetoothd restarts, whichever adapter's advertising manager comes first is taken), they
     /// move to it, so where they end up does not depend on that race.
     private func moveToEarlier(_ adapter: String) async {
         guard configuredAdapter == nil else { return }
-        for name in entries.keys.sorted() {
-            guard case .on(_, let on)? = entries[name]?.status.phase, adapter < on else { continue }
-            logger.notice("\(name): moving from \(on) to \(adapter), the first adapter that can advertise")
-            await takeOff(name)
-        }
-        if case .registered(_, let on) = gatt.phase, adapter < on {
-            logger.notice("GATT: moving the services from \(on) to \(adapter), the first adapter")
-            await unregisterApplication()
-            moveApplication(to: .waiting)
+        for key in registrations.keys.sorted() {
+            guard case .on(_, let on)? = registrations[key]?.status.phase, adapter < on else { continue }
+            logger.notice("\(key): moving from \(on) to \(adapter), the first adapter that can advertise")
+            await takeOff(key)
         }
     }
 
+    /// Tries what should be registered and waits for BlueZ or an adapter, or for its retry.
     private func reconcile() async {
-        for name in entries.keys.sorted() {
-            guard let status = entries[name]?.status, status.desired else { continue }
+        for key in registrations.keys.sorted() {
+            guard let status = registrations[key]?.status, status.desired else { continue }
             switch status.phase {
-            case .waiting, .retrying: await attempt(name)
+            case .waiting, .retrying: await attempt(key)
             case .off, .on, .failed: break
             }
         }
-        switch gatt.phase {
-        case .waiting, .retrying: await registerApplication()
-        case .off, .registered, .failed: break
-        }
     }
 
-    /// Tries to register `name` once and records what happened: on air, or why not (a retry
-    /// scheduled for a transient failure). Returns the failure, if any.
+    /// Tries to register `key` once and records what happened: registered, or why not (a retry
+    /// scheduled for a transient failure). Only the call itself differs by kind. Returns the
+    /// failure, if any.
     @discardableResult
-    private func attempt(_ name: String) async -> PeripheralError? {
-        guard let advertisement = entries[name]?.advertisement else { return nil }
+    private func attempt(_ key: Key) async -> PeripheralError? {
+        guard let subject = registrations[key]?.subject else { return nil }
         do {
             let adapter = try await resolveAdapter()
-            try advertisement.validate(for: adapter)
-            let id = try await manager.startAdvertising(sealed(advertisement, for: adapter), on: adapter.name)
-            entries[name]?.status.lastError = nil
-            entries[name]?.status.ignored = advertisement.fieldsIgnored(on: adapter)
-            move(name, to: .on(id, adapter: adapter.name))
-            logger.info("\(name): on air on \(adapter.name) as \(id)")
-            if let ignored = entries[name]?.status.ignored, !ignored.isEmpty {
-                logger.warning("\(name): bluetoothd ignores \(ignored.joined(separator: ", ")): BlueZ before 5.77 acts on them only when bluetoothd runs with --experimental (-E)")
+            let id: RegistrationID
+            var ignored: [String] = []
+            switch subject {
+            case .advertisement(let advertisement):
+                try advertisement.validate(for: adapter)
+                id = try await manager.startAdvertising(sealed(advertisement, for: adapter), on: adapter.name)
+                ignored = advertisement.fieldsIgnored(on: adapter)
+                logger.info("\(key): on air on \(adapter.name) as \(id)")
+            case .application(let application):
+                id = try await manager.registerApplication(application, on: adapter.name)
+                logger.info("GATT: \(application.services.count) service(s) registered on \(adapter.name) as \(id)")
+            }
+            registrations[key]?.status.lastError = nil
+            registrations[key]?.status.ignored = ignored
+            move(key, to: .on(id, adapter: adapter.name))
+            if !ignored.isEmpty {
+                logger.warning("\(key): bluetoothd ignores \(ignored.joined(separator: ", ")): BlueZ before 5.77 acts on them only when bluetoothd runs with --experimental (-E)")
             }
             return nil
         } catch {
             let failure = Self.peripheralError(error)
-            recordFailure(name, failure, notNow: error is NotNow)
+            recordFailure(key, failure, notNow: error is NotNow)
             return failure
         }
     }
@@ -528,44 +551,29 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         let reason: PeripheralError
     }
 
-    /// What comes after a failed registration, for an advertisement and the GATT application
-    /// alike: waiting for BlueZ or an adapter (an event brings it back), a retry with backoff
-    /// for a transient failure (the `failures`-th in a row), or nothing until it is changed.
-    private enum Recovery {
-        case waiting
-        case retrying(at: C.Instant, failures: Int, delay: Duration)
-        case failed
-    }
-
-    private func recovery(from error: PeripheralError, failuresBefore: Int, notNow: Bool) -> Recovery {
+    /// Records a failed registration and what comes after it, for every kind alike: waiting
+    /// for BlueZ or an adapter (an event brings it back), a retry with backoff for a transient
+    /// failure, or nothing until it is changed.
+    private func recordFailure(_ key: Key, _ error: PeripheralError, notNow: Bool) {
+        guard let status = registrations[key]?.status else { return }
+        registrations[key]!.status.lastError = error
         switch error.code {
         case _ where notNow:
-            return .waiting
+            move(key, to: .waiting)
+            logger.notice("\(key): waiting: \(error.message)")
         case .noAdapter, .bluezUnavailable:
             adapterInUse = nil
-            return .waiting
+            move(key, to: .waiting)
+            logger.notice("\(key): waiting: \(error.message)")
         case _ where error.isTransient:
-            let failures = failuresBefore + 1
+            let failures = (status.phase.failures ?? 0) + 1
             let delay = retry.delay(afterFailures: failures)
-            return .retrying(at: clock.now.advanced(by: delay), failures: failures, delay: delay)
+            move(key, to: .retrying(at: clock.now.advanced(by: delay), failures: failures))
+            logger.warning("\(key): \(error.message); retrying in \(delay)")
         default:
-            return .failed
-        }
-    }
-
-    private func recordFailure(_ name: String, _ error: PeripheralError, notNow: Bool) {
-        guard let status = entries[name]?.status else { return }
-        entries[name]!.status.lastError = error
-        switch recovery(from: error, failuresBefore: status.phase.failures ?? 0, notNow: notNow) {
-        case .waiting:
-            move(name, to: .waiting)
-            logger.notice("\(name): waiting: \(error.message)")
-        case .retrying(let at, let failures, let delay):
-            move(name, to: .retrying(at: at, failures: failures))
-            logger.warning("\(name): \(error.message); retrying in \(delay)")
-        case .failed:
-            move(name, to: .failed(error))
-            logger.error("\(name): \(error.message); not retrying until it is turned on again")
+            move(key, to: .failed(error))
+            let until = if case .application = key { "the config changes" } else { "it is turned on again" }
+            logger.error("\(key): \(error.message); not retrying until \(until)")
         }
     }
 
@@ -612,56 +620,74 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         return adapter
     }
 
-    /// Unregisters `name` if it is on air; then it is off, or waiting when it should be on.
-    private func takeOffThrowing(_ name: String) async throws {
-        guard let status = entries[name]?.status else { return }
-        if case .on(let id, _) = status.phase {
-            do {
-                try await manager.stopAdvertising(id)
-            } catch let error as PeripheralError where error.code == .notRegistered {
-                // Gone already: the goal is reached.
+    /// Unregisters `key` if it is registered; then it is off, or waiting when it should be on.
+    private func takeOffThrowing(_ key: Key) async throws {
+        guard let registration = registrations[key] else { return }
+        if case .on(let id, _) = registration.status.phase {
+            switch registration.subject {
+            case .advertisement:
+                do {
+                    try await manager.stopAdvertising(id)
+                } catch let error as PeripheralError where error.code == .notRegistered {
+                    // Gone already: the goal is reached.
+                }
+                logger.info("\(key): off air")
+            case .application:
+                try await manager.unregisterApplication(id)
+                logger.info("GATT: unregistered \(id)")
             }
-            logger.info("\(name): off air")
         }
-        move(name, to: status.desired ? .waiting : .off)
+        move(key, to: registration.status.desired ? .waiting : .off)
     }
 
-    private func takeOff(_ name: String) async {
+    private func takeOff(_ key: Key) async {
         do {
-            try await takeOffThrowing(name)
+            try await takeOffThrowing(key)
         } catch {
-            logger.warning("\(name): unregistering failed: \(error)")
-            move(name, to: entries[name]?.status.desired == true ? .waiting : .off)
+            logger.warning("\(key): unregistering failed: \(error)")
+            move(key, to: registrations[key]?.status.desired == true ? .waiting : .off)
         }
     }
 
     /// The run `generation` of bluetoothd, or its adapter (any adapter when nil), dropped what it
-    /// held: `name` is not on air if that run held it. A registration a later run answered
-    /// stays. What should be on waits for BlueZ or the adapter to come back, not for a timer,
-    /// and so does a retry when `waitAll` (the run there vanished).
-    private func lostRegistration(_ name: String, of generation: StackGeneration, onAdapter adapter: String?, waitAll: Bool) {
-        guard let status = entries[name]?.status else { return }
+    /// held: `key` is not registered if that run held it. A registration a later run answered
+    /// stays. What should be registered waits for BlueZ or the adapter to come back, not for a
+    /// timer, and so does a retry when `waitAll` (the run there vanished).
+    private func lost(_ key: Key, of generation: StackGeneration, onAdapter adapter: String?, waitAll: Bool) {
+        guard let status = registrations[key]?.status else { return }
         switch status.phase {
         case .on(let id, let on) where id.generation == generation && (adapter == nil || adapter == on):
-            move(name, to: status.desired ? .waiting : .off)
+            move(key, to: status.desired ? .waiting : .off)
         case .retrying where waitAll:
-            move(name, to: .waiting)
+            move(key, to: .waiting)
         default:
             break
         }
     }
 
-    private func move(_ name: String, to phase: Phase) {
-        guard entries[name] != nil, entries[name]!.status.phase != phase else { return }
+    private func move(_ key: Key, to phase: Phase) {
+        guard registrations[key] != nil, registrations[key]!.status.phase != phase else { return }
         if phase.id == nil {
-            checks[name] = nil
-            entries[name]!.status.mismatch = nil
+            checks[key] = nil
+            registrations[key]!.status.mismatch = nil
         }
-        entries[name]!.status.phase = phase
-        entries[name]!.status.since = clock.now
+        registrations[key]!.status.phase = phase
+        registrations[key]!.status.since = clock.now
     }
 
     // MARK: GATT
+
+    /// The GATT application in force (with the values set and written since).
+    private var application: GATTApplication? {
+        if case .application(let application)? = registrations[.application]?.subject { application } else { nil }
+    }
+
+    /// Changes the application in force, where one is.
+    private func changeApplication(_ change: (inout GATTApplication) -> Void) {
+        guard var application else { return }
+        change(&application)
+        registrations[.application]?.subject = .application(application)
+    }
 
     /// Sets the GATT application to keep registered; nil for none. One of the same shape as
     /// the one registered (`GATTApplication.shape`) changes its values in place, notifying
@@ -669,18 +695,21 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public func serve(_ new: GATTApplication?) async {
         try? await exclusively {
             let old = application
-            application = new
-            if case .registered(let id, _) = gatt.phase {
+            if case .on(let id, _)? = registrations[.application]?.status.phase {
                 if let new, let old, new.shape == old.shape {
+                    registrations[.application]!.subject = .application(new)
                     for (characteristic, value) in new.characteristics where old[characteristic]?.value != value.value {
                         await send(value.value, of: characteristic, in: id)
                     }
                     return
                 }
-                await unregisterApplication()
+                registrations[.application]!.status.desired = false
+                await takeOff(.application)
             }
-            gatt = ApplicationStatus(phase: new == nil ? .off : .waiting, since: clock.now)
-            if new != nil { await registerApplication() }
+            registrations[.application] = new.map {
+                Registration(subject: .application($0), status: Status(desired: true, phase: .waiting, since: clock.now))
+            }
+            if new != nil { await attempt(.application) }
         }
     }
 
@@ -693,75 +722,22 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             guard application?[characteristic] != nil else {
                 throw PeripheralError(.unknownName, "no characteristic named \(PeripheralError.quoted(characteristic.description))")
             }
-            application![characteristic]!.value = value
-            if case .registered(let id, _) = gatt.phase { await send(value, of: characteristic, in: id) }
+            changeApplication { $0[characteristic]!.value = value }
+            if case .on(let id, _)? = registrations[.application]?.status.phase { await send(value, of: characteristic, in: id) }
         }
     }
 
-    /// The application in force (with the values set and written since), and where it is.
-    public func applicationStatus() -> (application: GATTApplication?, status: ApplicationStatus<C.Instant>) {
-        (application, gatt)
+    /// The application in force (with the values set and written since), and where it is; nil
+    /// for both when none is configured.
+    public func applicationStatus() -> (application: GATTApplication?, status: Status?) {
+        (application, registrations[.application]?.status)
     }
 
-    private func send(_ value: [UInt8], of characteristic: GATTCharacteristicID, in id: ApplicationID) async {
+    private func send(_ value: [UInt8], of characteristic: GATTCharacteristicID, in id: RegistrationID) async {
         do {
             try await manager.updateValue(value, of: characteristic, in: id)
         } catch {
             logger.warning("GATT: \(characteristic) could not be changed in place: \(error)")
-        }
-    }
-
-    /// Registers the application once and records what happened, as ``attempt(_:)`` does for
-    /// an advertisement.
-    private func registerApplication() async {
-        guard let application else { return }
-        do {
-            let adapter = try await resolveAdapter()
-            let id = try await manager.registerApplication(application, on: adapter.name)
-            gatt = ApplicationStatus(phase: .registered(id, adapter: adapter.name), since: clock.now)
-            logger.info("GATT: \(application.services.count) service(s) registered on \(adapter.name) as \(id)")
-        } catch {
-            let failure = Self.peripheralError(error)
-            gatt.lastError = failure
-            switch recovery(from: failure, failuresBefore: gatt.phase.failures ?? 0, notNow: error is NotNow) {
-            case .waiting:
-                moveApplication(to: .waiting)
-                logger.notice("GATT: waiting: \(failure.message)")
-            case .retrying(let at, let failures, let delay):
-                moveApplication(to: .retrying(at: at, failures: failures))
-                logger.warning("GATT: \(failure.message); retrying in \(delay)")
-            case .failed:
-                moveApplication(to: .failed(failure))
-                logger.error("GATT: \(failure.message); not retrying until the config changes")
-            }
-        }
-    }
-
-    private func unregisterApplication() async {
-        guard case .registered(let id, _) = gatt.phase else { return }
-        do {
-            try await manager.unregisterApplication(id)
-        } catch {
-            logger.warning("GATT: unregistering \(id) failed: \(error)")
-        }
-        moveApplication(to: .off)
-    }
-
-    private func moveApplication(to phase: ApplicationStatus<C.Instant>.Phase) {
-        guard gatt.phase != phase else { return }
-        gatt.phase = phase
-        gatt.since = clock.now
-    }
-
-    /// The run `generation` of bluetoothd, or its adapter (any adapter when nil), dropped what it
-    /// held: the application waits for them to come back if that run held it (as
-    /// ``lostRegistration(_:of:onAdapter:waitAll:)`` for an advertisement).
-    private func lostApplication(of generation: StackGeneration, onAdapter adapter: String?, waitAll: Bool) {
-        switch gatt.phase {
-        case .registered(let id, let on) where id.generation == generation && (adapter == nil || adapter == on):
-            moveApplication(to: .waiting)
-        case .retrying where waitAll: moveApplication(to: .waiting)
-        default: break
         }
     }
 
@@ -832,24 +808,5 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     private func removeListener(_ id: Int) {
         listeners[id] = nil
-    }
-}
-
-extension ApplicationStatus.Phase {
-    /// How many attempts failed in a row, when retrying.
-    var failures: Int? {
-        if case .retrying(_, let failures) = self { failures } else { nil }
-    }
-}
-
-extension AdvertisementStatus.Phase {
-    /// The registration's identity when on air.
-    var id: AdvertisementID? {
-        if case .on(let id, _) = self { id } else { nil }
-    }
-
-    /// How many attempts failed in a row, when retrying.
-    var failures: Int? {
-        if case .retrying(_, let failures) = self { failures } else { nil }
     }
 }

@@ -348,24 +348,6 @@ public struct GATTCharacteristicID: Hashable, Sendable, CustomStringConvertible 
     public var description: String { "\(service).\(characteristic)" }
 }
 
-/// The identity of a registered application, as the implementation knows it (for BlueZ, the
-/// exported root's object path).
-public struct ApplicationID: Hashable, Sendable, CustomStringConvertible {
-    /// The identity's text, e.g. `/org/bleadvd/gatt/app1`.
-    public let rawValue: String
-    /// The run of the stack's daemon that answered the registration: it goes with that run.
-    public let generation: StackGeneration
-
-    /// An identity.
-    public init(_ rawValue: String, generation: StackGeneration = .first) {
-        self.rawValue = rawValue
-        self.generation = generation
-    }
-
-    /// The identity's text.
-    public var description: String { rawValue }
-}
-
 /// What a connected central did with a characteristic.
 public struct GATTEvent: Hashable, Sendable, CustomStringConvertible {
     /// What it did.

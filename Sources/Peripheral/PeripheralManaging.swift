@@ -1,7 +1,8 @@
-/// The identity of a registered advertisement, as the implementation that registered it knows
-/// it (for BlueZ, the exported object path), and the run of the stack that holds it.
-public struct AdvertisementID: Hashable, Sendable, CustomStringConvertible {
-    /// The identity's text, e.g. `/org/bleadvd/advertisement/heart`.
+/// The identity of something registered with the stack (an advertisement, the GATT
+/// application), as the implementation that registered it knows it (for BlueZ, the exported
+/// object path), and the run of the stack that holds it.
+public struct RegistrationID: Hashable, Sendable, CustomStringConvertible {
+    /// The identity's text, e.g. `/org/bleadvd/advertisement/3` or `/org/bleadvd/gatt/app1`.
     public let rawValue: String
     /// The run of the stack's daemon that answered the registration: it goes with that run.
     public let generation: StackGeneration
@@ -33,7 +34,7 @@ public enum PeripheralEvent: Hashable, Sendable {
     case adapterPowered(String, Bool, StackGeneration = .first)
     /// BlueZ removed an advertisement itself and said so with `Release` (its timeout ran out,
     /// the adapter went away, bluetoothd is stopping).
-    case released(AdvertisementID)
+    case released(RegistrationID)
     /// A connected central read, wrote, subscribed to or unsubscribed from a characteristic.
     case gatt(GATTEvent)
 }
@@ -50,13 +51,13 @@ public protocol PeripheralManaging: Sendable {
 
     /// Registers an advertisement on an adapter; returns when it is on air.
     /// - Throws: ``PeripheralError`` with BlueZ's reason translated.
-    func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID
+    func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> RegistrationID
 
     /// Unregisters an advertisement.
-    func stopAdvertising(_ id: AdvertisementID) async throws
+    func stopAdvertising(_ id: RegistrationID) async throws
 
     /// Changes a registered advertisement in place, without taking it off air.
-    func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws
+    func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws
 
     /// Registers an advertisement again if BlueZ no longer holds it although it never said so.
     /// BlueZ 5.66 to 5.73 forget an advertisement whose in-place update the kernel refused,
@@ -64,21 +65,21 @@ public protocol PeripheralManaging: Sendable {
     /// - Returns: true when BlueZ had dropped it and it is registered again; false when BlueZ
     ///   still held it (nothing changed).
     /// - Throws: ``PeripheralError`` when BlueZ could not be asked, or refused the registration.
-    func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool
+    func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool
 
     /// Registers GATT services on an adapter; returns once BlueZ has read them (centrals that
     /// connect find them from then on). Writes are checked against each characteristic's
     /// format before they are taken; what centrals do is reported as ``PeripheralEvent/gatt(_:)``.
     /// - Throws: ``PeripheralError`` with BlueZ's reason translated.
-    func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> ApplicationID
+    func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID
 
     /// Unregisters an application: centrals no longer find its services.
-    func unregisterApplication(_ id: ApplicationID) async throws
+    func unregisterApplication(_ id: RegistrationID) async throws
 
     /// Changes a characteristic's value in place; subscribed centrals are notified (or
     /// indicated) of it.
     /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
-    func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws
+    func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws
 
     /// Compares what the stack holds with what this manager registered, adapter by adapter,
     /// and removes what it can name that nothing tracks any more (objects left exported,

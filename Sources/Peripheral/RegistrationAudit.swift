@@ -7,13 +7,13 @@ public struct RegistrationAudit: Hashable, Sendable {
     /// `ActiveInstances`).
     public var registered: Int
     /// The advertisements this manager registered there and still tracks.
-    public var held: Set<AdvertisementID>
+    public var held: Set<RegistrationID>
     /// Registrations of this manager's that nothing tracked any more (a reply that never came,
     /// an object left exported), which the audit unregistered from the stack.
     public var straysRemoved: Int
 
     /// An audit of one adapter.
-    public init(adapter: String, registered: Int, held: Set<AdvertisementID>, straysRemoved: Int = 0) {
+    public init(adapter: String, registered: Int, held: Set<RegistrationID>, straysRemoved: Int = 0) {
         self.adapter = adapter
         self.registered = registered
         self.held = held

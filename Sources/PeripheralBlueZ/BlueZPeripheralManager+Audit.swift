@@ -36,7 +36,7 @@ extension BlueZPeripheralManager {
         // Counted after the removals, from BlueZ's answer then.
         return try await adapters().map { adapter in
             let held = registrations.filter { $0.value.adapter == adapter.name && $0.value.generation == generation }
-                .map { AdvertisementID($0.key.rawValue, generation: generation) }
+                .map { RegistrationID($0.key.rawValue, generation: generation) }
             return RegistrationAudit(
                 adapter: adapter.name, registered: adapter.activeInstances, held: Set(held),
                 straysRemoved: removed[adapter.name] ?? 0)

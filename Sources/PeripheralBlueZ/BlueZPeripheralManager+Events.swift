@@ -80,7 +80,7 @@ extension BlueZPeripheralManager {
         }
         registrations[path] = nil
         await connection.unexport(path)
-        publish(.released(AdvertisementID(path.rawValue, generation: registration.generation)))
+        publish(.released(RegistrationID(path.rawValue, generation: registration.generation)))
     }
 
     private func connectionEnded() async {

@@ -28,7 +28,7 @@ extension BlueZPeripheralManager {
 
     /// Exports the application and registers it; returns once BlueZ replied (after reading
     /// every object back). A refused registration leaves no object.
-    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> ApplicationID {
+    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID {
         let adapterPath = try BlueZ.adapterPath(adapter)
         let generation = try await currentBluetoothd()
         nextObject += 1
@@ -81,12 +81,12 @@ extension BlueZPeripheralManager {
             throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the GATT application")
         }
         applications[root] = registration
-        return ApplicationID(root.rawValue, generation: generation)
+        return RegistrationID(root.rawValue, generation: generation)
     }
 
     /// Unregisters the application and removes its objects. One BlueZ no longer has counts as
     /// unregistered.
-    public func unregisterApplication(_ id: ApplicationID) async throws {
+    public func unregisterApplication(_ id: RegistrationID) async throws {
         guard let root = try? DBusObjectPath(id.rawValue), applications[root]?.generation == id.generation,
               let registration = applications.removeValue(forKey: root) else {
             throw PeripheralError(.notRegistered, "\(id) is not registered")
@@ -106,7 +106,7 @@ extension BlueZPeripheralManager {
 
     /// Sets the characteristic's `Value`; the `PropertiesChanged` that says so is what
     /// bluetoothd sends subscribed centrals as a notification or indication.
-    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws {
+    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
         guard let root = try? DBusObjectPath(application.rawValue), applications[root]?.generation == application.generation,
               let path = applications[root]?.characteristics[characteristic] else {
             throw PeripheralError(.notRegistered, "\(characteristic) is not registered in \(application)")

@@ -90,7 +90,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// current bluetoothd; returns once it replied (after reading the object back). A refused
     /// registration leaves no object; one whose outcome is unknown (the caller gave up, or no
     /// reply came in time) is unregistered, so that BlueZ cannot keep one nobody tracks.
-    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
+    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> RegistrationID {
         let adapterPath = try BlueZ.adapterPath(adapter)
         let generation = try await currentBluetoothd()
         let path = try makeObjectPath()
@@ -128,7 +128,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         }
         registrations[path] = Registration(adapter: adapter, generation: generation, advertisement: advertisement)
         logger.debug("registered \(path) on \(adapter) of bluetoothd \(generation) in \(ContinuousClock.now - started)")
-        return AdvertisementID(path.rawValue, generation: generation)
+        return RegistrationID(path.rawValue, generation: generation)
     }
 
     /// Undoes a registration whose outcome is unknown: removes the object and asks the
@@ -153,7 +153,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     /// Unregisters the advertisement and removes its object. One BlueZ no longer has counts as
     /// stopped.
-    public func stopAdvertising(_ id: AdvertisementID) async throws {
+    public func stopAdvertising(_ id: RegistrationID) async throws {
         let path = try registeredPath(id)
         let registration = registrations[path]!
         // Forget it first: whatever BlueZ answers, it is no longer ours to keep on air.
@@ -176,7 +176,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     /// Changes the object's properties and says so with `PropertiesChanged`: BlueZ puts the new
     /// data on air in place. A change that adds or removes a property is refused (`rejected`).
-    public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
+    public func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws {
         let path = try registeredPath(id)
         let old = registrations[path]!.advertisement.bluezProperties
         let new = advertisement.bluezProperties
@@ -196,7 +196,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     }
 
     /// Asks BlueZ to register the object again: `AlreadyExists` means BlueZ still holds it.
-    public func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool {
+    public func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool {
         let path = try registeredPath(id)
         let registration = registrations[path]!
         do {
@@ -259,7 +259,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         return try Self.objectRoot.appending(String(nextObject))
     }
 
-    private func registeredPath(_ id: AdvertisementID) throws -> DBusObjectPath {
+    private func registeredPath(_ id: RegistrationID) throws -> DBusObjectPath {
         guard let path = try? DBusObjectPath(id.rawValue), registrations[path]?.generation == id.generation else {
             throw PeripheralError(.notRegistered, "\(id) is not registered")
         }

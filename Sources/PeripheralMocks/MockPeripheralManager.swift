@@ -27,11 +27,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     private struct State {
         var adapters: Script<[AdapterCapabilities]>?
         var powerOn: Script<Void>?
-        var start: Script<AdvertisementID>?
+        var start: Script<RegistrationID>?
         var stop: Script<Void>?
         var update: Script<Void>?
         var reregister: Script<Bool>?
-        var registerApplication: Script<ApplicationID>?
+        var registerApplication: Script<RegistrationID>?
         var unregisterApplication: Script<Void>?
         var updateValue: Script<Void>?
         var audit: Script<[RegistrationAudit]>?
@@ -51,17 +51,17 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         /// The advertisements `startAdvertising` was called with, and the adapter.
         public var started: [(advertisement: Advertisement, adapter: String)] = []
         /// The identities `stopAdvertising` was called with.
-        public var stopped: [AdvertisementID] = []
+        public var stopped: [RegistrationID] = []
         /// The identities and advertisements `updateAdvertisement` was called with.
-        public var updated: [(id: AdvertisementID, advertisement: Advertisement)] = []
+        public var updated: [(id: RegistrationID, advertisement: Advertisement)] = []
         /// The identities `reregisterIfDropped` was called with.
-        public var reregistered: [AdvertisementID] = []
+        public var reregistered: [RegistrationID] = []
         /// The applications `registerApplication` was called with, and the adapter.
         public var registeredApplications: [(application: GATTApplication, adapter: String)] = []
         /// The identities `unregisterApplication` was called with.
-        public var unregisteredApplications: [ApplicationID] = []
+        public var unregisteredApplications: [RegistrationID] = []
         /// The values `updateValue` was called with, the characteristic and the application.
-        public var updatedValues: [(value: [UInt8], characteristic: GATTCharacteristicID, application: ApplicationID)] = []
+        public var updatedValues: [(value: [UInt8], characteristic: GATTCharacteristicID, application: RegistrationID)] = []
         /// How many times `audit()` was called.
         public var audits = 0
         /// Calls nobody scripted, described.
@@ -80,7 +80,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Scripts `powerOn(adapter:)`.
     public func scriptPowerOn(_ script: Script<Void>) { state.withLock { $0.powerOn = script } }
     /// Scripts `startAdvertising(_:on:)`.
-    public func scriptStart(_ script: Script<AdvertisementID>) { state.withLock { $0.start = script } }
+    public func scriptStart(_ script: Script<RegistrationID>) { state.withLock { $0.start = script } }
     /// Scripts `stopAdvertising(_:)`.
     public func scriptStop(_ script: Script<Void>) { state.withLock { $0.stop = script } }
     /// Scripts `updateAdvertisement(_:to:)`.
@@ -89,7 +89,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptReregister(_ script: Script<Bool>) { state.withLock { $0.reregister = script } }
 
     /// Scripts `registerApplication(_:on:)`.
-    public func scriptRegisterApplication(_ script: Script<ApplicationID>) { state.withLock { $0.registerApplication = script } }
+    public func scriptRegisterApplication(_ script: Script<RegistrationID>) { state.withLock { $0.registerApplication = script } }
     /// Scripts `unregisterApplication(_:)`.
     public func scriptUnregisterApplication(_ script: Script<Void>) { state.withLock { $0.unregisterApplication = script } }
     /// Scripts `updateValue(_:of:in:)`.
@@ -136,39 +136,39 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     }
 
     /// Records the call; answers as ``scriptStart(_:)`` says.
-    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> AdvertisementID {
+    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> RegistrationID {
         try await answer("startAdvertising(_:on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
     }
 
     /// Records the call; answers as ``scriptStop(_:)`` says.
-    public func stopAdvertising(_ id: AdvertisementID) async throws {
+    public func stopAdvertising(_ id: RegistrationID) async throws {
         try await answer("stopAdvertising(\(id))", \.stop) { $0.stopped.append(id) }
     }
 
     /// Records the call; answers as ``scriptUpdate(_:)`` says.
-    public func updateAdvertisement(_ id: AdvertisementID, to advertisement: Advertisement) async throws {
+    public func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws {
         try await answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
     }
 
     /// Records the call; answers as ``scriptReregister(_:)`` says.
-    public func reregisterIfDropped(_ id: AdvertisementID) async throws -> Bool {
+    public func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool {
         try await answer("reregisterIfDropped(\(id))", \.reregister) { $0.reregistered.append(id) }
     }
 
     /// Records the call; answers as ``scriptRegisterApplication(_:)`` says.
-    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> ApplicationID {
+    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID {
         try await answer("registerApplication(_:on: \(adapter))", \.registerApplication) {
             $0.registeredApplications.append((application, adapter))
         }
     }
 
     /// Records the call; answers as ``scriptUnregisterApplication(_:)`` says.
-    public func unregisterApplication(_ id: ApplicationID) async throws {
+    public func unregisterApplication(_ id: RegistrationID) async throws {
         try await answer("unregisterApplication(\(id))", \.unregisterApplication) { $0.unregisteredApplications.append(id) }
     }
 
     /// Records the call; answers as ``scriptUpdateValue(_:)`` says.
-    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: ApplicationID) async throws {
+    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
         try await answer("updateValue(_:of: \(characteristic))", \.updateValue) {
             $0.updatedValues.append((value, characteristic, application))
         }

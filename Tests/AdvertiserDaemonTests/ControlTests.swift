@@ -49,7 +49,7 @@ struct ControlTests {
         let result = try await session.ctl("off")
 
         #expect(result.status == 0)
-        #expect(session.mock.calls.stopped == [AdvertisementID("/org/bleadvd/advertisement/1")])
+        #expect(session.mock.calls.stopped == [RegistrationID("/org/bleadvd/advertisement/1")])
     }
 
     @Test("an unknown name is a usage error: exit 2 and one line naming it")
@@ -101,7 +101,7 @@ struct ControlTests {
     func statusShowsMismatch() async throws {
         let session = try await DaemonSession(auditDelay: .seconds(1)) { mock in
             mock.scriptAudit(.always(.success([RegistrationAudit(
-                adapter: "hci0", registered: 3, held: [AdvertisementID("/org/bleadvd/advertisement/1")])])))
+                adapter: "hci0", registered: 3, held: [RegistrationID("/org/bleadvd/advertisement/1")])])))
         }
         let expected = "BlueZ holds 3 advertisement(s) on hci0, bleadvd 1: 2 registered by another program, or by bleadvd where it cannot name them"
 

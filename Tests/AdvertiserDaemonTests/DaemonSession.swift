@@ -59,7 +59,7 @@ struct DaemonSession {
         configPath = self.bus.folder.appendingPathComponent("bleadvd.toml").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: Self.address)])))
-        mock.scriptStart(.always(.success(AdvertisementID("/org/bleadvd/advertisement/1"))))
+        mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/1"))))
         mock.scriptStop(.always(.success(())))
         mock.scriptAudit(.always(.success([])))
         script(mock)

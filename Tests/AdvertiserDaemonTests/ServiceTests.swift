@@ -29,7 +29,7 @@ struct ServiceTests {
         flags = ["read", "write", "notify"]
         value = 10
         """
-    static let app = ApplicationID("/org/bleadvd/gatt/app1")
+    static let app = RegistrationID("/org/bleadvd/gatt/app1")
     static let level = GATTCharacteristicID(service: "power", characteristic: "level")
     static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
 

@@ -14,7 +14,7 @@ struct ArticleExampleTests {
         mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0")])))
         mock.scriptStart(.sequence([
             .failure(PeripheralError(.noFreeInstance, "Maximum advertisements reached")),
-            .success(AdvertisementID("/ad/1")),
+            .success(RegistrationID("/ad/1")),
         ]))
         let module = BluetoothModule(manager: mock, clock: clock)
         await module.configure(["beacon": Advertisement(localName: "B")])
@@ -24,6 +24,6 @@ struct ArticleExampleTests {
         await module.retryDue()
 
         #expect(mock.startAdvertisingCallCount == 2)
-        #expect(await module.status()["beacon"]?.phase == .on(AdvertisementID("/ad/1"), adapter: "hci0"))
+        #expect(await module.status()["beacon"]?.phase == .on(RegistrationID("/ad/1"), adapter: "hci0"))
     }
 }

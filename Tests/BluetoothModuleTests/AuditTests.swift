@@ -7,7 +7,7 @@ import Testing
 @Suite("Auditing what BlueZ holds")
 struct AuditTests {
     static let delay = BluetoothModule<ManualClock>.standardAuditDelay
-    static let strayID = AdvertisementID("/ad/stray")
+    static let strayID = RegistrationID("/ad/stray")
 
     /// A harness with heart on air, its audit due.
     static func onAir() async throws -> Harness {

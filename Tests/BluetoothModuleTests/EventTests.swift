@@ -183,7 +183,7 @@ struct EventTests {
         let h = await Harness()
         try await h.module.on("heart")
 
-        await h.module.handle(.released(AdvertisementID("/someone/else")))
+        await h.module.handle(.released(RegistrationID("/someone/else")))
 
         #expect(h.mock.startAdvertisingCallCount == 1)
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))

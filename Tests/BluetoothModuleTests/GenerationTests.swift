@@ -8,7 +8,7 @@ import Testing
 @Suite("Registrations and the runs of bluetoothd")
 struct GenerationTests {
     static let second = StackGeneration(2, name: ":1.85")
-    static let heartOnSecond = AdvertisementID("/ad/heart-2", generation: second)
+    static let heartOnSecond = RegistrationID("/ad/heart-2", generation: second)
 
     @Test("a registration the next bluetoothd answered stays on air when the old one's vanishing arrives")
     func olderVanishKeepsNewerRegistration() async throws {
@@ -79,7 +79,7 @@ struct GenerationTests {
     @Test("an application the next bluetoothd answered stays registered when the old one's vanishing arrives")
     func olderVanishKeepsNewerApplication() async throws {
         let h = await Harness()
-        let id = ApplicationID("/org/bleadvd/gatt/app2", generation: Self.second)
+        let id = RegistrationID("/org/bleadvd/gatt/app2", generation: Self.second)
         h.mock.scriptRegisterApplication(.always(.success(id)))
         await h.module.serve(GATTApplication(services: [
             GATTService(name: "power", uuid: BluetoothUUID(0x180F), characteristics: [
@@ -90,7 +90,7 @@ struct GenerationTests {
         await h.module.handle(.bluezVanished(.first))
         await h.module.handle(.bluezAppeared(Self.second))
 
-        #expect(await h.module.applicationStatus().status.phase == .registered(id, adapter: "hci0"))
+        #expect(await h.module.applicationStatus().status?.phase == .on(id, adapter: "hci0"))
         #expect(h.mock.calls.registeredApplications.count == 1)
     }
 }

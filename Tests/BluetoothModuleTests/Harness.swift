@@ -6,7 +6,7 @@ import PeripheralMocks
 struct Harness {
     static let heart = Advertisement(kind: .peripheral, serviceUUIDs: [BluetoothUUID(0x180D)], localName: "Thermo-1")
     static let door = Advertisement(kind: .broadcast, manufacturerData: [.init(companyID: 0xFFFF, data: [1, 2])])
-    static let heartID = AdvertisementID("/ad/heart")
+    static let heartID = RegistrationID("/ad/heart")
     static let hci0 = AdapterCapabilities(name: "hci0")
 
     let mock = MockPeripheralManager()

@@ -116,7 +116,7 @@ struct RetryTests {
     @Test("an advertisement waiting for a free slot goes on air as soon as another is turned off, before its retry")
     func slotFreedByOff() async throws {
         let h = await Harness()
-        let doorID = AdvertisementID("/ad/door")
+        let doorID = RegistrationID("/ad/door")
         await h.module.configure(["heart": Harness.heart, "door": Harness.door])
         h.mock.scriptStart(.sequence([
             .success(Harness.heartID), .failure(PeripheralError(.noFreeInstance, "no free slot")), .success(doorID),

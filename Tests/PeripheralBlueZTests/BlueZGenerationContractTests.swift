@@ -72,7 +72,7 @@ struct BlueZGenerationContractTests {
         let events = await EventLog.reading(try await session.manager.events())
         try await session.control("LeaveBeforeNextReply")
 
-        let outcome: Result<AdvertisementID, any Error>
+        let outcome: Result<RegistrationID, any Error>
         do {
             outcome = .success(try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0"))
         } catch {

@@ -116,7 +116,7 @@ extension PeripheralEvent {
         case .adapterAdded(let adapter, _): .adapterAdded(adapter)
         case .adapterRemoved(let adapter, _): .adapterRemoved(adapter)
         case .adapterPowered(let adapter, let on, _): .adapterPowered(adapter, on)
-        case .released(let id): .released(AdvertisementID(id.rawValue))
+        case .released(let id): .released(RegistrationID(id.rawValue))
         case .gatt: self
         }
     }
