@@ -27,8 +27,8 @@ extension Daemon {
         case request(Request)
         /// The bus connection is gone.
         case busLost
-        /// Values were set for this advertisement: a sender is to take them to BlueZ.
-        case send(String)
+        /// Values were set for this advertisement or service: a sender is to take them to BlueZ.
+        case send(Target)
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -90,8 +90,8 @@ extension Daemon {
                     await publish(states)
                 case .started(let settled):
                     await announceReady(settled: settled)
-                case .send(let name):
-                    group.addTask { await self.send(name) }
+                case .send(let target):
+                    group.addTask { await self.send(target) }
                 case .request(.reload):
                     logger.notice("reloading \(configPath)")
                     group.addTask { try? await self.reload() }
@@ -111,7 +111,7 @@ extension Daemon {
     /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
     /// ``stopWait`` even if BlueZ never answers.
     func shutdown() async {
-        stopping = true
+        lifecycle = .stopping
         notifier.notify("STOPPING=1")
         let names = self.names
         let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
@@ -154,13 +154,13 @@ extension Daemon {
         } catch {
             throw DaemonFailure("cannot watch BlueZ on the system bus, so advertisements could not be restored after bluetoothd restarts: \(error)")
         }
-        await module.configure(entries.mapValues(\.live.advertisement))
+        await module.configure(entries.mapValues(\.advertisement))
         return events
     }
 
     /// Registers the enabled advertisements, in the order of their names.
     private func registerEnabled() async {
-        let enabled = names.filter { entries[$0]!.file.enabled }
+        let enabled = names.filter { entries[$0]!.values.file.enabled }
         logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(application)
@@ -168,9 +168,9 @@ extension Daemon {
     }
 
     private func announceReady(settled: Bool) async {
-        guard !ready else { return }
+        guard lifecycle == .starting else { return }
         await publish(await module.status())
-        ready = true
+        lifecycle = .ready
         let summary = statusLine()
         notifier.notify("READY=1\nSTATUS=" + (settled ? summary : "still trying after \(Self.readyWait): " + summary))
         logger.notice("ready: \(summary)")

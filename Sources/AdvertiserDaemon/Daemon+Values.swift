@@ -6,65 +6,102 @@ import Logging
 import Peripheral
 
 extension Daemon {
-    /// Applies `values` to advertisement `name`, checked as the config file is, and sends the
-    /// result to BlueZ in place; changes come at most every ``updateInterval``, the newest
+    /// What `name` stands for.
+    /// - Throws: `PeripheralError` `unknownName` when it is neither an advertisement nor a service.
+    func target(_ name: String) throws(PeripheralError) -> Target {
+        if entries[name] != nil { return .advertisement(name) }
+        if services[name] != nil { return .service(name) }
+        throw PeripheralError.unknownName(name)
+    }
+
+    /// Applies `values` to advertisement or service `name`, each checked (an advertisement's
+    /// as the config file is, a service's against its characteristic's format); the new values
+    /// reach BlueZ (and subscribed centrals) at most every ``updateInterval``, the newest
     /// winning. Returns once the values are accepted.
     func change(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) {
-        guard let entry = entries[name] else {
-            if services[name] != nil { return try changeService(name, values) }
-            throw PeripheralError.unknownName(name)
+        let target = try target(name)
+        let example = switch target {
+        case .advertisement: "temperature=21.5"
+        case .service: "\(services[name]!.live.service.characteristics.first?.name ?? "level")=80"
         }
         guard !values.isEmpty else {
-            throw PeripheralError(.invalidValue, "no values given; set at least one, e.g. temperature=21.5")
+            throw PeripheralError(.invalidValue, "no values given; set at least one, e.g. \(example)")
         }
         if let long = values.keys.first(where: { $0.count > 64 }) {
-            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(long)) is no key of the config file")
+            let what = switch target {
+            case .advertisement: "key of the config file"
+            case .service: "characteristic of \(name)"
+            }
+            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(long)) is no \(what)")
         }
+        let startSender = switch target {
+        case .advertisement: try changeAdvertisement(name, values)
+        case .service: try changeService(name, values)
+        }
+        if startSender { post.yield(.send(target)) }
+    }
+
+    /// The advertisement's part of ``change(_:_:)``: returns whether a sender must start.
+    private func changeAdvertisement(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) -> Bool {
+        let entry = entries[name]!
         var changes: [String: ConfigValue] = [:]
         for (key, value) in values {
-            changes[key] = try Self.configValue(value, key: key, like: entry.live.settings[entry.live.settingKey(key)])
+            changes[key] = try Self.configValue(value, key: key, like: entry.values.live.settings[entry.values.live.settingKey(key)])
         }
         let changed: ConfiguredAdvertisement
-        let advertisement: Advertisement
         let packetID = entry.packetID &+ 1
         do {
-            changed = try ConfigParser.applying(changes, to: entry.live, name: name)
-            advertisement = try changed.advertisement(packetID: packetID)
+            changed = try ConfigParser.applying(changes, to: entry.values.live, name: name)
+            _ = try changed.advertisement(packetID: packetID)
         } catch let error as ConfigError {
             throw PeripheralError(.invalidValue, error.description)
         } catch {
             throw PeripheralError(.invalidValue, "\(error)")
         }
-        entries[name]?.live = changed
-        entries[name]?.packetID = packetID
-        entries[name]?.pending = advertisement
         logger.info("\(name): set \(changes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
-        guard !entry.sending else { return }
-        entries[name]?.sending = true
-        post.yield(.send(name))
+        // Values that are in force already change nothing, the packet id neither.
+        guard changed != entry.values.live else { return false }
+        entries[name]?.packetID = packetID
+        return entries[name]!.values.set(changed)
     }
 
     /// The values of an advertisement as the config file would write them.
     func values(of name: String) -> [String: String] {
-        (entries[name]?.live.shownSettings ?? [:]).mapValues { value in
+        (entries[name]?.values.live.shownSettings ?? [:]).mapValues { value in
             if case .string(let text) = value { text } else { value.description }
         }
     }
 
-    /// Sends the newest change of `name` to BlueZ, then waits ``updateInterval`` before the
-    /// next, until none is waiting. Runs as a child of the loop's task group.
-    func send(_ name: String) async {
-        if services[name] != nil { return await sendService(name) }
-        defer { entries[name]?.sending = false }
-        while let advertisement = entries[name]?.pending {
-            entries[name]?.pending = nil
-            do {
-                try await module.update(name, to: advertisement)
-            } catch {
-                logger.warning("\(name): the new values did not reach BlueZ: \(error)")
+    /// Takes the newest values of `target` to the module (and BlueZ), then waits
+    /// ``updateInterval`` before the next, until none is waiting. Runs as a child of the loop's
+    /// task group.
+    func send(_ target: Target) async {
+        while true {
+            switch target {
+            case .advertisement(let name):
+                guard entries[name]?.values.next() != nil, let advertisement = entries[name]?.advertisement else { return }
+                do {
+                    try await module.update(name, to: advertisement)
+                } catch {
+                    logger.warning("\(name): the new values did not reach BlueZ: \(error)")
+                }
+                await ControlService.valuesChanged(name, values(of: name), on: connection)
+            case .service(let name):
+                guard let (sent, live) = services[name]?.next() else { return }
+                for characteristic in live.service.characteristics {
+                    let before = sent.service.characteristics.first { $0.name == characteristic.name }
+                    guard before?.value != characteristic.value else { continue }
+                    try? await module.setValue(characteristic.value, of: GATTCharacteristicID(service: name, characteristic: characteristic.name))
+                }
+                await ControlService.valuesChanged(name, live.shownValues, on: connection)
             }
-            await ControlService.valuesChanged(name, values(of: name), on: connection)
-            guard (try? await clock.sleep(for: Self.updateInterval)) != nil else { return }
+            guard (try? await clock.sleep(for: Self.updateInterval)) != nil else {
+                switch target {
+                case .advertisement(let name): entries[name]?.values.senderEnded()
+                case .service(let name): services[name]?.senderEnded()
+                }
+                return
+            }
         }
     }
 

@@ -21,6 +21,16 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// faster than that are coalesced, the newest wins.
     package static var updateInterval: Duration { .milliseconds(100) }
 
+    /// Where the daemon is in its life.
+    enum Lifecycle: Sendable, Hashable {
+        /// Registering what is enabled; READY=1 not sent yet.
+        case starting
+        /// READY=1 sent: STATUS= follows every change of the summary.
+        case ready
+        /// Shutdown began: reloads are refused from then on.
+        case stopping
+    }
+
     /// What the process asks of the loop (from signals).
     package enum Request: Sendable, Hashable {
         /// Re-read the config (SIGHUP).
@@ -44,12 +54,10 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let settings: DaemonConfig
     /// Each advertisement, by name.
     var entries: [String: Entry]
-    /// Each GATT service, by name.
-    var services: [String: ServiceEntry]
-    /// Whether READY=1 was sent.
-    var ready = false
-    /// Whether shutdown began: reloads are refused from then on.
-    var stopping = false
+    /// Each GATT service's values, by name.
+    var services: [String: Coalesced<ConfiguredService>]
+    /// Where the daemon is in its life.
+    var lifecycle = Lifecycle.starting
     /// Whether a reload is running; the next ones wait here, in the order asked for.
     var reloading = false
     var waitingReloads: [CheckedContinuation<Void, Never>] = []
@@ -59,23 +67,28 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
 
     /// One advertisement as the daemon keeps it: all it knows of one name, in one record.
     struct Entry: Sendable {
-        /// As the file said when it was last read.
-        var file: ConfiguredAdvertisement
-        /// In force: the file's, with the values set since.
-        var live: ConfiguredAdvertisement
+        /// Its values: the file's, in force, and as last sent to BlueZ.
+        var values: Coalesced<ConfiguredAdvertisement>
         /// BTHome's packet id, changed with each new set of values.
         var packetID: UInt8 = 0
-        /// A change waiting for its turn to go to BlueZ (``updateInterval``).
-        var pending: Advertisement?
-        /// Whether a sender is taking its changes to BlueZ now.
-        var sending = false
         /// Its state as last announced (StateChanged, STATUS=).
         var published: AdvertisementState?
 
         init(_ configured: ConfiguredAdvertisement) {
-            file = configured
-            live = configured
+            values = Coalesced(configured)
         }
+
+        /// The advertisement in force, with its packet id.
+        var advertisement: Advertisement {
+            // The values in force were checked when they were set: building them again succeeds.
+            (try? values.live.advertisement(packetID: packetID)) ?? values.live.advertisement
+        }
+    }
+
+    /// What a name given to `set` stands for, resolved once.
+    enum Target: Hashable, Sendable {
+        case advertisement(String)
+        case service(String)
     }
 
     /// The names, sorted.
@@ -103,7 +116,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     ) {
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
         self.entries = config.advertisements.mapValues(Entry.init)
-        self.services = config.services.mapValues(ServiceEntry.init)
+        self.services = config.services.mapValues(Coalesced.init)
         (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
         self.loadConfig = loadConfig
@@ -147,7 +160,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         defer {
             if waitingReloads.isEmpty { reloading = false } else { waitingReloads.removeFirst().resume() }
         }
-        guard !stopping else {
+        guard lifecycle != .stopping else {
             logger.warning("reload refused: bleadvd is stopping")
             throw ReloadError("bleadvd is stopping; nothing was reloaded")
         }
@@ -166,20 +179,18 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         let added = new.names.filter { entries[$0] == nil && new.advertisements[$0]!.enabled }
         var next: [String: Entry] = [:]
         for (name, configured) in new.advertisements {
-            // One the file did not change keeps the values set at run time, and any change on
-            // its way; one it changed starts from the file, its packet id going on.
-            if let entry = entries[name], entry.file == configured {
-                next[name] = entry
-            } else {
-                var entry = Entry(configured)
-                entry.packetID = entries[name]?.packetID ?? 0
-                entry.sending = entries[name]?.sending ?? false
-                entry.published = entries[name]?.published
-                next[name] = entry
+            // One the file did not change keeps the values set at run time; one it changed
+            // starts from the file, with a new packet id.
+            guard var entry = entries[name] else {
+                next[name] = Entry(configured)
+                continue
             }
+            if entry.values.file != configured { entry.packetID &+= 1 }
+            entry.values = entry.values.reloaded(from: configured)
+            next[name] = entry
         }
         entries = next
-        await module.configure(next.mapValues(\.live.advertisement))
+        await module.configure(next.mapValues(\.advertisement))
         await reloadServices(new.services)
         for name in added { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
@@ -228,7 +239,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             entries[name]?.published = state
             if previous != state.state { await ControlService.stateChanged(name, state.state, on: connection) }
         }
-        if ready, statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
+        if lifecycle == .ready, statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
     }
 
     /// One line for `systemctl status`: how many are on air, and why the others are not.

@@ -50,6 +50,33 @@ struct SetTests {
         #expect(announced?.body.first == .string("kitchen"))
     }
 
+    @Test("setting the values in force again sends nothing to BlueZ")
+    func sameValuesSendNothing() async throws {
+        let (session, _) = try await session()
+
+        let result = try await session.ctl("set", "kitchen", "temperature=21.5")
+        session.clock.advance(by: Daemon<ManualClock>.updateInterval)
+        for _ in 0..<100 { await Task.yield() }
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(session.mock.updateAdvertisementCallCount == 0)
+    }
+
+    @Test("a reload that leaves a table as it was keeps its values and packet id on air")
+    func reloadKeepsThePacketID() async throws {
+        var (session, changes) = try await session()
+        try await session.daemon.set("kitchen", ["temperature": .double(22.5)])
+        _ = await changes.next()
+        let updates = session.mock.updateAdvertisementCallCount
+
+        try await session.daemon.reload()
+
+        // Still packet id 1 with 22.5 °C: a BTHome receiver would take packet id 0 again for a
+        // repeat and drop it.
+        #expect(session.mock.updateAdvertisementCallCount == updates)
+        #expect(serviceData(session.mock.calls.updated.last?.advertisement) == [0x40, 0x00, 0x01, 0x01, 0x57, 0x02, 0xCA, 0x08, 0x03, 0xB4, 0x0F])
+    }
+
     @Test("a reload that changes an advertisement's table drops a value set before it and not sent yet")
     func reloadDropsAStaleChange() async throws {
         var (session, changes) = try await session()
