@@ -13,6 +13,21 @@ package enum BlueZ {
     package static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
     /// What BlueZ calls on a registered advertisement, and what it reads.
     package static let advertisementInterface = "org.bluez.LEAdvertisement1"
+    /// An adapter's GATT manager, where applications are registered.
+    static let gattManagerInterface = "org.bluez.GattManager1"
+    /// A service of a registered application.
+    package static let serviceInterface = "org.bluez.GattService1"
+    /// A characteristic: what BlueZ reads, and calls as centrals act.
+    package static let characteristicInterface = "org.bluez.GattCharacteristic1"
+    /// A characteristic's descriptor.
+    package static let descriptorInterface = "org.bluez.GattDescriptor1"
+    /// The error bluetoothd turns into ATT's Invalid Offset.
+    static let invalidOffset: DBusError.Name = "org.bluez.Error.InvalidOffset"
+
+    /// Where bleadvd exports its advertisements for BlueZ: `/org/bleadvd/advertisement/N`.
+    package static let advertisementRoot: DBusObjectPath = "/org/bleadvd/advertisement"
+    /// Where bleadvd exports its GATT applications: `/org/bleadvd/gatt/appN`.
+    static let applicationRoot: DBusObjectPath = "/org/bleadvd/gatt"
 
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     static let propertiesInterface = "org.freedesktop.DBus.Properties"

@@ -18,7 +18,7 @@ extension BlueZPeripheralManager {
             let adapterNames = try await adapters().map(\.name)
             for path in strays {
                 await connection.unexport(path)
-                guard path.rawValue.hasPrefix(Self.objectRoot.rawValue + "/") else { continue }
+                guard path.rawValue.hasPrefix(BlueZ.advertisementRoot.rawValue + "/") else { continue }
                 for adapter in adapterNames where await unregisterStray(path, on: adapter, of: generation) {
                     removed[adapter, default: 0] += 1
                 }
@@ -35,7 +35,7 @@ extension BlueZPeripheralManager {
         }
         // Counted after the removals, from BlueZ's answer then.
         return try await adapters().map { adapter in
-            let held = registrations.filter { $0.value.adapter == adapter.name && $0.value.generation == generation }
+            let held = exports.filter { $0.value.advertisement != nil && $0.value.adapter == adapter.name && $0.value.generation == generation }
                 .map { RegistrationID($0.key.rawValue, generation: generation) }
             return RegistrationAudit(
                 adapter: adapter.name, registered: adapter.activeInstances, held: Set(held),
@@ -46,11 +46,10 @@ extension BlueZPeripheralManager {
     /// Whether `path` is one of ours that no registration, finished or under way, accounts for.
     private func untracked(_ path: DBusObjectPath) -> Bool {
         let text = path.rawValue
-        if text.hasPrefix(Self.objectRoot.rawValue + "/") {
-            return registrations[path] == nil && !registering.contains(path)
+        guard [BlueZ.advertisementRoot, BlueZ.applicationRoot].contains(where: { text.hasPrefix($0.rawValue + "/") }) else {
+            return false
         }
-        guard text.hasPrefix(Self.applicationRoot.rawValue + "/") else { return false }
-        return !(Array(applications.keys) + registering).contains { root in
+        return !(Array(exports.keys) + registering).contains { root in
             text == root.rawValue || text.hasPrefix(root.rawValue + "/")
         }
     }

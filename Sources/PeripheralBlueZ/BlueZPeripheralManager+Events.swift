@@ -73,12 +73,12 @@ extension BlueZPeripheralManager {
     /// dropped the advertisement itself. From anyone else (the bus policy lets root call
     /// anything) it is ignored: it would only make bleadvd forget a registration BlueZ still has.
     func released(_ path: DBusObjectPath, by sender: String?) async {
-        guard let registration = registrations[path] else { return }
+        guard let registration = exports[path], registration.advertisement != nil else { return }
         guard let sender, sender == registration.generation.name else {
             logger.warning("ignored Release of \(path.rawValue) from \(sender ?? "an unknown sender"), which is not the bluetoothd that holds it")
             return
         }
-        registrations[path] = nil
+        exports[path] = nil
         await connection.unexport(path)
         publish(.released(RegistrationID(path.rawValue, generation: registration.generation)))
     }
@@ -101,16 +101,16 @@ extension BlueZPeripheralManager {
     /// That bluetoothd left the bus: what it held is gone, and nothing else.
     private func vanished(_ generation: StackGeneration) async {
         if bluetoothd == generation { bluetoothd = nil }
-        await forgetRegistrations { $0.generation == generation }
-        await forgetApplications { $0.generation == generation }
+        await forget { $0.generation == generation }
         publish(.bluezVanished(generation))
     }
 
-    /// BlueZ no longer has these registrations (it restarted, or the adapter went): the objects go.
-    private func forgetRegistrations(where filter: (Registration) -> Bool) async {
-        for (path, registration) in registrations where filter(registration) {
-            registrations[path] = nil
-            await connection.unexport(path)
+    /// BlueZ no longer has these registrations, advertisements and applications alike (it
+    /// restarted, or the adapter went): their objects go.
+    private func forget(where filter: (Export) -> Bool) async {
+        for (root, export) in exports where filter(export) {
+            exports[root] = nil
+            await export.unexport(root, from: connection)
         }
     }
 
@@ -138,8 +138,7 @@ extension BlueZPeripheralManager {
                   let interfaces = body[1].stringArray,
                   interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
             let generation = bluetoothd!
-            await forgetRegistrations { $0.adapter == name && $0.generation == generation }
-            await forgetApplications { $0.adapter == name && $0.generation == generation }
+            await forget { $0.adapter == name && $0.generation == generation }
             publish(.adapterRemoved(name, generation))
         case "PropertiesChanged" where body.count >= 2:
             guard let path = message.path, let name = BlueZ.adapterName(of: path),

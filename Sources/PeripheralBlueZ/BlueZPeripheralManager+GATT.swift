@@ -10,155 +10,90 @@ public import Peripheral
 /// the call, and from then on calls ReadValue, WriteValue, StartNotify and StopNotify as
 /// centrals act; a notification is a `PropertiesChanged` of `Value`.
 extension BlueZPeripheralManager {
-    /// A registered application: which adapter has it, where each characteristic is exported.
-    struct ApplicationRegistration {
-        var adapter: String
-        var generation: StackGeneration
-        var characteristics: [GATTCharacteristicID: DBusObjectPath]
-        /// Every exported object, services before their characteristics.
-        var objects: [DBusObjectPath]
-    }
-
-    /// Where applications are exported.
-    static let applicationRoot: DBusObjectPath = "/org/bleadvd/gatt"
-    static let gattManagerInterface = "org.bluez.GattManager1"
-    package static let serviceInterface = "org.bluez.GattService1"
-    package static let characteristicInterface = "org.bluez.GattCharacteristic1"
-    package static let descriptorInterface = "org.bluez.GattDescriptor1"
-
     /// Exports the application and registers it; returns once BlueZ replied (after reading
     /// every object back). A refused registration leaves no object.
     public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID {
         let adapterPath = try BlueZ.adapterPath(adapter)
         let generation = try await currentBluetoothd()
         nextObject += 1
-        let root = try Self.applicationRoot.appending("app\(nextObject)")
-        var registration = ApplicationRegistration(adapter: adapter, generation: generation, characteristics: [:], objects: [])
+        let root = try BlueZ.applicationRoot.appending("app\(nextObject)")
+        let tree = try GATTObjectTree(application, at: root, characteristic: characteristicInterface)
         registering.insert(root)
         defer { registering.remove(root) }
         do {
-            await connection.exportObjectManager(at: root)
-            for (s, service) in application.services.enumerated() {
-                let servicePath = try root.appending("service\(s)")
-                try await connection.export([Self.serviceInterface(service)], at: servicePath)
-                registration.objects.append(servicePath)
-                for (c, characteristic) in service.characteristics.enumerated() {
-                    let path = try servicePath.appending("char\(c)")
-                    let id = GATTCharacteristicID(service: service.name, characteristic: characteristic.name)
-                    try await connection.export(
-                        [characteristicInterface(characteristic, id: id, service: servicePath, at: path)], at: path)
-                    registration.objects.append(path)
-                    registration.characteristics[id] = path
-                    if let text = characteristic.userDescription {
-                        let descriptor = try path.appending("desc0")
-                        try await connection.export([Self.userDescriptionInterface(text, of: path)], at: descriptor)
-                        registration.objects.append(descriptor)
-                    }
-                }
-            }
+            try await tree.export(on: connection)
         } catch let error as DBusError {
-            await unexport(root, registration)
             throw PeripheralError(.invalidAdvertisement, "cannot export the GATT services: \(error.message)")
         }
         do {
             _ = try await callBlueZ(
-                on: generation, path: adapterPath, interface: Self.gattManagerInterface, member: "RegisterApplication",
+                on: generation, path: adapterPath, interface: BlueZ.gattManagerInterface, member: "RegisterApplication",
                 [.objectPath(root), .variantDictionary([:])], expecting: .empty, about: .application)
         } catch let error as PeripheralError where error.code != .timeout {
-            await unexport(root, registration)
+            await tree.unexport(from: connection)
             throw error
         } catch {
             // No answer: BlueZ may hold it all the same; it must not keep one nobody tracks.
-            await unexport(root, registration)
+            await tree.unexport(from: connection)
             _ = try? await callBlueZ(
-                on: generation, path: adapterPath, interface: Self.gattManagerInterface, member: "UnregisterApplication",
+                on: generation, path: adapterPath, interface: BlueZ.gattManagerInterface, member: "UnregisterApplication",
                 [.objectPath(root)], expecting: .empty, about: .application)
             logger.warning("\(root.rawValue) withdrawn: its registration got no answer (\(error))")
             throw error
         }
         guard bluetoothd == generation else {
-            await unexport(root, registration)
+            await tree.unexport(from: connection)
             throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the GATT application")
         }
-        applications[root] = registration
+        exports[root] = Export(adapter: adapter, generation: generation, kind: .application(tree))
         return RegistrationID(root.rawValue, generation: generation)
     }
 
     /// Unregisters the application and removes its objects. One BlueZ no longer has counts as
     /// unregistered.
     public func unregisterApplication(_ id: RegistrationID) async throws {
-        guard let root = try? DBusObjectPath(id.rawValue), applications[root]?.generation == id.generation,
-              let registration = applications.removeValue(forKey: root) else {
+        guard let root = try? DBusObjectPath(id.rawValue), let export = exports[root], export.generation == id.generation,
+              export.application != nil else {
             throw PeripheralError(.notRegistered, "\(id) is not registered")
         }
+        exports[root] = nil
         do {
             _ = try await callBlueZ(
-                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: Self.gattManagerInterface,
+                on: export.generation, path: try BlueZ.adapterPath(export.adapter), interface: BlueZ.gattManagerInterface,
                 member: "UnregisterApplication", [.objectPath(root)], expecting: .empty, about: .application)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable || error.code == .noAdapter {
             logger.debug("\(root) was no longer registered: \(error.message)")
         } catch {
-            await unexport(root, registration)
+            await export.unexport(root, from: connection)
             throw error
         }
-        await unexport(root, registration)
+        await export.unexport(root, from: connection)
     }
 
     /// Sets the characteristic's `Value`; the `PropertiesChanged` that says so is what
     /// bluetoothd sends subscribed centrals as a notification or indication.
     public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
-        guard let root = try? DBusObjectPath(application.rawValue), applications[root]?.generation == application.generation,
-              let path = applications[root]?.characteristics[characteristic] else {
+        guard let root = try? DBusObjectPath(application.rawValue), let export = exports[root],
+              export.generation == application.generation,
+              let path = export.application?.characteristics[characteristic] else {
             throw PeripheralError(.notRegistered, "\(characteristic) is not registered in \(application)")
         }
-        try await connection.setProperty("Value", of: Self.characteristicInterface, at: path, to: .bytes(value))
+        try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value))
     }
 
-    /// BlueZ no longer has these applications (it restarted, or the adapter went): the objects go.
-    func forgetApplications(where filter: (ApplicationRegistration) -> Bool) async {
-        for (root, registration) in applications where filter(registration) {
-            applications[root] = nil
-            await unexport(root, registration)
-        }
-    }
+    // MARK: What BlueZ calls
 
-    private func unexport(_ root: DBusObjectPath, _ registration: ApplicationRegistration) async {
-        for path in registration.objects.reversed() { await connection.unexport(path) }
-        await connection.unexport(root)
-    }
-
-    // MARK: The exported objects
-
-    static func serviceInterface(_ service: GATTService) -> DBusInterface {
-        DBusInterface(name: serviceInterface, properties: [
-            DBusProperty("UUID", value: .string(service.uuid.uuidString)),
-            DBusProperty("Primary", value: .boolean(service.primary)),
-        ])
-    }
-
-    /// A Characteristic User Description (0x2901): read-only text, answered from `Value`.
-    static func userDescriptionInterface(_ text: String, of characteristic: DBusObjectPath) -> DBusInterface {
-        let value = Array(text.utf8)
-        let read = DBusMethod("ReadValue", inputs: [optionsArgument], outputs: [valueArgument]) { call in
-            [.bytes(try rest(of: value, options: call.arguments[0].variantDictionary ?? [:]))]
-        }
-        return DBusInterface(name: descriptorInterface, methods: [read], properties: [
-            DBusProperty("UUID", value: .string(GATTCharacteristic.userDescriptionUUID.uuidString)),
-            DBusProperty("Characteristic", value: .objectPath(characteristic)),
-            DBusProperty("Flags", value: .strings(["read"])),
-            DBusProperty("Value", value: .bytes(value)),
-        ])
-    }
-
-    private func characteristicInterface(
-        _ characteristic: GATTCharacteristic, id: GATTCharacteristicID, service: DBusObjectPath, at path: DBusObjectPath
+    /// One characteristic's exported interface: its properties, and the methods through which
+    /// bluetoothd passes on what centrals do.
+    private nonisolated func characteristicInterface(
+        _ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, service: DBusObjectPath, at path: DBusObjectPath
     ) -> DBusInterface {
         let methods = [
-            DBusMethod("ReadValue", inputs: [Self.optionsArgument], outputs: [Self.valueArgument]) { [weak self] call in
+            DBusMethod("ReadValue", inputs: [GATTObjectTree.optionsArgument], outputs: [GATTObjectTree.valueArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 return [.bytes(try await self.read(id, at: path, options: call.arguments[0].variantDictionary ?? [:]))]
             },
-            DBusMethod("WriteValue", inputs: [Self.valueArgument, Self.optionsArgument]) { [weak self] call in
+            DBusMethod("WriteValue", inputs: [GATTObjectTree.valueArgument, GATTObjectTree.optionsArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 try await self.write(
                     call.arguments[0].bytes ?? [], to: id, format: characteristic.format, flags: characteristic.flags,
@@ -174,7 +109,7 @@ extension BlueZPeripheralManager {
                 return []
             },
         ]
-        return DBusInterface(name: Self.characteristicInterface, methods: methods, properties: [
+        return DBusInterface(name: BlueZ.characteristicInterface, methods: methods, properties: [
             DBusProperty("UUID", value: .string(characteristic.uuid.uuidString)),
             DBusProperty("Service", value: .objectPath(service)),
             DBusProperty("Flags", value: .strings(characteristic.flags.sorted().map(\.rawValue))),
@@ -184,24 +119,10 @@ extension BlueZPeripheralManager {
     }
 
     private func read(_ id: GATTCharacteristicID, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
-        let value = await connection.property("Value", of: Self.characteristicInterface, at: path)?.bytes ?? []
-        let rest = try Self.rest(of: value, options: options)
+        let value = await connection.property("Value", of: BlueZ.characteristicInterface, at: path)?.bytes ?? []
+        let rest = try GATTObjectTree.rest(of: value, options: options)
         publish(.gatt(GATTEvent(id, .read, central: Self.central(options))))
         return rest
-    }
-
-    /// The arguments of ReadValue and WriteValue.
-    static let optionsArgument = DBusArgument("options", .dictionary(key: .string, value: .variant))
-    static let valueArgument = DBusArgument("value", .array(.byte))
-
-    /// What a read returns: `value` from the call's `offset` option on (a long read asks for the
-    /// rest); InvalidOffset past its end.
-    static func rest(of value: [UInt8], options: [String: DBusValue]) throws(DBusError) -> [UInt8] {
-        let offset = Int(options["offset"]?.uint16 ?? 0)
-        guard offset <= value.count else {
-            throw DBusError(invalidOffset, "offset \(offset) is past the value's \(value.count) bytes")
-        }
-        return Array(value[offset...])
     }
 
     /// Takes a central's write when the characteristic accepts writes and the bytes fit its
@@ -221,22 +142,20 @@ extension BlueZPeripheralManager {
             logger.notice("GATT: refused a write of \(bytes.count) byte(s) to \(id) from \(central.isEmpty ? "a central" : central): \(error.message)")
             throw DBusError(Self.errorName(error), error.message)
         }
-        try await connection.setProperty("Value", of: Self.characteristicInterface, at: path, to: .bytes(bytes))
+        try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes))
         publish(.gatt(GATTEvent(id, .written(bytes), central: central)))
     }
 
     private func notifying(_ on: Bool, _ id: GATTCharacteristicID, at path: DBusObjectPath) async {
-        try? await connection.setProperty("Notifying", of: Self.characteristicInterface, at: path, to: .boolean(on))
+        try? await connection.setProperty("Notifying", of: BlueZ.characteristicInterface, at: path, to: .boolean(on))
         publish(.gatt(GATTEvent(id, on ? .subscribed : .unsubscribed, central: "")))
     }
-
-    static let invalidOffset: DBusError.Name = "org.bluez.Error.InvalidOffset"
 
     /// The error name bluetoothd maps to the ATT error for `error`.
     static func errorName(_ error: GATTWriteError) -> DBusError.Name {
         switch error {
         case .invalidLength: "org.bluez.Error.InvalidValueLength"
-        case .invalidOffset: invalidOffset
+        case .invalidOffset: BlueZ.invalidOffset
         case .notPermitted: "org.bluez.Error.NotPermitted"
         case .invalidValue: "org.bluez.Error.Failed"
         }

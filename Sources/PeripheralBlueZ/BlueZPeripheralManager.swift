@@ -15,23 +15,13 @@ public import Peripheral
 ///
 /// The manager runs on its connection's executor: no hop between the two.
 public actor BlueZPeripheralManager: PeripheralManaging {
-    /// Where advertisement objects are exported: `/org/bleadvd/advertisement/N`.
-    package static let objectRoot: DBusObjectPath = "/org/bleadvd/advertisement"
     /// How long a call to BlueZ may take. Registration waits on the controller.
     package static let callTimeout: Duration = .seconds(10)
 
-    /// A registered advertisement: which adapter of which bluetoothd has it.
-    struct Registration {
-        var adapter: String
-        var generation: StackGeneration
-        var advertisement: Advertisement
-    }
-
     let connection: DBusConnection
     let logger: Logger
-    var registrations: [DBusObjectPath: Registration] = [:]
-    /// The registered GATT applications, by root path.
-    var applications: [DBusObjectPath: ApplicationRegistration] = [:]
+    /// What is exported and registered, advertisements and GATT applications, by root path.
+    var exports: [DBusObjectPath: Export] = [:]
     var nextObject = 0
     var consumers: [Int: AsyncStream<PeripheralEvent>.Continuation] = [:]
     var nextConsumer = 0
@@ -126,7 +116,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             await connection.unexport(path)
             throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the advertisement")
         }
-        registrations[path] = Registration(adapter: adapter, generation: generation, advertisement: advertisement)
+        exports[path] = Export(adapter: adapter, generation: generation, kind: .advertisement(advertisement))
         logger.debug("registered \(path) on \(adapter) of bluetoothd \(generation) in \(ContinuousClock.now - started)")
         return RegistrationID(path.rawValue, generation: generation)
     }
@@ -154,10 +144,9 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// Unregisters the advertisement and removes its object. One BlueZ no longer has counts as
     /// stopped.
     public func stopAdvertising(_ id: RegistrationID) async throws {
-        let path = try registeredPath(id)
-        let registration = registrations[path]!
+        let (path, registration) = try registered(id)
         // Forget it first: whatever BlueZ answers, it is no longer ours to keep on air.
-        registrations[path] = nil
+        exports[path] = nil
         do {
             _ = try await callBlueZ(
                 on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: BlueZ.advertisingManagerInterface,
@@ -177,8 +166,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// Changes the object's properties and says so with `PropertiesChanged`: BlueZ puts the new
     /// data on air in place. A change that adds or removes a property is refused (`rejected`).
     public func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws {
-        let path = try registeredPath(id)
-        let old = registrations[path]!.advertisement.bluezProperties
+        let (path, registration) = try registered(id)
+        let old = registration.advertisement!.bluezProperties
         let new = advertisement.bluezProperties
         // A property that appears or disappears changes the object's shape: BlueZ only follows
         // changed values, so that needs a new registration (the domain's stop + start).
@@ -189,16 +178,15 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             try await connection.setProperty(name, of: BlueZ.advertisementInterface, at: path, to: new[name]!)
         }
         // BlueZ may have released it meanwhile: then there is nothing left to record.
-        guard registrations[path] != nil else {
+        guard exports[path] != nil else {
             throw PeripheralError(.notRegistered, "\(id) was released by BlueZ while it was being updated")
         }
-        registrations[path]?.advertisement = advertisement
+        exports[path]?.kind = .advertisement(advertisement)
     }
 
     /// Asks BlueZ to register the object again: `AlreadyExists` means BlueZ still holds it.
     public func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool {
-        let path = try registeredPath(id)
-        let registration = registrations[path]!
+        let (path, registration) = try registered(id)
         do {
             _ = try await callBlueZ(
                 on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: BlueZ.advertisingManagerInterface,
@@ -256,14 +244,16 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     private func makeObjectPath() throws -> DBusObjectPath {
         nextObject += 1
-        return try Self.objectRoot.appending(String(nextObject))
+        return try BlueZ.advertisementRoot.appending(String(nextObject))
     }
 
-    private func registeredPath(_ id: RegistrationID) throws -> DBusObjectPath {
-        guard let path = try? DBusObjectPath(id.rawValue), registrations[path]?.generation == id.generation else {
+    /// The advertisement registered as `id`, and where.
+    private func registered(_ id: RegistrationID) throws -> (DBusObjectPath, Export) {
+        guard let path = try? DBusObjectPath(id.rawValue), let export = exports[path], export.generation == id.generation,
+              export.advertisement != nil else {
             throw PeripheralError(.notRegistered, "\(id) is not registered")
         }
-        return path
+        return (path, export)
     }
 
     /// The exported interfaces of one advertisement: `LEAdvertisement1` with exactly its set

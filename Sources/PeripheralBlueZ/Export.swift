@@ -1,0 +1,136 @@
+import DBus
+import Peripheral
+
+/// Something this manager exported for BlueZ and registered with one bluetoothd: an
+/// advertisement's object, or a GATT application's object tree. One table holds them all
+/// (`BlueZPeripheralManager.exports`, by root path), and one place forgets them.
+struct Export {
+    /// What the objects are.
+    enum Kind {
+        /// One `LEAdvertisement1` object at the root, with the advertisement last set on it.
+        case advertisement(Advertisement)
+        /// A GATT application's objects under the root.
+        case application(GATTObjectTree)
+    }
+
+    /// The adapter it is registered on.
+    var adapter: String
+    /// The bluetoothd that holds it.
+    var generation: StackGeneration
+    var kind: Kind
+
+    /// The advertisement, if it is one.
+    var advertisement: Advertisement? {
+        if case .advertisement(let advertisement) = kind { advertisement } else { nil }
+    }
+
+    /// The application's objects, if it is one.
+    var application: GATTObjectTree? {
+        if case .application(let tree) = kind { tree } else { nil }
+    }
+
+    /// Removes its objects from the bus, in the reverse of the order they were exported.
+    func unexport(_ root: DBusObjectPath, from connection: DBusConnection) async {
+        if let application { await application.unexport(from: connection) } else { await connection.unexport(root) }
+    }
+}
+
+/// A GATT application's object tree as a value: an object manager at the root, then each
+/// service before its characteristics and each characteristic before its descriptor. It
+/// exports itself in that order and tears itself down in the reverse one.
+struct GATTObjectTree {
+    /// The application's root, e.g. `/org/bleadvd/gatt/app1`.
+    let root: DBusObjectPath
+    /// Every object under the root, in export order.
+    let objects: [(path: DBusObjectPath, interfaces: [DBusInterface])]
+    /// Where each characteristic is.
+    let characteristics: [GATTCharacteristicID: DBusObjectPath]
+
+    /// The tree of `application` at `root`: `…/serviceK`, `…/serviceK/charJ`, `…/charJ/desc0`.
+    /// - Parameter characteristic: the exported interface of one characteristic (its id, the
+    ///   service's path, its own path), where the manager answers BlueZ's calls.
+    init(
+        _ application: GATTApplication, at root: DBusObjectPath,
+        characteristic: (GATTCharacteristic, GATTCharacteristicID, DBusObjectPath, DBusObjectPath) -> DBusInterface
+    ) throws {
+        var objects: [(path: DBusObjectPath, interfaces: [DBusInterface])] = []
+        var characteristics: [GATTCharacteristicID: DBusObjectPath] = [:]
+        for (s, service) in application.services.enumerated() {
+            let servicePath = try root.appending("service\(s)")
+            objects.append((servicePath, [Self.serviceInterface(service)]))
+            for (c, item) in service.characteristics.enumerated() {
+                let path = try servicePath.appending("char\(c)")
+                let id = GATTCharacteristicID(service: service.name, characteristic: item.name)
+                objects.append((path, [characteristic(item, id, servicePath, path)]))
+                characteristics[id] = path
+                if let text = item.userDescription {
+                    objects.append((try path.appending("desc0"), [Self.userDescriptionInterface(text, of: path)]))
+                }
+            }
+        }
+        self.root = root
+        self.objects = objects
+        self.characteristics = characteristics
+    }
+
+    /// Exports the tree; on a refusal, what was exported goes again and the error is thrown.
+    func export(on connection: DBusConnection) async throws {
+        await connection.exportObjectManager(at: root)
+        for (index, object) in objects.enumerated() {
+            do {
+                try await connection.export(object.interfaces, at: object.path)
+            } catch {
+                await Self.unexport(root, objects.prefix(index), from: connection)
+                throw error
+            }
+        }
+    }
+
+    /// Removes every object, the reverse of the export order, the root last.
+    func unexport(from connection: DBusConnection) async {
+        await Self.unexport(root, objects[...], from: connection)
+    }
+
+    private static func unexport(
+        _ root: DBusObjectPath, _ objects: ArraySlice<(path: DBusObjectPath, interfaces: [DBusInterface])>,
+        from connection: DBusConnection
+    ) async {
+        for object in objects.reversed() { await connection.unexport(object.path) }
+        await connection.unexport(root)
+    }
+
+    static func serviceInterface(_ service: GATTService) -> DBusInterface {
+        DBusInterface(name: BlueZ.serviceInterface, properties: [
+            DBusProperty("UUID", value: .string(service.uuid.uuidString)),
+            DBusProperty("Primary", value: .boolean(service.primary)),
+        ])
+    }
+
+    /// A Characteristic User Description (0x2901): read-only text, answered from `Value`.
+    static func userDescriptionInterface(_ text: String, of characteristic: DBusObjectPath) -> DBusInterface {
+        let value = Array(text.utf8)
+        let read = DBusMethod("ReadValue", inputs: [optionsArgument], outputs: [valueArgument]) { call in
+            [.bytes(try rest(of: value, options: call.arguments[0].variantDictionary ?? [:]))]
+        }
+        return DBusInterface(name: BlueZ.descriptorInterface, methods: [read], properties: [
+            DBusProperty("UUID", value: .string(GATTCharacteristic.userDescriptionUUID.uuidString)),
+            DBusProperty("Characteristic", value: .objectPath(characteristic)),
+            DBusProperty("Flags", value: .strings(["read"])),
+            DBusProperty("Value", value: .bytes(value)),
+        ])
+    }
+
+    /// The arguments of ReadValue and WriteValue.
+    static let optionsArgument = DBusArgument("options", .dictionary(key: .string, value: .variant))
+    static let valueArgument = DBusArgument("value", .array(.byte))
+
+    /// What a read returns: `value` from the call's `offset` option on (a long read asks for the
+    /// rest); InvalidOffset past its end.
+    static func rest(of value: [UInt8], options: [String: DBusValue]) throws(DBusError) -> [UInt8] {
+        let offset = Int(options["offset"]?.uint16 ?? 0)
+        guard offset <= value.count else {
+            throw DBusError(BlueZ.invalidOffset, "offset \(offset) is past the value's \(value.count) bytes")
+        }
+        return Array(value[offset...])
+    }
+}
