@@ -39,9 +39,8 @@ extension Daemon {
         let id = event.characteristic
         let who = event.central.isEmpty ? "a central" : event.central
         switch event.kind {
-        case .written(let bytes):
-            guard let format = services[id.service]?.live.service.characteristics.first(where: { $0.name == id.characteristic })?.format,
-                  let value = try? format.decode(bytes) else { return }
+        case .written(let bytes, let value):
+            guard services[id.service]?.live.service.characteristics.contains(where: { $0.name == id.characteristic }) == true else { return }
             // What BlueZ holds now, in force and as sent: no sender takes it there, and a set
             // of another characteristic still on its way goes on.
             services[id.service]?.held { $0.store(value, bytes: bytes, for: id.characteristic) }

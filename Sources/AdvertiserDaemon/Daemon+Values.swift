@@ -11,7 +11,7 @@ extension Daemon {
     func target(_ name: String) throws(PeripheralError) -> Target {
         if entries[name] != nil { return .advertisement(name) }
         if services[name] != nil { return .service(name) }
-        throw PeripheralError.unknownName(name)
+        throw PeripheralError.unknownName(name, kind: "advertisement or service")
     }
 
     /// Applies `values` to advertisement or service `name`, each checked (an advertisement's

@@ -450,7 +450,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .gatt(let event):
                 // A central's write was checked and taken below: it is the value in force now,
                 // and the one registered again after bluetoothd restarts.
-                if case .written(let value) = event.kind { changeApplication { $0[event.characteristic]?.value = value } }
+                if case .written(let bytes, _) = event.kind { changeApplication { $0[event.characteristic]?.value = bytes } }
             case .released(let id):
                 guard let key = registrations.first(where: { $0.value.status.phase.id == id })?.key else { return }
                 if case .advertisement(let advertisement)? = registrations[key]?.subject, advertisement.timeout != nil {
@@ -584,7 +584,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         guard let address = adapter.address.flatMap(BTHome.addressBytes) else {
             throw PeripheralError(.failed, "BlueZ did not report \(adapter.name)'s address, which encrypted BTHome needs")
         }
-        guard let counters else { throw PeripheralError(.invalidAdvertisement, "encrypted BTHome needs a counter store") }
+        guard let counters else { throw PeripheralError(.invalid, "encrypted BTHome needs a counter store") }
         return advertisement.sealed(address: address, counter: try counters.next(for: key))
     }
 

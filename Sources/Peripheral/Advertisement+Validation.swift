@@ -66,7 +66,7 @@ extension Advertisement {
     /// - Throws: ``PeripheralError`` (`invalidAdvertisement`) listing every problem, separated by "; ".
     public func validate(for capabilities: AdapterCapabilities? = nil) throws(PeripheralError) {
         let found = problems(for: capabilities)
-        guard found.isEmpty else { throw PeripheralError(.invalidAdvertisement, found.joined(separator: "; ")) }
+        guard found.isEmpty else { throw PeripheralError(.invalid, found.joined(separator: "; ")) }
     }
 
     /// The fields BlueZ accepts on this adapter but does not act on, named as in the config file:

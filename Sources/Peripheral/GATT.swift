@@ -354,8 +354,9 @@ public struct GATTEvent: Hashable, Sendable, CustomStringConvertible {
     public enum Kind: Hashable, Sendable {
         /// It read the value.
         case read
-        /// It wrote this value, which was checked against the format and taken.
-        case written([UInt8])
+        /// It wrote these bytes, checked against the format and taken, and what they mean in it
+        /// (decoded once, where they were checked).
+        case written([UInt8], GATTValue)
         /// It subscribed to notifications or indications.
         case subscribed
         /// It unsubscribed (or went away).
@@ -380,7 +381,7 @@ public struct GATTEvent: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         let what: String = switch kind {
         case .read: "read"
-        case .written(let value): "written \(Hex.encode(value))"
+        case .written(let bytes, _): "written \(Hex.encode(bytes))"
         case .subscribed: "subscribed to"
         case .unsubscribed: "unsubscribed from"
         }

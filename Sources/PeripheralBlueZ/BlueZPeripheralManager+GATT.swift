@@ -23,7 +23,7 @@ extension BlueZPeripheralManager {
         do {
             try await tree.export(on: connection)
         } catch let error as DBusError {
-            throw PeripheralError(.invalidAdvertisement, "cannot export the GATT services: \(error.message)")
+            throw PeripheralError(.invalid, "cannot export the GATT services: \(error.message)")
         }
         do {
             _ = try await callBlueZ(
@@ -133,17 +133,18 @@ extension BlueZPeripheralManager {
         at path: DBusObjectPath, options: [String: DBusValue]
     ) async throws {
         let central = Self.central(options)
+        let value: GATTValue
         do throws(GATTWriteError) {
             guard flags.contains(where: \.isWrite) else { throw .notPermitted("\(id) is read-only") }
             let offset = Int(options["offset"]?.uint16 ?? 0)
             guard offset == 0 else { throw .invalidOffset("values are written whole; offset \(offset) refused") }
-            _ = try format.decode(bytes)
+            value = try format.decode(bytes)
         } catch {
             logger.notice("GATT: refused a write of \(bytes.count) byte(s) to \(id) from \(central.isEmpty ? "a central" : central): \(error.message)")
             throw DBusError(Self.errorName(error), error.message)
         }
         try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes))
-        publish(.gatt(GATTEvent(id, .written(bytes), central: central)))
+        publish(.gatt(GATTEvent(id, .written(bytes, value), central: central)))
     }
 
     private func notifying(_ on: Bool, _ id: GATTCharacteristicID, at path: DBusObjectPath) async {

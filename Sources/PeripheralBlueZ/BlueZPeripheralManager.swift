@@ -93,7 +93,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             try await connection.export(advertisementInterfaces(for: advertisement, at: path), at: path)
         } catch let error as DBusError {
             await connection.unexport(path)
-            throw PeripheralError(.invalidAdvertisement, "cannot export the advertisement: \(error.message)")
+            throw PeripheralError(.invalid, "cannot export the advertisement: \(error.message)")
         }
         let started = ContinuousClock.now
         do {

@@ -183,7 +183,7 @@ extension Failure {
             self.init(code: Self.failed, message: "bleadvd did not answer in time: \(error.message)")
         case ControlAPI.configError:
             self.init(code: Self.usage, message: error.message)
-        case ControlAPI.errorName(.unknownName), ControlAPI.errorName(.invalidValue), ControlAPI.errorName(.invalidAdvertisement):
+        case ControlAPI.errorName(.unknownName), ControlAPI.errorName(.invalidValue), ControlAPI.errorName(.invalid):
             self.init(code: Self.usage, message: error.message)
         default:
             self.init(code: Self.failed, message: error.message)

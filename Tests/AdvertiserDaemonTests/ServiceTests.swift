@@ -106,7 +106,7 @@ struct ServiceTests {
         var written = try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
 
-        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8)), central: "AA:BB:CC:DD:EE:FF")))
+        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let signal = await written.next()
 
         #expect(signal?.body == [.string("lamp"), .string("label"), .variant(.string("sofa")), .string("AA:BB:CC:DD:EE:FF")])
@@ -126,7 +126,7 @@ struct ServiceTests {
         _ = await changes.next()
         _ = try await session.ctl("set", "lamp", "brightness=76")  // waits for the 100 ms between changes
 
-        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8)), central: "AA:BB:CC:DD:EE:FF")))
+        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         _ = await written.next()
         await session.clock.waitForSleepers()
         session.clock.advance(by: .milliseconds(100))
@@ -143,7 +143,7 @@ struct ServiceTests {
         // The same write until one is printed: watch may not have subscribed yet.
         let writing = Task {
             while !Task.isCancelled {
-                session.mock.emit(.gatt(GATTEvent(Self.level, .written([33]), central: "AA:BB:CC:DD:EE:FF")))
+                session.mock.emit(.gatt(GATTEvent(Self.level, .written([33], .number(33)), central: "AA:BB:CC:DD:EE:FF")))
                 try? await Task.sleep(for: .milliseconds(50))
             }
         }

@@ -133,7 +133,7 @@ struct SetTests {
         (["kitchen", "temperature=warm"], "bleadvctl: advertisement.kitchen.bthome.temperature: must be a number, not string\n"),
         (["kitchen", "co2=400", "pressure=1000", "illuminance=1", "power=1", "count=1"],
          "bleadvctl: advertisement.kitchen: service_data fcd2 is 32 bytes; advertising data would be 32 of 31 bytes (1 over)\n"),
-        (["parlour", "temperature=20"], "bleadvctl: no advertisement named \"parlour\"\n"),
+        (["parlour", "temperature=20"], "bleadvctl: no advertisement or service named \"parlour\"\n"),
         (["kitchen", "temperature=0x1p4"], "bleadvctl: advertisement.kitchen.bthome.temperature: must be a number, not string\n"),
         (["kitchen", "temperature=1", "temperature=2"], "bleadvctl: \"temperature\" is given twice; give each key once (see 'bleadvctl --help')\n"),
         (["kitchen", "temperature=1", "bthome.temperature=2"],

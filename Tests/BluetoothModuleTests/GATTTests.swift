@@ -116,7 +116,7 @@ struct GATTTests {
     func writtenValueSurvivesAdapterLoss() async {
         let h = await App.harness()
         await h.module.serve(App.battery(80))
-        await h.module.handle(.gatt(GATTEvent(App.level, .written([5]), central: "AA:BB:CC:DD:EE:FF")))
+        await h.module.handle(.gatt(GATTEvent(App.level, .written([5], .number(5)), central: "AA:BB:CC:DD:EE:FF")))
 
         await h.module.handle(.adapterRemoved("hci0"))
         await h.module.handle(.adapterAdded("hci0"))

@@ -43,7 +43,7 @@ struct PhaseTests {
 
         let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
 
-        #expect(error?.code == .invalidAdvertisement)
+        #expect(error?.code == .invalid)
         #expect(error?.message == "secondary_channel \"Coded\" is not supported by hci0 (supported: 1M)")
         #expect(h.mock.startAdvertisingCallCount == 0)
         #expect(await h.status()?.phase == .failed(error!))

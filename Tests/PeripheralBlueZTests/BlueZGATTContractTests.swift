@@ -120,7 +120,7 @@ struct BlueZGATTContractTests {
         let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes([42])])
 
         #expect(reply == [.string("")])
-        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42]), central: "00:AA:02:00:00:01")))
+        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42], .number(42)), central: "00:AA:02:00:00:01")))
         #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([42])])
     }
 

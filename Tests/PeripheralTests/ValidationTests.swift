@@ -35,7 +35,7 @@ struct ValidationTests {
 
         let error = #expect(throws: PeripheralError.self) { try ad.validate() }
 
-        #expect(error?.code == .invalidAdvertisement)
+        #expect(error?.code == .invalid)
         #expect(error?.message == "manufacturer_data 0x004C is 27 bytes; advertising data would be 34 of 31 bytes (3 over)")
     }
 
