@@ -1,7 +1,16 @@
 public import DBus
 
-/// One advertisement's state as the control API reports it.
+/// One advertisement's or GATT service's state as the control API reports it.
 public struct AdvertisementState: Hashable, Sendable {
+    /// What a name is.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// An `[advertisement.NAME]` table: turned on and off, its values set.
+        case advertisement
+        /// A `[service.NAME]` table: registered while bleadvd runs (its state is the GATT
+        /// application's), its characteristics set.
+        case service
+    }
+
     /// Where it is.
     public enum State: String, Sendable, Hashable, CaseIterable {
         /// On air.
@@ -16,6 +25,8 @@ public struct AdvertisementState: Hashable, Sendable {
         case failed
     }
 
+    /// What it is.
+    public var kind: Kind
     /// Whether it should be on air.
     public var desired: Bool
     /// Where it is.
@@ -41,10 +52,11 @@ public struct AdvertisementState: Hashable, Sendable {
 
     /// A state.
     public init(
-        desired: Bool, state: State, sinceSeconds: Double, id: String? = nil, error: String? = nil,
+        kind: Kind = .advertisement, desired: Bool, state: State, sinceSeconds: Double, id: String? = nil, error: String? = nil,
         errorCode: String? = nil, retryInSeconds: Double? = nil, values: [String: String] = [:], ignored: [String] = [],
         mismatch: String? = nil
     ) {
+        self.kind = kind
         self.desired = desired
         self.state = state
         self.sinceSeconds = sinceSeconds
@@ -60,7 +72,8 @@ public struct AdvertisementState: Hashable, Sendable {
     /// The `a{sv}` the control API sends.
     public var dbusValue: DBusValue {
         var fields: [String: DBusValue] = [
-            "desired": .boolean(desired), "state": .string(state.rawValue), "since_seconds": .double(sinceSeconds),
+            "kind": .string(kind.rawValue), "desired": .boolean(desired), "state": .string(state.rawValue),
+            "since_seconds": .double(sinceSeconds),
         ]
         if let id { fields["id"] = .string(id) }
         if let error { fields["error"] = .string(error) }
@@ -73,13 +86,15 @@ public struct AdvertisementState: Hashable, Sendable {
         return .variantDictionary(fields)
     }
 
-    /// Reads the `a{sv}` of one advertisement; nil when required fields are missing or mistyped.
+    /// Reads the `a{sv}` of one name; nil when required fields are missing or mistyped. One
+    /// without `kind` (from a bleadvd before it was sent) is an advertisement.
     public init?(_ value: DBusValue) {
         guard let fields = value.variantDictionary, let desired = fields["desired"]?.boolean,
-              let state = fields["state"]?.string.flatMap(State.init), let since = fields["since_seconds"]?.double
+              let state = fields["state"]?.string.flatMap(State.init), let since = fields["since_seconds"]?.double,
+              let kind = fields["kind"].map({ $0.string.flatMap(Kind.init) }) ?? .advertisement
         else { return nil }
         self.init(
-            desired: desired, state: state, sinceSeconds: since, id: fields["id"]?.string,
+            kind: kind, desired: desired, state: state, sinceSeconds: since, id: fields["id"]?.string,
             error: fields["error"]?.string, errorCode: fields["error_code"]?.string,
             retryInSeconds: fields["retry_in_seconds"]?.double,
             values: (fields["values"]?.dictionaryEntries ?? []).reduce(into: [:]) { result, entry in

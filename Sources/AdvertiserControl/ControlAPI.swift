@@ -49,13 +49,15 @@ public enum ControlAPI {
         case on = "On"
         /// `Off(as names)`: takes advertisements off air (every configured one when empty).
         case off = "Off"
-        /// `Status() -> a{sa{sv}}`: per advertisement and per GATT service (whose state is
-        /// the services' registration), `desired` b, `state` s (on, off, retrying, waiting,
-        /// failed), `since_seconds` d, `values` a{ss} (its config values, as set now), and when
-        /// set `id` s, `error` s, `error_code` s, `retry_in_seconds` d, `ignored` as (config fields
-        /// bluetoothd accepted but does not act on).
+        /// `Status() -> a{sa{sv}}`: per configured name, advertisements and GATT services (whose
+        /// state is the services' registration), `kind` s (advertisement, service), `desired` b,
+        /// `state` s (on, off, retrying, waiting, failed), `since_seconds` d, `values` a{ss} (its
+        /// config values, as set now), and when set `id` s, `error` s, `error_code` s,
+        /// `retry_in_seconds` d, `ignored` as (config fields bluetoothd accepted but does not act
+        /// on), `mismatch` s.
         case status = "Status"
-        /// `List() -> as`: the configured names.
+        /// `List() -> as`: the configured names, advertisements and GATT services, sorted: the
+        /// names `Status` reports.
         case list = "List"
         /// `Set(s name, a{sv} values)`: changes values on air in place (BTHome measurements,
         /// beacon fields, raw fields by config key; a GATT service's characteristics, which
@@ -79,7 +81,7 @@ public enum ControlAPI {
         /// The arguments of its reply.
         public var outputs: [DBusArgument] {
             switch self {
-            case .status: [DBusArgument("advertisements", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]
+            case .status: [DBusArgument("states", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]
             case .list: [DBusArgument("names", .array(.string))]
             case .on, .off, .set, .reload: []
             }

@@ -59,7 +59,8 @@ extension Daemon {
     /// The control API's view of the services: each is where the application is.
     func serviceStates() async -> [String: AdvertisementState] {
         guard let status = await module.applicationStatus().status else { return [:] }
-        let state = state(status)
+        var state = state(status)
+        state.kind = .service
         return services.mapValues { entry in
             var service = state
             service.values = entry.live.shownValues

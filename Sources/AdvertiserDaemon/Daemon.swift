@@ -149,7 +149,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     }
 
     package func list() async -> [String] {
-        names
+        Set(entries.keys).union(services.keys).sorted()
     }
 
     package func reload() async throws(ReloadError) {

@@ -44,10 +44,10 @@ extension Bleadvctl {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show each advertisement's state.",
-            discussion: "States: on (on air), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), failed (refused until changed).")
+            abstract: "Show the state of each advertisement and GATT service.",
+            discussion: "Kinds: advertisement, service (a GATT service: its state is the services' registration). States: on (on air, or registered), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), failed (refused until changed).")
         @OptionGroup var bus: BusOptions
-        @Flag(help: "Print JSON: {name: {desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, values}}.")
+        @Flag(help: "Print JSON: {name: {kind, desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, ignored?, mismatch?, values}}.")
         var json = false
 
         func run() throws {
@@ -57,7 +57,7 @@ extension Bleadvctl {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the configured advertisement names.")
+        static let configuration = CommandConfiguration(abstract: "List the configured names, advertisements and GATT services, one per line.")
         @OptionGroup var bus: BusOptions
 
         func run() throws {

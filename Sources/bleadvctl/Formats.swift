@@ -5,7 +5,7 @@ import Peripheral
 /// `bleadvctl status`, as a table for people and JSON for programs.
 enum StatusFormat {
     static func table(_ states: [String: AdvertisementState]) -> String {
-        var rows = [["NAME", "STATE", "WANTED", "SINCE", "DETAIL"]]
+        var rows = [["NAME", "KIND", "STATE", "WANTED", "SINCE", "DETAIL"]]
         for (name, state) in states.sorted(by: { $0.key < $1.key }) {
             var detail = state.id ?? ""
             if let retry = state.retryInSeconds { detail = "next try in \(duration(retry))" }
@@ -19,18 +19,21 @@ enum StatusFormat {
                 detail += (detail.isEmpty ? "" : " ") + "(bluetoothd ignores \(state.ignored.joined(separator: ", ")); see bleadvd.toml(5))"
             }
             if let mismatch = state.mismatch { detail += (detail.isEmpty ? "" : " ") + "(warning: \(mismatch))" }
-            rows.append([Untrusted.escaped(name), state.state.rawValue, state.desired ? "on" : "off", duration(state.sinceSeconds), Untrusted.escaped(detail)])
+            rows.append([
+                Untrusted.escaped(name), state.kind.rawValue, state.state.rawValue, state.desired ? "on" : "off",
+                duration(state.sinceSeconds), Untrusted.escaped(detail),
+            ])
         }
-        let widths = (0..<4).map { column in rows.map { $0[column].count }.max()! }
+        let widths = (0..<5).map { column in rows.map { $0[column].count }.max()! }
         return rows.map { row in
-            (0..<4).map { row[$0].padding(to: widths[$0]) }.joined(separator: "  ") + "  " + row[4]
+            (0..<5).map { row[$0].padding(to: widths[$0]) }.joined(separator: "  ") + "  " + row[5]
         }.map { $0.trimmingTrailingSpaces() + "\n" }.joined()
     }
 
     static func json(_ states: [String: AdvertisementState]) -> String {
         let entries = states.sorted { $0.key < $1.key }.map { name, state in
             var fields = [
-                "\"desired\": \(state.desired)", "\"state\": \(quote(state.state.rawValue))",
+                "\"kind\": \(quote(state.kind.rawValue))", "\"desired\": \(state.desired)", "\"state\": \(quote(state.state.rawValue))",
                 "\"since_seconds\": \(number(state.sinceSeconds))",
             ]
             if let id = state.id { fields.append("\"id\": \(quote(id))") }

@@ -94,7 +94,9 @@ struct ControlTests {
         let result = try await session.ctl("status")
 
         let lines = result.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
-        #expect(lines.map { $0.prefix(3) } == [["NAME", "STATE", "WANTED"], ["door", "off", "off"], ["heart", "on", "on"]])
+        #expect(lines.map { $0.prefix(4) } == [
+            ["NAME", "KIND", "STATE", "WANTED"], ["door", "advertisement", "off", "off"], ["heart", "advertisement", "on", "on"],
+        ])
     }
 
     @Test("what the self-check cannot repair is shown by status, in the table and in JSON")

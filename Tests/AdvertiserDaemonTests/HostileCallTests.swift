@@ -55,7 +55,7 @@ struct HostileCallTests {
         #expect(try await held(observer) == before)
         #expect(try await registrations(observer) == registeredBefore)
         let status = try await runProgram(product("bleadvctl"), ["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
-        #expect(status.status == 0 && status.output.contains("heart    on"), "\(status.output)")
+        #expect(status.status == 0 && status.output.contains("heart    advertisement  on"), "\(status.output)")
         _ = (daemon, standIn)
     }
 }

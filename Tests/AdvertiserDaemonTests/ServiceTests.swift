@@ -60,6 +60,31 @@ struct ServiceTests {
         #expect(registered.first?.application[Self.level]?.value == [80])
     }
 
+    @Test("list names the services with the advertisements, as status does")
+    func listAgreesWithStatus() async throws {
+        let session = try await session()
+
+        let list = try await session.ctl("list").output
+        let status = try await session.ctl("status", "--json").output
+
+        let json = try JSONSerialization.jsonObject(with: Data(status.utf8)) as? [String: [String: Any]]
+        #expect(list == "door\nheart\nlamp\npower\n")
+        #expect(json.map { $0.keys.sorted() } == ["door", "heart", "lamp", "power"])
+    }
+
+    @Test("status gives each name its kind, in JSON and in the table")
+    func statusHasKinds() async throws {
+        let session = try await session()
+
+        let json = try JSONSerialization.jsonObject(with: Data(try await session.ctl("status", "--json").output.utf8)) as? [String: [String: Any]]
+        let table = try await session.ctl("status").output.split(separator: "\n").map { $0.split(separator: " ").prefix(2) }
+
+        #expect(json?["heart"]?["kind"] as? String == "advertisement")
+        #expect(json?["lamp"]?["kind"] as? String == "service")
+        #expect(table.contains(["power", "service"]))
+        #expect(table.contains(["door", "advertisement"]))
+    }
+
     @Test("bleadvctl set changes a characteristic's value in place")
     func setChangesValue() async throws {
         let session = try await session()

@@ -123,7 +123,7 @@ struct SetTests {
 
         let table = try await session.ctl("status")
 
-        #expect(table.output.contains("kitchen  on"))
+        #expect(table.output.contains("kitchen  advertisement  on"))
         #expect(table.output.contains("battery=87 door=true humidity=40.2 temperature=22.5"))
     }
 

@@ -71,7 +71,7 @@ bleadvctl status | grep -E "^$last " | grep -q "no free advertising slot" || { e
 freed_at=$(date +%s.%N)
 bleadvctl off a01
 off_took=$(elapsed "$freed_at")
-wait_for 10 "$last on air" 'bleadvctl status | grep -qE "^$last +on "'
+wait_for 10 "$last on air" 'bleadvctl status | grep -qE "^$last +advertisement +on "'
 echo "    bleadvctl off a01 returned after $off_took s; $last seen on air by bleadvctl status $(elapsed "$freed_at") s after the off began"
 echo "    bleadvd's log from the off on (the waiting one is registered right after, not at its next retry):"
 sed -n '/a01: off air/,$p' "$TESTBED_WORK/bleadvd.log" | sed 's/^/        /'

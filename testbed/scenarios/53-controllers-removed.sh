@@ -27,7 +27,7 @@ for round in 1 2 3; do
   removed_at=$(date +%s.%N)
   pkill -x btvirt
   wait_for 20 "the controllers to go" '[ ! -e /sys/class/bluetooth/hci0 ] && [ ! -e /sys/class/bluetooth/hci1 ]'
-  wait_for 20 "bleadvd to say both wait" '[[ "$(bleadvctl status | awk '"'"'$1 == "first" || $1 == "second" { print $2 }'"'"' | sort -u)" == waiting ]]'
+  wait_for 20 "bleadvd to say both wait" '[[ "$(bleadvctl status | awk '"'"'$1 == "first" || $1 == "second" { print $3 }'"'"' | sort -u)" == waiting ]]'
   kill -0 "$BLEADVD_PID" || fail "bleadvd exited when the controllers went"
   status=$(bleadvctl status | grep '^first')
   # Under emulation a new controller's first reset can time out while btvirt makes the next one:

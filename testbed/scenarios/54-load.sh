@@ -29,7 +29,7 @@ TOML
 files() { ls "/proc/$BLEADVD_PID/fd" | wc -l; }
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$BLEADVD_PID/status"; }
 objects() { busctl tree --list org.bleadvd.Advertiser | grep -c '^/org/bleadvd/advertisement/' || true; }
-state() { bleadvctl status | awk -v name="$1" '$1 == name { print $2 }'; }
+state() { bleadvctl status | awk -v name="$1" '$1 == name { print $3 }'; }
 
 fresh_bluetoothd
 start_bleadvd "$config"

@@ -18,7 +18,7 @@ echo "make install; systemctl enable --now bleadvd: active in $(elapsed "$starte
   || fail "after enable --now: $(systemctl is-active bleadvd), $(active_instances) registered"
 [[ "$(ps -o user= -p "$(unit_property MainPID)")" == bleadvd ]] || fail "not running as bleadvd"
 [[ "$(unit_property ExecStart)" == *"path=/usr/local/sbin/bleadvd"* ]] || fail "the unit does not run /usr/local/sbin/bleadvd"
-/usr/local/bin/bleadvctl status | grep -q '^heart *on' || fail "bleadvctl status does not show heart on"
+/usr/local/bin/bleadvctl status | grep -qE '^heart +advertisement +on' || fail "bleadvctl status does not show heart on"
 if readelf -S /usr/local/sbin/bleadvd | grep -q '\.symtab'; then fail "make install did not strip bleadvd"; fi
 echo "    as bleadvd, from /usr/local/sbin (stripped: $(du -h /usr/local/sbin/bleadvd | cut -f1)); bleadvctl status: heart on"
 
