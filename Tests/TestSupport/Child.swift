@@ -24,6 +24,35 @@ public final class Child: @unchecked Sendable {
         // Close-on-exec (Glibc's module has no pipe2): no other child started later keeps a
         // copy of these pipes open, so closing our end is seen by this child.
         for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        // From the one thread that lives as long as this process (see `Spawner`), so that the
+        // parent-death signal setpriv asks for comes when this process dies, and only then.
+        let (result, child) = Spawner.run { [outPipe, errPipe] in
+            Self.spawn(executable, arguments, out: outPipe, errors: errPipe, captureErrors: captureErrors, environment: environment)
+        }
+        close(outPipe[1])
+        close(errPipe[1])
+        guard result == 0 else {
+            close(outPipe[0])
+            close(errPipe[0])
+            throw TestFailure("cannot start \(executable): \(String(cString: strerror(result)))")
+        }
+        pid = child
+        stdout = FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: true)
+        if captureErrors {
+            stderr = FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: true)
+        } else {
+            close(errPipe[0])
+            stderr = nil
+        }
+    }
+
+    /// posix_spawn of `executable` through setpriv, which asks the kernel for SIGKILL when the
+    /// parent dies and then becomes `executable` (the same pid): a crashed or killed test run
+    /// leaves no bus or peer behind. Returns posix_spawn's result and the pid.
+    private static func spawn(
+        _ executable: String, _ arguments: [String], out outPipe: [Int32], errors errPipe: [Int32], captureErrors: Bool,
+        environment: [String: String]
+    ) -> (Int32, pid_t) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -45,34 +74,23 @@ public final class Child: @unchecked Sendable {
         sigfillset(&allSignals)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let argv = ([setpriv, "--pdeathsig", "KILL", "--", executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        var child: pid_t = 0
         var variables = ProcessInfo.processInfo.environment
         variables.merge(environment) { $1 }
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
-        let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        close(outPipe[1])
-        close(errPipe[1])
-        guard result == 0 else {
-            close(outPipe[0])
-            close(errPipe[0])
-            throw TestFailure("cannot start \(executable): \(String(cString: strerror(result)))")
-        }
-        pid = child
-        stdout = FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: true)
-        if captureErrors {
-            stderr = FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: true)
-        } else {
-            close(errPipe[0])
-            stderr = nil
-        }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, setpriv, &actions, &attributes, argv, envp)
+        return (result, child)
     }
 
     deinit {
         terminate()
     }
+
+    /// util-linux's setpriv, which every Debian has.
+    static let setpriv = "/usr/bin/setpriv"
 
     /// Sends SIGTERM (once) and reaps the child.
     public func terminate() {
@@ -111,4 +129,49 @@ public func runOffPool(_ executable: String, _ arguments: [String]) async throws
         throw TestFailure("\(executable) \(arguments.joined(separator: " ")) exited \(result.status): " + result.errors)
     }
     return result.output
+}
+
+/// The thread children are started from. Linux sends a child its parent-death signal when the
+/// thread that started it exits, not only the process; threads of Swift's pool come and go, so
+/// every child is started from this one, which lives as long as the process.
+enum Spawner {
+    /// One job and its result.
+    private final class Job: @unchecked Sendable {
+        let body: () -> Void
+        let done = DispatchSemaphore(value: 0)
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    private static let condition = NSCondition()
+    nonisolated(unsafe) private static var jobs: [Job] = []
+    nonisolated(unsafe) private static var started = false
+
+    /// Runs `body` on the spawner thread and returns its result once it ran.
+    static func run<T>(_ body: @escaping @Sendable () -> T) -> T {
+        nonisolated(unsafe) var result: T?
+        let job = Job { result = body() }
+        condition.lock()
+        if !started {
+            started = true
+            let thread = Thread { serve() }
+            thread.name = "test children's spawner"
+            thread.start()
+        }
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+        job.done.wait()
+        return result!
+    }
+
+    private static func serve() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.body()
+            job.done.signal()
+        }
+    }
 }
