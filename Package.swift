@@ -5,6 +5,7 @@ import PackageDescription
 let package = Package(
     name: "bleadvd",
     products: [
+        .library(name: "Events", targets: ["Events"]),
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "Peripheral", targets: ["Peripheral"]),
         .library(name: "PeripheralMocks", targets: ["PeripheralMocks"]),
@@ -33,11 +34,13 @@ let package = Package(
         // bleadvd's process set-up that must come before Swift starts its threads (C).
         .target(name: "CLinux"),
 
-        // epoll, eventfd, timerfd and signalfd for DBus's event loop (C).
+        // epoll, eventfd, timerfd and signalfd for the event loop (C).
         .target(name: "CEvents"),
 
-        // Layer 1: D-Bus for Swift, and the one-thread event loop it runs on.
-        .target(name: "DBus", dependencies: ["CDBus", "CEvents"]),
+        // Layer 1: the one-thread event loop (a serial and task executor, timers, signals)...
+        .target(name: "Events", dependencies: ["CEvents"]),
+        // ...and D-Bus for Swift, served on it.
+        .target(name: "DBus", dependencies: ["CDBus", "Events"]),
 
         // Layer 2: the advertising core: the standard library, and libcrypto for BTHome's AES-CCM.
         .target(name: "Peripheral", dependencies: ["CCrypto"]),
@@ -76,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "bleadvd",
             dependencies: [
-                "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus", "CLinux",
+                "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus", "Events", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -87,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "bleadvctl",
             dependencies: [
-                "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus",
+                "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus", "Events",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // A position-dependent executable: the dynamic loader has 480 relocations to apply
@@ -103,12 +106,13 @@ let package = Package(
         .target(name: "CDBusBenchLoop", dependencies: ["CDBus"], path: "Benchmarks/CDBusBenchLoop"),
         .executableTarget(
             name: "dbus-bench",
-            dependencies: ["DBus", "CDBusBenchLoop"],
+            dependencies: ["DBus", "Events", "CDBusBenchLoop"],
             path: "Benchmarks/dbus-bench"
         ),
 
         // Tests: a private bus, child processes, the Python peers.
         .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["Peers"]),
+        .testTarget(name: "EventsTests", dependencies: ["Events"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),

@@ -9,7 +9,7 @@
 #   scripts/check-docs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(DBus Peripheral PeripheralMocks BluetoothModule PeripheralBlueZ AdvertiserConfig AdvertiserControl)
+targets=(Events DBus Peripheral PeripheralMocks BluetoothModule PeripheralBlueZ AdvertiserConfig AdvertiserControl)
 inherited='^(!=|\.\.\.|\.\.<|<=|>=|>|hash\(into:\)|hashValue|init\(rawValue:\)|rawValue|localizedDescription|init\((unicodeScalar|extendedGrapheme)|measure\(|sleep\(for:tolerance:\)|(assert|precondition)Isolated|assumeIsolated|withSerialExecutor|asUnowned(Serial|Task)Executor\(\)|isMainExecutor|isSameExclusiveExecutionContex|isIsolatingCurrentContext\(\))'
 failed=0
 for target in "${targets[@]}"; do

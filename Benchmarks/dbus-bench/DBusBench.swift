@@ -1,5 +1,6 @@
 import CDBusBenchLoop
 import DBus
+import Events
 
 #if canImport(Glibc)
 import Glibc

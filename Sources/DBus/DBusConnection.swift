@@ -1,6 +1,7 @@
 internal import CDBus
+public import Events
 
-/// A private connection to a message bus, served on one ``EventLoop``.
+/// A private connection to a message bus, served on one `EventLoop` (module `Events`).
 ///
 /// The actor's executor is the event loop that libdbus's file descriptors, timeouts and
 /// message dispatch run on, so incoming calls, replies and signals are handled in order with
@@ -70,10 +71,19 @@ public actor DBusConnection {
     ///     own, which ends with the connection.
     /// - Throws: ``DBusError`` when the bus cannot be reached or refuses the connection.
     public static func connect(to bus: Bus, on eventLoop: EventLoop? = nil) async throws -> DBusConnection {
-        let eventLoop = try eventLoop ?? EventLoop.onNewThread(name: "dbus")
+        let loop: EventLoop
+        if let eventLoop {
+            loop = eventLoop
+        } else {
+            do throws(EventLoopError) {
+                loop = try EventLoop.onNewThread(name: "dbus")
+            } catch {
+                throw DBusError(.failed, error.message)
+            }
+        }
         let opened = try bus.open()
         let name = String(cString: dbus_bus_get_unique_name(opened))
-        let connection = DBusConnection(loop: DBusEventLoop(connection: opened, eventLoop: eventLoop), uniqueName: name)
+        let connection = DBusConnection(loop: DBusEventLoop(connection: opened, eventLoop: loop), uniqueName: name)
         await connection.start()
         return connection
     }

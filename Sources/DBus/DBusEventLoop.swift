@@ -1,9 +1,10 @@
 internal import CDBus
+internal import Events
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Runs one libdbus connection on an ``EventLoop``: libdbus's watches become the loop's
+/// Runs one libdbus connection on an `EventLoop`: libdbus's watches become the loop's
 /// watches, its timeouts the loop's timers, and incoming messages are dispatched there.
 ///
 /// Nothing polls: an idle connection has no timer armed and no thread awake. Every libdbus

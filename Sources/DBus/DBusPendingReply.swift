@@ -1,4 +1,5 @@
 internal import CDBus
+internal import Events
 
 /// One outstanding method call: the libdbus pending call and the task waiting for it.
 /// Touched only on the connection's event loop.

@@ -1,6 +1,7 @@
 import AdvertiserControl
 import ArgumentParser
 import DBus
+import Events
 import Peripheral
 #if canImport(Glibc)
 import Glibc

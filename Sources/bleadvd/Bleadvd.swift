@@ -4,6 +4,7 @@ import AdvertiserDaemon
 import ArgumentParser
 import CLinux
 import DBus
+import Events
 import FoundationEssentials
 import Glibc
 import Logging
@@ -170,7 +171,7 @@ struct Bleadvd: ParsableCommand {
     /// Delivers the signals acted on and the ignored ones to `handler` on the loop (a signalfd)
     /// for as long as bleadvd runs. SIGPIPE is ignored silently: a write to a closed pipe
     /// (stderr whose reader went away) fails, it does not kill.
-    static func handleSignals(on loop: EventLoop, _ handler: @escaping (Int32) -> Void) throws(DBusError) {
+    static func handleSignals(on loop: EventLoop, _ handler: @escaping (Int32) -> Void) throws(EventLoopError) {
         signal(SIGPIPE, SIG_IGN)
         try loop.handleSignals(actedOn.sorted() + ignored, handler: handler)
     }

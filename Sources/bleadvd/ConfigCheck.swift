@@ -1,5 +1,6 @@
 import AdvertiserConfig
 import DBus
+import Events
 
 extension ConfigCheck {
     /// The config at `path`, checked in a child process first (``ConfigCheck``), read on a

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import DBus
+@testable import Events
 
 /// The one-thread loop bleadvd runs on: work, timers, watches and the clock's sleeps, each on
 /// the loop's thread.
@@ -95,7 +95,7 @@ struct EventLoopTests {
         let (reader, writer) = (ends[0], ends[1])
         let heard = Mutex<Int>(0)
         let watch = try await onLoop(loop) {
-            Result { () throws(DBusError) in
+            Result { () throws(EventLoopError) in
                 try loop.watch(reader, for: .readable) { readiness in
                     var byte: UInt8 = 0
                     if readiness.readable, read(reader, &byte, 1) == 1 { heard.withLock { $0 += 1 } }
@@ -103,12 +103,12 @@ struct EventLoopTests {
             }
         }.get()
 
-        try await onLoop(loop) { Result { () throws(DBusError) in try loop.update(watch, to: .nothing) } }.get()
+        try await onLoop(loop) { Result { () throws(EventLoopError) in try loop.update(watch, to: .nothing) } }.get()
         var byte: UInt8 = 1
         _ = write(writer, &byte, 1)
         try await Task.sleep(for: .milliseconds(50))
         let whilePaused = heard.withLock { $0 }
-        try await onLoop(loop) { Result { () throws(DBusError) in try loop.update(watch, to: .readable) } }.get()
+        try await onLoop(loop) { Result { () throws(EventLoopError) in try loop.update(watch, to: .readable) } }.get()
         for _ in 0..<100 where heard.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
 
         #expect(whilePaused == 0)

@@ -22,9 +22,9 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     private let ownsThread: Bool
 
     /// A loop to be run on the calling thread by ``run()``.
-    /// - Throws: ``DBusError`` `failed` when the kernel refuses an epoll, eventfd or timerfd
+    /// - Throws: ``EventLoopError`` when the kernel refuses an epoll, eventfd or timerfd
     ///   (out of file descriptors).
-    public init() throws(DBusError) {
+    public init() throws(EventLoopError) {
         core = try Core()
         ownsThread = false
         core.owner = self
@@ -38,8 +38,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     /// A loop on a thread of its own, named `name` (at most 15 bytes are kept). The thread ends
     /// when the loop is released: whatever can still post to it keeps it.
-    /// - Throws: ``DBusError`` `failed` when the descriptors or the thread cannot be made.
-    public static func onNewThread(name: String) throws(DBusError) -> EventLoop {
+    /// - Throws: ``EventLoopError`` when the descriptors or the thread cannot be made.
+    public static func onNewThread(name: String) throws(EventLoopError) -> EventLoop {
         let core = try Core()
         try core.spawn(name: name)
         return EventLoop(core: core)
@@ -146,17 +146,17 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// Calls `handler` on the loop whenever `fd` is ready for `interest` (level-triggered: again
     /// at every turn of the loop while it stays ready). Several watches may share a descriptor.
     /// Call on the loop's thread.
-    /// - Throws: ``DBusError`` `failed` when epoll refuses the descriptor.
+    /// - Throws: ``EventLoopError`` when epoll refuses the descriptor.
     public func watch(
         _ fd: Int32, for interest: Interest, handler: @escaping (Readiness) -> Void
-    ) throws(DBusError) -> Watch {
+    ) throws(EventLoopError) -> Watch {
         checkIsolated()
         return try core.addWatch(fd, interest, handler)
     }
 
     /// Changes what a watch waits for; ``Interest/nothing`` pauses it.
-    /// - Throws: ``DBusError`` `failed` when epoll refuses the change.
-    public func update(_ watch: Watch, to interest: Interest) throws(DBusError) {
+    /// - Throws: ``EventLoopError`` when epoll refuses the change.
+    public func update(_ watch: Watch, to interest: Interest) throws(EventLoopError) {
         checkIsolated()
         try core.updateWatch(watch, interest)
     }
@@ -194,15 +194,15 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// default action, until the process ends. The signals are blocked in the calling thread,
     /// and in the threads it starts afterwards: call it on the loop's thread before any other
     /// thread exists.
-    /// - Throws: ``DBusError`` `failed` when the signalfd cannot be made.
-    public func handleSignals(_ signals: [Int32], handler: @escaping (Int32) -> Void) throws(DBusError) {
+    /// - Throws: ``EventLoopError`` when the signalfd cannot be made.
+    public func handleSignals(_ signals: [Int32], handler: @escaping (Int32) -> Void) throws(EventLoopError) {
         checkIsolated()
         var set = sigset_t()
         sigemptyset(&set)
         for number in signals { sigaddset(&set, number) }
         pthread_sigmask(SIG_BLOCK, &set, nil)
         let fd = signalfd(-1, &set, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
-        guard fd >= 0 else { throw DBusError(.failed, "signalfd: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw EventLoopError("signalfd: \(String(cString: strerror(errno)))") }
         _ = try watch(fd, for: .readable) { _ in
             var info = signalfd_siginfo()
             while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
@@ -263,7 +263,7 @@ extension EventLoop {
         private static let wakeToken: UInt64 = 0
         private static let timerToken: UInt64 = 1
 
-        init() throws(DBusError) {
+        init() throws(EventLoopError) {
             epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
             wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
             timerFD = timerfd_create(CLOCK_BOOTTIME, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
@@ -273,7 +273,7 @@ extension EventLoop {
             else {
                 let reason = String(cString: strerror(errno))
                 for fd in [epoll, wake, timerFD] where fd >= 0 { close(fd) }
-                throw DBusError(.failed, "cannot set up an event loop: \(reason)")
+                throw EventLoopError("cannot set up an event loop: \(reason)")
             }
         }
 
@@ -288,9 +288,9 @@ extension EventLoop {
             return running != 0 && pthread_equal(pthread_self(), running) != 0
         }
 
-        func spawn(name: String) throws(DBusError) {
+        func spawn(name: String) throws(EventLoopError) {
             guard EventLoop.spawnThread(name: name, { self.run() }) else {
-                throw DBusError(.failed, "cannot start the event loop's thread")
+                throw EventLoopError("cannot start the event loop's thread")
             }
         }
 
@@ -364,7 +364,7 @@ extension EventLoop {
 
         // MARK: Watches
 
-        func addWatch(_ fd: Int32, _ interest: Interest, _ handler: @escaping (Readiness) -> Void) throws(DBusError) -> Watch {
+        func addWatch(_ fd: Int32, _ interest: Interest, _ handler: @escaping (Readiness) -> Void) throws(EventLoopError) -> Watch {
             let id = nextID
             nextID += 1
             watches[fd, default: [:]][id] = (interest, handler)
@@ -378,7 +378,7 @@ extension EventLoop {
             return Watch(fd: fd, id: id)
         }
 
-        func updateWatch(_ watch: Watch, _ interest: Interest) throws(DBusError) {
+        func updateWatch(_ watch: Watch, _ interest: Interest) throws(EventLoopError) {
             guard watches[watch.fd]?[watch.id] != nil else { return }
             watches[watch.fd]![watch.id]!.interest = interest
             try register(watch.fd)
@@ -392,7 +392,7 @@ extension EventLoop {
 
         /// Tells epoll what the descriptor's watches wait for together. With nothing to wait
         /// for it leaves epoll, which would otherwise report a hang-up at every turn.
-        private func register(_ fd: Int32) throws(DBusError) {
+        private func register(_ fd: Int32) throws(EventLoopError) {
             let wanted = watches[fd]?.values.reduce(UInt32(0)) { $0 | $1.interest.events } ?? 0
             let current = registered[fd]
             guard wanted != current else { return }
@@ -405,7 +405,7 @@ extension EventLoop {
             default: result = bleadvd_epoll_ctl(epoll, EPOLL_CTL_MOD, fd, wanted, token)
             }
             guard result == 0 || wanted == 0 else {
-                throw DBusError(.failed, "epoll_ctl on descriptor \(fd): \(String(cString: strerror(errno)))")
+                throw EventLoopError("epoll_ctl on descriptor \(fd): \(String(cString: strerror(errno)))")
             }
             registered[fd] = wanted == 0 ? nil : wanted
         }
@@ -493,4 +493,19 @@ extension EventLoop {
         if created != 0 { Unmanaged<Start>.fromOpaque(start).release() }
         return created == 0
     }
+}
+
+/// What the kernel refused an event loop (an epoll, eventfd, timerfd or signalfd, a watch, the
+/// thread), in words.
+public struct EventLoopError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What was refused, and the kernel's reason.
+    public var message: String
+
+    /// An error.
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    /// The message.
+    public var description: String { message }
 }
