@@ -12,6 +12,7 @@ export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
 mkdir -p "$TESTBED_WORK"
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 . "$here/lib.sh"
+. "$here/harness.sh"
 
 boot_started=$(date +%s.%N)
 fail_setup() {

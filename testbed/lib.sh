@@ -1,5 +1,6 @@
 # Helpers for test bed scenarios (sourced inside the VM). Scenarios run as root with
-# TESTBED_ROOT (the repository) and TESTBED_WORK (a writable scratch folder) set.
+# TESTBED_ROOT (the repository) and TESTBED_WORK (a writable scratch folder) set. What runs the
+# scenarios and reports them to the host is testbed/harness.sh.
 
 # wait_for SECONDS WHAT CONDITION: polls CONDITION (shell code) every 0.2 s.
 wait_for() {
@@ -98,58 +99,6 @@ expect_line() {
     printf 'expected a line containing: %s\nin:\n%s\n' "$1" "$2" >&2
     return 1
   fi
-}
-
-# run_scenarios SCENARIO...: runs each (420 s at most, or what a "# testbed-timeout: N" line of
-# the scenario says, or the kernel command line's bleadvd_testbed.timeout), prints PASS or FAIL
-# with its output and the diagnostics, then the summary line the host reads.
-run_scenarios() {
-  local passed=0 failed=0 scenario name out start limit
-  for scenario in "$@"; do
-    name=$(basename "$scenario" .sh)
-    out="$TESTBED_WORK/$name.out"
-    start=$(date +%s.%N)
-    limit=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed\.timeout=//p')
-    limit=${limit:-$(sed -n 's/^# testbed-timeout: \([0-9]*\)$/\1/p' "$scenario" | head -n1)}
-    rm -f "$TESTBED_WORK/bleadvd.log"  # so that diagnostics never show an earlier scenario's
-    if timeout "${limit:-420}" bash "$scenario" > "$out" 2>&1; then
-      passed=$((passed + 1))
-      echo "PASS $name [$(stack_label)] ($(elapsed "$start") s)"
-      sed 's/^/    /' "$out"
-    else
-      failed=$((failed + 1))
-      printf 'FAIL %s [%s]\n---- scenario output\n' "$name" "$(stack_label)"
-      cat "$out"
-      show_diagnostics
-    fi
-    # A scanner or central a scenario left behind (a background job's child outlives `kill` of
-    # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
-    pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central)\.py" 2>/dev/null || true
-  done
-  echo "testbed: $passed passed, $failed failed"
-}
-
-# show_diagnostics: what a failure needs to be understood from the CI log alone. (Under systemd
-# the daemons' logs are in the journal.)
-show_diagnostics() {
-  if [[ -s "$TESTBED_WORK/bleadvd.log" ]]; then
-    echo "---- bleadvd log (last 60 lines)"
-    tail -n 60 "$TESTBED_WORK/bleadvd.log"
-  fi
-  if [[ -d /run/systemd/system ]] && systemctl cat bleadvd > /dev/null 2>&1; then
-    echo "---- journal of bleadvd.service (last 60 lines)"
-    journalctl -u bleadvd --no-pager -n 60
-  fi
-  if [[ -s "$TESTBED_WORK/bluetoothd.log" ]]; then
-    echo "---- bluetoothd log (last 80 lines)"
-    tail -n 80 "$TESTBED_WORK/bluetoothd.log"
-  else
-    echo "---- journal of bluetooth.service (last 80 lines)"
-    journalctl -u bluetooth --no-pager -n 80
-  fi
-  echo "---- HCI capture, decoded (last 150 lines)"
-  btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | tail -n 150
-  echo "---- end of diagnostics"
 }
 
 # --- bleadvd in the bed -----------------------------------------------------------------------

@@ -16,6 +16,7 @@ export TESTBED_BLUETOOTHD=service
 TESTBED_CONTROLLERS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.controllers=//p')
 export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
 . "$here/lib.sh"
+. "$here/harness.sh"
 trap 'systemctl poweroff --no-block' EXIT
 
 fail_setup() {

@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 
 import dbus
 
@@ -508,75 +509,86 @@ def ratio(a, b):
     return "%.2f×" % (statistics.median(a) / statistics.median(b))
 
 
-def main():
-    kernel = os.uname().release
-    version = subprocess.run([BLUETOOTHD, "--version"], capture_output=True, text=True).stdout.strip()
-    print("bench: %d runs each; medians [min–max]; BlueZ %s, kernel %s, %d CPUs" % (RUNS, version, kernel, os.cpu_count()))
-    global MONITOR
+def measure():
+    """Runs every measurement, in the order the table needs them, and returns their figures."""
+    global MONITOR, DEBUG_PID
+    f = types.SimpleNamespace()
     monitor = MONITOR = Monitor()
-
-    ready = ready_runs()
+    f.ready = ready_runs()
     daemon = Bleadvd(enabled=False)
-    global DEBUG_PID
     DEBUG_PID = daemon.pid
-    bench_name = bus.get_unique_name()
-    names = {daemon.name: "bleadvd", owner("org.bluez"): "bluetoothd", "org.freedesktop.DBus": "bus",
-             "<none>": "(broadcast)"}
-    rows, marks = on_off_runs(monitor, daemon)
-    status = status_runs()
-    ctl = bluetoothctl_runs(monitor)
-    example = example_runs(monitor)
-    idle_figures = idle(daemon)
-    set_line = set_share()
-    crash_start, crash_manager = crash_runs(monitor, daemon)
-    daemon_rss = rss_kib(daemon.pid)
-    daemon_maps = rss_by_mapping(daemon.pid)
-    messages = monitor.messages()
+    f.bench_name = bus.get_unique_name()
+    f.names = {daemon.name: "bleadvd", owner("org.bluez"): "bluetoothd", "org.freedesktop.DBus": "bus",
+               "<none>": "(broadcast)"}
+    f.rows, f.marks = on_off_runs(monitor, daemon)
+    f.status = status_runs()
+    f.ctl = bluetoothctl_runs(monitor)
+    f.example = example_runs(monitor)
+    f.idle = idle(daemon)
+    f.set_line = set_share()
+    f.crash_start, f.crash_manager = crash_runs(monitor, daemon)
+    f.daemon_rss = rss_kib(daemon.pid)
+    f.daemon_maps = rss_by_mapping(daemon.pid)
+    f.messages = monitor.messages()
     daemon.stop()
     wait_until("the advertisement to go", lambda: active_instances() == 0)
-    touched = rss_touched()
+    f.touched = rss_touched()
     monitor.stop()
+    f.counts = cycles(f)
+    return f
 
-    b, c = rows["bleadvctl"], rows["busctl"]
+
+def cycles(f):
+    """The messages of one on + off of each tool, from the bus monitor's record; names each
+    tool's connection in f.names."""
+    counts = {}
+    for tool in ("bleadvctl", "busctl"):
+        on = [m for m in f.marks if m[0] == tool and m[1] == "on"][-1]
+        off = next(m for m in f.marks if m[0] == tool and m[1] == "off" and m[2] > on[2])
+        # Up to the next command's start (0.3 s after this off's exit): bluetoothd's last
+        # RemoveMatch can come after the off's reply, and counted only to the exit it was missed.
+        until = min((m[2] for m in f.marks if m[2] > off[3]), default=off[3] + 0.3)
+        cycle = [m for m in cycle_messages(f.messages, on[2], until) if f.bench_name not in (m["sender"], m["dest"])]
+        for action in ("On", "Off"):
+            request, _ = call_and_return(f.messages, on[2], action)
+            f.names[request["sender"]] = tool
+        counts[tool] = cycle
+    ctl_cycle = cycle_messages(f.messages, f.ctl["cycle"][0], f.ctl["cycle"][1] + 1.0)
+    counts["bluetoothctl"] = [m for m in ctl_cycle if f.bench_name not in (m["sender"], m["dest"])]
+    return counts
+
+
+def print_table(f):
+    """The table of docs/BENCHMARKS.md, and the ratios against the targets."""
+    b, c, ctl, example, idle_figures, counts = f.rows["bleadvctl"], f.rows["busctl"], f.ctl, f.example, f.idle, f.counts
     print()
     print("| figure | bleadvctl | `busctl call` (same daemon) | bluetoothctl | example-advertisement |")
     print("|---|---|---|---|---|")
     print("| on: command start → registered | %s | %s | %s | %s |" % (spread(b["on"]), spread(c["on"]), spread(ctl["on"]), spread(example["on"])))
     print("| off: command start → unregistered | %s | %s | %s | — |" % (spread(b["off"]), spread(c["off"]), spread(ctl["off"])))
-    print("| status: command start → exit | %s | %s | — | — |" % (spread(status["bleadvctl"]), spread(status["busctl"])))
+    print("| status: command start → exit | %s | %s | — | — |" % (spread(f.status["bleadvctl"]), spread(f.status["busctl"])))
     print("| RSS of the advertising process | %s KiB | (bleadvd) | %s KiB | %s KiB |" % (
         fmt(idle_figures["bleadvd"][2]), fmt(statistics.median(ctl["rss"])), fmt(statistics.median(example["rss"]))))
     print("| CPU ticks in %d s idle, advertising (bleadvd: two) | %d | — | %d | %d |" % (
         IDLE, idle_figures["bleadvd"][0], idle_figures["bluetoothctl"][0], idle_figures["example-advertisement"][0]))
     print("| context switches in %d s idle (threads started or ended) | %d (%d) | — | %d (%d) | %d (%d) |" % (
         (IDLE,) + idle_figures["bleadvd"][1] + idle_figures["bluetoothctl"][1] + idle_figures["example-advertisement"][1]))
-
-    counts = {}
-    for tool in ("bleadvctl", "busctl"):
-        on = [m for m in marks if m[0] == tool and m[1] == "on"][-1]
-        off = next(m for m in marks if m[0] == tool and m[1] == "off" and m[2] > on[2])
-        # Up to the next command's start (0.3 s after this off's exit): bluetoothd's last
-        # RemoveMatch can come after the off's reply, and counted only to the exit it was missed.
-        until = min((m[2] for m in marks if m[2] > off[3]), default=off[3] + 0.3)
-        cycle = [m for m in cycle_messages(messages, on[2], until) if bench_name not in (m["sender"], m["dest"])]
-        for action in ("On", "Off"):
-            request, _ = call_and_return(messages, on[2], action)
-            names[request["sender"]] = tool
-        counts[tool] = cycle
-    ctl_cycle = cycle_messages(messages, ctl["cycle"][0], ctl["cycle"][1] + 1.0)
-    ctl_cycle = [m for m in ctl_cycle if bench_name not in (m["sender"], m["dest"])]
     print("| system-bus messages for one on + off (of them bluetoothd's) | %d (%d) | %d (%d) | %d (%d) (its start to off) | — |" % (
-        len(counts["bleadvctl"]), bluez_count(counts["bleadvctl"], names), len(counts["busctl"]), bluez_count(counts["busctl"], names),
-        len(ctl_cycle), bluez_count(ctl_cycle, names)))
-    print("| exec → READY=1 (advertisement registered) | %s | — | — | — |" % spread(ready))
-    print("| kill -9 bluetoothd: its start → registered again | %s | — | — | — |" % spread(crash_start))
-    print("| kill -9 bluetoothd: manager answers → registered again | %s | — | — | — |" % spread(crash_manager))
-    print("| bleadvd RSS at the end | %s KiB | — | — | — |" % fmt(daemon_rss))
+        len(counts["bleadvctl"]), bluez_count(counts["bleadvctl"], f.names), len(counts["busctl"]), bluez_count(counts["busctl"], f.names),
+        len(counts["bluetoothctl"]), bluez_count(counts["bluetoothctl"], f.names)))
+    print("| exec → READY=1 (advertisement registered) | %s | — | — | — |" % spread(f.ready))
+    print("| kill -9 bluetoothd: its start → registered again | %s | — | — | — |" % spread(f.crash_start))
+    print("| kill -9 bluetoothd: manager answers → registered again | %s | — | — | — |" % spread(f.crash_manager))
+    print("| bleadvd RSS at the end | %s KiB | — | — | — |" % fmt(f.daemon_rss))
     print()
     print("Ratios (targets): bleadvctl on / busctl On %s (≤ 1.10×); bleadvctl status / busctl Status %s (≤ 1.20×)" % (
-        ratio(b["on"], c["on"]), ratio(status["bleadvctl"], status["busctl"])))
+        ratio(b["on"], c["on"]), ratio(f.status["bleadvctl"], f.status["busctl"])))
     print("bleadvctl on / bluetoothctl %s; / example-advertisement %s" % (ratio(b["on"], ctl["on"]), ratio(b["on"], example["on"])))
 
+
+def print_splits(f):
+    """Where the time of one on and one off goes, and the daemon's own share."""
+    b, c = f.rows["bleadvctl"], f.rows["busctl"]
     print()
     print("One `bleadvctl on`, split (median [min–max] of %d):" % RUNS)
     for key in b["split"][0]:
@@ -592,30 +604,45 @@ def main():
     own_off = [1000 * (s["daemon: Off received → Unregister sent"] + s["daemon: unregistered → Off reply"]) for s in b["off-split"]]
     print("  %-40s %s (target ≤ 5 ms)" % ("the daemon's own share", spread(own_off)))
 
+
+def print_memory(f):
+    """bleadvd's resident memory by mapping, and the same with fault-around off."""
     print()
     print("bleadvd's resident memory by mapping (KiB: resident, of which private dirty, of which huge pages):")
-    for name, rss, dirty, huge in daemon_maps:
+    for name, rss, dirty, huge in f.daemon_maps:
         if rss >= 64:
             print("  %-40s %6d %6d %6d" % (name, rss, dirty, huge))
-
-    if touched:
+    if f.touched:
         print()
-        print("The same with the kernel's fault-around off (pages touched), %s KiB in all:" % fmt(touched[0]))
-        for name, rss, dirty, huge in touched[1]:
+        print("The same with the kernel's fault-around off (pages touched), %s KiB in all:" % fmt(f.touched[0]))
+        for name, rss, dirty, huge in f.touched[1]:
             if rss >= 64:
                 print("  %-40s %6d %6d %6d" % (name, rss, dirty, huge))
         print()
-        print(touched[2].rstrip())
+        print(f.touched[2].rstrip())
 
+
+def print_messages(f):
+    """A set's own share, and every message of one on + off."""
     print()
     print("bleadvd's own share of a set, %d calls 150 ms apart (native: make bench-set):" % SETS)
-    print("  " + set_line)
-
+    print("  " + f.set_line)
     for tool in ("bleadvctl", "busctl"):
         print()
-        print("Messages of one %s on + off (%d):" % (tool, len(counts[tool])))
-        for m in counts[tool]:
-            print("  " + describe(m, names))
+        print("Messages of one %s on + off (%d):" % (tool, len(f.counts[tool])))
+        for m in f.counts[tool]:
+            print("  " + describe(m, f.names))
+
+
+def main():
+    kernel = os.uname().release
+    version = subprocess.run([BLUETOOTHD, "--version"], capture_output=True, text=True).stdout.strip()
+    print("bench: %d runs each; medians [min–max]; BlueZ %s, kernel %s, %d CPUs" % (RUNS, version, kernel, os.cpu_count()))
+    figures = measure()
+    print_table(figures)
+    print_splits(figures)
+    print_memory(figures)
+    print_messages(figures)
     sys.stdout.flush()
 
 
