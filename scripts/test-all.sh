@@ -2,7 +2,9 @@
 # `make test`: every test, unit to end-to-end. The last line sums them up:
 #   tests: N passed, N failed
 # (the Swift tests and the test bed scenarios; a step that fails before reporting counts as one
-# failure). Exit code 0 only when everything passed.
+# failure). Exit code 0 only when everything passed. Each step's time and counts go to
+# .build/test-figures.tsv, and a run where everything passed writes them into the README
+# (scripts/readme-figures.sh): its figures are this script's, never typed by hand.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,10 +12,14 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 passed=0
 failed=0
+figures=.build/test-figures.tsv
+mkdir -p .build
+printf 'step\tseconds\tpassed\tfailed\n' > "$figures"
 step() {
   local name=$1; shift
   printf '\n==> %s\n' "$name"
   : > "$log"
+  local started=$SECONDS before_passed=$passed before_failed=$failed
   "$@" 2>&1 | tee "$log"
   local status=${PIPESTATUS[0]} counted=0 line
   # Swift Testing: "Test run with N tests in M suites passed|failed ... with K issues".
@@ -34,6 +40,7 @@ step() {
     echo "FAILED: $name (exit $status)"
     ((counted)) || failed=$((failed + 1))
   fi
+  printf '%s\t%d\t%d\t%d\n' "$name" $((SECONDS - started)) $((passed - before_passed)) $((failed - before_failed)) >> "$figures"
 }
 
 step "dependencies" make --no-print-directory deps
@@ -46,4 +53,5 @@ step "the package under systemd (PID 1) in the VM test bed" make --no-print-dire
 step "the other stacks in the VM test bed: trixie, controllers without extended advertising" make --no-print-directory testbed-stacks-test
 
 printf '\ntests: %d passed, %d failed\n' "$passed" "$failed"
-[ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ] || exit 1
+scripts/readme-figures.sh "$figures"

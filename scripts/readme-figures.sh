@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Writes make test's figures into the README, between its "make-test-figures" markers: each
+# step's time and what it counted, from the record scripts/test-all.sh keeps of a run.
+#   scripts/readme-figures.sh [.build/test-figures.tsv]
+# scripts/test-all.sh runs it at the end of a run where everything passed; the README's figures
+# are never typed by hand. Exit 1 when the README has no markers or the record is not there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+record=${1:-.build/test-figures.tsv}
+[[ -s "$record" ]] || { echo "readme-figures: no record at $record; run make test" >&2; exit 1; }
+python3 - "$record" README.md "$(nproc)" "$(date -u +%Y-%m-%d)" <<'PY'
+import sys
+record, readme, cores, day = sys.argv[1:5]
+rows = [line.rstrip("\n").split("\t") for line in open(record)][1:]
+total_seconds = sum(int(r[1]) for r in rows)
+total_passed = sum(int(r[2]) for r in rows)
+minutes = lambda s: "%.1f min" % (int(s) / 60)
+lines = [
+    "<!-- make-test-figures: written by scripts/test-all.sh at the end of a run where everything passed (scripts/readme-figures.sh); not edited by hand -->",
+    "The last full run (%s, %s cores) took %s: %d tests and scenarios passed." % (day, cores, minutes(total_seconds), total_passed),
+    "",
+    "| step | time | passed |",
+    "|---|---|---|",
+]
+lines += ["| %s | %s | %s |" % (name, minutes(seconds), passed if int(passed) else "—") for name, seconds, passed, _ in rows]
+lines.append("<!-- /make-test-figures -->")
+text = open(readme).read()
+start = text.find("<!-- make-test-figures")
+end = text.find("<!-- /make-test-figures -->")
+if start < 0 or end < 0:
+    sys.exit("readme-figures: README.md has no make-test-figures markers")
+end += len("<!-- /make-test-figures -->")
+open(readme, "w").write(text[:start] + "\n".join(lines) + text[end:])
+print("readme-figures: README.md's make test figures written from %s" % record)
+PY
