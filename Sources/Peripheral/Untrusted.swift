@@ -25,18 +25,23 @@ public enum Untrusted {
         return total > limit ? start + "... (\(total) characters)" : start
     }
 
-    /// `"text"`, escaped and cut as ``shown(_:limit:)`` does.
+    /// `"text"`, escaped and cut as ``shown(_:limit:)`` does, with `"` and `\` inside escaped
+    /// too (`\"`, `\\`): the quotes end where the text does, so a value cannot forge what
+    /// follows it on the line.
     public static func quoted(_ text: some StringProtocol, limit: Int = defaultLimit) -> String {
-        let (start, total) = cut(text, limit)
+        let (start, total) = cut(text, limit, quoting: true)
         return total > limit ? "\"\(start)...\" (\(total) characters)" : "\"\(start)\""
     }
 
     /// The first `limit` scalars of `text`, escaped, and how many scalars it has.
-    private static func cut(_ text: some StringProtocol, _ limit: Int) -> (String, Int) {
+    private static func cut(_ text: some StringProtocol, _ limit: Int, quoting: Bool = false) -> (String, Int) {
         var result = ""
         var count = 0
         for scalar in text.unicodeScalars {
-            if count < limit { append(scalar, to: &result) }
+            if count < limit {
+                if quoting && (scalar == "\"" || scalar == "\\") { result += "\\" }
+                append(scalar, to: &result)
+            }
             count += 1
         }
         return (result, count)

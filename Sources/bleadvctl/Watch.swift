@@ -110,9 +110,16 @@ enum WatchFormat {
             }
             return json
                 ? "{\"event\": \"values\", \"name\": \(StatusFormat.quote(name)), \"values\": {" + values.map { "\(StatusFormat.quote($0.0)): \(StatusFormat.quote($0.1))" }.joined(separator: ", ") + "}}"
-                : (["values", Untrusted.escaped(name)] + values.map { Untrusted.escaped("\($0.0)=\($0.1)") }).joined(separator: " ")
+                : (["values", Untrusted.escaped(name)] + values.map { "\(Untrusted.escaped($0.0))=\(field($0.1))" }).joined(separator: " ")
         case nil:
             return nil
         }
+    }
+
+    /// A value as one field of a text line: as it is when it is one word, else quoted, so that
+    /// a space, a quote or a backslash in it cannot make it look like more fields.
+    static func field(_ value: String) -> String {
+        value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "\\" })
+            ? Untrusted.quoted(value, limit: 512) : Untrusted.escaped(value)
     }
 }

@@ -174,9 +174,28 @@ struct ServiceTests {
         }
         defer { writing.cancel() }
 
-        let line = try PrivateBus.readLine(from: watch.stdout)
+        let line = try await PrivateBus.line(from: watch.stdout)
 
         #expect(line == "written power level 33 AA:BB:CC:DD:EE:FF")
+    }
+
+    @Test("bleadvctl watch quotes a written text with its quotes escaped: it cannot forge the central's field")
+    func watchCannotBeForged() async throws {
+        let session = try await session()
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        defer { watch.kill(SIGTERM) }
+        let forged = #"x" 11:22:33:44:55:66"#
+        let writing = Task {
+            while !Task.isCancelled {
+                session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array(forged.utf8), .text(forged)), central: "AA:BB:CC:DD:EE:FF")))
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { writing.cancel() }
+
+        let line = try await PrivateBus.line(from: watch.stdout)
+
+        #expect(line == #"written lamp label "x\" 11:22:33:44:55:66" AA:BB:CC:DD:EE:FF"#)
     }
 
     @Test("on for a service's name says it is a service, with exit 2")

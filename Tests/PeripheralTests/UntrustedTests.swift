@@ -28,6 +28,12 @@ struct UntrustedTests {
         #expect(Untrusted.escaped("Küche 21.5 °C 🌡") == "Küche 21.5 °C 🌡")
     }
 
+    @Test("a quote or a backslash inside quoted text is escaped, so the quotes end where the text does")
+    func quotedEscapesQuotesAndBackslashes() {
+        #expect(Untrusted.quoted(#"sofa" central=AA:BB"#) == #""sofa\" central=AA:BB""#)
+        #expect(Untrusted.quoted(#"a\b"#) == #""a\\b""#)
+    }
+
     @Test("the limit counts Unicode scalars: one letter with 300,000 combining marks is cut")
     func limitCountsScalars() {
         let text = "e" + String(repeating: "\u{301}", count: 300_000)
