@@ -11,10 +11,17 @@ enum StandardInterface {
 extension DBusConnection {
     /// Exports an object: the given interfaces at `path`. When an object manager is exported
     /// at an ancestor path, it announces the object with `InterfacesAdded`.
+    /// - Parameters:
+    ///   - interfaces: what the object offers, in the order introspection shows them.
+    ///   - path: where.
+    ///   - caller: the unique name (`:1.42`) that alone may call the object's methods and
+    ///     properties; every other sender is refused with `AccessDenied` before its call is
+    ///     unpacked (introspection, names and types without values, stays open). nil lets
+    ///     anyone the bus lets through call it.
     /// - Throws: ``DBusError`` when a name or type is invalid or `path` is already exported.
-    public func export(_ interfaces: [DBusInterface], at path: DBusObjectPath) throws {
+    public func export(_ interfaces: [DBusInterface], at path: DBusObjectPath, caller: String? = nil) throws {
         guard objects[path] == nil else { throw DBusError.invalidArgs("an object is already exported at \(path)") }
-        var object = ExportedObject(interfaces: [:], order: [])
+        var object = ExportedObject(interfaces: [:], order: [], caller: caller)
         for interface in interfaces {
             try interface.validate()
             guard object.interfaces[interface.name] == nil else {
@@ -33,7 +40,7 @@ extension DBusConnection {
     /// Removes the object at `path`, announcing `InterfacesRemoved` to its object manager, and
     /// stops serving an object manager at `path`. Removing a path that is not exported does nothing.
     public func unexport(_ path: DBusObjectPath) {
-        objectManagers.remove(path)
+        objectManagers[path] = nil
         guard let object = objects.removeValue(forKey: path) else { return }
         for manager in managers(of: path) {
             try? emit(path: manager, interface: StandardInterface.objectManager, member: "InterfacesRemoved",
@@ -43,8 +50,11 @@ extension DBusConnection {
 
     /// Serves `org.freedesktop.DBus.ObjectManager` at `path`: `GetManagedObjects` lists every
     /// object exported below it, and exports and removals below it are announced.
-    public func exportObjectManager(at path: DBusObjectPath) {
-        objectManagers.insert(path)
+    /// - Parameters:
+    ///   - path: where.
+    ///   - caller: the unique name that alone may call it; nil for anyone.
+    public func exportObjectManager(at path: DBusObjectPath, caller: String? = nil) {
+        objectManagers[path] = .some(caller)
     }
 
     /// The paths of all exported objects.
@@ -82,7 +92,7 @@ extension DBusConnection {
     }
 
     private func managers(of path: DBusObjectPath) -> [DBusObjectPath] {
-        objectManagers.filter { path.isDescendant(of: $0) }.sorted()
+        objectManagers.keys.filter { path.isDescendant(of: $0) }.sorted()
     }
 
     private static func interfacesAndProperties(_ object: ExportedObject) -> DBusValue {
@@ -127,8 +137,14 @@ extension DBusConnection {
         let standard: [String: [String: String]] = [
             StandardInterface.introspectable: ["Introspect": ""],
             StandardInterface.properties: ["Get": "ss", "GetAll": "s", "Set": "ssv"],
-            StandardInterface.objectManager: objectManagers.contains(path) ? ["GetManagedObjects": ""] : [:],
+            StandardInterface.objectManager: objectManagers[path] != nil ? ["GetManagedObjects": ""] : [:],
         ]
+        // An object kept for one caller refuses everyone else whatever they ask of it, but its
+        // introspection (names and types, no values).
+        if call.interface != StandardInterface.introspectable,
+           let caller = objects[path]?.caller ?? objectManagers[path] ?? nil, call.sender != caller {
+            return .failure(DBusError(.accessDenied, "\(path) answers \(caller) only, not \(call.sender ?? "an unnamed sender")"))
+        }
         if let interface = call.interface, let members = standard[interface] {
             guard let expected = members[member] else {
                 return .failure(DBusError(.unknownMethod, "no method \(interface).\(member) at \(path)"))
@@ -201,12 +217,12 @@ extension DBusConnection {
     private func introspect(_ path: DBusObjectPath) -> Result<[DBusValue], DBusError> {
         let children = childNames(of: path)
         let object = objects[path]
-        guard object != nil || !children.isEmpty || path == .root || objectManagers.contains(path) else {
+        guard object != nil || !children.isEmpty || path == .root || objectManagers[path] != nil else {
             return .failure(DBusError(.unknownObject, "no object at \(path)"))
         }
         let interfaces = object.map { object in object.order.compactMap { object.interfaces[$0] } } ?? []
         return .success([.string(DBusIntrospection.xml(
-            interfaces: interfaces, children: children, isObjectManager: objectManagers.contains(path)))])
+            interfaces: interfaces, children: children, isObjectManager: objectManagers[path] != nil))])
     }
 
     private func childNames(of path: DBusObjectPath) -> [String] {

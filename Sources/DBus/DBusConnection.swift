@@ -49,7 +49,8 @@ public actor DBusConnection {
     var subscriptions: [UInt64: Subscription] = [:]
     var trackedOwners: [String: TrackedOwner] = [:]
     var objects: [DBusObjectPath: ExportedObject] = [:]
-    var objectManagers: Set<DBusObjectPath> = []
+    /// The paths served as object managers, each with the one caller it answers (nil: anyone).
+    var objectManagers: [DBusObjectPath: String?] = [:]
     /// Calls waiting for a reply. libdbus does not complete them when the connection drops,
     /// so the connection fails them itself.
     var outstanding: [ObjectIdentifier: PendingReply] = [:]

@@ -170,4 +170,6 @@ struct ExportedObject {
     var interfaces: [String: DBusInterface]
     /// Interface names in the order they were exported, for stable introspection.
     var order: [String]
+    /// The one unique name whose calls it answers; nil for anyone the bus lets through.
+    var caller: String?
 }

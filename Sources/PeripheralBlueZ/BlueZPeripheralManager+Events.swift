@@ -69,15 +69,10 @@ extension BlueZPeripheralManager {
         for consumer in consumers.values { consumer.yield(event) }
     }
 
-    /// `Release` was called: when the bluetoothd that holds the advertisement called it, it
-    /// dropped the advertisement itself. From anyone else (the bus policy lets root call
-    /// anything) it is ignored: it would only make bleadvd forget a registration BlueZ still has.
-    func released(_ path: DBusObjectPath, by sender: String?) async {
+    /// `Release` was called by the bluetoothd that holds the advertisement (the object answers
+    /// no one else): it dropped the advertisement itself.
+    func released(_ path: DBusObjectPath) async {
         guard let registration = exports[path], registration.advertisement != nil else { return }
-        guard let sender, sender == registration.generation.name else {
-            logger.warning("ignored Release of \(path.rawValue) from \(sender ?? "an unknown sender"), which is not the bluetoothd that holds it")
-            return
-        }
         exports[path] = nil
         await connection.unexport(path)
         publish(.released(RegistrationID(path.rawValue, generation: registration.generation)))

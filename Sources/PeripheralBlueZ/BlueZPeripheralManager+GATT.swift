@@ -21,7 +21,7 @@ extension BlueZPeripheralManager {
         registering.insert(root)
         defer { registering.remove(root) }
         do {
-            try await tree.export(on: connection)
+            try await tree.export(on: connection, for: generation.name)
         } catch let error as DBusError {
             throw PeripheralError(.invalid, "cannot export the GATT services: \(error.message)")
         }

@@ -89,8 +89,9 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         do {
             // BlueZ asks the object manager at the path first; it lists no children, so BlueZ
             // reads the properties with GetAll.
-            await connection.exportObjectManager(at: path)
-            try await connection.export(advertisementInterfaces(for: advertisement, at: path), at: path)
+            // Only that bluetoothd may call them: a local process could otherwise set TxPower.
+            await connection.exportObjectManager(at: path, caller: generation.name)
+            try await connection.export(advertisementInterfaces(for: advertisement, at: path), at: path, caller: generation.name)
         } catch let error as DBusError {
             await connection.unexport(path)
             throw PeripheralError(.invalid, "cannot export the advertisement: \(error.message)")
@@ -275,7 +276,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             properties.append(DBusProperty("TxPower", value: .int16(0), access: .write, emitsChanged: false, onSet: report))
         }
         let release = DBusMethod("Release") { [weak self] call in
-            await self?.released(path, by: call.sender)
+            await self?.released(path)
             return []
         }
         return [DBusInterface(name: BlueZ.advertisementInterface, methods: [release], properties: properties)]

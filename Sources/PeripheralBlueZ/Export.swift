@@ -73,12 +73,14 @@ struct GATTObjectTree {
         self.characteristics = characteristics
     }
 
-    /// Exports the tree; on a refusal, what was exported goes again and the error is thrown.
-    func export(on connection: DBusConnection) async throws {
-        await connection.exportObjectManager(at: root)
+    /// Exports the tree for one caller (bluetoothd's unique name), the only one its objects
+    /// answer: no local process can read, write or forge a central's write through them. On a
+    /// refusal, what was exported goes again and the error is thrown.
+    func export(on connection: DBusConnection, for caller: String) async throws {
+        await connection.exportObjectManager(at: root, caller: caller)
         for (index, object) in objects.enumerated() {
             do {
-                try await connection.export(object.interfaces, at: object.path)
+                try await connection.export(object.interfaces, at: object.path, caller: caller)
             } catch {
                 await Self.unexport(root, objects.prefix(index), from: connection)
                 throw error

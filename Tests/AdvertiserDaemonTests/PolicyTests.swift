@@ -57,16 +57,86 @@ struct PolicyTests {
         #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(result.errors)")
     }
 
+    /// What a caller may try beside the control API: the interfaces of the objects bleadvd
+    /// exports for BlueZ, and the control interface at another path.
+    static let beyondTheControlAPI: [(path: String, member: String, arguments: [String])] = [
+        ("/org/bleadvd/gatt/app1/service0/char0", "org.bluez.GattCharacteristic1.WriteValue", ["array:byte:1"]),
+        ("/org/bleadvd/gatt/app1/service0/char0", "org.bluez.GattCharacteristic1.ReadValue", []),
+        ("/org/bleadvd/gatt/app1/service0/char0/desc0", "org.bluez.GattDescriptor1.ReadValue", []),
+        ("/org/bleadvd/advertisement/advertisement1", "org.bluez.LEAdvertisement1.Release", []),
+        ("/org/bleadvd/advertisement/advertisement1", "org.freedesktop.DBus.Properties.Set",
+         ["string:org.bluez.LEAdvertisement1", "string:TxPower", "variant:int16:5"]),
+        ("/org/bleadvd/gatt/app1", "org.freedesktop.DBus.ObjectManager.GetManagedObjects", []),
+        ("/org/bleadvd/Other", "org.bleadvd.Advertiser1.Off", []),
+    ]
+
+    func send(_ session: DaemonSession, path: String, _ member: String, _ arguments: [String], as user: String) async throws -> ProgramResult {
+        try await runProgram("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/dbus-send", "--bus=\(session.bus.address)",
+                                                   "--print-reply", "--dest=org.bleadvd.Advertiser", path, member] + arguments)
+    }
+
+    @Test("an unprivileged user is refused by the bus everything beyond the control API",
+          arguments: Self.beyondTheControlAPI.indices)
+    func othersAreDeniedTheBlueZObjects(index: Int) async throws {
+        let (path, member, arguments) = Self.beyondTheControlAPI[index]
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+
+        let result = try await send(session, path: path, member, arguments, as: "nobody")
+
+        #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied: Rejected send message"), "\(result.errors)")
+    }
+
+    @Test("a member of the group is refused by the bus everything beyond the control API",
+          arguments: Self.beyondTheControlAPI.indices)
+    func groupIsDeniedTheBlueZObjects(index: Int) async throws {
+        let (path, member, arguments) = Self.beyondTheControlAPI[index]
+        let file = try Self.policyForNogroup()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+
+        let result = try await send(session, path: path, member, arguments, as: "nobody")
+
+        #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied: Rejected send message"), "\(result.errors)")
+    }
+
+    /// root gets through the bus to the interfaces bluetoothd (a root process) calls back, and
+    /// bleadvd itself answers only the bluetoothd it registered with (BlueZGATTContractTests,
+    /// BlueZContractTests): here no object is exported, and bleadvd says so.
+    @Test("root reaches the interfaces bluetoothd calls back, and bleadvd answers for them")
+    func rootReachesTheBlueZObjects() async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+
+        let result = try await send(session, path: "/org/bleadvd/gatt/app1/service0/char0",
+                                    "org.bluez.GattCharacteristic1.ReadValue", [], as: "root")
+
+        #expect(result.errors.contains("org.freedesktop.DBus.Error.UnknownObject"), "\(result.errors)")
+    }
+
+    @Test("root is refused by the bus the control interface at another path")
+    func rootIsDeniedOtherPaths() async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+
+        let result = try await send(session, path: "/org/bleadvd/Other", "org.bleadvd.Advertiser1.Off", [], as: "root")
+
+        #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied: Rejected send message"), "\(result.errors)")
+    }
+
+    /// The policy with its group section naming `nogroup`, nobody's group, instead of bleadvd.
+    static func policyForNogroup() throws -> String {
+        let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
+            .replacingOccurrences(of: "<policy group=\"bleadvd\">", with: "<policy group=\"nogroup\">")
+        guard policy.contains("<policy group=\"nogroup\">") else { throw TestFailure("the policy has no section for group bleadvd") }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID()).conf").path
+        try policy.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
     /// The policy with its group section naming `nogroup`, nobody's group, instead of bleadvd
     /// (which this machine need not have): what the section grants its members. (The real group
     /// is tested in the systemd test bed, scenario 60.)
     @Test("a member of the policy's group may call each method of the contract", arguments: ControlAPI.Method.allCases)
     func groupMayCallAll(method: ControlAPI.Method) async throws {
-        let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
-            .replacingOccurrences(of: "<policy group=\"bleadvd\">", with: "<policy group=\"nogroup\">")
-        #expect(policy.contains("<policy group=\"nogroup\">"))
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID()).conf").path
-        try policy.write(toFile: file, atomically: true, encoding: .utf8)
+        let file = try Self.policyForNogroup()
         defer { try? FileManager.default.removeItem(atPath: file) }
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
 

@@ -188,6 +188,23 @@ struct BlueZContractTests {
         #expect(await session.connection.property("TxPower", of: BlueZ.advertisementInterface, at: path) == .int16(-6))
     }
 
+    @Test("a process other than the bluetoothd it was registered with cannot set TxPower")
+    func othersCannotSetTxPower() async throws {
+        let session = try await StandInSession()
+        var advertisement = Self.thermometer
+        advertisement.txPower = 0
+        let id = try await session.manager.startAdvertising(advertisement, on: "hci0")
+        let name = await session.connection.uniqueName
+
+        let set = await #expect(throws: TestFailure.self) {
+            try await busctl(session.bus, ["set-property", name, id.rawValue, BlueZ.advertisementInterface, "TxPower", "n", "--", "-6"])
+        }
+
+        let path = try DBusObjectPath(id.rawValue)
+        #expect(set?.description.contains("Access denied") == true, "\(set?.description ?? "")")
+        #expect(await session.connection.property("TxPower", of: BlueZ.advertisementInterface, at: path) == .int16(0))
+    }
+
     @Test("BlueZ may set TxPower on an advertisement that asks for no power, without it being read back")
     func tXPowerReportWithoutRequest() async throws {
         let session = try await StandInSession()
@@ -221,16 +238,19 @@ struct BlueZContractTests {
         #expect(await session.connection.exportedPaths.isEmpty)
     }
 
-    @Test("Release from a peer that is not bluetoothd is ignored: the registration stays")
-    func releaseFromAnotherPeerIsIgnored() async throws {
+    @Test("Release from a peer that is not the bluetoothd holding it is refused: the registration stays")
+    func releaseFromAnotherPeerIsRefused() async throws {
         let session = try await StandInSession()
         let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
         let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
 
-        _ = try await stranger.call(
-            destination: session.connection.uniqueName, path: DBusObjectPath(id.rawValue),
-            interface: "org.bluez.LEAdvertisement1", member: "Release")
+        let refused = await #expect(throws: DBusError.self) {
+            try await stranger.call(
+                destination: session.connection.uniqueName, path: DBusObjectPath(id.rawValue),
+                interface: "org.bluez.LEAdvertisement1", member: "Release")
+        }
 
+        #expect(refused?.name == .accessDenied)
         #expect(await session.connection.exportedPaths.count == 1)
         // Still known, so it is unregistered from BlueZ, which has it (not refused as unknown).
         try await session.manager.stopAdvertising(id)

@@ -124,6 +124,40 @@ struct BlueZGATTContractTests {
         #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([42])])
     }
 
+    @Test("a write from a process other than the bluetoothd it was registered with is refused and reported nowhere")
+    func forgedWriteRefused() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
+        let name = await session.connection.uniqueName
+
+        let forged = await #expect(throws: TestFailure.self) {
+            try await busctl(session.bus, ["call", name, path, BlueZ.characteristicInterface, "WriteValue", "aya{sv}", "1", "99",
+                                           "1", "device", "o", "/org/bluez/hci0/dev_00_AA_02_00_00_09"])
+        }
+        try await session.control("WriteCharacteristic", [.string(path), .bytes([42])])
+
+        #expect(forged?.description.contains("Access denied") == true, "\(forged?.description ?? "")")
+        // The first event is bluetoothd's write: the forged one made none.
+        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42], .number(42)), central: "00:AA:02:00:00:01")))
+    }
+
+    @Test("a read or a subscription from a process other than bluetoothd is refused", arguments: ["ReadValue", "StartNotify"])
+    func othersCannotReadOrSubscribe(member: String) async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
+        let name = await session.connection.uniqueName
+        let arguments = member == "ReadValue" ? ["a{sv}", "0"] : []
+
+        let refused = await #expect(throws: TestFailure.self) {
+            try await busctl(session.bus, ["call", name, path, BlueZ.characteristicInterface, member] + arguments)
+        }
+
+        #expect(refused?.description.contains("Access denied") == true, "\(refused?.description ?? "")")
+    }
+
     @Test("a write of the wrong length gets InvalidValueLength and changes nothing",
           arguments: [([UInt8]([1, 2]), "org.bluez.Error.InvalidValueLength"), ([101], "org.bluez.Error.Failed")])
     func writeRefused(value: [UInt8], error: String) async throws {
