@@ -59,11 +59,11 @@ testbed-systemd-test: deb ## the .deb and make install under systemd as PID 1 in
 	@# 55 here too: Debian 12's bluetooth.service (no -E) ignores intervals, which status must say.
 	testbed/run.sh --systemd testbed/scenarios/55-*.sh testbed/systemd-scenarios/*.sh
 
-testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 20 restarts of bluetooth.service and 60 steps of the chaos soak; bookworm's daemon scenario on such controllers
+testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 10 restarts of bluetooth.service and 40 steps of the chaos soak; bookworm's daemon scenario on such controllers
 	testbed/setup.sh bookworm trixie
 	@# 62 upgrades to a newer build of the same binaries.
 	scripts/make-deb.sh $(VERSION) 2
-	BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=20" \
+	BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=10" \
 	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/20-*.sh testbed/scenarios/30-*.sh \
 	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/56-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh \
 	  testbed/systemd-scenarios/60-*.sh testbed/repro/bluetooth-restarts.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
