@@ -13,8 +13,18 @@ public struct ConfiguredService: Hashable, Sendable {
         self.values = values
     }
 
-    /// The values as the config file would write them (text as it is: escape it before a terminal).
-    public var shownValues: [String: String] { values.mapValues(\.description) }
+    /// The values as the config file would write them (text as it is: escape it before a
+    /// terminal), but a write-only characteristic's: what centrals write there is a secret,
+    /// never in Status or a signal.
+    public var shownValues: [String: String] {
+        let secrets = Set(service.characteristics.filter(\.isSecret).map(\.name))
+        return values.filter { !secrets.contains($0.key) }.mapValues(\.description)
+    }
+
+    /// Whether `characteristic` is write-only, its value a secret.
+    public func isSecret(_ characteristic: String) -> Bool {
+        service.characteristics.first { $0.name == characteristic }?.isSecret ?? false
+    }
 
     /// The service with `changes` applied (`bleadvctl set NAME KEY=VALUE`), each checked
     /// against its characteristic's format.
@@ -110,7 +120,9 @@ struct ServicePreset: Sendable {
 extension Reader {
     /// The keys of a custom service's table, and of each of its characteristics.
     static let serviceKeys: Set<String> = ["uuid", "primary", "characteristic"]
-    static let characteristicKeys: Set<String> = ["uuid", "format", "flags", "value", "exponent", "min", "max", "max_length", "description"]
+    static let characteristicKeys: Set<String> = [
+        "uuid", "format", "flags", "value", "exponent", "min", "max", "max_length", "description", "security", "secret",
+    ]
 
     /// The most services one file may define, and characteristics one service may have.
     static let maximumServices = 32
@@ -225,7 +237,25 @@ extension Reader {
         if let description, description.isEmpty || description.utf8.count > GATTFormat.attributeLimit {
             throw error(path + ["description"], "is \(description.utf8.count) bytes; a description is 1 to \(GATTFormat.attributeLimit)")
         }
-        return (GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description), value)
+        var characteristic = GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description)
+        characteristic.security = try security(fields["security"], path + ["security"])
+        if let node = fields["secret"], try bool(node, path + ["secret"]), !characteristic.isSecret {
+            let readable = characteristic.flags.intersection([.read, .notify, .indicate]).sorted().map(\.rawValue).joined(separator: ", ")
+            throw error(path + ["secret"], "is true, but flags give \(readable): a central could read back what is kept secret; drop those flags or secret")
+        }
+        return (characteristic, value)
+    }
+
+    /// A characteristic's `security`: as the file says, else `none`. (Writable ones become
+    /// `encrypted` by default once bleadvd pairs centrals itself: without a pairing agent, a
+    /// headless box could not bond with anyone, and the characteristic would take no writes.)
+    private func security(_ node: TOMLNode?, _ path: [String]) throws(ConfigError) -> GATTSecurity {
+        guard let node else { return .none }
+        let text = try string(node, path)
+        guard let security = GATTSecurity(rawValue: text) else {
+            throw error(path, "\(Untrusted.quoted(text, limit: 24)) is not a security level; use \(GATTSecurity.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return security
     }
 
     private func decimal(_ node: TOMLNode, _ path: [String], numeric: Bool) throws(ConfigError) -> Double {

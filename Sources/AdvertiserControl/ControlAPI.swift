@@ -107,8 +107,9 @@ public enum ControlAPI {
         case valuesChanged = "ValuesChanged"
         /// `Written(s service, s characteristic, v value, s central)` when a connected central
         /// wrote a characteristic and the value was taken (it fit the declared format): the
-        /// value is a number (d), text (s) or bytes (ay) as the format says; `central` is its
-        /// address, empty when BlueZ did not say.
+        /// value is a number (d), text (s) or bytes (ay) as the format says, and no bytes for a
+        /// write-only characteristic, whose values are secrets; `central` is its address, empty
+        /// when BlueZ did not say.
         case written = "Written"
 
         /// The member name.

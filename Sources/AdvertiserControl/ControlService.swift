@@ -101,12 +101,14 @@ public enum ControlService {
         ], on: connection)
     }
 
-    /// Announces a central's write that was taken.
-    public static func written(_ service: String, _ characteristic: String, _ value: GATTValue, central: String, on connection: DBusConnection) async {
+    /// Announces a central's write that was taken; `value` nil for a secret (a write-only
+    /// characteristic's), sent as no bytes.
+    public static func written(_ service: String, _ characteristic: String, _ value: GATTValue?, central: String, on connection: DBusConnection) async {
         let variant: DBusValue = switch value {
-        case .number(let number): .double(number)
-        case .text(let text): .string(text)
-        case .bytes(let bytes): .bytes(bytes)
+        case .number(let number)?: .double(number)
+        case .text(let text)?: .string(text)
+        case .bytes(let bytes)?: .bytes(bytes)
+        case nil: .bytes([])
         }
         await emit(.written, [.string(service), .string(characteristic), .variant(variant), .string(central)], on: connection)
     }

@@ -29,7 +29,10 @@ extension Daemon {
         } catch {
             throw PeripheralError(.invalidValue, error.description)
         }
-        logger.info("\(name): set \(changes.keys.sorted().map { "\($0)=\(Untrusted.shown(changed.values[$0]?.description ?? "", limit: 64))" }.joined(separator: " "))")
+        let shown = changes.keys.sorted().map { key in
+            entry.live.isSecret(key) ? "\(key)=(secret)" : "\(key)=\(Untrusted.shown(changed.values[key]?.description ?? "", limit: 64))"
+        }
+        logger.info("\(name): set \(shown.joined(separator: " "))")
         return services[name]!.set(changed)
     }
 
@@ -44,9 +47,13 @@ extension Daemon {
             // What BlueZ holds now, in force and as sent: no sender takes it there, and a set
             // of another characteristic still on its way goes on.
             services[id.service]?.held { $0.store(value, bytes: bytes, for: id.characteristic) }
-            let shown = if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
+            // A write-only value is a secret: the log and the signal say that it was written, by
+            // whom and how long it is, never what it is.
+            let secret = services[id.service]?.live.isSecret(id.characteristic) == true
+            let shown = if secret { "a secret (\(bytes.count) bytes, not shown)" }
+                else if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
             logger.notice("\(id): \(who) wrote \(shown)")
-            await ControlService.written(id.service, id.characteristic, value, central: event.central, on: connection)
+            await ControlService.written(id.service, id.characteristic, secret ? nil : value, central: event.central, on: connection)
         case .subscribed:
             logger.info("\(id): a central subscribed")
         case .unsubscribed:

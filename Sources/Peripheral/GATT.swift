@@ -24,6 +24,23 @@ public enum GATTFlag: String, Hashable, Sendable, CaseIterable, Comparable {
     public var isWrite: Bool { self == .write || self == .writeWithoutResponse }
 }
 
+/// The link a central needs before it may read, write or subscribe to a characteristic. The
+/// stack enforces it (BlueZ answers a central on a weaker link with ATT's Insufficient
+/// Encryption or Insufficient Authentication, and a central usually pairs then).
+public enum GATTSecurity: String, Hashable, Sendable, CaseIterable {
+    /// Any connected central: nothing protects the value on air or who sends it.
+    case none
+    /// An encrypted link, from a bond of any kind (just-works included): a passive listener
+    /// learns nothing, but a device in the middle during pairing could.
+    case encrypted
+    /// An encrypted link from a bond with MITM protection (a passkey or numeric comparison): the
+    /// central is the one the person paired.
+    case authenticated
+    /// An authenticated link made with LE Secure Connections (ECDH), with a 128-bit key: what
+    /// was recorded of the pairing cannot be decrypted later.
+    case secure
+}
+
 /// How a characteristic's value is laid out on air: the formats of the Bluetooth SIG's
 /// characteristic definitions (little-endian integers with a decimal exponent, IEEE-754
 /// float32, UTF-8 text) and plain bytes.
@@ -253,11 +270,13 @@ public struct GATTCharacteristic: Hashable, Sendable {
     /// What it is, for people: its Characteristic User Description descriptor (0x2901), which
     /// apps such as nRF Connect show as its name. Nil for none.
     public var userDescription: String?
+    /// The link a central needs for everything its flags allow.
+    public var security: GATTSecurity
 
     /// A characteristic.
     public init(
         name: String, uuid: BluetoothUUID, flags: Set<GATTFlag>, format: GATTFormat, value: [UInt8],
-        userDescription: String? = nil
+        userDescription: String? = nil, security: GATTSecurity = .none
     ) {
         self.name = name
         self.uuid = uuid
@@ -265,6 +284,13 @@ public struct GATTCharacteristic: Hashable, Sendable {
         self.format = format
         self.value = value
         self.userDescription = userDescription
+        self.security = security
+    }
+
+    /// Whether centrals can only write it (no read, notify or indicate): what they write (a PIN,
+    /// a password) is a secret, never shown outside the daemon.
+    public var isSecret: Bool {
+        flags.isDisjoint(with: [.read, .notify, .indicate])
     }
 
     /// The Characteristic User Description descriptor's UUID.

@@ -50,4 +50,31 @@ package enum BlueZ {
             throw PeripheralError(.noAdapter, "\"\(name)\" is not an adapter name (expected e.g. hci0)")
         }
     }
+
+    /// A characteristic's `Flags` as gatt-database.c reads them: each operation its flags allow,
+    /// with the security it needs (`encrypt-read`, `encrypt-authenticated-write`,
+    /// `secure-notify`, … since 5.x; 5.66 and 5.82 both know every one). BlueZ has no secured
+    /// write-without-response: such a characteristic keeps `write-without-response` and gets
+    /// the secured `write` beside it, which sets the attribute's permission (and also offers
+    /// writes with a response).
+    static func flags(of characteristic: GATTCharacteristic) -> [String] {
+        let prefix = switch characteristic.security {
+        case .none: ""
+        case .encrypted: "encrypt-"
+        case .authenticated: "encrypt-authenticated-"
+        case .secure: "secure-"
+        }
+        guard !prefix.isEmpty else { return characteristic.flags.sorted().map(\.rawValue) }
+        var flags: Set<String> = []
+        for flag in characteristic.flags {
+            switch flag {
+            case .read: flags.insert(prefix + "read")
+            case .write: flags.insert(prefix + "write")
+            case .writeWithoutResponse: flags.formUnion([flag.rawValue, prefix + "write"])
+            case .notify: flags.insert(prefix + "notify")
+            case .indicate: flags.insert(prefix + "indicate")
+            }
+        }
+        return flags.sorted()
+    }
 }

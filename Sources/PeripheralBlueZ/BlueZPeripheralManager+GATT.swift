@@ -112,8 +112,11 @@ extension BlueZPeripheralManager {
         return DBusInterface(name: BlueZ.characteristicInterface, methods: methods, properties: [
             DBusProperty("UUID", value: .string(characteristic.uuid.uuidString)),
             DBusProperty("Service", value: .objectPath(service)),
-            DBusProperty("Flags", value: .strings(characteristic.flags.sorted().map(\.rawValue))),
-            DBusProperty("Value", value: .bytes(characteristic.value)),
+            DBusProperty("Flags", value: .strings(BlueZ.flags(of: characteristic))),
+            // A change is announced only where bluetoothd notifies it: a write-only value (a
+            // password a central wrote) never goes out as a signal.
+            DBusProperty("Value", value: .bytes(characteristic.value),
+                         emitsChanged: !characteristic.flags.isDisjoint(with: [.notify, .indicate])),
             DBusProperty("Notifying", value: .boolean(false)),
         ])
     }

@@ -105,6 +105,40 @@ struct ServiceConfigTests {
         #expect(error(text) == "test.toml:6: service.lamp.characteristic.brightness.flags: \"shout\" is not a flag; use read, write, write-without-response, notify, indicate")
     }
 
+    @Test("a characteristic's security is the link it asks for, none unless the file says", arguments: [
+        ("", GATTSecurity.none), ("\nsecurity = \"encrypted\"", .encrypted),
+        ("\nsecurity = \"authenticated\"", .authenticated), ("\nsecurity = \"secure\"", .secure),
+    ])
+    func security(line: String, expected: GATTSecurity) throws {
+        let config = try parse(Self.lamp + line + "\n")
+
+        #expect(config.services["lamp"]?.service.characteristics.first?.security == expected)
+    }
+
+    @Test("an unknown security level is refused with the known ones")
+    func unknownSecurity() {
+        #expect(error(Self.lamp + "\nsecurity = \"paired\"\n")
+            == "test.toml:8: service.lamp.characteristic.brightness.security: \"paired\" is not a security level; use none, encrypted, authenticated, secure")
+    }
+
+    @Test("a secret a central could read back is refused, naming the flags that would")
+    func readableSecret() {
+        #expect(error(Self.lamp + "\nsecret = true\n")
+            == "test.toml:8: service.lamp.characteristic.brightness.secret: is true, but flags give notify, read: a central could read back what is kept secret; drop those flags or secret")
+    }
+
+    @Test("a write-only characteristic is a secret, with secret = true or without")
+    func writeOnlyIsSecret() throws {
+        let writeOnly = Self.lamp.replacingOccurrences(of: "[\"read\", \"write\", \"notify\"]", with: "[\"write\"]")
+
+        let plain = try parse(writeOnly)
+        let declared = try parse(writeOnly + "\nsecret = true\n")
+
+        #expect(plain.services["lamp"]?.service.characteristics.first?.isSecret == true)
+        #expect(declared.services["lamp"]?.service.characteristics.first?.isSecret == true)
+        #expect(plain.services["lamp"]?.shownValues == [:])
+    }
+
     @Test("a characteristic with an empty name is refused, as any name the file gives")
     func emptyCharacteristicName() {
         let text = Self.lamp.replacingOccurrences(of: "characteristic.brightness]", with: "characteristic.\"\"]")

@@ -35,6 +35,8 @@ struct DaemonSession {
     let running: Task<Void, any Error>
     /// Whatever a test needs alive as long as the session (a listener's connection).
     private let kept = Kept()
+    /// Every line the daemon logged, as the journal would get it.
+    let logs = LogLines()
 
     /// Keeps `object` alive as long as the session.
     func keep(_ object: some Sendable & AnyObject) {
@@ -68,7 +70,8 @@ struct DaemonSession {
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            counters: MockCounters(), loadConfig: loadConfig, auditDelay: auditDelay, logger: Logger(label: "test"))
+            counters: MockCounters(), loadConfig: loadConfig, auditDelay: auditDelay,
+            logger: Logger(label: "test") { [logs] _ in LogLines.Handler(lines: logs) })
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         self.requests = requests
@@ -94,5 +97,34 @@ private final class Kept: @unchecked Sendable {
 
     func append(_ object: AnyObject) {
         lock.withLock { objects.append(object) }
+    }
+}
+
+/// The lines a daemon logged, each as `JournalLogHandler` writes it (priority prefix, escaped).
+final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    /// Everything logged so far.
+    var all: [String] { lock.withLock { lines } }
+
+    fileprivate func append(_ line: String) {
+        lock.withLock { lines.append(line) }
+    }
+
+    /// Records every line, debug included.
+    struct Handler: LogHandler {
+        let lines: LogLines
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            lines.append(JournalLogHandler.line(event, metadata: metadata))
+        }
     }
 }

@@ -139,6 +139,40 @@ struct ServiceTests {
         #expect(status.output.contains("\"label\": \"sofa\""))
     }
 
+    /// The lamp with a write-only characteristic, a PIN.
+    static let secretConfig = config + """
+
+        [service.lamp.characteristic.pin]
+        uuid = "6e400004-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "utf8"
+        flags = ["write"]
+        value = ""
+        secret = true
+        """
+    static let pin = GATTCharacteristicID(service: "lamp", characteristic: "pin")
+
+    @Test("a central's write to a write-only characteristic is announced without its value, and nothing shows the value")
+    func secretWriteNeverShown() async throws {
+        let session = try await DaemonSession(config: Self.secretConfig) { mock in
+            mock.scriptRegisterApplication(.always(.success(Self.app)))
+            mock.scriptUnregisterApplication(.always(.success(())))
+        }
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        var written = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+
+        session.mock.emit(.gatt(GATTEvent(Self.pin, .written(Array("hunter2".utf8), .text("hunter2")), central: "AA:BB:CC:DD:EE:FF")))
+        let signal = await written.next()
+        let status = try await session.ctl("status", "--json")
+
+        #expect(signal?.body == [.string("lamp"), .string("pin"), .variant(.bytes([])), .string("AA:BB:CC:DD:EE:FF")])
+        #expect(!status.output.contains("hunter2") && !status.output.contains("\"pin\""), "\(status.output)")
+        #expect(status.output.contains("\"label\": \"desk\""))
+        #expect(session.logs.all.contains { $0.contains("lamp.pin: AA:BB:CC:DD:EE:FF wrote a secret (7 bytes, not shown)") }, "\(session.logs.all)")
+        #expect(!session.logs.all.contains { $0.contains("hunter2") })
+    }
+
     @Test("a central's write to one characteristic does not cancel a set of another of its service still on its way")
     func writeKeepsPendingSet() async throws {
         let session = try await session()

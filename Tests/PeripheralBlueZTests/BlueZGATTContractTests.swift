@@ -99,6 +99,48 @@ struct BlueZGATTContractTests {
         #expect(value == [.bytes([80])])
     }
 
+    /// A lock: its state readable by anyone paired, its PIN write-only and for authenticated links.
+    static let lock = GATTApplication(services: [
+        GATTService(name: "lock", uuid: try! BluetoothUUID("6e400010-b5a3-f393-e0a9-e50e24dcca9e"), characteristics: [
+            GATTCharacteristic(
+                name: "state", uuid: try! BluetoothUUID("6e400011-b5a3-f393-e0a9-e50e24dcca9e"), flags: [.read, .notify],
+                format: GATTFormat(.uint8), value: [0], security: .encrypted),
+            GATTCharacteristic(
+                name: "pin", uuid: try! BluetoothUUID("6e400012-b5a3-f393-e0a9-e50e24dcca9e"),
+                flags: [.write, .writeWithoutResponse], format: GATTFormat(.utf8, maximumLength: 8), value: [],
+                security: .authenticated),
+        ]),
+    ])
+
+    @Test("each operation a characteristic allows carries its security, in the flags gatt-database.c parses")
+    func securityFlags() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerApplication(Self.lock, on: "hci0")
+
+        let state = try DBusObjectPath(id.rawValue + "/service0/char0"), pin = try DBusObjectPath(id.rawValue + "/service0/char1")
+
+        #expect(try await session.calls().last == "registered application \(id)")
+        #expect(await session.connection.property("Flags", of: BlueZ.characteristicInterface, at: state)
+            == .strings(["encrypt-notify", "encrypt-read"]))
+        #expect(await session.connection.property("Flags", of: BlueZ.characteristicInterface, at: pin)
+            == .strings(["encrypt-authenticated-write", "write-without-response"]))
+    }
+
+    @Test("a central's write to a write-only characteristic goes out in no signal")
+    func secretWriteNotAnnounced() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerApplication(Self.lock, on: "hci0")
+        let pin = id.rawValue + "/service0/char1", state = id.rawValue + "/service0/char0"
+
+        try await session.control("WriteCharacteristic", [.string(pin), .bytes(Array("1234".utf8))])
+        try await session.manager.updateValue([1], of: GATTCharacteristicID(service: "lock", characteristic: "state"), in: id)
+
+        // The stand-in hears every PropertiesChanged in order: the state's, and none before it.
+        let calls = try await session.calls()
+        #expect(calls.last == "notified \(state) 01")
+        #expect(!calls.contains { $0.hasPrefix("notified \(pin)") }, "\(calls)")
+    }
+
     @Test("a changed value is announced with PropertiesChanged, which BlueZ notifies")
     func updateNotifies() async throws {
         let session = try await StandInSession()

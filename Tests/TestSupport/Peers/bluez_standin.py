@@ -43,11 +43,13 @@ GATT_MANAGER = "org.bluez.GattManager1"
 GATT_SERVICE = "org.bluez.GattService1"
 GATT_CHARACTERISTIC = "org.bluez.GattCharacteristic1"
 GATT_DESCRIPTOR = "org.bluez.GattDescriptor1"
-# The flags BlueZ 5.66 parses (src/gatt-database.c, parse_chrc_flags), those we use among them.
+# The flags BlueZ 5.66 (and 5.82) parses for a characteristic (src/gatt-database.c, parse_chrc_flags).
 GATT_FLAGS = {"broadcast", "read", "write-without-response", "write", "notify", "indicate",
               "authenticated-signed-writes", "extended-properties", "reliable-write",
               "writable-auxiliaries", "encrypt-read", "encrypt-write", "encrypt-authenticated-read",
-              "encrypt-authenticated-write", "secure-read", "secure-write", "authorize"}
+              "encrypt-authenticated-write", "secure-read", "secure-write", "authorize",
+              "encrypt-notify", "encrypt-authenticated-notify", "secure-notify", "encrypt-indicate",
+              "encrypt-authenticated-indicate", "secure-indicate"}
 # The central the stand-in reads and writes for, as a device option.
 CENTRAL = "/org/bluez/hci0/dev_00_AA_02_00_00_01"
 
