@@ -29,6 +29,8 @@ extension Daemon {
         case busLost
         /// Values were set for this advertisement or service: a sender is to take them to BlueZ.
         case send(Target)
+        /// A write to this characteristic was announced: later ones wait for the interval's end.
+        case writeWindow(GATTCharacteristicID)
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -92,6 +94,8 @@ extension Daemon {
                     await announceReady(settled: settled)
                 case .send(let target):
                     group.addTask { await self.send(target) }
+                case .writeWindow(let id):
+                    group.addTask { await self.closeWindow(id) }
                 case .request(.reload):
                     logger.notice("reloading \(configPath)")
                     group.addTask { try? await self.reload() }

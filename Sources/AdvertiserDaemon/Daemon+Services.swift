@@ -36,31 +36,67 @@ extension Daemon {
         return services[name]!.set(changed)
     }
 
-    /// What a connected central did: a write becomes the value in force and a `Written`
-    /// signal, so a script can act on it.
+    /// Writes to one characteristic taken while its last announcement is less than
+    /// ``updateInterval`` old.
+    struct WriteBurst: Sendable {
+        /// The newest of them.
+        var newest: GATTEvent
+        /// How many.
+        var count = 0
+    }
+
+    /// What a connected central did: a write becomes the value in force at once, and is
+    /// announced (a `Written` signal, so a script can act on it, and a journal line) at most
+    /// once per ``updateInterval`` per characteristic: a central writing 1,000 times a second
+    /// costs ten signals and ten lines, each with the newest value and how many it stands for.
     func centralDid(_ event: GATTEvent) async {
         let id = event.characteristic
-        let who = event.central.isEmpty ? "a central" : event.central
         switch event.kind {
         case .written(let bytes, let value):
             guard services[id.service]?.live.service.characteristics.contains(where: { $0.name == id.characteristic }) == true else { return }
             // What BlueZ holds now, in force and as sent: no sender takes it there, and a set
             // of another characteristic still on its way goes on.
             services[id.service]?.held { $0.store(value, bytes: bytes, for: id.characteristic) }
-            // A write-only value is a secret: the log and the signal say that it was written, by
-            // whom and how long it is, never what it is.
-            let secret = services[id.service]?.live.isSecret(id.characteristic) == true
-            let shown = if secret { "a secret (\(bytes.count) bytes, not shown)" }
-                else if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
-            logger.notice("\(id): \(who) wrote \(shown)")
-            await ControlService.written(id.service, id.characteristic, secret ? nil : value, central: event.central, on: connection)
+            if writeWindows[id] != nil {
+                writeWindows[id]!.newest = event
+                writeWindows[id]!.count += 1
+                return
+            }
+            writeWindows[id] = WriteBurst(newest: event)
+            post.yield(.writeWindow(id))
+            await announce(event, of: 1)
         case .subscribed:
             logger.info("\(id): a central subscribed")
         case .unsubscribed:
             logger.info("\(id): the last central unsubscribed")
         case .read:
-            logger.debug("\(id): \(who) read it")
+            logger.debug("\(id): \(event.central.isEmpty ? "a central" : event.central) read it")
         }
+    }
+
+    /// Ends the announcement interval of `id`'s writes: announces the newest write taken
+    /// during it, if any, and starts another interval; else closes. Runs as a child of the
+    /// loop's task group.
+    func closeWindow(_ id: GATTCharacteristicID) async {
+        while (try? await clock.sleep(for: Self.updateInterval)) != nil, let burst = writeWindows[id], burst.count > 0 {
+            writeWindows[id]!.count = 0
+            await announce(burst.newest, of: burst.count)
+        }
+        writeWindows[id] = nil
+    }
+
+    /// The journal line and the `Written` signal for a write, the newest of `count`.
+    private func announce(_ event: GATTEvent, of count: Int) async {
+        guard case .written(let bytes, let value) = event.kind else { return }
+        let id = event.characteristic
+        // A write-only value is a secret: the log and the signal say that it was written, by
+        // whom and how long it is, never what it is.
+        let secret = services[id.service]?.live.isSecret(id.characteristic) == true
+        let shown = if secret { "a secret (\(bytes.count) bytes, not shown)" }
+            else if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
+        let who = event.central.isEmpty ? "a central" : event.central
+        logger.notice("\(id): \(who) wrote \(shown)\(count > 1 ? " (the newest of \(count) writes in \(Self.updateInterval))" : "")")
+        await ControlService.written(id.service, id.characteristic, secret ? nil : value, central: event.central, on: connection)
     }
 
     /// The control API's view of the services: each is where the application is.

@@ -56,6 +56,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     var entries: [String: Entry]
     /// Each GATT service's values, by name.
     var services: [String: Coalesced<ConfiguredService>]
+    /// The characteristics whose writes were announced less than ``updateInterval`` ago, each
+    /// with the writes taken since, announced when the interval ends.
+    var writeWindows: [GATTCharacteristicID: WriteBurst] = [:]
     /// Where the daemon is in its life.
     var lifecycle = Lifecycle.starting
     /// Whether a reload is running; the next ones wait here, in the order asked for.

@@ -139,6 +139,40 @@ struct ServiceTests {
         #expect(status.output.contains("\"label\": \"sofa\""))
     }
 
+    @Test("a flood of writes to one characteristic is announced once at once and once per interval after, with the newest value")
+    func writeFloodCoalesced() async throws {
+        let session = try await session()
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        var written = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+        let brightness = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
+
+        for level in 1...50 {
+            session.mock.emit(.gatt(GATTEvent(brightness, .written([UInt8(level)], .number(Double(level))), central: "AA:BB:CC:DD:EE:FF")))
+        }
+        let first = await written.next()
+        // Every write taken (the newest is in force) before the interval ends.
+        while await session.daemon.status()["lamp"]?.values["brightness"] != "50" { await Task.yield() }
+        await session.clock.waitForSleepers()
+        session.clock.advance(by: .milliseconds(100))
+        let second = await written.next()
+        await session.clock.waitForSleepers()
+        session.clock.advance(by: .milliseconds(100))
+        // Nothing more came for brightness: the next signal is the label's.
+        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
+        let third = await written.next()
+
+        #expect(first?.body[2] == .variant(.double(1)))
+        #expect(second?.body[2] == .variant(.double(50)))
+        #expect(third?.body[1] == .string("label"))
+        let lines = session.logs.all.filter { $0.contains("lamp.brightness: AA:BB:CC:DD:EE:FF wrote") }
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.last?.contains("wrote 50 (the newest of 49 writes in 0.1 seconds)") == true, "\(lines)")
+        let status = try await session.ctl("status", "--json")
+        #expect(status.output.contains("\"brightness\": \"50\""), "\(status.output)")
+    }
+
     /// The lamp with a write-only characteristic, a PIN.
     static let secretConfig = config + """
 
