@@ -121,10 +121,33 @@ extension BlueZPeripheralManager {
         ])
     }
 
+    /// One central's long read of one characteristic.
+    struct LongRead: Hashable {
+        let characteristic: GATTCharacteristicID
+        let central: String
+    }
+
+    /// The most long reads kept at once: a central that starts one and goes away leaves it.
+    static let maximumLongReads = 64
+
     private func read(_ id: GATTCharacteristicID, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
-        let value = await connection.property("Value", of: BlueZ.characteristicInterface, at: path)?.bytes ?? []
+        let current = await connection.property("Value", of: BlueZ.characteristicInterface, at: path)?.bytes ?? []
+        let central = Self.central(options)
+        let key = LongRead(characteristic: id, central: central)
+        // A Read (Blob) Response carries the ATT MTU less 1 byte; 23 is ATT's least MTU.
+        let part = max(1, Int(options["mtu"]?.uint16 ?? 23) - 1)
+        let offset = Int(options["offset"]?.uint16 ?? 0)
+        let value: [UInt8]
+        if offset == 0 {
+            value = current
+            if longReads.count >= Self.maximumLongReads { longReads.removeAll() }
+            longReads[key] = value.count > part ? value : nil
+        } else {
+            value = longReads[key] ?? current
+            if offset + part >= value.count { longReads[key] = nil }
+        }
         let rest = try GATTObjectTree.rest(of: value, options: options)
-        publish(.gatt(GATTEvent(id, .read, central: Self.central(options))))
+        publish(.gatt(GATTEvent(id, .read, central: central)))
         return rest
     }
 

@@ -32,6 +32,10 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     var ownersSeen = 0
     /// Objects exported for a registration under way (advertisements, applications' roots).
     var registering: Set<DBusObjectPath> = []
+    /// Long reads under way: the value a central's read at offset 0 got, where it is longer
+    /// than one response, by characteristic and central; its reads at later offsets (ATT's
+    /// Read Blob) come from it, so a `set` in between cannot tear what it reads.
+    var longReads: [LongRead: [UInt8]] = [:]
     /// Registrations given up whose unregistering got no answer: BlueZ may still hold them,
     /// so the audit asks again.
     var retired: [DBusObjectPath: (adapter: String, generation: StackGeneration)] = [:]

@@ -243,6 +243,25 @@ struct BlueZGATTContractTests {
         #expect(past?.name.rawValue == "org.bluez.Error.InvalidOffset")
     }
 
+    @Test("a long read comes from one value: a set between its parts does not tear it")
+    func longReadFromOneSnapshot() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
+        let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+        let long = Array("a label longer than one response".utf8)  // 32 bytes; a response carries 22
+        try await session.manager.updateValue(long, of: label, in: id)
+
+        let first = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+        try await session.manager.updateValue(Array("sofa".utf8), of: label, in: id)
+        let rest = try await session.control("ReadCharacteristic", [.string(path), .uint16(22)])
+        let next = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+
+        // bluetoothd sends the central the first 22 bytes of the first reply, then the rest.
+        #expect(Array((first[0].bytes ?? []).prefix(22)) + (rest[0].bytes ?? []) == long)
+        #expect(next == [.bytes(Array("sofa".utf8))])
+    }
+
     @Test("a write to a read-only characteristic is not permitted")
     func writeToReadOnly() async throws {
         let session = try await StandInSession()
