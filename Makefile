@@ -65,7 +65,7 @@ testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82
 	scripts/make-deb.sh $(VERSION) 2
 	BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=10" \
 	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/20-*.sh testbed/scenarios/30-*.sh \
-	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/56-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh \
+	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/56-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh testbed/scenarios/59-*.sh \
 	  testbed/systemd-scenarios/60-*.sh testbed/repro/bluetooth-restarts.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
 	testbed/run.sh --legacy testbed/scenarios/20-*.sh
 

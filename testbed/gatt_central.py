@@ -12,6 +12,8 @@ fails.
                                         and time each notification of its byte
       [--write UUID=HEX]...             write with response; must be taken
       [--refused UUID=HEX]...           write with response; must be refused (prints the error)
+      [--flood UUID --count N]          N writes without response as fast as BlueZ takes them
+                                        (values 1, 2, ... wrapping at 255), then prints the rate
 """
 import argparse
 import asyncio
@@ -46,6 +48,8 @@ async def main():
     parser.add_argument("--values")
     parser.add_argument("--write", action="append")
     parser.add_argument("--refused", action="append")
+    parser.add_argument("--flood")
+    parser.add_argument("--count", type=int, default=1000)
     args = parser.parse_args()
 
     # No scan of bleak's: the scenario's observer has just heard the advertisement, so hci1's
@@ -149,6 +153,16 @@ async def steps(client, args):
             ok = False
         except Exception as error:
             print(f"write {uuid} {value}: refused as expected: {error}")
+
+    if args.flood:
+        uuid = args.flood.lower()
+        started = time.monotonic()
+        for n in range(1, args.count + 1):
+            await client.write_gatt_char(uuid, bytes([n % 256 or 1]), response=False)
+        took = time.monotonic() - started
+        print(f"flood {uuid}: {args.count} writes without response in {took:.2f} s ({args.count / took:.0f}/s), "
+              f"the last {args.count % 256 or 1:02x}")
+
     return ok
 
 
