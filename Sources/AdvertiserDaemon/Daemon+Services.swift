@@ -87,11 +87,14 @@ extension Daemon {
 
     /// The journal line and the `Written` signal for a write, the newest of `count`.
     private func announce(_ event: GATTEvent, of count: Int) async {
-        guard case .written(let bytes, let value) = event.kind else { return }
         let id = event.characteristic
+        // A reload may have taken the characteristic away meanwhile: whether it held secrets
+        // is then unknown, and nothing is announced.
+        guard case .written(let bytes, let value) = event.kind,
+              let service = services[id.service]?.live, service.values[id.characteristic] != nil else { return }
         // A write-only value is a secret: the log and the signal say that it was written, by
         // whom and how long it is, never what it is.
-        let secret = services[id.service]?.live.isSecret(id.characteristic) == true
+        let secret = service.isSecret(id.characteristic)
         let shown = if secret { "a secret (\(bytes.count) bytes, not shown)" }
             else if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
         let who = event.central.isEmpty ? "a central" : event.central

@@ -75,9 +75,11 @@ extension BlueZPeripheralManager {
     public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
         guard let root = try? DBusObjectPath(application.rawValue), let export = exports[root],
               export.generation == application.generation,
-              let path = export.application?.characteristics[characteristic] else {
+              let tree = export.application, let path = tree.characteristics[characteristic] else {
             throw PeripheralError(.notRegistered, "\(characteristic) is not registered in \(application)")
         }
+        // No central can read a write-only value: it is kept nowhere on the bus.
+        guard !tree.secrets.contains(characteristic) else { return }
         try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value))
     }
 
@@ -113,9 +115,10 @@ extension BlueZPeripheralManager {
             DBusProperty("UUID", value: .string(characteristic.uuid.uuidString)),
             DBusProperty("Service", value: .objectPath(service)),
             DBusProperty("Flags", value: .strings(BlueZ.flags(of: characteristic))),
-            // A change is announced only where bluetoothd notifies it: a write-only value (a
-            // password a central wrote) never goes out as a signal.
-            DBusProperty("Value", value: .bytes(characteristic.value),
+            // A change is announced only where bluetoothd notifies it. A write-only value (a
+            // password a central wrote) is not kept here at all: it would go out with the
+            // object manager's InterfacesAdded, a broadcast, when bluetoothd restarts.
+            DBusProperty("Value", value: .bytes(characteristic.isSecret ? [] : characteristic.value),
                          emitsChanged: !characteristic.flags.isDisjoint(with: [.notify, .indicate])),
             DBusProperty("Notifying", value: .boolean(false)),
         ])
@@ -169,7 +172,10 @@ extension BlueZPeripheralManager {
             logger.notice("GATT: refused a write of \(bytes.count) byte(s) to \(id) from \(central.isEmpty ? "a central" : central): \(error.message)")
             throw DBusError(Self.errorName(error), error.message)
         }
-        try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes))
+        // Centrals read what they may read from here; what they can only write is not kept.
+        if !flags.isDisjoint(with: [.read, .notify, .indicate]) {
+            try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes))
+        }
         publish(.gatt(GATTEvent(id, .written(bytes, value), central: central)))
     }
 

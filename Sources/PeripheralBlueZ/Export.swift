@@ -45,6 +45,8 @@ struct GATTObjectTree {
     let objects: [(path: DBusObjectPath, interfaces: [DBusInterface])]
     /// Where each characteristic is.
     let characteristics: [GATTCharacteristicID: DBusObjectPath]
+    /// The write-only characteristics, whose values are secrets kept nowhere on the bus.
+    let secrets: Set<GATTCharacteristicID>
 
     /// The tree of `application` at `root`: `…/serviceK`, `…/serviceK/charJ`, `…/charJ/desc0`.
     /// - Parameter characteristic: the exported interface of one characteristic (its id, the
@@ -55,6 +57,7 @@ struct GATTObjectTree {
     ) throws {
         var objects: [(path: DBusObjectPath, interfaces: [DBusInterface])] = []
         var characteristics: [GATTCharacteristicID: DBusObjectPath] = [:]
+        var secrets: Set<GATTCharacteristicID> = []
         for (s, service) in application.services.enumerated() {
             let servicePath = try root.appending("service\(s)")
             objects.append((servicePath, [Self.serviceInterface(service)]))
@@ -63,6 +66,7 @@ struct GATTObjectTree {
                 let id = GATTCharacteristicID(service: service.name, characteristic: item.name)
                 objects.append((path, [characteristic(item, id, servicePath, path)]))
                 characteristics[id] = path
+                if item.isSecret { secrets.insert(id) }
                 if let text = item.userDescription {
                     objects.append((try path.appending("desc0"), [Self.userDescriptionInterface(text, of: path)]))
                 }
@@ -71,6 +75,7 @@ struct GATTObjectTree {
         self.root = root
         self.objects = objects
         self.characteristics = characteristics
+        self.secrets = secrets
     }
 
     /// Exports the tree for one caller (bluetoothd's unique name), the only one its objects

@@ -141,6 +141,26 @@ struct BlueZGATTContractTests {
         #expect(!calls.contains { $0.hasPrefix("notified \(pin)") }, "\(calls)")
     }
 
+    @Test("a write-only value is kept nowhere on the bus: not when registered with one, written or set")
+    func secretNotExported() async throws {
+        let session = try await StandInSession()
+        var application = Self.lock
+        application.services[0].characteristics[1].value = Array("1234".utf8)  // as after a write and a restart
+        let id = try await session.manager.registerApplication(application, on: "hci0")
+        let path = try DBusObjectPath(id.rawValue + "/service0/char1")
+
+        try await session.control("WriteCharacteristic", [.string(path.rawValue), .bytes(Array("5678".utf8))])
+        try await session.manager.updateValue(Array("9999".utf8), of: GATTCharacteristicID(service: "lock", characteristic: "pin"), in: id)
+        let held = await session.connection.property("Value", of: BlueZ.characteristicInterface, at: path)
+        let objects = try await session.control("GattObjects")[0].dictionaryEntries ?? []
+        let pin = objects.first { $0.key.string == id.rawValue + "/service0/char1" }?.value.dictionaryEntries?
+            .first { $0.key.string == BlueZ.characteristicInterface }?.value.variantDictionary
+
+        #expect(pin?["Value"] == .bytes([]))
+        #expect(held == .bytes([]))
+        #expect(pin?["UUID"] == .string("6e400012-b5a3-f393-e0a9-e50e24dcca9e"))
+    }
+
     @Test("a changed value is announced with PropertiesChanged, which BlueZ notifies")
     func updateNotifies() async throws {
         let session = try await StandInSession()
