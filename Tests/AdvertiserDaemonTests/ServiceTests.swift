@@ -41,6 +41,14 @@ struct ServiceTests {
         }
     }
 
+    /// The session's Written signals, as a listener on the bus hears them.
+    func written(_ session: DaemonSession) async throws -> AsyncStream<DBusMessage>.Iterator {
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        return try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+    }
+
     /// The session's ValuesChanged signals, as a listener on the bus hears them.
     func valuesChanged(_ session: DaemonSession) async throws -> AsyncStream<DBusMessage>.Iterator {
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
@@ -126,10 +134,7 @@ struct ServiceTests {
     @Test("a central's write is announced as Written, and status shows the new value")
     func writeAnnounced() async throws {
         let session = try await session()
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
-        session.keep(listener)
-        var written = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+        var written = try await written(session)
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let signal = await written.next()
@@ -142,10 +147,7 @@ struct ServiceTests {
     @Test("a flood of writes to one characteristic is announced once at once and once per interval after, with the newest value")
     func writeFloodCoalesced() async throws {
         let session = try await session()
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
-        session.keep(listener)
-        var written = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+        var written = try await written(session)
         let brightness = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
 
         for level in 1...50 {
@@ -191,10 +193,7 @@ struct ServiceTests {
             mock.scriptRegisterApplication(.always(.success(Self.app)))
             mock.scriptUnregisterApplication(.always(.success(())))
         }
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
-        session.keep(listener)
-        var written = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+        var written = try await written(session)
 
         session.mock.emit(.gatt(GATTEvent(Self.pin, .written(Array("hunter2".utf8), .text("hunter2")), central: "AA:BB:CC:DD:EE:FF")))
         let signal = await written.next()
@@ -211,10 +210,7 @@ struct ServiceTests {
     func writeKeepsPendingSet() async throws {
         let session = try await session()
         var changes = try await valuesChanged(session)
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
-        session.keep(listener)
-        var written = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+        var written = try await written(session)
         _ = try await session.ctl("set", "lamp", "brightness=75")
         _ = await changes.next()
         _ = try await session.ctl("set", "lamp", "brightness=76")  // waits for the 100 ms between changes
