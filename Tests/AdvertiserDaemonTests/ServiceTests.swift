@@ -297,6 +297,28 @@ struct ServiceTests {
         #expect(session.mock.calls.registeredApplications.last?.application.services.map(\.name) == ["info", "lamp", "power"])
     }
 
+    @Test("writes taken before a reload took their characteristic away are not announced after it")
+    func writeWindowOutlivesItsCharacteristic() async throws {
+        let session = try await session()
+        var written = try await written(session)
+        let brightness = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
+        for level in 1...3 {
+            session.mock.emit(.gatt(GATTEvent(brightness, .written([UInt8(level)], .number(Double(level))), central: "AA:BB:CC:DD:EE:FF")))
+        }
+        _ = await written.next()
+        while await session.daemon.status()["lamp"]?.values["brightness"] != "3" { await Task.yield() }
+        try (DaemonSession.config + "\n[service.power.battery]\nlevel = 80\n").write(toFile: session.configPath, atomically: true, encoding: .utf8)
+        try await session.daemon.reload()
+
+        await session.clock.waitForSleepers()
+        session.clock.advance(by: .milliseconds(100))
+        session.mock.emit(.gatt(GATTEvent(Self.level, .written([33], .number(33)), central: "AA:BB:CC:DD:EE:FF")))
+        let next = await written.next()
+
+        // The next signal is the battery's: the lamp's pending writes went with the lamp.
+        #expect(next?.body[0] == .string("power"))
+    }
+
     @Test("stopping unregisters the services")
     func stopUnregisters() async throws {
         let session = try await session()
