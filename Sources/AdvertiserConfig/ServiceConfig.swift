@@ -240,7 +240,7 @@ extension Reader {
         var characteristic = GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description)
         characteristic.security = try security(fields["security"], path + ["security"])
         if let node = fields["secret"], try bool(node, path + ["secret"]), !characteristic.isSecret {
-            let readable = characteristic.flags.intersection([.read, .notify, .indicate]).sorted().map(\.rawValue).joined(separator: ", ")
+            let readable = characteristic.readableFlags.sorted().map(\.rawValue).joined(separator: ", ")
             throw error(path + ["secret"], "is true, but flags give \(readable): a central could read back what is kept secret; drop those flags or secret")
         }
         return (characteristic, value)

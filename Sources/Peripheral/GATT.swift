@@ -287,10 +287,15 @@ public struct GATTCharacteristic: Hashable, Sendable {
         self.security = security
     }
 
-    /// Whether centrals can only write it (no read, notify or indicate): what they write (a PIN,
-    /// a password) is a secret, never shown outside the daemon.
+    /// Its flags through which a central learns the value: read, notify, indicate.
+    public var readableFlags: Set<GATTFlag> {
+        flags.intersection([.read, .notify, .indicate])
+    }
+
+    /// Whether centrals can only write it (no ``readableFlags``): what they write (a PIN, a
+    /// password) is a secret, never shown outside the daemon.
     public var isSecret: Bool {
-        flags.isDisjoint(with: [.read, .notify, .indicate])
+        readableFlags.isEmpty
     }
 
     /// The Characteristic User Description descriptor's UUID.

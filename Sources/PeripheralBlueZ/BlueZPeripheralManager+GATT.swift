@@ -98,8 +98,8 @@ extension BlueZPeripheralManager {
             DBusMethod("WriteValue", inputs: [GATTObjectTree.valueArgument, GATTObjectTree.optionsArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 try await self.write(
-                    call.arguments[0].bytes ?? [], to: id, format: characteristic.format, flags: characteristic.flags,
-                    at: path, options: call.arguments[1].variantDictionary ?? [:])
+                    call.arguments[0].bytes ?? [], to: characteristic, id, at: path,
+                    options: call.arguments[1].variantDictionary ?? [:])
                 return []
             },
             DBusMethod("StartNotify") { [weak self] _ in
@@ -158,22 +158,22 @@ extension BlueZPeripheralManager {
     /// format; otherwise answers with the error bluetoothd turns into the ATT error a central
     /// expects, and nothing changes.
     private func write(
-        _ bytes: [UInt8], to id: GATTCharacteristicID, format: GATTFormat, flags: Set<GATTFlag>,
+        _ bytes: [UInt8], to characteristic: GATTCharacteristic, _ id: GATTCharacteristicID,
         at path: DBusObjectPath, options: [String: DBusValue]
     ) async throws {
         let central = Self.central(options)
         let value: GATTValue
         do throws(GATTWriteError) {
-            guard flags.contains(where: \.isWrite) else { throw .notPermitted("\(id) is read-only") }
+            guard characteristic.flags.contains(where: \.isWrite) else { throw .notPermitted("\(id) is read-only") }
             let offset = Int(options["offset"]?.uint16 ?? 0)
             guard offset == 0 else { throw .invalidOffset("values are written whole; offset \(offset) refused") }
-            value = try format.decode(bytes)
+            value = try characteristic.format.decode(bytes)
         } catch {
             logger.notice("GATT: refused a write of \(bytes.count) byte(s) to \(id) from \(central.isEmpty ? "a central" : central): \(error.message)")
             throw DBusError(Self.errorName(error), error.message)
         }
         // Centrals read what they may read from here; what they can only write is not kept.
-        if !flags.isDisjoint(with: [.read, .notify, .indicate]) {
+        if !characteristic.isSecret {
             try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes))
         }
         publish(.gatt(GATTEvent(id, .written(bytes, value), central: central)))
