@@ -13,6 +13,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var advertisements: [String: ConfiguredAdvertisement]
     /// The GATT services, by the name `bleadvctl set` uses.
     public var services: [String: ConfiguredService]
+    /// How centrals pair (`[pairing]`).
+    public var pairing = PairingConfig()
 
     /// A config.
     public init(
@@ -32,6 +34,29 @@ public struct DaemonConfig: Hashable, Sendable {
     /// rule for every name in the file.
     public static func isAdapterName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64 && name.allSatisfy(\.isNameCharacter)
+    }
+}
+
+/// The `[pairing]` table: how centrals bond with this box, so that characteristics that need
+/// an encrypted link open to them.
+public struct PairingConfig: Hashable, Sendable {
+    /// The method; nil for `off` (no agent: no new bonds, those made already keep working).
+    public var method: PairingMethod? = .justWorks
+    /// How long `bleadvctl pair` opens a window when it is not told.
+    public var window: Duration = .seconds(120)
+    /// How many pairing requests one window takes; later ones are refused.
+    public var attempts = 3
+
+    /// The window's allowed length, in seconds.
+    public static let windowRange = 1...3600
+    /// The allowed number of attempts per window.
+    public static let attemptsRange = 1...100
+
+    /// The default: just works, 120-second windows, 3 attempts each.
+    public init(method: PairingMethod? = .justWorks, window: Duration = .seconds(120), attempts: Int = 3) {
+        self.method = method
+        self.window = window
+        self.attempts = attempts
     }
 }
 

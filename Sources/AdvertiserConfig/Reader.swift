@@ -8,7 +8,7 @@ struct Reader {
     /// The config's services, by name: what an advertisement's `services` may name.
     var services: [String: BluetoothUUID] = [:]
 
-    static let topKeys: Set<String> = ["adapter", "power_on", "advertisement", "service"]
+    static let topKeys: Set<String> = ["adapter", "power_on", "pairing", "advertisement", "service"]
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -22,6 +22,7 @@ struct Reader {
             throw error(["adapter"], "\"\(adapter)\" is not an adapter name (expected e.g. hci0)")
         }
         config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
+        if let section = root["pairing"] { config.pairing = try pairing(table(section, ["pairing"])) }
         if let section = root["service"] { config.services = try services(section) }
         var reader = self
         reader.services = config.services.mapValues(\.service.uuid)
@@ -41,6 +42,27 @@ struct Reader {
         return config
     }
 
+    /// The `[pairing]` table.
+    func pairing(_ fields: [String: TOMLNode]) throws(ConfigError) -> PairingConfig {
+        let path = ["pairing"]
+        try checkKeys(fields, allowed: ["method", "window_seconds", "attempts"], at: path)
+        var pairing = PairingConfig()
+        if let node = fields["method"] {
+            let text = try string(node, path + ["method"])
+            guard text == "off" || PairingMethod(rawValue: text) != nil else {
+                let known = ["off"] + PairingMethod.allCases.map(\.rawValue)
+                throw error(path + ["method"], "\(Untrusted.quoted(text, limit: 24)) is not a pairing method; use \(known.joined(separator: ", "))")
+            }
+            pairing.method = PairingMethod(rawValue: text)
+        }
+        if let node = fields["window_seconds"] {
+            pairing.window = .seconds(try number(node, path + ["window_seconds"], PairingConfig.windowRange.lowerBound...PairingConfig.windowRange.upperBound))
+        }
+        if let node = fields["attempts"] {
+            pairing.attempts = try number(node, path + ["attempts"], PairingConfig.attemptsRange.lowerBound...PairingConfig.attemptsRange.upperBound)
+        }
+        return pairing
+    }
 
     // MARK: Values
 

@@ -238,7 +238,7 @@ extension Reader {
             throw error(path + ["description"], "is \(description.utf8.count) bytes; a description is 1 to \(GATTFormat.attributeLimit)")
         }
         var characteristic = GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description)
-        characteristic.security = try security(fields["security"], path + ["security"])
+        characteristic.security = try security(fields["security"], path + ["security"], writable: !flags.isDisjoint(with: [.write, .writeWithoutResponse]))
         if let node = fields["secret"], try bool(node, path + ["secret"]), !characteristic.isSecret {
             let readable = characteristic.readableFlags.sorted().map(\.rawValue).joined(separator: ", ")
             throw error(path + ["secret"], "is true, but flags give \(readable): a central could read back what is kept secret; drop those flags or secret")
@@ -246,11 +246,10 @@ extension Reader {
         return (characteristic, value)
     }
 
-    /// A characteristic's `security`: as the file says, else `none`. (Writable ones become
-    /// `encrypted` by default once bleadvd pairs centrals itself: without a pairing agent, a
-    /// headless box could not bond with anyone, and the characteristic would take no writes.)
-    private func security(_ node: TOMLNode?, _ path: [String]) throws(ConfigError) -> GATTSecurity {
-        guard let node else { return .none }
+    /// A characteristic's `security`: as the file says, else `encrypted` for one that takes
+    /// writes (only a bonded central may change it) and `none` for the others.
+    private func security(_ node: TOMLNode?, _ path: [String], writable: Bool) throws(ConfigError) -> GATTSecurity {
+        guard let node else { return writable ? .encrypted : .none }
         let text = try string(node, path)
         guard let security = GATTSecurity(rawValue: text) else {
             throw error(path, "\(Untrusted.quoted(text, limit: 24)) is not a security level; use \(GATTSecurity.allCases.map(\.rawValue).joined(separator: ", "))")

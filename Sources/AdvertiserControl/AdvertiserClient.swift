@@ -52,6 +52,33 @@ public struct AdvertiserClient {
         _ = try call(.reload)
     }
 
+    /// Opens a pairing window for `seconds` (0: the configured length); returns the method and
+    /// the window's length in seconds.
+    public func pair(seconds: UInt32) throws -> (method: String, seconds: UInt32) {
+        let reply = try call(.pair, [.uint32(seconds)])
+        return (reply[0].string ?? "", reply[1].uint32 ?? 0)
+    }
+
+    /// Answers a numeric comparison.
+    public func confirm(_ central: String, matches: Bool) throws {
+        _ = try call(.confirm, [.string(central), .boolean(matches)])
+    }
+
+    /// The bonded centrals, address to name (empty when none was given).
+    public func bonds() throws -> [String: String] {
+        var bonds: [String: String] = [:]
+        for entry in try call(.bonds)[0].dictionaryEntries ?? [] {
+            guard let address = entry.key.string, let name = entry.value.string else { continue }
+            bonds[address] = name
+        }
+        return bonds
+    }
+
+    /// Removes the bond with a central.
+    public func forget(_ central: String) throws {
+        _ = try call(.forget, [.string(central)])
+    }
+
     /// Calls `method`; a reply that is not what the contract declares is refused.
     private func call(_ method: ControlAPI.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
         assert(arguments.map(\.type) == method.inputs.map(\.type), "\(method.name)'s arguments are not as ControlAPI.Method declares")

@@ -65,6 +65,19 @@ public enum ControlAPI {
         case set = "Set"
         /// `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
         case reload = "Reload"
+        /// `Pair(u seconds) -> (s method, u seconds)`: opens a pairing window for `seconds`
+        /// (0: the config's `window_seconds`); returns the method and the window's length. The
+        /// window closes when it runs out or once a central bonded; its events are `Pairing`
+        /// signals. Refused (`Invalid`) when `[pairing] method` is `off`.
+        case pair = "Pair"
+        /// `Confirm(s central, b matches)`: answers a numeric comparison the central asked for
+        /// (`Pairing` with event `confirm`): true when both sides show the same code.
+        case confirm = "Confirm"
+        /// `Bonds() -> a{ss}`: the centrals bonded with the adapter, address to name (empty
+        /// when it gave none).
+        case bonds = "Bonds"
+        /// `Forget(s central)`: removes the bond with a central (`UnknownName` when none).
+        case forget = "Forget"
 
         /// The member name.
         public var name: String { rawValue }
@@ -74,7 +87,10 @@ public enum ControlAPI {
             switch self {
             case .on, .off: [DBusArgument("names", .array(.string))]
             case .set: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))]
-            case .status, .list, .reload: []
+            case .pair: [DBusArgument("seconds", .uint32)]
+            case .confirm: [DBusArgument("central", .string), DBusArgument("matches", .boolean)]
+            case .forget: [DBusArgument("central", .string)]
+            case .status, .list, .reload, .bonds: []
             }
         }
 
@@ -83,7 +99,9 @@ public enum ControlAPI {
             switch self {
             case .status: [DBusArgument("states", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]
             case .list: [DBusArgument("names", .array(.string))]
-            case .on, .off, .set, .reload: []
+            case .pair: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)]
+            case .bonds: [DBusArgument("bonds", .dictionary(key: .string, value: .string))]
+            case .on, .off, .set, .reload, .confirm, .forget: []
             }
         }
 
@@ -92,7 +110,7 @@ public enum ControlAPI {
         public var isOpenToEveryone: Bool {
             switch self {
             case .status, .list: true
-            case .on, .off, .set, .reload: false
+            case .on, .off, .set, .reload, .pair, .confirm, .bonds, .forget: false
             }
         }
     }
@@ -111,6 +129,14 @@ public enum ControlAPI {
         /// write-only characteristic, whose values are secrets; `central` is its address, empty
         /// when BlueZ did not say.
         case written = "Written"
+        /// `Pairing(s event, s central, s code)`: what happens in a pairing window. `event` is
+        /// `opened` and `closed` (the window; `central` empty), `requested` (a central asks to
+        /// pair; `code` is the 6-digit passkey the central's user types, or empty for just
+        /// works), `confirm` (does the central show `code`? answer with `Confirm`), `paired`,
+        /// `refused` (outside a window, past its attempts, not confirmed) and `failed` (no
+        /// bond within the time: a wrong code, or the central gave up). Codes are sent only
+        /// inside a window.
+        case pairing = "Pairing"
 
         /// The member name.
         public var name: String { rawValue }
@@ -123,6 +149,7 @@ public enum ControlAPI {
             case .written:
                 [DBusArgument("service", .string), DBusArgument("characteristic", .string), DBusArgument("value", .variant),
                  DBusArgument("central", .string)]
+            case .pairing: [DBusArgument("event", .string), DBusArgument("central", .string), DBusArgument("code", .string)]
             }
         }
     }

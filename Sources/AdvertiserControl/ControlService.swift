@@ -20,6 +20,17 @@ public protocol AdvertiserControlling: Sendable {
     /// typed, or a number, a boolean or an array of strings.
     /// - Throws: `unknownName`, or `invalidValue` naming the key (nothing changes then).
     func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError)
+    /// Opens a pairing window for `seconds` (nil: the configured length); returns the method
+    /// and the length.
+    /// - Throws: `invalid` when pairing is off.
+    func pair(for seconds: Int?) async throws(PeripheralError) -> (method: PairingMethod, seconds: Int)
+    /// Answers the numeric comparison `central` asked for.
+    /// - Throws: `unknownName` when it asked for none.
+    func confirm(_ central: String, matches: Bool) async throws(PeripheralError)
+    /// The centrals bonded with the adapter.
+    func bonds() async throws(PeripheralError) -> [Bond]
+    /// Removes the bond with `central`.
+    func forget(_ central: String) async throws(PeripheralError)
 }
 
 /// A refused config, as `Reload` reports it.
@@ -75,6 +86,33 @@ public enum ControlService {
                     try await target.set(call.arguments[0].string ?? "", values)
                 }
             }
+        case .pair:
+            { call in
+                do throws(PeripheralError) {
+                    let seconds = call.arguments[0].uint32 ?? 0
+                    let (method, length) = try await target.pair(for: seconds == 0 ? nil : Int(seconds))
+                    return [.string(method.rawValue), .uint32(UInt32(length))]
+                } catch {
+                    throw ControlAPI.dbusError(error)
+                }
+            }
+        case .confirm:
+            { call in
+                try await perform { () throws(PeripheralError) in
+                    try await target.confirm(call.arguments[0].string ?? "", matches: call.arguments[1].boolean ?? false)
+                }
+            }
+        case .bonds:
+            { _ in
+                do throws(PeripheralError) {
+                    let bonds = try await target.bonds()
+                    return [.dictionary(key: .string, value: .string, bonds.map { DBusDictEntry(.string($0.central), .string($0.name ?? "")) })]
+                } catch {
+                    throw ControlAPI.dbusError(error)
+                }
+            }
+        case .forget:
+            { call in try await perform { () throws(PeripheralError) in try await target.forget(call.arguments[0].string ?? "") } }
         case .reload:
             { _ in
                 do {
@@ -111,6 +149,11 @@ public enum ControlService {
         case nil: .bytes([])
         }
         await emit(.written, [.string(service), .string(characteristic), .variant(variant), .string(central)], on: connection)
+    }
+
+    /// Announces what happens in a pairing window (``ControlAPI/Signal/pairing``).
+    public static func pairing(_ event: String, central: String, code: String = "", on connection: DBusConnection) async {
+        await emit(.pairing, [.string(event), .string(central), .string(code)], on: connection)
     }
 
     private static func emit(_ signal: ControlAPI.Signal, _ arguments: [DBusValue], on connection: DBusConnection) async {

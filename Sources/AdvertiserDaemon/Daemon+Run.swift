@@ -31,6 +31,8 @@ extension Daemon {
         case send(Target)
         /// A write to this characteristic was announced: later ones wait for the interval's end.
         case writeWindow(GATTCharacteristicID)
+        /// The pairing window has something due then (its end, a request's time out).
+        case pairingDue(C.Instant)
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -62,6 +64,10 @@ extension Daemon {
         let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
             group.addTask { [module] in
                 for await event in bluez {
+                    if case .paired(let central, _) = event {
+                        await self.centralPaired(central)
+                        continue
+                    }
                     if case .gatt(let central) = event {
                         await self.centralDid(central)
                         // Of what centrals do, only a write changes what the module keeps.
@@ -96,6 +102,11 @@ extension Daemon {
                     group.addTask { await self.send(target) }
                 case .writeWindow(let id):
                     group.addTask { await self.closeWindow(id) }
+                case .pairingDue(let at):
+                    group.addTask { [clock] in
+                        guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
+                        await self.pairingTimerFired(at)
+                    }
                 case .request(.reload):
                     logger.notice("reloading \(configPath)")
                     group.addTask { try? await self.reload() }
@@ -121,6 +132,7 @@ extension Daemon {
         let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
             for name in names { try? await module.off(name) }
             await module.serve(nil)
+            await module.offerPairing(nil, decider: PairingAgent(daemon: self))
         } != nil
         logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
     }
@@ -168,6 +180,7 @@ extension Daemon {
         logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(application)
+        await module.offerPairing(agentMethod, decider: PairingAgent(daemon: self))
         for name in enabled { try? await module.on(name) }
     }
 

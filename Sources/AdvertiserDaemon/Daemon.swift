@@ -59,6 +59,14 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// The characteristics whose writes were announced less than ``updateInterval`` ago, each
     /// with the writes taken since, announced when the interval ends.
     var writeWindows: [GATTCharacteristicID: WriteBurst] = [:]
+    /// How centrals pair (`[pairing]`), as the file last read says.
+    var pairing: PairingConfig
+    /// When centrals may pair now.
+    var window = PairingWindow<C.Instant>()
+    /// Numeric comparisons waiting for `Confirm`, by central.
+    var confirmations: [String: CheckedContinuation<Bool, Never>] = [:]
+    /// The instant the pairing timer is set for, if it is.
+    var pairingTimer: C.Instant?
     /// Where the daemon is in its life.
     var lifecycle = Lifecycle.starting
     /// Whether a reload is running; the next ones wait here, in the order asked for.
@@ -120,6 +128,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
         self.entries = config.advertisements.mapValues(Entry.init)
         self.services = config.services.mapValues(Coalesced.init)
+        self.pairing = config.pairing
         (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
         self.loadConfig = loadConfig
@@ -195,6 +204,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         entries = next
         await module.configure(next.mapValues(\.advertisement))
         await reloadServices(new.services)
+        pairing = new.pairing
+        await module.offerPairing(agentMethod, decider: PairingAgent(daemon: self))
         for name in added { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }

@@ -42,6 +42,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     enum Subject {
         case advertisement(Advertisement)
         case application(GATTApplication)
+        /// The pairing agent, answering with the decider.
+        case agent(PairingMethod, any PairingDecider)
     }
 
     /// One thing the module keeps registered with the stack, and where it is.
@@ -50,17 +52,19 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         var status: Status
     }
 
-    /// Which registration: an advertisement by its name, or the GATT application. In order:
-    /// the advertisements by name, then the application.
+    /// Which registration: an advertisement by its name, the GATT application, or the pairing
+    /// agent. In order: the advertisements by name, then the application, then the agent.
     enum Key: Hashable, Comparable, CustomStringConvertible {
         case advertisement(String)
         case application
+        case agent
 
-        /// How the log names it: the advertisement's name, or `GATT`.
+        /// How the log names it: the advertisement's name, `GATT`, or `pairing`.
         var description: String {
             switch self {
             case .advertisement(let name): name
             case .application: "GATT"
+            case .agent: "pairing"
             }
         }
     }
@@ -96,6 +100,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// What the last audit found and could not repair, by adapter.
     private var found: [String: String] = [:]
     private var listeners: [Int: AsyncStream<[String: Status]>.Continuation] = [:]
+    /// Whether the adapter is to take new bonds (a pairing window is open); sent again after
+    /// each registration of the agent, which makes BlueZ's adapters pairable.
+    private var pairable = false
     private var announced: [String: Status] = [:]
 
     /// How long after an in-place update the module asks BlueZ whether it still holds the
@@ -406,7 +413,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Reconciles after something happened below.
     public func handle(_ event: PeripheralEvent) async {
         try? await exclusively {
-            if case .gatt = event { logger.debug("event: \(event)") } else {
+            switch event {
+            case .gatt, .paired: logger.debug("event: \(event)")
+            default:
                 logger.info("event: \(event)")
                 scheduleAudit()
             }
@@ -447,6 +456,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 // They wait, saying why; once the adapter settled (retryDue), it is powered on
                 // again (power_on = true) and they are registered again, or the status says why not.
                 await reconcile()
+            case .paired:
+                break
             case .gatt(let event):
                 // A central's write was checked and taken below: it is the value in force now,
                 // and the one registered again after bluetoothd restarts.
@@ -523,6 +534,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .application(let application):
                 id = try await manager.registerApplication(application, on: adapter.name)
                 logger.info("GATT: \(application.services.count) service(s) registered on \(adapter.name) as \(id)")
+            case .agent(let method, let decider):
+                id = try await manager.registerAgent(method, decider: decider)
+                logger.info("pairing: agent registered for \(method.rawValue) as \(id)")
+                await sendPairable(on: adapter.name)
             }
             registrations[key]?.status.lastError = nil
             registrations[key]?.status.ignored = ignored
@@ -635,6 +650,13 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             case .application:
                 try await manager.unregisterApplication(id)
                 logger.info("GATT: unregistered \(id)")
+            case .agent:
+                do {
+                    try await manager.unregisterAgent(id)
+                } catch let error as PeripheralError where error.code == .notRegistered {
+                    // Gone already.
+                }
+                logger.info("pairing: agent unregistered")
             }
         }
         move(key, to: registration.status.desired ? .waiting : .off)
@@ -738,6 +760,66 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             try await manager.updateValue(value, of: characteristic, in: id)
         } catch {
             logger.warning("GATT: \(characteristic) could not be changed in place: \(error)")
+        }
+    }
+
+    // MARK: Pairing
+
+    /// Sets how centrals pair (nil: no agent, so no new bonds). The agent is kept registered as
+    /// the application is: again after bluetoothd comes back. A new method registers it anew.
+    public func offerPairing(_ method: PairingMethod?, decider: any PairingDecider) async {
+        try? await exclusively {
+            if case .agent(let old, _)? = registrations[.agent]?.subject, old == method { return }
+            if registrations[.agent] != nil {
+                registrations[.agent]!.status.desired = false
+                await takeOff(.agent)
+            }
+            registrations[.agent] = method.map {
+                Registration(subject: .agent($0, decider), status: Status(desired: true, phase: .waiting, since: clock.now))
+            }
+            if method != nil { await attempt(.agent) }
+        }
+    }
+
+    /// Opens (true) or closes the adapter to new bonds; kept through the agent's registrations.
+    /// - Throws: `PeripheralError` when BlueZ could not be told (the agent still refuses what
+    ///   its decider refuses); `CancellationError` as for ``on(_:)``.
+    public func setPairable(_ open: Bool) async throws {
+        try await exclusively {
+            pairable = open
+            guard case .on(_, let adapter)? = registrations[.agent]?.status.phase else { return }
+            try await manager.setPairable(open, adapter: adapter)
+        }
+    }
+
+    /// The agent's registration, nil when pairing is off.
+    public func agentStatus() -> Status? {
+        registrations[.agent]?.status
+    }
+
+    /// The centrals bonded with the adapter in use.
+    /// - Throws: `PeripheralError` when there is no adapter or BlueZ cannot be asked.
+    public func bonds() async throws -> [Bond] {
+        try await exclusively {
+            try await manager.bonds(adapter: try await resolveAdapter().name).sorted()
+        }
+    }
+
+    /// Removes the bond with `central` on the adapter in use.
+    /// - Throws: `PeripheralError` `unknownName` when there is none.
+    public func forget(_ central: String) async throws {
+        try await exclusively {
+            try await manager.removeBond(central, adapter: try await resolveAdapter().name)
+            logger.notice("pairing: forgot \(central)")
+        }
+    }
+
+    /// Tells BlueZ whether the adapter takes new bonds, as ``setPairable(_:)`` last said.
+    private func sendPairable(on adapter: String) async {
+        do {
+            try await manager.setPairable(pairable, adapter: adapter)
+        } catch {
+            logger.error("pairing: could not set \(adapter) \(pairable ? "pairable" : "not pairable") (\(error)); the agent refuses what the window does not allow")
         }
     }
 

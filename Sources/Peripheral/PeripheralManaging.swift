@@ -37,6 +37,8 @@ public enum PeripheralEvent: Hashable, Sendable {
     case released(RegistrationID)
     /// A connected central read, wrote, subscribed to or unsubscribed from a characteristic.
     case gatt(GATTEvent)
+    /// A central finished pairing with an adapter (its address, the adapter).
+    case paired(central: String, adapter: String)
 }
 
 /// What the domain needs from a Bluetooth stack to keep advertisements on air. The Linux
@@ -80,6 +82,25 @@ public protocol PeripheralManaging: Sendable {
     /// indicated) of it.
     /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
     func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws
+
+    /// Registers the pairing agent, the stack's default, which answers its requests with
+    /// `decider`. With an agent the stack lets centrals bond; ``setPairable(_:adapter:)``
+    /// closes the adapter again (the stack may reopen it whenever an agent registers, so call it
+    /// after this). Registering when this manager's agent is registered already returns its id.
+    func registerAgent(_ method: PairingMethod, decider: any PairingDecider) async throws -> RegistrationID
+
+    /// Unregisters the agent: no new bonds from then on.
+    func unregisterAgent(_ id: RegistrationID) async throws
+
+    /// Whether the adapter takes new bonds (BlueZ's `Pairable`); bonds made already keep working.
+    func setPairable(_ pairable: Bool, adapter: String) async throws
+
+    /// The centrals bonded with the adapter, by address.
+    func bonds(adapter: String) async throws -> [Bond]
+
+    /// Removes the bond with `central` (and the stack's record of it).
+    /// - Throws: ``PeripheralError`` `unknownName` when the adapter has no such central.
+    func removeBond(_ central: String, adapter: String) async throws
 
     /// Compares what the stack holds with what this manager registered, adapter by adapter,
     /// and removes what it can name that nothing tracks any more (objects left exported,

@@ -29,6 +29,46 @@ package enum BlueZ {
     /// Where bleadvd exports its GATT applications: `/org/bleadvd/gatt/appN`.
     static let applicationRoot: DBusObjectPath = "/org/bleadvd/gatt"
 
+    /// Where agents are registered (at `/org/bluez`).
+    static let agentManagerInterface = "org.bluez.AgentManager1"
+    /// The path of the agent manager.
+    static let agentManagerPath: DBusObjectPath = "/org/bluez"
+    /// What bluetoothd calls on a pairing agent.
+    package static let agentInterface = "org.bluez.Agent1"
+    /// A remote device (a central that connected) under an adapter.
+    static let deviceInterface = "org.bluez.Device1"
+    /// How an agent refuses a request.
+    static let rejected: DBusError.Name = "org.bluez.Error.Rejected"
+    /// Where bleadvd exports its pairing agent.
+    package static let agentPath: DBusObjectPath = "/org/bleadvd/agent"
+
+    /// The capability an agent announces for a method: what it can show and take.
+    static func capability(_ method: PairingMethod) -> String {
+        switch method {
+        case .justWorks: "NoInputNoOutput"
+        case .passkey: "DisplayOnly"
+        case .numericComparison: "DisplayYesNo"
+        }
+    }
+
+    /// A device's adapter and address from its path (`/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`);
+    /// nil for any other path.
+    static func device(at path: DBusObjectPath) -> (adapter: String, address: String)? {
+        let parts = path.rawValue.split(separator: "/")
+        guard parts.count == 4, parts[0] == "org", parts[1] == "bluez", parts[3].hasPrefix("dev_") else { return nil }
+        let address = String(parts[3].dropFirst(4).map { $0 == "_" ? ":" : $0 })
+        return Bond.isAddress(address) ? (String(parts[2]), address) : nil
+    }
+
+    /// The path of a device under an adapter.
+    /// - Throws: `PeripheralError` `invalid` when `address` is not an address.
+    static func devicePath(_ address: String, adapter: String) throws -> DBusObjectPath {
+        guard Bond.isAddress(address) else {
+            throw PeripheralError(.invalid, "\(PeripheralError.quoted(address)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+        }
+        return try adapterPath(adapter).appending("dev_" + String(address.uppercased().map { $0 == ":" ? "_" : $0 }))
+    }
+
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
     /// The signature of `GetManagedObjects`' reply.

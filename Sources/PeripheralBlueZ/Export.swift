@@ -11,9 +11,11 @@ struct Export {
         case advertisement(Advertisement)
         /// A GATT application's objects under the root.
         case application(GATTObjectTree)
+        /// The pairing agent (one object), registered with bluetoothd rather than an adapter.
+        case agent(PairingMethod)
     }
 
-    /// The adapter it is registered on.
+    /// The adapter it is registered on; empty for the agent, which bluetoothd holds for all.
     var adapter: String
     /// The bluetoothd that holds it.
     var generation: StackGeneration
@@ -27,6 +29,11 @@ struct Export {
     /// The application's objects, if it is one.
     var application: GATTObjectTree? {
         if case .application(let tree) = kind { tree } else { nil }
+    }
+
+    /// The agent's method, if it is the agent.
+    var agent: PairingMethod? {
+        if case .agent(let method) = kind { method } else { nil }
     }
 
     /// Removes its objects from the bus, in the reverse of the order they were exported.

@@ -5,9 +5,23 @@ package import Peripheral
 package enum BlueZSubject: Sendable {
     case advertisement
     case application
+    case agent
 
-    var noun: String { self == .advertisement ? "the advertisement" : "the GATT application" }
-    var ability: String { self == .advertisement ? "advertise" : "serve GATT" }
+    var noun: String {
+        switch self {
+        case .advertisement: "the advertisement"
+        case .application: "the GATT application"
+        case .agent: "the pairing agent"
+        }
+    }
+
+    var ability: String {
+        switch self {
+        case .advertisement: "advertise"
+        case .application: "serve GATT"
+        case .agent: "pair"
+        }
+    }
 }
 
 extension PeripheralError {

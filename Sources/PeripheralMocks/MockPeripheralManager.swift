@@ -35,6 +35,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var unregisterApplication: Script<Void>?
         var updateValue: Script<Void>?
         var audit: Script<[RegistrationAudit]>?
+        var registerAgent: Script<RegistrationID>?
+        var unregisterAgent: Script<Void>?
+        var setPairable: Script<Void>?
+        var bonds: Script<[Bond]>?
+        var removeBond: Script<Void>?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?
@@ -64,6 +69,16 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var updatedValues: [(value: [UInt8], characteristic: GATTCharacteristicID, application: RegistrationID)] = []
         /// How many times `audit()` was called.
         public var audits = 0
+        /// The methods and deciders `registerAgent` was called with.
+        public var registeredAgents: [(method: PairingMethod, decider: any PairingDecider)] = []
+        /// The identities `unregisterAgent` was called with.
+        public var unregisteredAgents: [RegistrationID] = []
+        /// What `setPairable` was called with, in order.
+        public var pairable: [(pairable: Bool, adapter: String)] = []
+        /// The adapters `bonds(adapter:)` was called with.
+        public var bondQueries: [String] = []
+        /// The centrals and adapters `removeBond` was called with.
+        public var removedBonds: [(central: String, adapter: String)] = []
         /// Calls nobody scripted, described.
         public var unscripted: [String] = []
     }
@@ -97,6 +112,24 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
 
     /// Scripts `audit()`.
     public func scriptAudit(_ script: Script<[RegistrationAudit]>) { state.withLock { $0.audit = script } }
+
+    /// Scripts `registerAgent(_:decider:)`.
+    public func scriptRegisterAgent(_ script: Script<RegistrationID>) { state.withLock { $0.registerAgent = script } }
+    /// Scripts `unregisterAgent(_:)`.
+    public func scriptUnregisterAgent(_ script: Script<Void>) { state.withLock { $0.unregisterAgent = script } }
+    /// Scripts `setPairable(_:adapter:)`.
+    public func scriptSetPairable(_ script: Script<Void>) { state.withLock { $0.setPairable = script } }
+    /// Scripts `bonds(adapter:)`.
+    public func scriptBonds(_ script: Script<[Bond]>) { state.withLock { $0.bonds = script } }
+    /// Scripts `removeBond(_:adapter:)`.
+    public func scriptRemoveBond(_ script: Script<Void>) { state.withLock { $0.removeBond = script } }
+
+    /// Asks the decider of the agent registered last, as the stack does when a central pairs;
+    /// nil when no agent was registered.
+    public func agentRequest(_ request: PairingRequest) async -> Bool? {
+        guard let decider = calls.registeredAgents.last?.decider else { return nil }
+        return await decider.decide(request)
+    }
 
     /// Makes `events()` throw `error` (a bus that refuses the subscription).
     public func failEvents(with error: PeripheralError) { state.withLock { $0.eventsFailure = error } }
@@ -177,6 +210,31 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Records the call; answers as ``scriptAudit(_:)`` says.
     public func audit() async throws -> [RegistrationAudit] {
         try await answer("audit()", \.audit) { $0.audits += 1 }
+    }
+
+    /// Records the call; answers as ``scriptRegisterAgent(_:)`` says.
+    public func registerAgent(_ method: PairingMethod, decider: any PairingDecider) async throws -> RegistrationID {
+        try await answer("registerAgent(\(method))", \.registerAgent) { $0.registeredAgents.append((method, decider)) }
+    }
+
+    /// Records the call; answers as ``scriptUnregisterAgent(_:)`` says.
+    public func unregisterAgent(_ id: RegistrationID) async throws {
+        try await answer("unregisterAgent(\(id))", \.unregisterAgent) { $0.unregisteredAgents.append(id) }
+    }
+
+    /// Records the call; answers as ``scriptSetPairable(_:)`` says.
+    public func setPairable(_ pairable: Bool, adapter: String) async throws {
+        try await answer("setPairable(\(pairable), adapter: \(adapter))", \.setPairable) { $0.pairable.append((pairable, adapter)) }
+    }
+
+    /// Records the call; answers as ``scriptBonds(_:)`` says.
+    public func bonds(adapter: String) async throws -> [Bond] {
+        try await answer("bonds(adapter: \(adapter))", \.bonds) { $0.bondQueries.append(adapter) }
+    }
+
+    /// Records the call; answers as ``scriptRemoveBond(_:)`` says.
+    public func removeBond(_ central: String, adapter: String) async throws {
+        try await answer("removeBond(\(central), adapter: \(adapter))", \.removeBond) { $0.removedBonds.append((central, adapter)) }
     }
 
     /// A stream of what ``emit(_:)`` delivers; throws what ``failEvents(with:)`` set.

@@ -25,6 +25,7 @@ struct Bleadvctl: ParsableCommand {
               bleadvctl set kitchen temperature=21.7   # a BTHome value, changed on air
               bleadvctl set power level=75  # a GATT value; subscribed centrals are notified
               bleadvctl watch --json        # what centrals write, for a script to act on
+              bleadvctl pair 60           # a phone may bond in the next minute
               bleadvctl preview door      # the bytes on air, without a daemon
 
             A name that starts with '-' (such as -h) goes after '--': bleadvctl on -- -h.
@@ -35,7 +36,10 @@ struct Bleadvctl: ParsableCommand {
             written; 2 usage or config error; 3 bleadvd is not running.
             """,
         version: ControlAPI.version,
-        subcommands: [On.self, Off.self, Status.self, List.self, Set.self, Watch.self, Reload.self, Preview.self])
+        subcommands: [
+            On.self, Off.self, Status.self, List.self, Set.self, Watch.self, Reload.self, Pair.self, Bonds.self, Forget.self,
+            Preview.self,
+        ])
 
     /// Synchronous from start to end: no executor and no thread but the main one, so a command
     /// costs little more than a C client's (see docs/BENCHMARKS.md).

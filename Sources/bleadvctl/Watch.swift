@@ -111,6 +111,11 @@ enum WatchFormat {
             return json
                 ? "{\"event\": \"values\", \"name\": \(StatusFormat.quote(name)), \"values\": {" + values.map { "\(StatusFormat.quote($0.0)): \(StatusFormat.quote($0.1))" }.joined(separator: ", ") + "}}"
                 : (["values", Untrusted.escaped(name)] + values.map { "\(Untrusted.escaped($0.0))=\(field($0.1))" }).joined(separator: " ")
+        case .pairing?:
+            guard body.count == 3, let event = body[0].string, let central = body[1].string, let code = body[2].string else { return nil }
+            return json
+                ? "{\"event\": \"pairing\", \"pairing\": \(StatusFormat.quote(event)), \"central\": \(StatusFormat.quote(central)), \"code\": \(StatusFormat.quote(code))}"
+                : (["pairing", Untrusted.escaped(event), central.isEmpty ? "-" : Untrusted.escaped(central)] + (code.isEmpty ? [] : [Untrusted.escaped(code)])).joined(separator: " ")
         case nil:
             return nil
         }

@@ -105,14 +105,21 @@ struct ServiceConfigTests {
         #expect(error(text) == "test.toml:6: service.lamp.characteristic.brightness.flags: \"shout\" is not a flag; use read, write, write-without-response, notify, indicate")
     }
 
-    @Test("a characteristic's security is the link it asks for, none unless the file says", arguments: [
-        ("", GATTSecurity.none), ("\nsecurity = \"encrypted\"", .encrypted),
+    @Test("a characteristic's security is the link it asks for, encrypted for a writable one unless the file says", arguments: [
+        ("", GATTSecurity.encrypted), ("\nsecurity = \"none\"", .none), ("\nsecurity = \"encrypted\"", .encrypted),
         ("\nsecurity = \"authenticated\"", .authenticated), ("\nsecurity = \"secure\"", .secure),
     ])
     func security(line: String, expected: GATTSecurity) throws {
         let config = try parse(Self.lamp + line + "\n")
 
         #expect(config.services["lamp"]?.service.characteristics.first?.security == expected)
+    }
+
+    @Test("a characteristic no central can change needs no encryption unless the file says")
+    func readOnlyIsOpen() throws {
+        let config = try parse(Self.lamp.replacingOccurrences(of: "[\"read\", \"write\", \"notify\"]", with: "[\"read\", \"notify\"]") + "\n")
+
+        #expect(config.services["lamp"]?.service.characteristics.first?.security == GATTSecurity.none)
     }
 
     @Test("an unknown security level is refused with the known ones")

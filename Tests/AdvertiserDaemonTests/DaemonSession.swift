@@ -64,6 +64,7 @@ struct DaemonSession {
         mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/1"))))
         mock.scriptStop(.always(.success(())))
         mock.scriptAudit(.always(.success([])))
+        mock.scriptBonds(.always(.success([])))
         script(mock)
         connection = try await DBusConnection.connect(to: .address(self.bus.address))
         notify = try NotifySocket(in: self.bus.folder, name: "notify-\(UUID().uuidString.prefix(8))")
@@ -126,5 +127,15 @@ final class LogLines: @unchecked Sendable {
         func log(event: LogEvent) {
             lines.append(JournalLogHandler.line(event, metadata: metadata))
         }
+    }
+}
+
+extension MockPeripheralManager {
+    /// The agent's calls all succeed: registered as `/org/bleadvd/agent`, the adapter opened
+    /// and closed as asked.
+    func scriptAgent() {
+        scriptRegisterAgent(.always(.success(RegistrationID("/org/bleadvd/agent"))))
+        scriptUnregisterAgent(.always(.success(())))
+        scriptSetPairable(.always(.success(())))
     }
 }

@@ -37,6 +37,7 @@ struct ServiceTests {
         try await DaemonSession(config: Self.config) { mock in
             mock.scriptRegisterApplication(.always(.success(Self.app)))
             mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
             mock.scriptUpdateValue(.always(.success(())))
         }
     }
@@ -192,6 +193,7 @@ struct ServiceTests {
         let session = try await DaemonSession(config: Self.secretConfig) { mock in
             mock.scriptRegisterApplication(.always(.success(Self.app)))
             mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
         }
         var written = try await written(session)
 

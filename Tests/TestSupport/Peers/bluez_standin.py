@@ -18,7 +18,13 @@ It behaves like bluetoothd 5.66 where it matters to an advertiser:
   with UUID (s), Service (o, one of the application's services) and Flags (as, names BlueZ
   knows), else "Failed to register application"; it then reads and writes characteristics
   when told to (as a central's ATT request would make it) and records every PropertiesChanged
-  of a characteristic's Value (what it would notify centrals of).
+  of a characteristic's Value (what it would notify centrals of);
+- AgentManager1 at /org/bluez (RegisterAgent, RequestDefaultAgent, UnregisterAgent) as
+  agent.c does: a default agent makes the adapters pairable (main.conf AlwaysPairable=false);
+  Adapter1.Pairable is read-write; devices (Device1 with Address, Paired, Bonded, Name) under
+  an adapter, removed with Adapter1.RemoveDevice; when told to, it asks the default agent as a
+  central's pairing makes bluetoothd ask (RequestAuthorization, DisplayPasskey with no reply
+  expected, RequestConfirmation) and turns a device's Paired true.
 
 A control object at /test (interface test.StandIn) lets a test drive it and read what it saw.
 Usage: bluez_standin.py BUS_ADDRESS [ADAPTER...]   (no adapter: none until AddAdapter)
@@ -43,6 +49,10 @@ GATT_MANAGER = "org.bluez.GattManager1"
 GATT_SERVICE = "org.bluez.GattService1"
 GATT_CHARACTERISTIC = "org.bluez.GattCharacteristic1"
 GATT_DESCRIPTOR = "org.bluez.GattDescriptor1"
+AGENT_MANAGER = "org.bluez.AgentManager1"
+AGENT = "org.bluez.Agent1"
+DEVICE = "org.bluez.Device1"
+CAPABILITIES = {"DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay", ""}
 # The flags BlueZ 5.66 (and 5.82) parses for a characteristic (src/gatt-database.c, parse_chrc_flags).
 GATT_FLAGS = {"broadcast", "read", "write-without-response", "write", "notify", "indicate",
               "authenticated-signed-writes", "extended-properties", "reliable-write",
@@ -151,7 +161,10 @@ class Root(dbus.service.Object):
         for name in self.standin.adapters_when_asked:
             self.standin.add_adapter(name, announce=True)
         self.standin.adapters_when_asked = []
-        reply({a.path: a.interfaces() for a in self.standin.adapters.values()})
+        objects = {a.path: a.interfaces() for a in self.standin.adapters.values()}
+        for adapter in self.standin.adapters.values():
+            objects.update({path: {DEVICE: props} for path, props in adapter.devices.items()})
+        reply(objects)
 
     @dbus.service.signal(OM, signature="oa{sa{sv}}")
     def InterfacesAdded(self, path, interfaces):
@@ -160,6 +173,42 @@ class Root(dbus.service.Object):
     @dbus.service.signal(OM, signature="oas")
     def InterfacesRemoved(self, path, interfaces):
         pass
+
+
+class AgentManager(dbus.service.Object):
+    """org.bluez.AgentManager1 at /org/bluez, as src/agent.c answers."""
+    def __init__(self, bus, standin):
+        super().__init__(bus, "/org/bluez")
+        self.standin = standin
+
+    @dbus.service.method(AGENT_MANAGER, in_signature="os", sender_keyword="sender")
+    def RegisterAgent(self, path, capability, sender):
+        self.standin.log("RegisterAgent %s %s" % (path, capability))
+        if capability not in CAPABILITIES:
+            raise dbus.DBusException("Invalid Arguments", name="org.bluez.Error.InvalidArguments")
+        if sender in self.standin.agents:
+            raise AlreadyExists("Already Exists")
+        self.standin.agents[sender] = (str(path), str(capability))
+
+    @dbus.service.method(AGENT_MANAGER, in_signature="o", sender_keyword="sender")
+    def RequestDefaultAgent(self, path, sender):
+        self.standin.log("RequestDefaultAgent %s" % path)
+        if self.standin.agents.get(sender, (None,))[0] != str(path):
+            raise DoesNotExist("Does Not Exist")
+        self.standin.default_agent = sender
+        for adapter in self.standin.adapters.values():
+            adapter.set_pairable(True)
+
+    @dbus.service.method(AGENT_MANAGER, in_signature="o", sender_keyword="sender")
+    def UnregisterAgent(self, path, sender):
+        self.standin.log("UnregisterAgent %s" % path)
+        if self.standin.agents.get(sender, (None,))[0] != str(path):
+            raise DoesNotExist("Does Not Exist")
+        del self.standin.agents[sender]
+        if self.standin.default_agent == sender:
+            self.standin.default_agent = None
+            for adapter in self.standin.adapters.values():
+                adapter.set_pairable(False)
 
 
 class Adapter(dbus.service.Object):
@@ -173,10 +222,12 @@ class Adapter(dbus.service.Object):
         self.free = 4
         self.active = 0
         self.registered = {}  # (sender, path) -> properties
+        self.pairable = False
+        self.devices = {}  # path -> Device1 properties
 
     def adapter_properties(self):
         return {"Address": self.address, "Name": self.name,
-                "Powered": dbus.Boolean(self.powered)}
+                "Powered": dbus.Boolean(self.powered), "Pairable": dbus.Boolean(self.pairable)}
 
     def manager_properties(self):
         return {"ActiveInstances": dbus.Byte(self.active), "SupportedInstances": dbus.Byte(self.free),
@@ -223,10 +274,25 @@ class Adapter(dbus.service.Object):
 
     @dbus.service.method(PROPS, in_signature="ssv")
     def Set(self, interface, name, value):
-        if interface != ADAPTER or name != "Powered":
+        if interface != ADAPTER or name not in ("Powered", "Pairable"):
             raise dbus.DBusException("not writable", name="org.bluez.Error.InvalidArguments")
-        self.standin.log("Set Powered %s" % bool(value))
-        self.set_powered(bool(value))
+        self.standin.log("Set %s %s" % (name, bool(value)))
+        if name == "Powered":
+            self.set_powered(bool(value))
+        else:
+            self.set_pairable(bool(value))
+
+    @dbus.service.method(ADAPTER, in_signature="o")
+    def RemoveDevice(self, path):
+        self.standin.log("RemoveDevice %s" % path)
+        if self.devices.pop(str(path), None) is None:
+            raise DoesNotExist("Does Not Exist")
+        self.standin.root.InterfacesRemoved(path, [DEVICE])
+
+    def set_pairable(self, pairable):
+        if pairable != self.pairable:
+            self.pairable = pairable
+            self.PropertiesChanged(ADAPTER, {"Pairable": dbus.Boolean(pairable)}, [])
 
     @dbus.service.signal(PROPS, signature="sa{sv}as")
     def PropertiesChanged(self, interface, changed, invalidated):
@@ -441,6 +507,58 @@ class Control(dbus.service.Object):
         getattr(client, "StartNotify" if on else "StopNotify")(
             dbus_interface=GATT_CHARACTERISTIC, reply_handler=lambda: reply(), error_handler=error)
 
+    @dbus.service.method(CONTROL, out_signature="a(ss)")
+    def Agents(self):
+        """The registered agents (path, capability), the default first."""
+        agents = sorted(self.standin.agents.items(), key=lambda item: item[0] != self.standin.default_agent)
+        return [dbus.Struct(agent, signature="ss") for _, agent in agents]
+
+    @dbus.service.method(CONTROL, in_signature="s", out_signature="b")
+    def Pairable(self, name):
+        return self.standin.adapters[name].pairable
+
+    @dbus.service.method(CONTROL, in_signature="sssb")
+    def AddDevice(self, adapter, address, name, bonded):
+        """A device under the adapter, as one that connected (and bonded, when told)."""
+        path = "/org/bluez/%s/dev_%s" % (adapter, address.replace(":", "_"))
+        props = {"Address": address, "Paired": dbus.Boolean(bonded), "Bonded": dbus.Boolean(bonded),
+                 "Adapter": dbus.ObjectPath("/org/bluez/" + adapter)}
+        if name:
+            props["Name"] = name
+        self.standin.adapters[adapter].devices[path] = props
+        self.standin.root.InterfacesAdded(path, {DEVICE: props})
+
+    @dbus.service.method(CONTROL, in_signature="ss")
+    def Pair(self, adapter, address):
+        """The device finished pairing: Paired (and Bonded) turn true."""
+        path = "/org/bluez/%s/dev_%s" % (adapter, address.replace(":", "_"))
+        self.standin.adapters[adapter].devices[path].update({"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)})
+        emitter = Devices(self.standin.bus, path)
+        emitter.PropertiesChanged(DEVICE, {"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)}, [])
+        emitter.remove_from_connection()
+
+    @dbus.service.method(CONTROL, in_signature="ssu", out_signature="s", async_callbacks=("reply", "error"))
+    def AskAgent(self, kind, device, passkey, reply, error):
+        """Asks the default agent about a central's pairing, as bluetoothd does; replies "" or
+        the error name. kind: authorize, passkey (no reply expected), confirm."""
+        sender = self.standin.default_agent
+        if sender is None:
+            return reply("no agent")
+        path = self.standin.agents[sender][0]
+        self.standin.log("ask %s %s" % (kind, device))
+        if kind == "passkey":
+            message = dbus.lowlevel.MethodCallMessage(sender, path, AGENT, "DisplayPasskey")
+            message.append(dbus.ObjectPath(device), dbus.UInt32(passkey), dbus.UInt16(0), signature="ouq")
+            message.set_no_reply(True)
+            self.standin.bus.send_message(message)
+            return reply("")
+        agent = self.standin.bus.get_object(sender, path, introspect=False)
+        done = dict(reply_handler=lambda: reply(""), error_handler=lambda e: reply(e.get_dbus_name()), timeout=30)
+        if kind == "authorize":
+            agent.RequestAuthorization(dbus.ObjectPath(device), dbus_interface=AGENT, **done)
+        else:
+            agent.RequestConfirmation(dbus.ObjectPath(device), dbus.UInt32(passkey), dbus_interface=AGENT, **done)
+
     @dbus.service.method(CONTROL, in_signature="sqn")
     def SetTxPower(self, path, unused, power):
         """Calls Properties.Set(TxPower) on a registered advertisement, as BlueZ may."""
@@ -449,6 +567,16 @@ class Control(dbus.service.Object):
                 if registered == path:
                     client = self.standin.bus.get_object(sender, path, introspect=False)
                     client.Set(AD, "TxPower", dbus.Int16(power, variant_level=1), dbus_interface=PROPS)
+
+
+class Devices(dbus.service.Object):
+    """Emits a device's PropertiesChanged from its own path, as bluetoothd does."""
+    def __init__(self, bus, path):
+        super().__init__(bus, path)
+
+    @dbus.service.signal(PROPS, signature="sa{sv}as")
+    def PropertiesChanged(self, interface, changed, invalidated):
+        pass
 
 
 class StandIn:
@@ -463,6 +591,9 @@ class StandIn:
         self.leave_before_next_reply = False
         self.ignore_next_unregistration = False
         self.applications = {}  # (sender, root) -> (adapter, {path: interfaces})
+        self.agents = {}  # sender -> (path, capability)
+        self.default_agent = None
+        self.agent_manager = AgentManager(bus, self)
         self.root = Root(bus, self)
         self.control = Control(bus, self)
         for name in names:

@@ -1,0 +1,174 @@
+import AdvertiserControl
+import AdvertiserConfig
+import BluetoothModule
+import DBus
+import Logging
+package import Peripheral
+
+/// The agent's decider: the daemon's pairing window, held weakly (the module keeps the decider
+/// for as long as the agent is registered, and the daemon keeps the module).
+struct PairingAgent<C: Clock>: PairingDecider where C.Duration == Duration {
+    weak let daemon: Daemon<C>?
+
+    func decide(_ request: PairingRequest) async -> Bool {
+        await daemon?.decide(request) ?? false
+    }
+
+    func cancel() async {
+        await daemon?.cancelConfirmations()
+    }
+}
+
+extension Daemon {
+    /// How long a central that was let in has to finish pairing before it counts as failed.
+    package static var pairingTimeout: Duration { .seconds(30) }
+
+    /// The method the agent is registered for: the config's, when there are services to pair for.
+    var agentMethod: PairingMethod? {
+        services.isEmpty ? nil : pairing.method
+    }
+
+    // MARK: Control API
+
+    package func pair(for seconds: Int?) async throws(PeripheralError) -> (method: PairingMethod, seconds: Int) {
+        guard let method = agentMethod else {
+            throw PeripheralError(.invalid, pairing.method == nil
+                ? "pairing is off ([pairing] method = \"off\" in \(configPath))"
+                : "no GATT service is configured in \(configPath): there is nothing to pair for")
+        }
+        let length = seconds ?? Int(pairing.window.components.seconds)
+        guard PairingConfig.windowRange.contains(length) else {
+            throw PeripheralError(.invalidValue, "a pairing window lasts \(PairingConfig.windowRange.lowerBound) to \(PairingConfig.windowRange.upperBound) seconds, not \(length)")
+        }
+        do {
+            try await module.setPairable(true)
+        } catch {
+            throw PeripheralError(.failed, "BlueZ did not open the adapter to new bonds: \(error)")
+        }
+        window.open(until: clock.now.advanced(by: .seconds(length)), attempts: pairing.attempts)
+        logger.notice("pairing: window open for \(length) s (\(method.rawValue), up to \(pairing.attempts) attempt(s))")
+        await ControlService.pairing("opened", central: "", on: connection)
+        schedulePairingTimer()
+        return (method, length)
+    }
+
+    package func confirm(_ central: String, matches: Bool) async throws(PeripheralError) {
+        guard let waiting = confirmations.removeValue(forKey: central.uppercased()) else {
+            throw PeripheralError(.unknownName, "\(PeripheralError.quoted(central)) is not waiting for a confirmation")
+        }
+        logger.notice("pairing: \(central.uppercased()): the codes \(matches ? "match" : "do not match"), as bleadvctl says")
+        waiting.resume(returning: matches)
+    }
+
+    package func bonds() async throws(PeripheralError) -> [Bond] {
+        try await Self.typed { [module] in try await module.bonds() }
+    }
+
+    package func forget(_ central: String) async throws(PeripheralError) {
+        guard Bond.isAddress(central) else {
+            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(central)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+        }
+        try await Self.typed { [module] in try await module.forget(central.uppercased()) }
+    }
+
+    // MARK: The agent's requests
+
+    /// Whether the central may go on, as the window says; logged and signalled either way. A
+    /// numeric comparison waits for `Confirm` (or the request's time out).
+    func decide(_ request: PairingRequest) async -> Bool {
+        let central = request.central.isEmpty ? "a central" : request.central
+        switch window.decide(request, at: clock.now) {
+        case .again:
+            return true
+        case .refuse(let reason):
+            logger.warning("pairing: refused \(central) (\(request.method.rawValue)): \(reason)")
+            await ControlService.pairing("refused", central: request.central, on: connection)
+            return false
+        case .allow:
+            schedulePairingTimer()
+        }
+        switch request.kind {
+        case .authorize:
+            logger.notice("pairing: \(central) asks to pair (just works); let in")
+            await ControlService.pairing("requested", central: request.central, on: connection)
+            return true
+        case .passkey:
+            logger.notice("pairing: \(central) asks to pair; type the passkey \(request.code!) on it")
+            await ControlService.pairing("requested", central: request.central, code: request.code!, on: connection)
+            return true
+        case .confirm:
+            logger.notice("pairing: \(central) asks to pair; does it show \(request.code!)? answer with bleadvctl pair")
+            await ControlService.pairing("confirm", central: request.central, code: request.code!, on: connection)
+            let matches = await withCheckedContinuation { confirmations[request.central] = $0 }
+            if !matches {
+                window.drop(request.central)
+                logger.warning("pairing: refused \(central): its code was not confirmed")
+                await ControlService.pairing("refused", central: request.central, on: connection)
+            }
+            return matches
+        }
+    }
+
+    /// bluetoothd gave up on its request: a confirmation awaited is answered no.
+    func cancelConfirmations() {
+        for (_, waiting) in confirmations { waiting.resume(returning: false) }
+        confirmations = [:]
+    }
+
+    /// A central finished pairing: one let in by the window closes it (a window is for one bond).
+    func centralPaired(_ central: String) async {
+        guard window.paired(central) else {
+            logger.notice("pairing: \(central) paired")
+            return
+        }
+        logger.notice("pairing: \(central) paired and bonded")
+        await ControlService.pairing("paired", central: central, on: connection)
+        if window.isOpen(at: clock.now) { await closeWindow(because: "\(central) bonded") }
+    }
+
+    // MARK: The window's time
+
+    /// Asks the loop for a timer at the window's next due instant, unless one is set for it.
+    func schedulePairingTimer() {
+        guard let due = window.nextDue(timeout: Self.pairingTimeout), due != pairingTimer else { return }
+        pairingTimer = due
+        post.yield(.pairingDue(due))
+    }
+
+    /// The timer at `at` fired: requests that got no bond in time failed; a window whose time
+    /// ran out closes.
+    func pairingTimerFired(_ at: C.Instant) async {
+        if pairingTimer == at { pairingTimer = nil }
+        let now = clock.now
+        for central in window.expire(at: now, timeout: Self.pairingTimeout) {
+            if let waiting = confirmations.removeValue(forKey: central) { waiting.resume(returning: false) }
+            logger.warning("pairing: \(central.isEmpty ? "a central" : central) did not bond within \(Self.pairingTimeout.components.seconds) s (a wrong code, or it gave up)")
+            await ControlService.pairing("failed", central: central, on: connection)
+        }
+        if let until = window.until, until <= now { await closeWindow(because: "its time ran out") }
+        schedulePairingTimer()
+    }
+
+    /// Closes the window: the adapter takes no new bonds.
+    func closeWindow(because reason: String) async {
+        window.close()
+        do {
+            try await module.setPairable(false)
+        } catch {
+            logger.error("pairing: BlueZ did not close the adapter to new bonds (\(error)); the agent refuses every request until a window opens")
+        }
+        logger.notice("pairing: window closed: \(reason)")
+        await ControlService.pairing("closed", central: "", on: connection)
+    }
+
+    /// The module throws ``PeripheralError`` only, or `CancellationError` when its caller gave up.
+    private static func typed<T>(_ body: () async throws -> T) async throws(PeripheralError) -> T {
+        do {
+            return try await body()
+        } catch let error as PeripheralError {
+            throw error
+        } catch {
+            throw PeripheralError(.timeout, "gave up waiting: \(error)")
+        }
+    }
+}

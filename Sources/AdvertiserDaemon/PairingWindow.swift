@@ -1,0 +1,73 @@
+import Peripheral
+
+/// When centrals may pair, as a value apart from its effects: a window open until an instant,
+/// the attempts it still takes, and the requests whose outcome is awaited. The daemon asks it
+/// about each request of the agent, and acts on what it answers (logs, signals, BlueZ's
+/// `Pairable`).
+struct PairingWindow<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+    /// What to do with a request.
+    enum Verdict: Hashable, Sendable {
+        /// Go on: a new attempt, counted.
+        case allow
+        /// Go on: the same request again (bluetoothd shows a passkey anew as the central types).
+        case again
+        /// Refuse it, for this reason.
+        case refuse(String)
+    }
+
+    /// Until when the window is open; nil while closed.
+    private(set) var until: Instant?
+    /// How many more requests the window takes.
+    private(set) var attemptsLeft = 0
+    /// The requests allowed whose outcome is awaited, by central: since when, and their code.
+    private(set) var pending: [String: (since: Instant, code: String?)] = [:]
+
+    /// Whether it is open at `now`.
+    func isOpen(at now: Instant) -> Bool {
+        until.map { now < $0 } ?? false
+    }
+
+    /// Opens it until `until`, taking `attempts` requests.
+    mutating func open(until: Instant, attempts: Int) {
+        self.until = until
+        attemptsLeft = attempts
+    }
+
+    /// Closes it; requests under way are still awaited.
+    mutating func close() {
+        until = nil
+        attemptsLeft = 0
+    }
+
+    /// What to do with `request` at `now`.
+    mutating func decide(_ request: PairingRequest, at now: Instant) -> Verdict {
+        if let awaited = pending[request.central], awaited.code != nil, awaited.code == request.code { return .again }
+        guard isOpen(at: now) else { return .refuse("no pairing window is open (bleadvctl pair opens one)") }
+        guard attemptsLeft > 0 else { return .refuse("this window took all its attempts already") }
+        attemptsLeft -= 1
+        pending[request.central] = (now, request.code)
+        return .allow
+    }
+
+    /// `central` paired; true when it was awaited (it paired in this window).
+    mutating func paired(_ central: String) -> Bool {
+        pending.removeValue(forKey: central) != nil
+    }
+
+    /// Forgets the request of `central` (refused after it was allowed).
+    mutating func drop(_ central: String) {
+        pending[central] = nil
+    }
+
+    /// The centrals whose requests got no bond within `timeout`, forgotten.
+    mutating func expire(at now: Instant, timeout: Duration) -> [String] {
+        let late = pending.filter { $0.value.since.advanced(by: timeout) <= now }.keys.sorted()
+        for central in late { pending[central] = nil }
+        return late
+    }
+
+    /// When something is next due: the window's end, or an awaited request's time out.
+    func nextDue(timeout: Duration) -> Instant? {
+        (pending.values.map { $0.since.advanced(by: timeout) } + [until].compactMap { $0 }).min()
+    }
+}

@@ -1,0 +1,157 @@
+import AdvertiserControl
+import ArgumentParser
+import DBus
+import Events
+import Peripheral
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Bleadvctl {
+    struct Pair: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Open a pairing window and show each central that pairs in it.",
+            discussion: """
+                For the window's length (the config's [pairing] window_seconds unless given) \
+                the adapter takes new bonds. Each request is printed as it comes: with \
+                method = "passkey", the 6-digit code to type on the central; with \
+                "numeric-comparison", the code to compare, answered here (y or n on standard \
+                input). The window closes once one central bonded, or when its time runs out.
+
+                Exit status: 0 a central bonded; 1 the window closed without a bond; 2 pairing \
+                is off or no GATT service is configured; 3 bleadvd is not running.
+                """)
+        @Argument(help: ArgumentHelp("How long the window stays open (1 to 3600; default: the config's).", valueName: "seconds"))
+        var seconds: UInt32?
+
+        func validate() throws {
+            if let seconds, !(1...3600).contains(seconds) {
+                throw ValidationError("a pairing window lasts 1 to 3600 seconds, not \(seconds)")
+            }
+        }
+
+        func run() throws {
+            reserveStandardDescriptors()
+            let loop: EventLoop
+            do {
+                loop = try EventLoop()
+            } catch {
+                throw Failure(code: Failure.failed, message: "\(error)")
+            }
+            let seconds = seconds ?? 0
+            Task(executorPreference: loop) {
+                do {
+                    try await Self.pair(seconds: seconds, on: loop)
+                    Glibc.exit(0)
+                } catch let failure as Failure {
+                    printError(failure.message)
+                    Glibc.exit(failure.code)
+                } catch {
+                    printError("\(error)")
+                    Glibc.exit(Failure.failed)
+                }
+            }
+            loop.run()
+        }
+
+        /// Opens the window and follows its `Pairing` signals until a central bonded (returns)
+        /// or the window closed (throws).
+        static func pair(seconds: UInt32, on loop: EventLoop) async throws {
+            let connection: DBusConnection
+            do {
+                connection = try await DBusConnection.connect(to: .system, on: loop)
+            } catch {
+                throw Failure(code: Failure.notRunning, message: "cannot reach the system bus, so bleadvd is not running there (\(error))")
+            }
+            // Subscribed before the window opens: no request can come unseen.
+            let signals = try await connection.signals(matching: [DBusMatchRule(
+                sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: ControlAPI.Signal.pairing.name)])
+            let reply: [DBusValue]
+            do {
+                reply = try await connection.call(
+                    destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                    member: ControlAPI.Method.pair.name, [.uint32(seconds)], expecting: "su")
+            } catch let error as DBusError {
+                throw Failure(dbus: error)
+            }
+            let length = reply[1].uint32 ?? seconds
+            try emit("pairing window open for \(length) s (\(Untrusted.escaped(reply[0].string ?? ""))); pair from the central now\n")
+            // Whatever happens to the signals, the command ends a little after the window.
+            Task(executorPreference: loop) {
+                try? await Task.sleep(for: .seconds(Int(length) + 5))
+                printError("the window's end was not announced; giving up")
+                Glibc.exit(Failure.failed)
+            }
+            for await message in signals {
+                let body = message.body
+                guard body.count == 3, let event = body[0].string, let central = body[1].string, let code = body[2].string else { continue }
+                let who = central.isEmpty ? "a central" : Untrusted.escaped(central)
+                switch event {
+                case "requested":
+                    try emit(code.isEmpty ? "\(who): pairing (just works)\n" : "\(who): type \(Untrusted.escaped(code)) on the central\n")
+                case "confirm":
+                    try emit("\(who): does the central show \(Untrusted.escaped(code))? [y/N] ")
+                    let answer = readLine()?.lowercased() ?? ""
+                    let matches = answer == "y" || answer == "yes"
+                    do {
+                        _ = try await connection.call(
+                            destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                            member: ControlAPI.Method.confirm.name, [.string(central), .boolean(matches)], expecting: "")
+                    } catch let error as DBusError {
+                        printError("\(who): the answer did not reach bleadvd: \(error.message)")
+                    }
+                case "paired":
+                    try emit("\(who): paired and bonded\n")
+                    return
+                case "refused":
+                    try emit("\(who): refused\n")
+                case "failed":
+                    try emit("\(who): did not bond (a wrong code, or the central gave up)\n")
+                case "closed":
+                    throw Failure(code: Failure.failed, message: "the pairing window closed; no central bonded")
+                default:
+                    continue
+                }
+            }
+            throw Failure(code: Failure.failed, message: "the system bus connection ended")
+        }
+    }
+
+    struct Bonds: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the centrals bonded with the adapter.",
+            discussion: "One line per central: its address, then its name when it gave one. A bonded central uses encrypted characteristics without pairing again; bleadvctl forget removes it.")
+        @Flag(help: "Print a JSON array of {\"central\", \"name\"}.")
+        var json = false
+        @OptionGroup var bus: BusOptions
+
+        func run() throws {
+            let bonds = try withDaemon(bus) { try $0.bonds() }.sorted { $0.key < $1.key }
+            if json {
+                try emit("[" + bonds.map { "{\"central\": \(StatusFormat.quote($0.key)), \"name\": \(StatusFormat.quote($0.value))}" }
+                    .joined(separator: ", ") + "]\n")
+            } else {
+                try emit(bonds.map { ([Untrusted.escaped($0.key)] + ($0.value.isEmpty ? [] : [WatchFormat.field($0.value)])).joined(separator: " ") + "\n" }.joined())
+            }
+        }
+    }
+
+    struct Forget: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove the bond with a central.",
+            discussion: "It must pair again (in a window) before it may use encrypted characteristics. Exit status 2 when no central with that address is bonded.")
+        @Argument(help: ArgumentHelp("The central's address, e.g. AA:BB:CC:DD:EE:FF.", valueName: "address"))
+        var address: String
+        @OptionGroup var bus: BusOptions
+
+        func validate() throws {
+            guard Bond.isAddress(address) else {
+                throw ValidationError("\(Untrusted.quoted(address, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+            }
+        }
+
+        func run() throws {
+            try withDaemon(bus) { try $0.forget(address) }
+        }
+    }
+}

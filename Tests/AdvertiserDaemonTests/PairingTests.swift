@@ -1,0 +1,234 @@
+import AdvertiserControl
+import DBus
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// Pairing windows as bleadvctl and the bus see them, over the mock: the agent's requests are
+/// asked of the daemon as bluetoothd would (`MockPeripheralManager.agentRequest`).
+@Suite("Pairing windows", .timeLimit(.minutes(1)))
+struct PairingTests {
+    static func config(_ pairing: String = "") -> String {
+        """
+        [service.lamp]
+        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+        [service.lamp.characteristic.label]
+        uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "utf8"
+        flags = ["read", "write"]
+        value = "desk"
+        \(pairing.isEmpty ? "" : "[pairing]\n" + pairing)
+        """
+    }
+
+    static let phone = "AA:BB:CC:DD:EE:FF"
+
+    func session(_ pairing: String = "") async throws -> DaemonSession {
+        try await DaemonSession(config: Self.config(pairing)) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+        }
+    }
+
+    /// Opens a window with the Pair method, as bleadvctl pair does (which then follows it).
+    func openWindow(_ session: DaemonSession, seconds: UInt32) async throws {
+        let client = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(client)
+        _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                  member: "Pair", [.uint32(seconds)], expecting: "su")
+    }
+
+    func pair(_ session: DaemonSession, _ arguments: String...) throws -> Child {
+        try Child(product("bleadvctl"), ["pair"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+    }
+
+    @Test("the agent is registered for the configured method, and the adapter closed to new bonds")
+    func agentRegisteredClosed() async throws {
+        let session = try await session("method = \"passkey\"")
+
+        #expect(session.mock.calls.registeredAgents.map(\.method) == [.passkey])
+        #expect(session.mock.calls.pairable.map(\.pairable) == [false])
+    }
+
+    @Test("with method off no agent is registered, and bleadvctl pair says pairing is off with exit 2")
+    func offRegistersNothing() async throws {
+        let session = try await session("method = \"off\"")
+
+        let result = try await session.ctl("pair", "10")
+
+        #expect(session.mock.calls.registeredAgents.isEmpty)
+        #expect(result.status == 2)
+        #expect(result.errors.contains("pairing is off"), "\(result.errors)")
+    }
+
+    @Test("outside a window the agent refuses a central, and the journal names it")
+    func refusedOutsideWindow() async throws {
+        let session = try await session()
+
+        let allowed = await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize))
+
+        #expect(allowed == false)
+        #expect(session.logs.all.contains { $0.contains("pairing: refused \(Self.phone) (just-works): no pairing window is open") }, "\(session.logs.all)")
+    }
+
+    @Test("bleadvctl pair opens the adapter, shows the central that pairs, and exits 0 once it bonded")
+    func pairJustWorks() async throws {
+        let session = try await session()
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        #expect(try await PrivateBus.line(from: pair.stdout) == "pairing window open for 60 s (just-works); pair from the central now")
+
+        let allowed = await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize))
+        let requested = try await PrivateBus.line(from: pair.stdout)
+        session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
+        let paired = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(allowed == true)
+        #expect(requested == "\(Self.phone): pairing (just works)")
+        #expect(paired == "\(Self.phone): paired and bonded")
+        #expect(await pair.exitStatus() == 0)
+        #expect(session.mock.calls.pairable.map(\.pairable) == [false, true, false])
+    }
+
+    @Test("with passkey, bleadvctl pair prints the code the central's user types, leading zeros kept")
+    func passkeyIsPrinted() async throws {
+        let session = try await session("method = \"passkey\"")
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        let line = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(line == "\(Self.phone): type 004213 on the central")
+        #expect(session.logs.all.contains { $0.contains("pairing: \(Self.phone) asks to pair; type the passkey 004213 on it") })
+    }
+
+    @Test("outside a window a passkey is never shown: not in the journal, not on the bus")
+    func passkeyHiddenOutsideWindow() async throws {
+        let session = try await session("method = \"passkey\"")
+
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+
+        #expect(!session.logs.all.contains { $0.contains("004213") || $0.contains("4213") })
+    }
+
+    @Test("a window takes its attempts and refuses the next central, naming it")
+    func attemptsAreLimited() async throws {
+        let session = try await session("attempts = 1")
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        let first = await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize))
+        let second = await session.mock.agentRequest(PairingRequest(central: "11:22:33:44:55:66", .authorize))
+
+        #expect(first == true)
+        #expect(second == false)
+        #expect(session.logs.all.contains { $0.contains("pairing: refused 11:22:33:44:55:66 (just-works): this window took all its attempts already") })
+    }
+
+    @Test("a window whose time ran out closes the adapter, and bleadvctl pair exits 1 saying no central bonded")
+    func windowRunsOut() async throws {
+        let session = try await session()
+        let pair = try pair(session, "5")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+        await session.clock.waitForSleepers(1)
+
+        session.clock.advance(by: .seconds(5))
+
+        #expect(await pair.exitStatus() == 1)
+        #expect(session.mock.calls.pairable.map(\.pairable) == [false, true, false])
+        #expect(await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize)) == false)
+    }
+
+    @Test("a central let in that does not bond within the time is logged as failed, with its address")
+    func silentCentralFails() async throws {
+        let session = try await session()
+        try await openWindow(session, seconds: 600)
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(123_456)))
+        // The window's end and the request's time out.
+        await session.clock.waitForSleepers(2)
+
+        session.clock.advance(by: .seconds(30))
+        let line = "pairing: \(Self.phone) did not bond within 30 s (a wrong code, or it gave up)"
+        while !session.logs.all.contains(where: { $0.contains(line) }) { try await Task.sleep(for: .milliseconds(10)) }
+
+        #expect(session.logs.all.filter { $0.contains("did not bond") }.count == 1)
+    }
+
+    @Test("a numeric comparison waits for Confirm, and goes on only when the codes match")
+    func confirmAnswersTheComparison() async throws {
+        let session = try await session("method = \"numeric-comparison\"")
+        try await openWindow(session, seconds: 60)
+        let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
+        let client = try await DBusConnection.connect(to: .address(session.bus.address))
+
+        // Until the daemon holds the request, Confirm finds nothing to answer.
+        while (try? await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                      member: "Confirm", [.string(Self.phone), .boolean(true)])) == nil {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+
+        #expect(await asking.value == true)
+    }
+
+    @Test("Confirm for a central that asked for nothing is refused with UnknownName")
+    func confirmWithoutRequest() async throws {
+        let session = try await session("method = \"numeric-comparison\"")
+        let client = try await DBusConnection.connect(to: .address(session.bus.address))
+
+        await #expect(throws: DBusError.self) {
+            _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                      member: "Confirm", [.string(Self.phone), .boolean(true)])
+        }
+    }
+
+    @Test("bleadvctl bonds lists the bonded centrals with their names; forget removes one")
+    func bondsAndForget() async throws {
+        let session = try await session()
+        session.mock.scriptBonds(.always(.success([Bond(central: Self.phone, name: "Pixel 8"), Bond(central: "11:22:33:44:55:66")])))
+        session.mock.scriptRemoveBond(.always(.success(())))
+
+        let bonds = try await session.ctl("bonds")
+        let forget = try await session.ctl("forget", "aa:bb:cc:dd:ee:ff")
+
+        #expect(bonds.output == "11:22:33:44:55:66\n\(Self.phone) \"Pixel 8\"\n")
+        #expect(forget.status == 0)
+        #expect(session.mock.calls.removedBonds.map(\.central) == [Self.phone])
+    }
+
+    @Test("forget with something that is not an address is a usage error, and nothing is removed")
+    func forgetBadAddress() async throws {
+        let session = try await session()
+
+        let result = try await session.ctl("forget", "phone")
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("is not a Bluetooth address"), "\(result.errors)")
+        #expect(session.mock.calls.removedBonds.isEmpty)
+    }
+
+    @Test("bleadvctl watch prints what happens in a window")
+    func watchShowsPairing() async throws {
+        let session = try await session("method = \"passkey\"")
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        defer { watch.kill(SIGTERM) }
+        // Windows until one is printed: watch may not have subscribed yet.
+        let opening = Task {
+            while !Task.isCancelled {
+                try? await openWindow(session, seconds: 60)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { opening.cancel() }
+
+        let line = try await PrivateBus.line(from: watch.stdout)
+
+        #expect(line == "pairing opened -")
+    }
+}

@@ -1,0 +1,181 @@
+import DBus
+import Peripheral
+import PeripheralBlueZ
+import TestSupport
+import Testing
+
+/// A decider that answers what it was told and records what bluetoothd asked.
+private actor Recording: PairingDecider {
+    let answer: Bool
+    private(set) var asked: [PairingRequest] = []
+
+    init(_ answer: Bool) {
+        self.answer = answer
+    }
+
+    func decide(_ request: PairingRequest) async -> Bool {
+        asked.append(request)
+        return answer
+    }
+
+    func cancel() async {}
+
+    /// The requests, once `count` came (bluetoothd's DisplayPasskey is sent with no reply).
+    func requests(_ count: Int) async throws -> [PairingRequest] {
+        for _ in 0..<500 where asked.count < count { try await Task.sleep(for: .milliseconds(10)) }
+        return asked
+    }
+}
+
+/// The pairing half of the contract with BlueZ, against the stand-in (AgentManager1 as agent.c
+/// answers, the agent asked as a central's pairing makes bluetoothd ask). testbed/scenarios/
+/// 62-pairing.sh does the same with the real bluetoothd and a central on a stack of its own.
+@Suite("BlueZPeripheralManager's pairing agent against a BlueZ stand-in")
+struct BlueZPairingContractTests {
+    static let phone = "00:AA:02:00:00:01"
+    static let device = "/org/bluez/hci0/dev_00_AA_02_00_00_01"
+
+    @Test("the agent is registered with the capability of its method, and made the default", arguments: [
+        (PairingMethod.justWorks, "NoInputNoOutput"), (.passkey, "DisplayOnly"), (.numericComparison, "DisplayYesNo"),
+    ])
+    func registerAgent(method: PairingMethod, capability: String) async throws {
+        let session = try await StandInSession()
+
+        let id = try await session.manager.registerAgent(method, decider: Recording(true))
+
+        #expect(id.rawValue == "/org/bleadvd/agent")
+        #expect(try await session.calls() == ["RegisterAgent /org/bleadvd/agent \(capability)", "RequestDefaultAgent /org/bleadvd/agent"])
+        #expect(try await session.control("Agents")[0] == .array(.structure([.string, .string]), [.structure([.string("/org/bleadvd/agent"), .string(capability)])]))
+    }
+
+    @Test("registering again for the same method keeps the agent: one registration")
+    func registerTwice() async throws {
+        let session = try await StandInSession()
+        let first = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+
+        let second = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+
+        #expect(first == second)
+        #expect(try await session.calls().filter { $0.hasPrefix("RegisterAgent") }.count == 1)
+    }
+
+    @Test("bluetoothd's RequestAuthorization asks the decider about the central; yes lets it pair")
+    func authorizationAllowed() async throws {
+        let session = try await StandInSession()
+        let decider = Recording(true)
+        _ = try await session.manager.registerAgent(.justWorks, decider: decider)
+
+        let reply = try await session.control("AskAgent", [.string("authorize"), .string(Self.device), .uint32(0)])
+
+        #expect(reply == [.string("")])
+        #expect(await decider.asked == [PairingRequest(central: Self.phone, .authorize)])
+    }
+
+    @Test("a refusal is org.bluez.Error.Rejected, which bluetoothd turns into a failed pairing")
+    func authorizationRefused() async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerAgent(.justWorks, decider: Recording(false))
+
+        let reply = try await session.control("AskAgent", [.string("authorize"), .string(Self.device), .uint32(0)])
+
+        #expect(reply == [.string("org.bluez.Error.Rejected")])
+    }
+
+    @Test("DisplayPasskey, sent with no reply expected, gives the decider the code")
+    func passkeyShown() async throws {
+        let session = try await StandInSession()
+        let decider = Recording(true)
+        _ = try await session.manager.registerAgent(.passkey, decider: decider)
+
+        try await session.control("AskAgent", [.string("passkey"), .string(Self.device), .uint32(4_213)])
+
+        #expect(try await decider.requests(1) == [PairingRequest(central: Self.phone, .passkey(4_213))])
+    }
+
+    @Test("RequestConfirmation gives the decider the code to compare; its answer is the reply")
+    func confirmation() async throws {
+        let session = try await StandInSession()
+        let decider = Recording(false)
+        _ = try await session.manager.registerAgent(.numericComparison, decider: decider)
+
+        let reply = try await session.control("AskAgent", [.string("confirm"), .string(Self.device), .uint32(654_321)])
+
+        #expect(reply == [.string("org.bluez.Error.Rejected")])
+        #expect(await decider.asked == [PairingRequest(central: Self.phone, .confirm(654_321))])
+    }
+
+    @Test("a request from a process other than bluetoothd is refused, and the decider is not asked")
+    func forgedRequestRefused() async throws {
+        let session = try await StandInSession()
+        let decider = Recording(true)
+        _ = try await session.manager.registerAgent(.justWorks, decider: decider)
+        let name = await session.connection.uniqueName
+
+        let forged = await #expect(throws: TestFailure.self) {
+            try await busctl(session.bus, ["call", name, "/org/bleadvd/agent", "org.bluez.Agent1", "RequestAuthorization", "o", Self.device])
+        }
+
+        #expect(forged?.description.contains("Access denied") == true, "\(forged?.description ?? "")")
+        #expect(await decider.asked.isEmpty)
+    }
+
+    @Test("setPairable sets the adapter's Pairable, which the default agent had turned on")
+    func pairable() async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+        let opened = try await session.control("Pairable", [.string("hci0")])
+
+        try await session.manager.setPairable(false, adapter: "hci0")
+
+        #expect(opened == [.boolean(true)])
+        #expect(try await session.control("Pairable", [.string("hci0")]) == [.boolean(false)])
+    }
+
+    @Test("unregistering the agent tells bluetoothd, which closes the adapters")
+    func unregister() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+
+        try await session.manager.unregisterAgent(id)
+
+        #expect(try await session.calls().last == "UnregisterAgent /org/bleadvd/agent")
+        #expect(try await session.control("Agents")[0].arrayElements?.isEmpty == true)
+        #expect(try await session.control("Pairable", [.string("hci0")]) == [.boolean(false)])
+    }
+
+    @Test("bonds are the bonded devices under the adapter, with their names; a device only connected is not one")
+    func bonds() async throws {
+        let session = try await StandInSession()
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string("Pixel 8"), .boolean(true)])
+        try await session.control("AddDevice", [.string("hci0"), .string("00:AA:02:00:00:02"), .string(""), .boolean(false)])
+        try await session.control("AddDevice", [.string("hci0"), .string("00:AA:02:00:00:03"), .string(""), .boolean(true)])
+
+        let bonds = try await session.manager.bonds(adapter: "hci0")
+
+        #expect(bonds == [Bond(central: Self.phone, name: "Pixel 8"), Bond(central: "00:AA:02:00:00:03")])
+    }
+
+    @Test("removing a bond removes the device; a central with none is unknownName")
+    func removeBond() async throws {
+        let session = try await StandInSession()
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(true)])
+
+        try await session.manager.removeBond(Self.phone.lowercased(), adapter: "hci0")
+        let again = await #expect(throws: PeripheralError.self) { try await session.manager.removeBond(Self.phone, adapter: "hci0") }
+
+        #expect(try await session.calls().first == "RemoveDevice \(Self.device)")
+        #expect(try await session.manager.bonds(adapter: "hci0").isEmpty)
+        #expect(again?.code == .unknownName)
+    }
+
+    @Test("a central whose Paired turns true is an event, with its address and adapter")
+    func pairedIsAnEvent() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(false)])
+
+        try await session.control("Pair", [.string("hci0"), .string(Self.phone)])
+
+        #expect(try await events.next() == .paired(central: Self.phone, adapter: "hci0"))
+    }
+}
