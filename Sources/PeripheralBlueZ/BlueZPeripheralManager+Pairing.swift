@@ -54,14 +54,18 @@ extension BlueZPeripheralManager {
             throw PeripheralError(.notRegistered, "\(id) is not registered")
         }
         exports[path] = nil
-        defer { Task { await connection.unexport(path) } }
         do {
             _ = try await callBlueZ(
                 on: export.generation, path: BlueZ.agentManagerPath, interface: BlueZ.agentManagerInterface,
                 member: "UnregisterAgent", [.objectPath(path)], expecting: .empty, about: .agent)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable {
             logger.debug("\(path) was no longer registered: \(error.message)")
+        } catch {
+            await connection.unexport(path)
+            throw error
         }
+        // Here, not later: an agent registered next at the same path must not lose its object.
+        await connection.unexport(path)
     }
 
     /// Sets the adapter's `Pairable`.
@@ -97,7 +101,6 @@ extension BlueZPeripheralManager {
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .rejected {
             throw PeripheralError(.unknownName, "\(adapter) has no bond with \(central.uppercased())")
         }
-        logger.info("removed the bond with \(central.uppercased()) on \(adapter)")
     }
 
     /// The agent's interface: each request goes to `decider`; what it refuses is answered with

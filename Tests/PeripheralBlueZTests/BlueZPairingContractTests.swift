@@ -143,6 +143,19 @@ struct BlueZPairingContractTests {
         #expect(try await session.control("Pairable", [.string("hci0")]) == [.boolean(false)])
     }
 
+    @Test("an agent registered again after unregistering (a new method) keeps its object: bluetoothd's requests reach it")
+    func reregisteredAgentAnswers() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+        try await session.manager.unregisterAgent(id)
+        let decider = Recording(true)
+        _ = try await session.manager.registerAgent(.passkey, decider: decider)
+
+        try await session.control("AskAgent", [.string("passkey"), .string(Self.device), .uint32(4_213)])
+
+        #expect(try await decider.requests(1) == [PairingRequest(central: Self.phone, .passkey(4_213))])
+    }
+
     @Test("bonds are the bonded devices under the adapter, with their names; a device only connected is not one")
     func bonds() async throws {
         let session = try await StandInSession()
