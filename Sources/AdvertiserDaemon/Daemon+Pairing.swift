@@ -77,6 +77,7 @@ extension Daemon {
     /// numeric comparison waits for `Confirm` (or the request's time out).
     func decide(_ request: PairingRequest) async -> Bool {
         let central = request.central.isEmpty ? "a central" : request.central
+        if window.supersedes(request) { await failed(request.central, because: "it asks again: a wrong code, or it gave up") }
         switch window.decide(request, at: clock.now) {
         case .again:
             return true
@@ -141,12 +142,17 @@ extension Daemon {
         if pairingTimer == at { pairingTimer = nil }
         let now = clock.now
         for central in window.expire(at: now, timeout: Self.pairingTimeout) {
-            if let waiting = confirmations.removeValue(forKey: central) { waiting.resume(returning: false) }
-            logger.warning("pairing: \(central.isEmpty ? "a central" : central) did not bond within \(Self.pairingTimeout.components.seconds) s (a wrong code, or it gave up)")
-            await ControlService.pairing("failed", central: central, on: connection)
+            await failed(central, because: "no bond within \(Self.pairingTimeout.components.seconds) s: a wrong code, or it gave up")
         }
         if let until = window.until, until <= now { await closeWindow(because: "its time ran out") }
         schedulePairingTimer()
+    }
+
+    /// An attempt of `central` that was let in ended without a bond: logged with its address.
+    func failed(_ central: String, because reason: String) async {
+        if let waiting = confirmations.removeValue(forKey: central) { waiting.resume(returning: false) }
+        logger.warning("pairing: \(central.isEmpty ? "a central" : central) did not bond (\(reason))")
+        await ControlService.pairing("failed", central: central, on: connection)
     }
 
     /// Closes the window: the adapter takes no new bonds.

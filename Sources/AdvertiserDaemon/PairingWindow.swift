@@ -49,6 +49,14 @@ struct PairingWindow<Instant: InstantProtocol>: Sendable where Instant.Duration 
         return .allow
     }
 
+    /// Whether `request` starts a new attempt of a central whose last one is still awaited (a
+    /// new code: the last pairing failed, and the stack tries again); that one is forgotten.
+    mutating func supersedes(_ request: PairingRequest) -> Bool {
+        guard let awaited = pending[request.central], awaited.code == nil || awaited.code != request.code else { return false }
+        pending[request.central] = nil
+        return true
+    }
+
     /// `central` paired; true when it was awaited (it paired in this window).
     mutating func paired(_ central: String) -> Bool {
         pending.removeValue(forKey: central) != nil

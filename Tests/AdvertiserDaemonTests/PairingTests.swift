@@ -155,10 +155,21 @@ struct PairingTests {
         await session.clock.waitForSleepers(2)
 
         session.clock.advance(by: .seconds(30))
-        let line = "pairing: \(Self.phone) did not bond within 30 s (a wrong code, or it gave up)"
+        let line = "pairing: \(Self.phone) did not bond (no bond within 30 s: a wrong code, or it gave up)"
         while !session.logs.all.contains(where: { $0.contains(line) }) { try await Task.sleep(for: .milliseconds(10)) }
 
         #expect(session.logs.all.filter { $0.contains("did not bond") }.count == 1)
+    }
+
+    @Test("a central that asks again with a new code failed its last attempt: logged at once, with its address")
+    func askingAgainIsAFailure() async throws {
+        let session = try await session("method = \"passkey\"")
+        try await openWindow(session, seconds: 600)
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(111_111)))
+
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(222_222)))
+
+        #expect(session.logs.all.contains { $0.contains("pairing: \(Self.phone) did not bond (it asks again: a wrong code, or it gave up)") }, "\(session.logs.all)")
     }
 
     @Test("a numeric comparison waits for Confirm, and goes on only when the codes match")

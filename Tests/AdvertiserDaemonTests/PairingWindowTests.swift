@@ -1,0 +1,73 @@
+@testable import AdvertiserDaemon
+import Peripheral
+import PeripheralMocks
+import Testing
+
+/// The window as a value: what it answers each request, on a manual clock's instants.
+@Suite("The pairing window's decisions")
+struct PairingWindowTests {
+    let start = ManualClock().now
+    static let phone = PairingRequest(central: "AA:BB:CC:DD:EE:FF", .authorize)
+
+    @Test("a closed window refuses, and counts nothing")
+    func closedRefuses() {
+        var window = PairingWindow<ManualClock.Instant>()
+
+        let verdict = window.decide(Self.phone, at: start)
+
+        #expect(verdict == .refuse("no pairing window is open (bleadvctl pair opens one)"))
+        #expect(window.pending.isEmpty)
+    }
+
+    @Test("an open window lets a central in until its time, not at it")
+    func openUntilItsTime() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(10)), attempts: 3)
+
+        let before = window.decide(Self.phone, at: start.advanced(by: .seconds(9)))
+        let at = window.decide(PairingRequest(central: "11:22:33:44:55:66", .authorize), at: start.advanced(by: .seconds(10)))
+
+        #expect(before == .allow)
+        #expect(at != .allow)
+    }
+
+    @Test("the same passkey shown again is the same attempt, not a new one")
+    func passkeyAgain() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(10)), attempts: 1)
+        let request = PairingRequest(central: "AA:BB:CC:DD:EE:FF", .passkey(42))
+        _ = window.decide(request, at: start)
+
+        let again = window.decide(request, at: start)
+
+        #expect(again == .again)
+    }
+
+    @Test("a new code from a central awaited supersedes its attempt")
+    func newCodeSupersedes() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(10)), attempts: 3)
+        _ = window.decide(PairingRequest(central: "AA:BB:CC:DD:EE:FF", .passkey(42)), at: start)
+
+        let superseded = window.supersedes(PairingRequest(central: "AA:BB:CC:DD:EE:FF", .passkey(43)))
+
+        #expect(superseded)
+        #expect(window.pending.isEmpty)
+    }
+
+    @Test("requests awaited past the time out expire, in address order; the window's end is due first when it is earlier")
+    func expiry() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(5)), attempts: 3)
+        _ = window.decide(PairingRequest(central: "BB:BB:BB:BB:BB:BB", .authorize), at: start)
+        _ = window.decide(PairingRequest(central: "AA:AA:AA:AA:AA:AA", .authorize), at: start)
+
+        let due = window.nextDue(timeout: .seconds(30))
+        let early = window.expire(at: start.advanced(by: .seconds(29)), timeout: .seconds(30))
+        let late = window.expire(at: start.advanced(by: .seconds(30)), timeout: .seconds(30))
+
+        #expect(due == start.advanced(by: .seconds(5)))
+        #expect(early.isEmpty)
+        #expect(late == ["AA:AA:AA:AA:AA:AA", "BB:BB:BB:BB:BB:BB"])
+    }
+}
