@@ -2,6 +2,7 @@ import AdvertiserConfig
 import AdvertiserControl
 import ArgumentParser
 import DBus
+import Events
 import Peripheral
 #if canImport(Glibc)
 import Glibc
@@ -148,6 +149,41 @@ extension Bleadvctl {
             let text = selected.map { PreviewFormat.text(name: $0, settings.advertisements[$0]!) }.joined(separator: "\n")
             try emit(text.split(separator: "\n", omittingEmptySubsequences: false).map { Untrusted.escaped($0) }.joined(separator: "\n"))
         }
+    }
+}
+
+/// Runs `body` on an event loop of its own (the commands that follow signals: watch, pair) and
+/// exits: with `success` when it returns, a ``Failure``'s status, or 1.
+func runOnEventLoop(exitingWith success: Int32, _ body: @escaping @Sendable (EventLoop) async throws -> Void) throws -> Never {
+    reserveStandardDescriptors()
+    let loop: EventLoop
+    do {
+        loop = try EventLoop()
+    } catch {
+        throw Failure(code: Failure.failed, message: "\(error)")
+    }
+    Task(executorPreference: loop) {
+        do {
+            try await body(loop)
+            Glibc.exit(success)
+        } catch let failure as Failure {
+            printError(failure.message)
+            Glibc.exit(failure.code)
+        } catch {
+            printError("\(error)")
+            Glibc.exit(Failure.failed)
+        }
+    }
+    loop.run()
+    Glibc.exit(Failure.failed)
+}
+
+/// A connection to the system bus on `loop`; ``Failure`` (exit 3) when there is none.
+func connectToSystemBus(on loop: EventLoop) async throws -> DBusConnection {
+    do {
+        return try await DBusConnection.connect(to: .system, on: loop)
+    } catch {
+        throw Failure(code: Failure.notRunning, message: "cannot reach the system bus, so bleadvd is not running there (\(error))")
     }
 }
 

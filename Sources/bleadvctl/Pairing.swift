@@ -31,38 +31,14 @@ extension Bleadvctl {
         }
 
         func run() throws {
-            reserveStandardDescriptors()
-            let loop: EventLoop
-            do {
-                loop = try EventLoop()
-            } catch {
-                throw Failure(code: Failure.failed, message: "\(error)")
-            }
             let seconds = seconds ?? 0
-            Task(executorPreference: loop) {
-                do {
-                    try await Self.pair(seconds: seconds, on: loop)
-                    Glibc.exit(0)
-                } catch let failure as Failure {
-                    printError(failure.message)
-                    Glibc.exit(failure.code)
-                } catch {
-                    printError("\(error)")
-                    Glibc.exit(Failure.failed)
-                }
-            }
-            loop.run()
+            try runOnEventLoop(exitingWith: 0) { loop in try await Self.pair(seconds: seconds, on: loop) }
         }
 
         /// Opens the window and follows its `Pairing` signals until a central bonded (returns)
         /// or the window closed (throws).
         static func pair(seconds: UInt32, on loop: EventLoop) async throws {
-            let connection: DBusConnection
-            do {
-                connection = try await DBusConnection.connect(to: .system, on: loop)
-            } catch {
-                throw Failure(code: Failure.notRunning, message: "cannot reach the system bus, so bleadvd is not running there (\(error))")
-            }
+            let connection = try await connectToSystemBus(on: loop)
             // Subscribed before the window opens: no request can come unseen.
             let signals = try await connection.signals(matching: [DBusMatchRule(
                 sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: ControlAPI.Signal.pairing.name)])

@@ -14,7 +14,8 @@ extension Bleadvctl {
             discussion: """
                 Events: a central wrote a GATT characteristic (written SERVICE CHARACTERISTIC \
                 VALUE CENTRAL), an advertisement or service changed state (state NAME STATE), \
-                values went on air (values NAME KEY=VALUE...). A write is printed only when \
+                values went on air (values NAME KEY=VALUE...), something happened in a pairing \
+                window (pairing EVENT CENTRAL [CODE]). A write is printed only when \
                 bleadvd took it: it fit the characteristic's format. With --json each line is \
                 one JSON object ({"event": "written", "service", "characteristic", "value", \
                 "central"}). Text is escaped; lines are written as they happen.
@@ -22,44 +23,20 @@ extension Bleadvctl {
                 Example, a script that acts on a phone's write:
                   bleadvctl watch --json | while read -r line; do ...; done
 
-                bleadvd never runs anything itself; without pairing, anyone in range can \
-                write a characteristic whose flags allow it.
+                bleadvd never runs anything itself. A characteristic that takes writes takes \
+                them only from a bonded central unless its security is "none".
                 """)
         @Flag(help: "Print one JSON object per line.")
         var json = false
 
         func run() throws {
-            reserveStandardDescriptors()
-            let loop: EventLoop
-            do {
-                loop = try EventLoop()
-            } catch {
-                throw Failure(code: Failure.failed, message: "\(error)")
-            }
             let json = json
-            Task(executorPreference: loop) {
-                do {
-                    try await Self.watch(json: json, on: loop)
-                } catch let failure as Failure {
-                    printError(failure.message)
-                    Glibc.exit(failure.code)
-                } catch {
-                    printError("\(error)")
-                    Glibc.exit(Failure.failed)
-                }
-                Glibc.exit(Failure.notRunning)
-            }
-            loop.run()
+            try runOnEventLoop(exitingWith: Failure.notRunning) { loop in try await Self.watch(json: json, on: loop) }
         }
 
         /// Prints each signal of the control API until the connection ends.
         static func watch(json: Bool, on loop: EventLoop) async throws {
-            let connection: DBusConnection
-            do {
-                connection = try await DBusConnection.connect(to: .system, on: loop)
-            } catch {
-                throw Failure(code: Failure.notRunning, message: "cannot reach the system bus, so bleadvd is not running there (\(error))")
-            }
+            let connection = try await connectToSystemBus(on: loop)
             let rules = ControlAPI.Signal.allCases.map {
                 DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
             }
