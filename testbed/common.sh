@@ -7,6 +7,7 @@ BTHOME_BLE_VERSION=3.25.0
 BEACONTOOLS_VERSION=2.1.0
 # The GATT central of testbed/gatt_central.py (scenario 58).
 BLEAK_VERSION=3.1.0
+BUMBLE_VERSION=0.0.236
 
 # install_packages TAG PACKAGE...: installs those of the Debian packages that are missing.
 install_packages() {

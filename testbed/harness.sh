@@ -26,7 +26,7 @@ run_scenarios() {
     fi
     # A scanner or central a scenario left behind (a background job's child outlives `kill` of
     # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
-    pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central)\.py" 2>/dev/null || true
+    pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central|bumble_central)\.py" 2>/dev/null || true
   done
   echo "testbed: $passed passed, $failed failed"
 }

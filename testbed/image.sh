@@ -58,7 +58,8 @@ chroot "$root" python3 -m venv /opt/testbed-decoders
 cp -L /etc/ssl/certs/ca-certificates.crt "$root/tmp/host-ca.crt"
 chroot "$root" env -u PIP_FIND_LINKS SSL_CERT_FILE=/tmp/host-ca.crt REQUESTS_CA_BUNDLE=/tmp/host-ca.crt PIP_CERT=/tmp/host-ca.crt \
   /opt/testbed-decoders/bin/pip install -q \
-  --disable-pip-version-check "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION" "bleak==$BLEAK_VERSION"
+  --disable-pip-version-check "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION" "bleak==$BLEAK_VERSION" \
+  "bumble==$BUMBLE_VERSION"
 rm -f "$root/tmp/host-ca.crt"
 if [[ "$stack" != bookworm ]]; then
   # The kernel boots from the host (vng --run) and its modules are shared from the host's

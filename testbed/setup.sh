@@ -66,13 +66,14 @@ if [[ ! -x "$TESTBED_VNG" ]]; then
   /usr/bin/python3 -m venv "$TESTBED_CACHE/venv"
   "$TESTBED_CACHE/venv/bin/pip" install -q --disable-pip-version-check "virtme-ng==$VIRTME_NG_VERSION"
 fi
-if [[ ! -x "$TESTBED_CACHE/decoders/bin/python" ]] || ! "$TESTBED_CACHE/decoders/bin/python" -c "import bthome_ble, beacontools; from importlib.metadata import version; assert version('bleak') == '$BLEAK_VERSION'" 2>/dev/null; then
+if [[ ! -x "$TESTBED_CACHE/decoders/bin/python" ]] || ! "$TESTBED_CACHE/decoders/bin/python" -c "import bthome_ble, beacontools; from importlib.metadata import version; assert version('bleak') == '$BLEAK_VERSION' and version('bumble') == '$BUMBLE_VERSION'" 2>/dev/null; then
   # Decoders we did not write, for scenarios to check what hci1 hears: Home Assistant's BTHome
-  # parser and a beacon parser; and bleak, the GATT central of scenario 58.
-  log "installing bthome-ble $BTHOME_BLE_VERSION, beacontools $BEACONTOOLS_VERSION and bleak $BLEAK_VERSION into $TESTBED_CACHE/decoders"
+  # parser and a beacon parser; bleak, the GATT central of scenario 58; Bumble, the central
+  # on a host stack of its own that pairs in scenario 65.
+  log "installing bthome-ble $BTHOME_BLE_VERSION, beacontools $BEACONTOOLS_VERSION, bleak $BLEAK_VERSION and bumble $BUMBLE_VERSION into $TESTBED_CACHE/decoders"
   /usr/bin/python3 -m venv "$TESTBED_CACHE/decoders"
   "$TESTBED_CACHE/decoders/bin/pip" install -q --disable-pip-version-check \
-    "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION" "bleak==$BLEAK_VERSION"
+    "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION" "bleak==$BLEAK_VERSION" "bumble==$BUMBLE_VERSION"
 fi
 # The Debian images the systemd test bed boots (testbed/run.sh --systemd [--stack SUITE]),
 # each rebuilt when its recipe changes, and their kernels' modules where vng shares them from.

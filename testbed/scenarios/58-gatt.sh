@@ -24,6 +24,7 @@ uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
 uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
 format = "uint8"
 flags = ["read", "write", "notify"]
+security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
 value = 10
 description = "Brightness"
 
@@ -31,6 +32,7 @@ description = "Brightness"
 uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
 format = "utf8"
 flags = ["read", "write"]
+security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
 value = "desk"
 
 [advertisement.gateway]

@@ -22,12 +22,14 @@ uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
 uuid = "6e400005-b5a3-f393-e0a9-e50e24dcca9e"
 format = "uint8"
 flags = ["read", "write-without-response"]
+security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
 value = 0
 
 [service.lamp.characteristic.pin]
 uuid = "6e400006-b5a3-f393-e0a9-e50e24dcca9e"
 format = "utf8"
 flags = ["write"]
+security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
 value = ""
 secret = true
 

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Pairing with bleadvd, as a central on a host stack of its own sees it: Google's Bumble owns
+# hci1 through the HCI user channel (bluetoothd serves hci0 only; its one default agent would
+# otherwise answer for both sides) and pairs with bleadvd's agent on hci0 with its own SMP.
+# - an unpaired read of an encrypted characteristic: ATT Insufficient Encryption; a write too,
+#   and nothing is written;
+# - outside a window: the kernel refuses the bond (the adapter is not pairable);
+# - just works inside `bleadvctl pair`: paired, the read works, bleadvctl pair exits 0, the
+#   window is closed after its bond, `bleadvctl bonds` lists hci1;
+# - the bond survives kill -9 of bluetoothd and a restart of bleadvd: the central encrypts with
+#   its stored key and reads;
+# - 1,000 writes without response on the encrypted link: Written signals, journal lines, CPU;
+# - passkey (after a reload): the code `bleadvctl pair` prints, typed on the central, pairs
+#   with MITM protection and opens an authenticated characteristic;
+# - a pairing flood with wrong codes: each fails, the window's attempts run out and the rest
+#   are refused, each logged with the central's address; nothing is written;
+# - `bleadvctl forget`: the bond is gone and the next read fails again.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+config="$TESTBED_WORK/pairing.toml"
+write_config() {
+  cat > "$config" <<TOML
+adapter = "hci0"
+
+[pairing]
+method = "$1"
+attempts = ${2:-3}
+
+[service.lock]
+uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
+
+[service.lock.characteristic.state]
+uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
+format = "utf8"
+flags = ["read", "write"]
+value = "locked"
+
+[service.lock.characteristic.dimmer]
+uuid = "6e400012-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write-without-response"]
+value = 0
+
+[service.lock.characteristic.code]
+uuid = "6e400013-b5a3-f393-e0a9-e50e24dcca9e"
+format = "utf8"
+flags = ["read"]
+value = "1234"
+security = "authenticated"
+
+[advertisement.door]
+local_name = "Lock"
+services = ["lock"]
+TOML
+}
+state=6e400011-b5a3-f393-e0a9-e50e24dcca9e
+dimmer=6e400012-b5a3-f393-e0a9-e50e24dcca9e
+code=6e400013-b5a3-f393-e0a9-e50e24dcca9e
+keys="$TESTBED_WORK/central-keys.json"
+# central ARGS... STEP...: testbed/bumble_central.py on hci1 (its keys kept between runs);
+# its stderr (Bumble's notes about the emulated controller) in central.err.
+central() {
+  free_hci1
+  local status=0
+  timeout 90 "$(decoders_python)" "$TESTBED_ROOT/testbed/bumble_central.py" "$address" --keys "$keys" "$@" \
+    2> "$TESTBED_WORK/central.err" > "$TESTBED_WORK/central.last" || status=$?
+  tee -a "$TESTBED_WORK/central.out" < "$TESTBED_WORK/central.last" | sed 's/^/    /'
+  if ((status)); then
+    echo "    the central exited $status:"; tail -n 20 "$TESTBED_WORK/central.err" | sed 's/^/    /'
+  fi
+}
+# free_hci1: hci1 powered off behind bluetoothd (testbed/mgmt.py: 5.82's btmgmt runs nothing
+# without a terminal), so that Bumble can take it through the HCI user channel. bluetoothd
+# powers it on again whenever the channel closes (the adapter comes back) or bluetoothd starts:
+# so before every run, once bluetoothd has it back.
+free_hci1() {
+  wait_for 10 "bluetoothd to have hci1 back" \
+    'busctl get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q true' || true
+  python3 "$TESTBED_ROOT/testbed/mgmt.py" 1 power off > /dev/null
+  wait_for 10 "hci1 to be off" \
+    'busctl get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q false'
+}
+# hci0_state: what the kernel and bluetoothd say of hci0's bonding, for a failure's record.
+hci0_state() {
+  echo "hci0: kernel settings: $(python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 settings); bluetoothd's Pairable:" \
+    "$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable)"
+}
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+bonds() { bleadvctl bonds | tr '\n' ' '; }
+# pair_window SECONDS OUT: bleadvctl pair in the background, its output in OUT.
+pair_window() {
+  bleadvctl pair "$1" > "$2" 2>&1 &
+  PAIR_PID=$!
+  wait_for 10 "the window to open" "grep -q 'pairing window open' '$2' 2> /dev/null"
+}
+
+fresh_bluetoothd
+write_config just-works
+central_address=$(adapter_address hci1)
+start_bleadvd "$config"
+address=$(adapter_address)
+echo "bleadvd on hci0 ($address); Bumble on hci1 ($central_address)"
+
+echo "1, 2. unpaired: read and write of an encrypted characteristic; pairing outside a window"
+out=$(central "read:$state" "write:$state=6f70656e" pair "read:$state")
+echo "$out"
+expect_line "read $state: ATT error INSUFFICIENT_ENCRYPTION" "$out"
+expect_line "write $state: ATT error INSUFFICIENT_ENCRYPTION" "$out"
+expect_line "pairing failed: ProtocolError ProtocolError(smp/PAIRING_NOT_SUPPORTED" "$out"
+bleadvctl status --json | grep -q '"state": "locked"' || fail "an unpaired write changed the value"
+[[ -z "$(bonds)" ]] || fail "a bond outside a window: $(bonds)"
+
+echo "3. just works inside a window"
+pair_window 30 "$TESTBED_WORK/pair1.out"
+before=$(hci0_state)
+out=$(central pair "read:$state")
+echo "$out"
+if grep -q "PAIRING_NOT_SUPPORTED" <<< "$out"; then
+  # Seen now and then on the first pairing after a window opened (RELIABILITY, "Not done
+  # yet"): the state on record, and the second attempt the window allows.
+  echo "    refused on the first attempt; before: $before; after: $(hci0_state)"
+  out=$(central pair "read:$state")
+  echo "$out"
+fi
+expect_line "paired (just-works)" "$out"
+expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
+wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pair1.out")"
+sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair1.out"
+expect_line "$central_address: paired and bonded" "$(cat "$TESTBED_WORK/pair1.out")"
+[[ "$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable)" == "b false" ]] || fail "hci0 still pairable after the bond"
+expect_line "$central_address" "$(bonds)"
+echo "    bonds: $(bonds)"
+
+echo "4, 5. the bond survives kill -9 of bluetoothd and a restart of bleadvd; then 1,000 writes without response on the encrypted link"
+restart_bluetoothd
+wait_for 20 "the advertisement back on air" 'bleadvctl status --json | grep -q "\"state\": \"on\""'
+out=$(central encrypt "read:$state")
+echo "$out"
+expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
+stop_bleadvd
+start_bleadvd "$config"
+[[ "$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable)" == "b false" ]] || fail "hci0 pairable after bleadvd started"
+bluetoothd_pid=$(pidof bluetoothd | awk '{print $1}')
+ticks_before=$(ticks "$BLEADVD_PID"); bluetoothd_before=$(ticks "$bluetoothd_pid")
+lines_before=$(grep -c . "$TESTBED_WORK/bleadvd.log")
+rss_before=$(ps -o rss= -p "$BLEADVD_PID" | tr -d ' ')
+out=$(central encrypt "read:$state" "flood:$dimmer=1000" "read:$dimmer")
+echo "$out"
+expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
+expect_line "flood 1000 writes" "$out"
+# Writes without response are not acknowledged: the link may drop one (the spec allows it), so
+# what is checked is that the value a central reads back, the value in force and the last write
+# bleadvd announced are one value.
+read_back=$((16#$(sed -nE "s/^    read $dimmer: ([0-9a-f]+)$/\1/p" <<< "$out")))
+sleep 0.3  # the last announcement comes within 100 ms
+in_force=$(bleadvctl status --json | sed -nE 's/.*"dimmer": "([0-9]+)".*/\1/p')
+announced=$(grep "lock.dimmer: .* wrote" "$TESTBED_WORK/bleadvd.log" | tail -n 1 | sed -nE 's/.* wrote ([0-9]+).*/\1/p')
+taken=$(grep "lock.dimmer: .* wrote" "$TESTBED_WORK/bleadvd.log" | awk '{ n = 1 } /the newest of/ { for (i = 1; i < NF; i++) if ($i == "of") n = $(i + 1) } { sum += n } END { print sum }')
+echo "    read back $read_back, in force $in_force, last announced $announced; $taken of 1,000 writes reached bleadvd"
+[[ "$read_back" == "$in_force" && "$in_force" == "$announced" ]] || fail "read back, in force and announced differ"
+echo "    bleadvd: $(( $(ticks "$BLEADVD_PID") - ticks_before )) ticks of CPU, bluetoothd $(( $(ticks "$bluetoothd_pid") - bluetoothd_before ));" \
+  "$(( $(grep -c . "$TESTBED_WORK/bleadvd.log") - lines_before )) journal lines; RSS $rss_before -> $(ps -o rss= -p "$BLEADVD_PID" | tr -d ' ') KiB"
+
+echo "6. passkey: the code bleadvctl pair prints, typed on the central"
+bleadvctl forget "$central_address"
+rm -f "$keys"
+write_config passkey 2
+bleadvctl reload
+wait_for 10 "the agent registered for passkey" 'grep -q "agent registered for passkey" "$TESTBED_WORK/bleadvd.log"'
+pair_window 40 "$TESTBED_WORK/pair2.out"
+dbus-monitor --system "path='/org/bleadvd/agent'" "interface='org.bluez.AgentManager1'" > "$TESTBED_WORK/agent-bus.out" 2>&1 &
+monitor_pid=$!
+out=$(central --io passkey --code-from "$TESTBED_WORK/pair2.out" pair "read:$code")
+echo "$out"
+kill "$monitor_pid" 2>/dev/null || true
+if ! grep -q "paired (passkey)" <<< "$out"; then
+  # What bluetoothd asked of the agent: how a failure here was understood (RELIABILITY).
+  echo "---- the agent's calls on the bus"; grep -E "method call|error|string|uint32|object path" "$TESTBED_WORK/agent-bus.out" | head -40
+fi
+expect_line "paired (passkey)" "$out"
+expect_line "read $code: $(printf 1234 | od -An -tx1 | tr -d ' \n')" "$out"
+wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pair2.out")"
+sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair2.out"
+code_shown=$(sed -nE 's/.*type ([0-9]{6}) on the central/\1/p' "$TESTBED_WORK/pair2.out")
+grep -q "type the passkey $code_shown on it" "$TESTBED_WORK/bleadvd.log" || fail "the journal did not say the code"
+
+echo "7. a pairing flood with wrong codes"
+bleadvctl forget "$central_address"
+rm -f "$keys"
+ticks_before=$(ticks "$BLEADVD_PID")
+seen=$(grep -c . "$TESTBED_WORK/central.out")
+pair_window 60 "$TESTBED_WORK/pair3.out"
+for attempt in 1 2 3; do
+  central --io passkey --code 1 pair "write:$state=6f70656e" > /dev/null
+done
+tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -E "pairing failed|write $state" | sed 's/^/    /'
+[[ $(tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -c "pairing failed") -eq 3 ]] || fail "a pairing with a wrong code succeeded"
+bleadvctl status --json | grep -q '"state": "locked"' || fail "a write during the flood changed the value"
+# A central that asks again failed its last attempt: logged then (the last one after 30 s).
+wait_for 10 "the failed attempts logged" 'grep -q "$central_address did not bond (it asks again" "$TESTBED_WORK/bleadvd.log"'
+grep -E "pairing: (refused|$central_address did not bond|$central_address asks)" "$TESTBED_WORK/bleadvd.log" | tail -n 7 | sed 's/^/    journal: /'
+echo "    bleadvd: $(( $(ticks "$BLEADVD_PID") - ticks_before )) ticks of CPU for the flood"
+[[ -z "$(bonds)" ]] || fail "a bond from the flood: $(bonds)"
+kill "$PAIR_PID" 2>/dev/null || true
+
+echo "8. forget: the bond is gone and the read fails again"
+out=$(central "read:$state")
+echo "$out"
+expect_line "read $state: ATT error INSUFFICIENT_ENCRYPTION" "$out"
