@@ -11,7 +11,8 @@
 #   its stored key and reads;
 # - 1,000 writes without response on the encrypted link: Written signals, journal lines, CPU;
 # - passkey (after a reload): the code `bleadvctl pair` prints, typed on the central, pairs
-#   with MITM protection and opens an authenticated characteristic;
+#   with MITM protection and opens an authenticated characteristic; numeric comparison, both
+#   sides showing one code and `bleadvctl pair` told on its standard input that they match;
 # - a pairing flood with wrong codes: each fails, the window's attempts run out and the rest
 #   are refused, each logged with the central's address; nothing is written;
 # - `bleadvctl forget`: the bond is gone and the next read fails again.
@@ -184,6 +185,27 @@ wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pa
 sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair2.out"
 code_shown=$(sed -nE 's/.*type ([0-9]{6}) on the central/\1/p' "$TESTBED_WORK/pair2.out")
 grep -q "type the passkey $code_shown on it" "$TESTBED_WORK/bleadvd.log" || fail "the journal did not say the code"
+
+echo "6b. numeric comparison: both sides show a code; bleadvctl pair is told they match"
+bleadvctl forget "$central_address"
+rm -f "$keys"
+write_config numeric-comparison 2
+bleadvctl reload
+wait_for 10 "the agent registered for numeric-comparison" 'grep -q "agent registered for numeric-comparison" "$TESTBED_WORK/bleadvd.log"'
+printf 'y\n' > "$TESTBED_WORK/yes"
+bleadvctl pair 40 < "$TESTBED_WORK/yes" > "$TESTBED_WORK/pair4.out" 2>&1 &
+PAIR_PID=$!
+wait_for 10 "the window to open" "grep -q 'pairing window open' '$TESTBED_WORK/pair4.out' 2> /dev/null"
+out=$(central --io confirm pair "read:$code")
+echo "$out"
+expect_line "paired (confirm)" "$out"
+expect_line "read $code: $(printf 1234 | od -An -tx1 | tr -d ' \n')" "$out"
+wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pair4.out")"
+sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair4.out"
+central_code=$(sed -nE 's/^    compare ([0-9]{6})$/\1/p' <<< "$out")
+shown_code=$(sed -nE 's/.*does the central show ([0-9]{6})\?.*/\1/p' "$TESTBED_WORK/pair4.out")
+[[ -n "$central_code" && "$central_code" == "$shown_code" ]] || fail "the central compared $central_code, bleadvctl pair showed $shown_code"
+echo "    both sides showed $shown_code"
 
 echo "7. a pairing flood with wrong codes"
 bleadvctl forget "$central_address"
