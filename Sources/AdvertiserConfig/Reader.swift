@@ -56,10 +56,10 @@ struct Reader {
             pairing.method = PairingMethod(rawValue: text)
         }
         if let node = fields["window_seconds"] {
-            pairing.window = .seconds(try number(node, path + ["window_seconds"], PairingConfig.windowRange.lowerBound...PairingConfig.windowRange.upperBound))
+            pairing.window = .seconds(try number(node, path + ["window_seconds"], PairingConfig.windowRange))
         }
         if let node = fields["attempts"] {
-            pairing.attempts = try number(node, path + ["attempts"], PairingConfig.attemptsRange.lowerBound...PairingConfig.attemptsRange.upperBound)
+            pairing.attempts = try number(node, path + ["attempts"], PairingConfig.attemptsRange)
         }
         return pairing
     }

@@ -238,7 +238,7 @@ extension Reader {
             throw error(path + ["description"], "is \(description.utf8.count) bytes; a description is 1 to \(GATTFormat.attributeLimit)")
         }
         var characteristic = GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description)
-        characteristic.security = try security(fields["security"], path + ["security"], writable: !flags.isDisjoint(with: [.write, .writeWithoutResponse]))
+        characteristic.security = try security(fields["security"], path + ["security"], writable: flags.contains(where: \.isWrite))
         if let node = fields["secret"], try bool(node, path + ["secret"]), !characteristic.isSecret {
             let readable = characteristic.readableFlags.sorted().map(\.rawValue).joined(separator: ", ")
             throw error(path + ["secret"], "is true, but flags give \(readable): a central could read back what is kept secret; drop those flags or secret")

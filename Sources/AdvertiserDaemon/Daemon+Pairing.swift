@@ -28,6 +28,12 @@ extension Daemon {
         services.isEmpty ? nil : pairing.method
     }
 
+    /// Has the module keep the agent registered for `method` (nil: none), with this daemon's
+    /// window deciding its requests.
+    func offerPairing(_ method: PairingMethod?) async {
+        await module.offerPairing(method, decider: PairingAgent(daemon: self))
+    }
+
     // MARK: Control API
 
     package func pair(for seconds: Int?) async throws(PeripheralError) -> (method: PairingMethod, seconds: Int) {
@@ -165,16 +171,5 @@ extension Daemon {
         }
         logger.notice("pairing: window closed: \(reason)")
         await ControlService.pairing("closed", central: "", on: connection)
-    }
-
-    /// The module throws ``PeripheralError`` only, or `CancellationError` when its caller gave up.
-    private static func typed<T>(_ body: () async throws -> T) async throws(PeripheralError) -> T {
-        do {
-            return try await body()
-        } catch let error as PeripheralError {
-            throw error
-        } catch {
-            throw PeripheralError(.timeout, "gave up waiting: \(error)")
-        }
     }
 }

@@ -132,7 +132,7 @@ extension Daemon {
         let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
             for name in names { try? await module.off(name) }
             await module.serve(nil)
-            await module.offerPairing(nil, decider: PairingAgent(daemon: self))
+            await self.offerPairing(nil)
         } != nil
         logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
     }
@@ -180,7 +180,7 @@ extension Daemon {
         logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(application)
-        await module.offerPairing(agentMethod, decider: PairingAgent(daemon: self))
+        await offerPairing(agentMethod)
         for name in enabled { try? await module.on(name) }
     }
 

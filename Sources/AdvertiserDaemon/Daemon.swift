@@ -205,7 +205,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         await module.configure(next.mapValues(\.advertisement))
         await reloadServices(new.services)
         pairing = new.pairing
-        await module.offerPairing(agentMethod, decider: PairingAgent(daemon: self))
+        await offerPairing(agentMethod)
         for name in added { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }
@@ -298,9 +298,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     }
 
     /// The module throws ``PeripheralError`` only, or `CancellationError` when its caller gave up.
-    private static func typed(_ body: () async throws -> Void) async throws(PeripheralError) {
+    static func typed<T>(_ body: () async throws -> T) async throws(PeripheralError) -> T {
         do {
-            try await body()
+            return try await body()
         } catch let error as PeripheralError {
             throw error
         } catch {
