@@ -4,22 +4,9 @@ import Peripheral
 import Testing
 
 @Suite("The config file")
-struct ConfigParserTests {
+struct ConfigParserTests: ReadsConfigText {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("systemd/bleadvd.toml").path
-
-    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
-        try ConfigParser.parse(text, file: "test.toml")
-    }
-
-    func error(_ text: String) -> String? {
-        do {
-            _ = try parse(text)
-            return nil
-        } catch {
-            return error.description
-        }
-    }
 
     @Test("the shipped example config reads as documented")
     func exampleConfig() throws {

@@ -3,20 +3,7 @@ import Peripheral
 import Testing
 
 @Suite("The [pairing] table")
-struct PairingConfigTests {
-    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
-        try ConfigParser.parse(text, file: "test.toml")
-    }
-
-    func error(_ text: String) -> String? {
-        do {
-            _ = try parse(text)
-            return nil
-        } catch {
-            return error.description
-        }
-    }
-
+struct PairingConfigTests: ReadsConfigText {
     @Test("without the table, centrals pair with just works in 120-second windows of 3 attempts")
     func defaults() throws {
         let config = try parse("")

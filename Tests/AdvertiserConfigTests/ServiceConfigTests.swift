@@ -4,20 +4,7 @@ import Peripheral
 import Testing
 
 @Suite("GATT services in the config file")
-struct ServiceConfigTests {
-    func parse(_ text: String) throws(ConfigError) -> DaemonConfig {
-        try ConfigParser.parse(text, file: "test.toml")
-    }
-
-    func error(_ text: String) -> String? {
-        do {
-            _ = try parse(text)
-            return nil
-        } catch {
-            return error.description
-        }
-    }
-
+struct ServiceConfigTests: ReadsConfigText {
     static let lamp = """
         [service.lamp]
         uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
