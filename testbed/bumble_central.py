@@ -7,7 +7,7 @@ for both sides of a pairing: so this central owns hci1 through the HCI user chan
 its own SMP. It connects from hci1's public address (so bleadvd's bond names it), does what it
 is told in order, and prints one line per step:
 
-  connected to ADDRESS in S s
+  connected to ADDRESS from ADDRESS in S s (T s after it started)
   read UUID: HEX | read UUID: ATT error INSUFFICIENT_ENCRYPTION
   paired (METHOD) in S s | pairing failed: REASON
   encrypted with the stored key in S s | encryption failed: REASON
@@ -25,6 +25,8 @@ import asyncio
 import re
 import sys
 import time
+
+STARTED = time.monotonic()  # before Bumble's imports: under emulation they take seconds
 
 from bumble.att import ATT_Error
 from bumble.core import UUID
@@ -100,7 +102,8 @@ async def main():
         started = time.monotonic()
         connection = await device.connect(Address(args.address, Address.PUBLIC_DEVICE_ADDRESS),
                                           own_address_type=OwnAddressType.PUBLIC, timeout=15)
-        print("connected to %s from %s in %.2f s" % (args.address, device.public_address, time.monotonic() - started), flush=True)
+        print("connected to %s from %s in %.2f s (%.1f s after it started)" % (
+            args.address, device.public_address, time.monotonic() - started, time.monotonic() - STARTED), flush=True)
         peer = Peer(connection)
         await peer.discover_services()
         await peer.discover_characteristics()

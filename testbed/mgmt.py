@@ -4,7 +4,6 @@ faults `btmgmt` makes, for stacks whose btmgmt runs no command without a termina
 
   mgmt.py INDEX power on|off        Set Powered
   mgmt.py INDEX rm-adv INSTANCE     Remove Advertising
-  mgmt.py INDEX settings            Read Controller Information: prints the current settings
 
 Prints the kernel's status (0 is success) and exits with it.
 """
@@ -19,19 +18,16 @@ MGMT_EV_CMD_COMPLETE, MGMT_EV_CMD_STATUS = 0x0001, 0x0002
 COMMANDS = {  # name: (opcode, argument -> one parameter byte)
     "power": (0x0005, {"off": 0, "on": 1}.__getitem__),
     "rm-adv": (0x003F, int),
-    "settings": (0x0004, None),
 }
-SETTINGS = ["powered", "connectable", "fast-connectable", "discoverable", "bondable", "link-security",
-            "ssp", "br/edr", "hs", "le", "advertising", "secure-conn", "debug-keys", "privacy"]
 
 
 def main():
-    if len(sys.argv) not in (3, 4) or sys.argv[2] not in COMMANDS or (len(sys.argv) == 4) != (COMMANDS[sys.argv[2]][1] is not None):
+    if len(sys.argv) != 4 or sys.argv[2] not in COMMANDS:
         sys.exit(__doc__.strip())
     index = int(sys.argv[1])
     opcode, parameter = COMMANDS[sys.argv[2]]
     try:
-        value = parameter(sys.argv[3]) if parameter else None
+        value = parameter(sys.argv[3])
     except (KeyError, ValueError):
         sys.exit(__doc__.strip())
     libc = ctypes.CDLL(None, use_errno=True)
@@ -39,22 +35,14 @@ def main():
     address = struct.pack("<HHH", AF_BLUETOOTH, HCI_DEV_NONE, HCI_CHANNEL_CONTROL)
     if fd < 0 or libc.bind(fd, address, len(address)) < 0:
         sys.exit("mgmt: cannot open the management socket: %s" % os.strerror(ctypes.get_errno()))
-    if value is None:
-        os.write(fd, struct.pack("<HHH", opcode, index, 0))
-    else:
-        os.write(fd, struct.pack("<HHHB", opcode, index, 1, value))
+    os.write(fd, struct.pack("<HHHB", opcode, index, 1, value))
     while True:
         reply = os.read(fd, 1024)
         event, event_index, _ = struct.unpack_from("<HHH", reply)
         if event in (MGMT_EV_CMD_COMPLETE, MGMT_EV_CMD_STATUS) and event_index == index:
             answered, status = struct.unpack_from("<HB", reply, 6)
             if answered == opcode:
-                if value is None and status == 0:
-                    # address (6), version (1), manufacturer (2), supported (4), current (4)
-                    current, = struct.unpack_from("<I", reply, 9 + 13)
-                    print(" ".join(name for bit, name in enumerate(SETTINGS) if current & (1 << bit)))
-                else:
-                    print(status)
+                print(status)
                 sys.exit(status)
 
 

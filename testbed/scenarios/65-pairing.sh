@@ -10,6 +10,8 @@
 # - the bond survives kill -9 of bluetoothd and a restart of bleadvd: the central encrypts with
 #   its stored key and reads;
 # - 1,000 writes without response on the encrypted link: Written signals, journal lines, CPU;
+# - kill -9 of bluetoothd, quiet and during a flood: how long after the bus saw it go bleadvd
+#   took its advertisement off air (dbus-monitor's timestamps);
 # - passkey (after a reload): the code `bleadvctl pair` prints, typed on the central, pairs
 #   with MITM protection and opens an authenticated characteristic; numeric comparison, both
 #   sides showing one code and `bleadvctl pair` told on its standard input that they match;
@@ -82,11 +84,6 @@ free_hci1() {
   wait_for 10 "hci1 to be off" \
     'busctl get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q false'
 }
-# hci0_state: what the kernel and bluetoothd say of hci0's bonding, for a failure's record.
-hci0_state() {
-  echo "hci0: kernel settings: $(python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 settings); bluetoothd's Pairable:" \
-    "$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable)"
-}
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 bonds() { bleadvctl bonds | tr '\n' ' '; }
 # pair_window SECONDS OUT: bleadvctl pair in the background, its output in OUT.
@@ -113,17 +110,12 @@ bleadvctl status --json | grep -q '"state": "locked"' || fail "an unpaired write
 [[ -z "$(bonds)" ]] || fail "a bond outside a window: $(bonds)"
 
 echo "3. just works inside a window"
-pair_window 30 "$TESTBED_WORK/pair1.out"
-before=$(hci0_state)
+# Windows here last minutes, not seconds: under emulation Bumble takes 8-30 s to start
+# (its imports), and a window that ran out before the central asked is refused, rightly.
+pair_window 120 "$TESTBED_WORK/pair1.out"
 out=$(central pair "read:$state")
 echo "$out"
-if grep -q "PAIRING_NOT_SUPPORTED" <<< "$out"; then
-  # Seen now and then on the first pairing after a window opened (RELIABILITY, "Not done
-  # yet"): the state on record, and the second attempt the window allows.
-  echo "    refused on the first attempt; before: $before; after: $(hci0_state)"
-  out=$(central pair "read:$state")
-  echo "$out"
-fi
+grep -q "PAIRING_NOT_SUPPORTED" <<< "$out" && grep -E "pairing: window" "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /'
 expect_line "paired (just-works)" "$out"
 expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pair1.out")"
@@ -163,13 +155,56 @@ echo "    read back $read_back, in force $in_force, last announced $announced; $
 echo "    bleadvd: $(( $(ticks "$BLEADVD_PID") - ticks_before )) ticks of CPU, bluetoothd $(( $(ticks "$bluetoothd_pid") - bluetoothd_before ));" \
   "$(( $(grep -c . "$TESTBED_WORK/bleadvd.log") - lines_before )) journal lines; RSS $rss_before -> $(ps -o rss= -p "$BLEADVD_PID" | tr -d ' ') KiB"
 
+echo "5b. kill -9 of bluetoothd, quiet and during a flood: how long bleadvd takes to act on it"
+# The bus's own record: bluetoothd's name going (NameOwnerChanged) and bleadvd's StateChanged
+# for the advertisement it took off air, as dbus-monitor timestamps them; during the flood also
+# the WriteValue calls bluetoothd sent, and bleadvd's Written signals (the last one after the
+# name went tells how far behind bleadvd's handling of the writes was).
+# vanish_record OUT: NameOwnerChanged to StateChanged in ms; WriteValue calls; Written after.
+vanish_record() {
+  awk '/member=NameOwnerChanged/ && !gone { split($2, t, "="); gone = t[2] }
+       /member=StateChanged/ && gone && !acted { split($2, t, "="); acted = t[2] }
+       /member=WriteValue/ { writes++ }
+       /member=Written/ && gone && !acted { late++ }
+       END { printf "bleadvd took its advertisement off air %.0f ms after the bus saw bluetoothd go; %d WriteValue calls; %d Written signals between\n", (acted - gone) * 1000, writes, late }' "$1"
+}
+# kill_bluetoothd_watched OUT COUNT: dbus-monitor into OUT; with COUNT > 0 a flood of COUNT writes
+# without response runs first; kill -9 of bluetoothd; bleadvd back on air on a new one.
+kill_bluetoothd_watched() {
+  local out=$1 count=$2
+  dbus-monitor --system "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'" \
+    "type='signal',interface='org.bleadvd.Advertiser1'" \
+    "type='method_call',interface='org.bluez.GattCharacteristic1'" > "$out" 2>&1 &
+  local monitor=$!
+  sleep 0.5
+  if ((count)); then
+    central encrypt "flood:$dimmer=$count" "read:$dimmer" > "$TESTBED_WORK/flood2.out" 2>&1 &
+    local flood=$!
+    wait_for 90 "the flood to reach bleadvd" "[ \$(grep -c WriteValue '$out') -gt 300 ]"
+  fi
+  local vanished_before; vanished_before=$(grep -c "event: bluezVanished" "$TESTBED_WORK/bleadvd.log" || true)
+  pkill -9 -x bluetoothd
+  wait_for 20 "bleadvd to act on it" "[ \$(grep -c 'event: bluezVanished' '$TESTBED_WORK/bleadvd.log') -gt $vanished_before ]"
+  sleep 1
+  kill "$monitor" 2> /dev/null || true
+  if ((count)); then wait "$flood" 2> /dev/null || true; fi
+  fresh_bluetoothd
+  wait_for 30 "bleadvd back on air" 'bleadvctl status --json | grep -q "\"state\": \"on\""'
+}
+kill_bluetoothd_watched "$TESTBED_WORK/vanish-quiet.out" 0
+echo "    quiet: $(vanish_record "$TESTBED_WORK/vanish-quiet.out")"
+kill_bluetoothd_watched "$TESTBED_WORK/vanish-flood.out" 6000
+echo "    during a flood of 6,000 writes without response: $(vanish_record "$TESTBED_WORK/vanish-flood.out")"
+grep -m1 "flood 6000" "$TESTBED_WORK/flood2.out" | sed 's/^ */    the central sent: /'
+[[ -n "$(bonds)" ]] || fail "the bond went with bluetoothd"
+
 echo "6. passkey: the code bleadvctl pair prints, typed on the central"
 bleadvctl forget "$central_address"
 rm -f "$keys"
 write_config passkey 2
 bleadvctl reload
 wait_for 10 "the agent registered for passkey" 'grep -q "agent registered for passkey" "$TESTBED_WORK/bleadvd.log"'
-pair_window 40 "$TESTBED_WORK/pair2.out"
+pair_window 120 "$TESTBED_WORK/pair2.out"
 dbus-monitor --system "path='/org/bleadvd/agent'" "interface='org.bluez.AgentManager1'" > "$TESTBED_WORK/agent-bus.out" 2>&1 &
 monitor_pid=$!
 out=$(central --io passkey --code-from "$TESTBED_WORK/pair2.out" pair "read:$code")
@@ -193,7 +228,7 @@ write_config numeric-comparison 2
 bleadvctl reload
 wait_for 10 "the agent registered for numeric-comparison" 'grep -q "agent registered for numeric-comparison" "$TESTBED_WORK/bleadvd.log"'
 printf 'y\n' > "$TESTBED_WORK/yes"
-bleadvctl pair 40 < "$TESTBED_WORK/yes" > "$TESTBED_WORK/pair4.out" 2>&1 &
+bleadvctl pair 120 < "$TESTBED_WORK/yes" > "$TESTBED_WORK/pair4.out" 2>&1 &
 PAIR_PID=$!
 wait_for 10 "the window to open" "grep -q 'pairing window open' '$TESTBED_WORK/pair4.out' 2> /dev/null"
 out=$(central --io confirm pair "read:$code")
@@ -212,7 +247,7 @@ bleadvctl forget "$central_address"
 rm -f "$keys"
 ticks_before=$(ticks "$BLEADVD_PID")
 seen=$(grep -c . "$TESTBED_WORK/central.out")
-pair_window 60 "$TESTBED_WORK/pair3.out"
+pair_window 300 "$TESTBED_WORK/pair3.out"
 for attempt in 1 2 3; do
   central --io passkey --code 1 pair "write:$state=6f70656e" > /dev/null
 done
