@@ -408,11 +408,13 @@ public struct GATTEvent: Hashable, Sendable, CustomStringConvertible {
         self.central = central
     }
 
-    /// `power.level read by AA:BB:CC:DD:EE:FF`, `lamp.brightness written 2a by ...`.
+    /// `power.level read by AA:BB:CC:DD:EE:FF`, `lamp.brightness written (1 byte) by ...`:
+    /// never what was written, which for a write-only characteristic is a secret (a PIN, a
+    /// Wi-Fi password); the daemon announces the values of the others itself.
     public var description: String {
         let what: String = switch kind {
         case .read: "read"
-        case .written(let bytes, _): "written \(Hex.encode(bytes))"
+        case .written(let bytes, _): "written (\(bytes.count) byte\(bytes.count == 1 ? "" : "s"))"
         case .subscribed: "subscribed to"
         case .unsubscribed: "unsubscribed from"
         }

@@ -45,4 +45,11 @@ struct GATTFormatTests {
     func float() throws {
         #expect(try GATTFormat(.float32).encode(.number(1.5)) == [0x00, 0x00, 0xC0, 0x3F])
     }
+
+    @Test("a write's description says how many bytes, never which: a write-only value is a secret")
+    func writeDescribedWithoutBytes() {
+        let event = GATTEvent(GATTCharacteristicID(service: "setup", characteristic: "pin"), .written(Array("1234".utf8), .text("1234")), central: "AA:BB:CC:DD:EE:FF")
+
+        #expect(event.description == "setup.pin written (4 bytes) by AA:BB:CC:DD:EE:FF")
+    }
 }
