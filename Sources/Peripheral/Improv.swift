@@ -1,0 +1,232 @@
+/// Improv Wi-Fi over Bluetooth LE (improv-wifi.com/ble, with the commands Home Assistant's
+/// client `py-improv-ble-client` speaks): a device without a screen is given Wi-Fi
+/// credentials by a client that found it by its advertisement.
+///
+/// The device offers one GATT service of five characteristics: its state, its last error
+/// and its capabilities (one byte each, read and notified), an RPC command a client writes and
+/// an RPC result the device notifies. A command or result is a frame: its command byte, the
+/// length of its data, the data, and a checksum (the low byte of the sum of all the bytes
+/// before it). Its advertisement carries the service's UUID and, in the same packet, service
+/// data 0x4677: the state, the capabilities and four reserved zeros.
+///
+/// This type is the wire format only; what a command does is the daemon's.
+public enum Improv {
+    /// The Improv service.
+    public static let serviceUUID = uuid(0x8000)
+    /// The device's state (``State``, one byte): read, notify.
+    public static let stateUUID = uuid(0x8001)
+    /// The last error (``ErrorState``, one byte): read, notify.
+    public static let errorUUID = uuid(0x8002)
+    /// Where a client writes a command frame.
+    public static let commandUUID = uuid(0x8003)
+    /// Where the device notifies a result frame: read, notify.
+    public static let resultUUID = uuid(0x8004)
+    /// What the device supports (``Capabilities``, one byte): read.
+    public static let capabilitiesUUID = uuid(0x8005)
+    /// The 16-bit UUID of the advertisement's service data.
+    public static let serviceDataUUID = BluetoothUUID(0x4677)
+
+    private static func uuid(_ last: UInt16) -> BluetoothUUID {
+        BluetoothUUID(bytes: [0x00, 0x46, 0x77, 0x68, 0x62, 0x28, 0x22, 0x72, 0x46, 0x63, 0x27, 0x74, 0x78, 0x26, UInt8(last >> 8), UInt8(last & 0xFF)])!
+    }
+
+    /// Where the device is in being put on a network.
+    public enum State: UInt8, Hashable, Sendable, CaseIterable {
+        /// Waiting for a person to allow provisioning (here: `bleadvctl improv authorize`).
+        case authorizationRequired = 0x01
+        /// Ready to take credentials.
+        case authorized = 0x02
+        /// Credentials received; connecting.
+        case provisioning = 0x03
+        /// Connected.
+        case provisioned = 0x04
+    }
+
+    /// The last error, 0 for none.
+    public enum ErrorState: UInt8, Hashable, Sendable, CaseIterable, Error {
+        /// No error.
+        case none = 0x00
+        /// The frame was malformed: a wrong length, checksum or layout.
+        case invalidRPC = 0x01
+        /// A command this device does not know.
+        case unknownRPC = 0x02
+        /// The credentials were tried and the network could not be joined.
+        case unableToConnect = 0x03
+        /// Credentials (or a hostname) sent before authorization.
+        case notAuthorized = 0x04
+        /// A hostname that is not one (RFC 1123: letters, digits and hyphens).
+        case badHostname = 0x05
+        /// Something else failed.
+        case unknown = 0xFF
+    }
+
+    /// What the device supports beyond sending Wi-Fi settings: a set of the spec's bits.
+    public struct Capabilities: Hashable, Sendable, ExpressibleByArrayLiteral {
+        /// The bits.
+        public let rawValue: UInt8
+        /// Capabilities from their byte.
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// The capabilities listed.
+        public init(arrayLiteral elements: Capabilities...) { rawValue = elements.reduce(0) { $0 | $1.rawValue } }
+        /// Whether all of `other` is among these.
+        public func contains(_ other: Capabilities) -> Bool { rawValue & other.rawValue == other.rawValue }
+        /// It can identify itself (a light, a sound: here, a command run).
+        public static let identify = Capabilities(rawValue: 1 << 0)
+        /// It answers with its firmware, version, hardware and name.
+        public static let deviceInfo = Capabilities(rawValue: 1 << 1)
+        /// It lists the Wi-Fi networks it sees.
+        public static let scan = Capabilities(rawValue: 1 << 2)
+        /// Its hostname can be read and set.
+        public static let hostname = Capabilities(rawValue: 1 << 3)
+    }
+
+    /// Wi-Fi credentials. Its description never shows the password.
+    public struct Credentials: Hashable, Sendable, CustomStringConvertible {
+        /// The network's name as sent: up to 32 bytes, not necessarily text.
+        public var ssid: [UInt8]
+        /// The passphrase as sent (empty for an open network).
+        public var password: [UInt8]
+
+        /// Credentials.
+        public init(ssid: [UInt8], password: [UInt8]) {
+            self.ssid = ssid
+            self.password = password
+        }
+
+        /// The SSID, escaped and quoted, and whether a password came.
+        public var description: String {
+            "\(Untrusted.quoted(String(decoding: ssid, as: UTF8.self))) (\(password.isEmpty ? "no password" : "a password"))"
+        }
+    }
+
+    /// A command a client sent.
+    public enum Command: Hashable, Sendable {
+        /// Join this network (needs authorization).
+        case wifi(Credentials)
+        /// Identify yourself.
+        case identify
+        /// Say what you are.
+        case deviceInfo
+        /// List the networks you see.
+        case scan
+        /// Say your hostname (nil) or take this one (needs authorization).
+        case hostname(String?)
+
+        /// Its command byte: the result it gets carries the same.
+        public var id: UInt8 {
+            switch self {
+            case .wifi: 0x01
+            case .identify: 0x02
+            case .deviceInfo: 0x03
+            case .scan: 0x04
+            case .hostname: 0x05
+            }
+        }
+    }
+
+    /// The longest frame: command, length, 255 bytes of data, checksum.
+    public static let maximumFrame = 258
+
+    /// Joins a command frame that a client wrote in pieces (the spec allows it for frames over
+    /// 20 bytes; Home Assistant's client writes each frame at once, and BlueZ joins a long
+    /// write into one).
+    public struct Assembler: Hashable, Sendable {
+        /// What the bytes so far make.
+        public enum Piece: Hashable, Sendable {
+            /// A whole frame (its checksum not yet checked).
+            case frame([UInt8])
+            /// The start of one: the rest is to come.
+            case incomplete
+            /// More bytes than the frame's length byte says.
+            case overrun
+        }
+
+        /// The bytes of the frame under way.
+        public private(set) var pending: [UInt8] = []
+
+        /// An assembler with nothing under way.
+        public init() {}
+
+        /// Adds a write's bytes.
+        public mutating func add(_ bytes: [UInt8]) -> Piece {
+            pending += bytes
+            guard pending.count >= 2, pending.count >= Int(pending[1]) + 3 else { return .incomplete }
+            defer { pending = [] }
+            return pending.count == Int(pending[1]) + 3 ? .frame(pending) : .overrun
+        }
+
+        /// Drops what is under way (the central left, or took too long).
+        public mutating func reset() {
+            pending = []
+        }
+    }
+
+    /// The command in `frame`, or the error the device reports for it.
+    public static func command(from frame: [UInt8]) -> Result<Command, ErrorState> {
+        guard let strings = strings(in: frame) else { return .failure(.invalidRPC) }
+        switch (frame[0], strings.count) {
+        case (0x01, 2):
+            guard (1...32).contains(strings[0].count) else { return .failure(.invalidRPC) }
+            return .success(.wifi(Credentials(ssid: strings[0], password: strings[1])))
+        case (0x02, 0): return .success(.identify)
+        case (0x03, 0): return .success(.deviceInfo)
+        case (0x04, 0): return .success(.scan)
+        case (0x05, 0): return .success(.hostname(nil))
+        case (0x05, 1):
+            guard let name = String(validating: strings[0], as: UTF8.self), isHostname(name) else { return .failure(.badHostname) }
+            return .success(.hostname(name))
+        case (0x01...0x05, _): return .failure(.invalidRPC)
+        default: return .failure(.unknownRPC)
+        }
+    }
+
+    /// A result frame for command `id` carrying `strings`, or nil when they do not fit in one
+    /// frame (255 bytes of data, each string at most 255 bytes with its length byte).
+    public static func result(of id: UInt8, _ strings: [String]) -> [UInt8]? {
+        let data = strings.flatMap { string -> [UInt8] in [UInt8(truncatingIfNeeded: string.utf8.count)] + Array(string.utf8) }
+        guard data.count <= 255, strings.allSatisfy({ $0.utf8.count <= 255 }) else { return nil }
+        return framed(id, data)
+    }
+
+    /// The advertisement's service data: the state, the capabilities, four reserved zeros.
+    public static func serviceData(state: State, capabilities: Capabilities) -> [UInt8] {
+        [state.rawValue, capabilities.rawValue, 0, 0, 0, 0]
+    }
+
+    /// Whether `name` is a hostname label as RFC 1123 allows: 1 to 63 letters, digits and
+    /// hyphens, not starting or ending with a hyphen.
+    public static func isHostname(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...63).contains(bytes.count), bytes.first != UInt8(ascii: "-"), bytes.last != UInt8(ascii: "-") else { return false }
+        return bytes.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+        }
+    }
+
+    /// `id`, the data's length, the data and the checksum.
+    static func framed(_ id: UInt8, _ data: [UInt8]) -> [UInt8] {
+        let head = [id, UInt8(data.count)] + data
+        return head + [checksum(head)]
+    }
+
+    /// The low byte of the sum of `bytes`.
+    static func checksum(_ bytes: some Sequence<UInt8>) -> UInt8 {
+        UInt8(truncatingIfNeeded: bytes.reduce(0) { $0 + Int($1) })
+    }
+
+    /// The length-prefixed strings a well-formed frame carries, or nil when the frame's length
+    /// byte, checksum or strings do not add up.
+    static func strings(in frame: [UInt8]) -> [[UInt8]]? {
+        guard frame.count >= 3, Int(frame[1]) == frame.count - 3, checksum(frame.dropLast()) == frame.last else { return nil }
+        var strings: [[UInt8]] = []
+        var at = 2
+        let end = frame.count - 1
+        while at < end {
+            let length = Int(frame[at])
+            guard at + 1 + length <= end else { return nil }
+            strings.append(Array(frame[(at + 1)..<(at + 1 + length)]))
+            at += 1 + length
+        }
+        return strings
+    }
+}

@@ -1,0 +1,136 @@
+import Peripheral
+import Testing
+
+/// The frames here were made by Home Assistant's own client, py-improv-ble-client 2.0.1
+/// (`improv_ble_client.protocol`: `WiFiSettingsCmd(b"MyWirelessAP", b"mysecurepassword")
+/// .as_bytes()`, `DeviceInfoRes(...)`, ...), so that a mistake cannot hide in both ends.
+@Suite("Improv Wi-Fi frames")
+struct ImprovTests {
+    static func bytes(_ hex: String) -> [UInt8] { Hex.decode(hex)! }
+
+    @Test("Home Assistant's Wi-Fi settings frame (the spec's example) carries its SSID and password")
+    func wifiSettings() {
+        let frame = Self.bytes("011e0c4d79576972656c6573734150106d7973656375726570617373776f7264c0")
+
+        let command = Improv.command(from: frame)
+
+        #expect(command == .success(.wifi(Improv.Credentials(ssid: Array("MyWirelessAP".utf8), password: Array("mysecurepassword".utf8)))))
+    }
+
+    @Test("an open network comes with an empty password")
+    func openNetwork() {
+        let command = Improv.command(from: Self.bytes("01060443616665007a"))
+
+        #expect(command == .success(.wifi(Improv.Credentials(ssid: Array("Cafe".utf8), password: []))))
+    }
+
+    @Test("Home Assistant's commands without data are the commands they name", arguments: [
+        ("020002", Improv.Command.identify), ("030003", .deviceInfo), ("040004", .scan), ("050005", .hostname(nil)),
+    ])
+    func commandsWithoutData(hex: String, expected: Improv.Command) {
+        #expect(Improv.command(from: Self.bytes(hex)) == .success(expected))
+    }
+
+    @Test("a hostname to set comes as its one string")
+    func hostnameToSet() {
+        #expect(Improv.command(from: Self.bytes("050b0a6b69746368656e2d706906")) == .success(.hostname("kitchen-pi")))
+    }
+
+    @Test("a malformed frame is an invalid RPC", arguments: [
+        "011e0c4d79576972656c6573734150106d7973656375726570617373776f7264c1",  // checksum off by one
+        "011f0c4d79576972656c6573734150106d7973656375726570617373776f7264c1",  // length byte one too many
+        "01030541428c",  // an SSID of 5 bytes with 2 in the frame (the checksum right)
+        "02010306",  // identify with a byte of data
+        "0102014145",  // Wi-Fi settings with one string
+        "01",  // too short to be a frame
+        "",
+    ])
+    func malformed(hex: String) {
+        #expect(Improv.command(from: Self.bytes(hex)) == .failure(.invalidRPC))
+    }
+
+    @Test("an SSID longer than 32 bytes is an invalid RPC")
+    func longSSID() {
+        let data: [UInt8] = [33] + Array(repeating: 0x41, count: 33) + [0]
+        let head: [UInt8] = [0x01, UInt8(data.count)] + data
+        let frame = head + [UInt8(truncatingIfNeeded: head.reduce(0) { $0 + Int($1) })]
+
+        #expect(Improv.command(from: frame) == .failure(.invalidRPC))
+    }
+
+    @Test("a well-formed frame of a command nobody defined is an unknown RPC")
+    func unknownCommand() {
+        #expect(Improv.command(from: [0x09, 0x00, 0x09]) == .failure(.unknownRPC))
+    }
+
+    @Test("a hostname that RFC 1123 does not allow is a bad hostname", arguments: ["bad_name", "-pi", "pi-", String(repeating: "a", count: 64)])
+    func badHostname(name: String) {
+        let data = [UInt8(name.utf8.count)] + Array(name.utf8)
+        let head: [UInt8] = [0x05, UInt8(data.count)] + data
+        let frame = head + [UInt8(truncatingIfNeeded: head.reduce(0) { $0 + Int($1) })]
+
+        #expect(Improv.command(from: frame) == .failure(.badHostname))
+    }
+
+    @Test("results are the bytes Home Assistant's client makes of them", arguments: [
+        (UInt8(0x01), ["http://192.168.4.2:8123"], "011817687474703a2f2f3139322e3136382e342e323a38313233bb"),
+        (0x03, ["bleadvd", "0.9.0", "Raspberry Pi 4", "Kitchen"], "032507626c656164766405302e392e300e5261737062657272792050692034074b69746368656ebd"),
+        (0x04, ["Home", "-52", "WPA2", "Cafe", "-70", "NO"], "041a04486f6d65032d353204575041320443616665032d3730024e4f09"),
+        (0x04, [], "040004"),
+    ])
+    func results(id: UInt8, strings: [String], hex: String) {
+        #expect(Improv.result(of: id, strings) == Self.bytes(hex))
+    }
+
+    @Test("a result that does not fit in one frame is refused")
+    func resultTooLong() {
+        let strings = Array(repeating: String(repeating: "x", count: 100), count: 3)
+
+        #expect(Improv.result(of: 0x04, strings) == nil)
+    }
+
+    @Test("the service data is the state, the capabilities and four zeros")
+    func serviceData() {
+        let data = Improv.serviceData(state: .authorized, capabilities: [.identify, .deviceInfo, .scan])
+
+        #expect(data == [0x02, 0x07, 0, 0, 0, 0])
+    }
+
+    @Test("the UUIDs are the spec's")
+    func uuids() throws {
+        #expect(Improv.serviceUUID == (try BluetoothUUID("00467768-6228-2272-4663-277478268000")))
+        #expect(Improv.resultUUID == (try BluetoothUUID("00467768-6228-2272-4663-277478268004")))
+        #expect(Improv.serviceDataUUID == (try BluetoothUUID("00004677-0000-1000-8000-00805f9b34fb")))
+    }
+
+    @Test("credentials shown never show the password")
+    func credentialsShown() {
+        let credentials = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))
+
+        #expect(!credentials.description.contains("hunter22"))
+        #expect(credentials.description.contains("\"Home\""))
+    }
+
+    @Test("a frame written in two pieces is joined")
+    func assemblesPieces() {
+        var assembler = Improv.Assembler()
+        let frame = Self.bytes("011e0c4d79576972656c6573734150106d7973656375726570617373776f7264c0")
+
+        let first = assembler.add(Array(frame[..<20]))
+        let second = assembler.add(Array(frame[20...]))
+
+        #expect(first == .incomplete)
+        #expect(second == .frame(frame))
+        #expect(assembler.pending.isEmpty)
+    }
+
+    @Test("bytes beyond the frame's length are an overrun, and the assembler starts over")
+    func overrun() {
+        var assembler = Improv.Assembler()
+
+        let piece = assembler.add([0x02, 0x00, 0x02, 0xFF])
+
+        #expect(piece == .overrun)
+        #expect(assembler.pending.isEmpty)
+    }
+}
