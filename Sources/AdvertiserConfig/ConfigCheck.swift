@@ -93,7 +93,7 @@ public enum ConfigCheck {
         defer { close(parent) }
         let pid: pid_t
         do {
-            pid = try spawn(executable, arguments, socket: child)
+            pid = try Spawn.start(executable, arguments, stdio: child, environment: ["\(checking)=1"])
         } catch {
             close(child)
             return .failed("cannot start the child process: \(String(cString: strerror(error.code)))")
@@ -112,47 +112,6 @@ public enum ConfigCheck {
         case 2: return .refused(String(decoding: answer!, as: UTF8.self))
         default: return .failed("the child process exited with status \(code)")
         }
-    }
-
-    struct SpawnFailure: Error {
-        let code: Int32
-    }
-
-    private static func spawn(_ executable: String, _ arguments: [String], socket: Int32) throws(SpawnFailure) -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, socket, 0)
-        posix_spawn_file_actions_adddup2(&actions, socket, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        // No backtrace or core for a crash that is expected and reported; no systemd notices.
-        var environment: [String] = []
-        var entry = environ
-        while let pointer = entry.pointee {
-            let text = String(cString: pointer)
-            if !text.hasPrefix("NOTIFY_SOCKET=") && !text.hasPrefix("SWIFT_BACKTRACE=") { environment.append(text) }
-            entry += 1
-        }
-        environment += ["SWIFT_BACKTRACE=enable=no", "\(checking)=1"]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { envp.forEach { free($0) } }
-        // A clean start: no blocked signals, every signal at its default (the parent's threads
-        // may block some, and Dispatch ignores those it watches), so a crash is a crash.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: pid_t = 0
-        let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard code == 0 else { throw SpawnFailure(code: code) }
-        return pid
     }
 
     /// Sends `input`, then reads until the child closes its end: its answer (at most

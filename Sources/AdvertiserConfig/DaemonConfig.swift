@@ -15,6 +15,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var services: [String: ConfiguredService]
     /// How centrals pair (`[pairing]`).
     public var pairing = PairingConfig()
+    /// Improv Wi-Fi (`[improv]`); nil when the file does not offer it.
+    public var improv: ImprovConfig?
 
     /// A config.
     public init(

@@ -8,7 +8,7 @@ struct Reader {
     /// The config's services, by name: what an advertisement's `services` may name.
     var services: [String: BluetoothUUID] = [:]
 
-    static let topKeys: Set<String> = ["adapter", "power_on", "pairing", "advertisement", "service"]
+    static let topKeys: Set<String> = ["adapter", "power_on", "pairing", "improv", "advertisement", "service"]
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -24,8 +24,17 @@ struct Reader {
         config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
         if let section = root["pairing"] { config.pairing = try pairing(table(section, ["pairing"])) }
         if let section = root["service"] { config.services = try services(section) }
+        if let section = root["improv"] {
+            let improv = try improv(table(section, ["improv"]))
+            if config.services[ImprovConfig.name] != nil {
+                throw error(["service", ImprovConfig.name], "the [improv] table's service is named improv; give this one another name")
+            }
+            config.improv = improv
+            config.services[ImprovConfig.name] = improv.service(state: improv.firstState, error: .none)
+        }
         var reader = self
         reader.services = config.services.mapValues(\.service.uuid)
+        if let improv = config.improv { config.advertisements[ImprovConfig.name] = improv.advertisement(state: improv.firstState) }
         guard let section = root["advertisement"] else { return config }
         let advertisements = try table(section, ["advertisement"])
         guard advertisements.count <= ConfigParser.maximumAdvertisements else {
@@ -34,6 +43,9 @@ struct Reader {
         for name in advertisements.keys.sorted() {
             let path = ["advertisement", name]
             try checkName(name, path)
+            if config.improv != nil, name == ImprovConfig.name {
+                throw error(path, "the [improv] table's advertisement is named improv; give this one another name")
+            }
             if config.services[name] != nil {
                 throw error(path, "a service is named \(name) too; bleadvctl names one or the other, so give them different names")
             }

@@ -59,6 +59,11 @@ public struct AdvertiserClient {
         return (reply[0].string ?? "", reply[1].uint32 ?? 0)
     }
 
+    /// Allows Improv Wi-Fi provisioning; returns for how many seconds.
+    public func improvAuthorize() throws -> UInt32 {
+        try call(.improvAuthorize)[0].uint32 ?? 0
+    }
+
     /// Answers a numeric comparison.
     public func confirm(_ central: String, matches: Bool) throws {
         _ = try call(.confirm, [.string(central), .boolean(matches)])

@@ -78,6 +78,10 @@ public enum ControlAPI {
         case bonds = "Bonds"
         /// `Forget(s central)`: removes the bond with a central (`UnknownName` when none).
         case forget = "Forget"
+        /// `ImprovAuthorize() -> u seconds`: allows Improv Wi-Fi provisioning for the
+        /// configured `authorization_seconds` (returned). Refused (`Invalid`) when `[improv]` is
+        /// not configured, needs no authorization, or the device is joining or provisioned.
+        case improvAuthorize = "ImprovAuthorize"
 
         /// The member name.
         public var name: String { rawValue }
@@ -90,7 +94,7 @@ public enum ControlAPI {
             case .pair: [DBusArgument("seconds", .uint32)]
             case .confirm: [DBusArgument("central", .string), DBusArgument("matches", .boolean)]
             case .forget: [DBusArgument("central", .string)]
-            case .status, .list, .reload, .bonds: []
+            case .status, .list, .reload, .bonds, .improvAuthorize: []
             }
         }
 
@@ -101,6 +105,7 @@ public enum ControlAPI {
             case .list: [DBusArgument("names", .array(.string))]
             case .pair: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)]
             case .bonds: [DBusArgument("bonds", .dictionary(key: .string, value: .string))]
+            case .improvAuthorize: [DBusArgument("seconds", .uint32)]
             case .on, .off, .set, .reload, .confirm, .forget: []
             }
         }
@@ -110,7 +115,7 @@ public enum ControlAPI {
         public var isOpenToEveryone: Bool {
             switch self {
             case .status, .list: true
-            case .on, .off, .set, .reload, .pair, .confirm, .bonds, .forget: false
+            case .on, .off, .set, .reload, .pair, .confirm, .bonds, .forget, .improvAuthorize: false
             }
         }
     }

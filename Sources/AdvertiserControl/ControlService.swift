@@ -31,6 +31,10 @@ public protocol AdvertiserControlling: Sendable {
     func bonds() async throws(PeripheralError) -> [Bond]
     /// Removes the bond with `central`.
     func forget(_ central: String) async throws(PeripheralError)
+    /// Allows Improv Wi-Fi provisioning for the configured time; returns it, in seconds.
+    /// - Throws: `invalid` when Improv is not offered, needs no authorization, or the device is
+    ///   joining a network or provisioned already.
+    func improvAuthorize() async throws(PeripheralError) -> Int
 }
 
 /// A refused config, as `Reload` reports it.
@@ -113,6 +117,14 @@ public enum ControlService {
             }
         case .forget:
             { call in try await perform { () throws(PeripheralError) in try await target.forget(call.arguments[0].string ?? "") } }
+        case .improvAuthorize:
+            { _ in
+                do throws(PeripheralError) {
+                    return [.uint32(UInt32(try await target.improvAuthorize()))]
+                } catch {
+                    throw ControlAPI.dbusError(error)
+                }
+            }
         case .reload:
             { _ in
                 do {

@@ -33,6 +33,18 @@ extension Daemon {
         case writeWindow(GATTCharacteristicID)
         /// The pairing window has something due then (its end, a request's time out).
         case pairingDue(C.Instant)
+        /// Improv has work for a child task.
+        case improv(ImprovWork)
+    }
+
+    /// Improv's work that outlives the call that asked for it.
+    enum ImprovWork: Sendable {
+        /// Join this network.
+        case join(Improv.Credentials)
+        /// Run the identify command.
+        case identify
+        /// The authorization may run out then.
+        case due(C.Instant)
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -107,6 +119,8 @@ extension Daemon {
                         guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
                         await self.pairingTimerFired(at)
                     }
+                case .improv(let work):
+                    group.addTask { await self.improvWork(work) }
                 case .request(.reload):
                     logger.notice("reloading \(configPath)")
                     group.addTask { try? await self.reload() }

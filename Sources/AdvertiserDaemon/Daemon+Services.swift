@@ -54,6 +54,10 @@ extension Daemon {
         switch event.kind {
         case .written(let bytes, let value):
             guard services[id.service]?.live.service.characteristics.contains(where: { $0.name == id.characteristic }) == true else { return }
+            if improv != nil, id == Self.improvCommand {
+                await improvWritten(bytes, central: event.central)
+                return
+            }
             // What BlueZ holds now, in force and as sent: no sender takes it there, and a set
             // of another characteristic still on its way goes on.
             services[id.service]?.held { $0.store(value, bytes: bytes, for: id.characteristic) }

@@ -20,6 +20,9 @@ extension Daemon {
     /// winning. Returns once the values are accepted.
     func change(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) {
         let target = try target(name)
+        if improv != nil, name == ImprovConfig.name {
+            throw PeripheralError(.invalid, "improv's values are Improv's own: its state changes as a client provisions the device (bleadvctl improv authorize allows it)")
+        }
         let example = switch target {
         case .advertisement: "temperature=21.5"
         case .service: "\(services[name]!.live.service.characteristics.first?.name ?? "level")=80"

@@ -67,6 +67,10 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     var confirmations: [String: CheckedContinuation<Bool, Never>] = [:]
     /// The instant the pairing timer is set for, if it is.
     var pairingTimer: C.Instant?
+    /// Improv Wi-Fi, when the config offers it.
+    var improv: ImprovRun<C.Instant>?
+    /// What joins the networks Improv is given; nil for the config's join program.
+    let joiner: (any NetworkJoining)?
     /// Where the daemon is in its life.
     var lifecycle = Lifecycle.starting
     /// Whether a reload is running; the next ones wait here, in the order asked for.
@@ -117,18 +121,22 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     ///     that a file the TOML library crashes on cannot take the daemon down.
     ///   - auditDelay: how long after the last change the module checks what BlueZ holds; nil
     ///     for no self-check (tests of the daemon that drive its clock themselves).
+    ///   - joiner: joins the Wi-Fi networks Improv is given; nil for `[improv] join`'s program.
     package init(
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
         counters: (any EncryptionCounters)? = nil,
         loadConfig: @escaping ConfigLoader,
         auditDelay: Duration? = BluetoothModule<C>.standardAuditDelay,
+        joiner: (any NetworkJoining)? = nil,
         logger: Logger
     ) {
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
         self.entries = config.advertisements.mapValues(Entry.init)
         self.services = config.services.mapValues(Coalesced.init)
         self.pairing = config.pairing
+        self.improv = config.improv.map { ImprovRun($0, deviceInfo: Self.improvDeviceInfo($0)) }
+        self.joiner = joiner
         (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
         self.loadConfig = loadConfig
@@ -206,6 +214,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         await reloadServices(new.services)
         pairing = new.pairing
         await offerPairing(agentMethod)
+        if new.improv != improv?.config { improv = new.improv.map { ImprovRun($0, deviceInfo: Self.improvDeviceInfo($0)) } }
         for name in added { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }

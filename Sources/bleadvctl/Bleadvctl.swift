@@ -37,7 +37,7 @@ struct Bleadvctl: ParsableCommand {
             """,
         version: ControlAPI.version,
         subcommands: [
-            On.self, Off.self, Status.self, List.self, Set.self, Watch.self, Reload.self, Pair.self, Bonds.self, Forget.self,
+            On.self, Off.self, Status.self, List.self, Set.self, Watch.self, Reload.self, Pair.self, Bonds.self, Forget.self, Improv.self,
             Preview.self,
         ])
 

@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starts a program as a child with a clean slate: every signal unblocked and at its default,
+/// no systemd notify socket, no Swift backtrace. The config check's child and the commands the
+/// config names (Improv's identify) start this way.
+public enum Spawn {
+    /// `posix_spawn` failed; `code` is its errno.
+    public struct Failure: Error, Sendable {
+        /// The errno.
+        public let code: Int32
+    }
+
+    /// Starts `executable` with `arguments` (the first being its name). `stdio` becomes its
+    /// standard input and output (nil: `/dev/null`); its standard error is `/dev/null`.
+    /// `environment` is added to this process's.
+    public static func start(_ executable: String, _ arguments: [String], stdio: Int32?, environment extra: [String] = []) throws(Failure) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdio {
+            posix_spawn_file_actions_adddup2(&actions, stdio, 0)
+            posix_spawn_file_actions_adddup2(&actions, stdio, 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        // No backtrace or core for a crash that is expected and reported; no systemd notices.
+        var environment: [String] = []
+        var entry = environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if !text.hasPrefix("NOTIFY_SOCKET=") && !text.hasPrefix("SWIFT_BACKTRACE=") { environment.append(text) }
+            entry += 1
+        }
+        environment += ["SWIFT_BACKTRACE=enable=no"] + extra
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { envp.forEach { free($0) } }
+        // A clean start: no blocked signals, every signal at its default (the parent's threads
+        // may block some, and Dispatch ignores those it watches), so a crash is a crash.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid: pid_t = 0
+        let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard code == 0 else { throw Failure(code: code) }
+        return pid
+    }
+
+    /// Whether `pid` has exited: reaps it (its status), or nil while it runs.
+    public static func reaped(_ pid: Int32) -> Int32? {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == pid ? status : nil
+    }
+
+    /// Kills `pid` and reaps it.
+    public static func stop(_ pid: Int32) {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    }
+}

@@ -1,0 +1,119 @@
+import AdvertiserConfig
+import Peripheral
+
+/// Improv's state machine as a value apart from its effects: what the device's state and error
+/// are, until when a person's authorization holds, and what each command a client sends asks
+/// the daemon to do (answer, identify, join a network). The daemon carries out the
+/// ``Step``s it returns and reports back how a join ended.
+struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+    /// What the daemon is to do for a command, beyond showing the new state and error.
+    enum Step: Hashable, Sendable {
+        /// Notify this result frame.
+        case result([UInt8])
+        /// Identify the device (run the configured command).
+        case identify
+        /// Join this network, and report with ``joined(redirect:)`` or ``failedToJoin(at:)``.
+        case join(Improv.Credentials)
+        /// Nothing more (the state or error says it all).
+        case none
+    }
+
+    /// The state centrals read and are notified of.
+    private(set) var state: Improv.State
+    /// The last error.
+    private(set) var error: Improv.ErrorState = .none
+    /// Until when a person's authorization holds; nil when none is needed or none was given.
+    private(set) var authorizedUntil: Instant?
+    /// Whether a person has to authorize before credentials are taken.
+    let needsAuthorization: Bool
+    /// How long an authorization holds.
+    let authorization: Duration
+    /// What the device says it supports.
+    let capabilities: Improv.Capabilities
+    /// The strings the device info command answers with.
+    let deviceInfo: [String]
+
+    /// A session of `config` in its first state, answering device info with `deviceInfo`.
+    init(_ config: ImprovConfig, deviceInfo: [String]) {
+        needsAuthorization = config.needsAuthorization
+        authorization = config.authorization
+        capabilities = config.capabilities
+        self.deviceInfo = deviceInfo
+        state = config.firstState
+    }
+
+    /// A person allowed provisioning at `now` (`bleadvctl improv authorize`).
+    mutating func authorize(at now: Instant) {
+        guard needsAuthorization, state == .authorizationRequired || state == .authorized else { return }
+        state = .authorized
+        error = .none
+        authorizedUntil = now.advanced(by: authorization)
+    }
+
+    /// The authorization ran out at `now`: true when the state went back to requiring one.
+    mutating func expire(at now: Instant) -> Bool {
+        guard state == .authorized, let until = authorizedUntil, until <= now else { return false }
+        state = .authorizationRequired
+        authorizedUntil = nil
+        return true
+    }
+
+    /// What to do with `frame`, written by a client at `now`.
+    mutating func handle(_ frame: [UInt8], at now: Instant) -> Step {
+        switch Improv.command(from: frame) {
+        case .failure(let failure):
+            error = failure
+            return .none
+        case .success(let command):
+            return handle(command, at: now)
+        }
+    }
+
+    private mutating func handle(_ command: Improv.Command, at now: Instant) -> Step {
+        switch command {
+        case .identify where capabilities.contains(.identify):
+            error = .none
+            return .identify
+        case .deviceInfo where capabilities.contains(.deviceInfo):
+            error = .none
+            return Improv.result(of: command.id, deviceInfo).map(Step.result) ?? fail(.unknown)
+        case .wifi(let credentials):
+            guard state != .provisioning else { return fail(.unknown) }
+            guard authorized(at: now) else { return fail(.notAuthorized) }
+            state = .provisioning
+            error = .none
+            return .join(credentials)
+        default:
+            return fail(.unknownRPC)
+        }
+    }
+
+    /// The network was joined: provisioned, and the result carries `redirect` (none when nil).
+    mutating func joined(redirect: String?) -> Step {
+        state = .provisioned
+        error = .none
+        authorizedUntil = nil
+        // A redirect too long for a frame (the config bounds it; the address filled in may not
+        // fit) is left out rather than the result.
+        return .result(Improv.result(of: 0x01, redirect.map { [$0] } ?? []) ?? Improv.result(of: 0x01, [])!)
+    }
+
+    /// Joining failed at `now`: unable to connect, ready for credentials again (an
+    /// authorization's time starts over, as the spec asks).
+    mutating func failedToJoin(at now: Instant) {
+        state = .authorized
+        error = .unableToConnect
+        if needsAuthorization { authorizedUntil = now.advanced(by: authorization) }
+    }
+
+    /// Whether credentials may be taken at `now`.
+    private func authorized(at now: Instant) -> Bool {
+        guard state == .authorized else { return false }
+        return authorizedUntil.map { now < $0 } ?? !needsAuthorization
+    }
+
+    private mutating func fail(_ failure: Improv.ErrorState) -> Step {
+        error = failure
+        return .none
+    }
+}

@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AdvertiserConfig
+package import Peripheral
+
+/// Joins Wi-Fi networks through a program (`[improv] join = "/path"`): it gets the SSID in
+/// `IMPROV_SSID` (as text; invalid UTF-8 replaced) and `IMPROV_SSID_HEX` (exactly), the
+/// password on its standard input (never on its command line, where `ps` would show it), and
+/// exits 0 once the network is joined, printing the address it got as its first line. Any
+/// other exit, or ``timeout`` passing first (it is killed then), is a failure.
+package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Duration {
+    /// The program.
+    let program: String
+    /// Whose sleeps pace the wait.
+    let clock: C
+
+    /// How long a join may take.
+    package static var timeout: Duration { .seconds(90) }
+    /// How often the program is looked at while it runs.
+    static var poll: Duration { .milliseconds(100) }
+    /// The most of its output kept.
+    static var maximumOutput: Int { 4096 }
+
+    /// A joiner running `program`.
+    package init(program: String, clock: C) {
+        self.program = program
+        self.clock = clock
+    }
+
+    /// A failure, said in a line.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    package func join(_ credentials: Improv.Credentials) async throws -> String? {
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw Failure(description: "socketpair: \(String(cString: strerror(errno)))")
+        }
+        let (parent, child) = (ends[0], ends[1])
+        defer { close(parent) }
+        let ssid = String(decoding: credentials.ssid, as: UTF8.self).replacing("\0", with: "\u{FFFD}")
+        let pid: Int32
+        do {
+            pid = try Spawn.start(program, [program], stdio: child, environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"])
+        } catch {
+            close(child)
+            throw Failure(description: "cannot run \(Untrusted.quoted(program)): \(String(cString: strerror(error.code)))")
+        }
+        close(child)
+        _ = fcntl(parent, F_SETFL, fcntl(parent, F_GETFL) | O_NONBLOCK)
+        var input = credentials.password
+        if input.isEmpty { shutdown(parent, Int32(SHUT_WR)) }
+        var output: [UInt8] = []
+        var waited = Duration.zero
+        while true {
+            if !input.isEmpty {
+                let sent = input.withUnsafeBytes { send(parent, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if sent > 0 { input.removeFirst(sent) }
+                // It stopped reading (it exited, or does not want the password): no more to send.
+                if sent < 0 && errno != EAGAIN && errno != EINTR { input = [] }
+                if input.isEmpty { shutdown(parent, Int32(SHUT_WR)) }
+            }
+            Self.drain(parent, into: &output)
+            if let status = Spawn.reaped(pid) {
+                Self.drain(parent, into: &output)
+                let text = String(decoding: output, as: UTF8.self)
+                let signal = status & 0x7F, code = (status >> 8) & 0xFF
+                guard signal == 0, code == 0 else {
+                    let said = text.split(separator: "\n").first.map { ": \(Untrusted.quoted($0, limit: 120))" } ?? ""
+                    throw Failure(description: "\(Untrusted.quoted(program)) \(signal != 0 ? "was killed by signal \(signal)" : "exited \(code)")\(said)")
+                }
+                let first = text.split(separator: "\n").first.map { String($0).trimmingPrefix(" ") }.map(String.init)
+                return first.flatMap { $0.isEmpty ? nil : Untrusted.shown($0, limit: 64) }
+            }
+            guard waited < Self.timeout, (try? await clock.sleep(for: Self.poll)) != nil else {
+                Spawn.stop(pid)
+                throw Failure(description: "\(Untrusted.quoted(program)) did not finish within \(Self.timeout.components.seconds) s; killed")
+            }
+            waited += Self.poll
+        }
+    }
+
+    /// Reads what the program wrote so far, keeping at most ``maximumOutput`` bytes.
+    private static func drain(_ socket: Int32, into output: inout [UInt8]) {
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { return }
+            output += buffer[..<min(count, max(0, maximumOutput - output.count))]
+        }
+    }
+}

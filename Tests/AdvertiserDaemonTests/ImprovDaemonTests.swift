@@ -1,0 +1,189 @@
+import AdvertiserControl
+import AdvertiserDaemon
+import DBus
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// Improv Wi-Fi in the daemon, over the mock: a client's frames written to the command
+/// characteristic, a real join program (a shell script) given the credentials, the state,
+/// error and result the mock was told to notify, the advertisement's service data, and the
+/// real `bleadvctl improv authorize`.
+@Suite("Improv Wi-Fi in the daemon", .timeLimit(.minutes(1)))
+struct ImprovDaemonTests {
+    static let app = RegistrationID("/org/bleadvd/gatt/app1")
+    static let command = GATTCharacteristicID(service: "improv", characteristic: "command")
+    static let state = GATTCharacteristicID(service: "improv", characteristic: "state")
+    static let error = GATTCharacteristicID(service: "improv", characteristic: "error")
+    static let result = GATTCharacteristicID(service: "improv", characteristic: "result")
+
+    /// Wi-Fi settings for "Home" / "hunter22", as Home Assistant's client frames them.
+    static let wifi: [UInt8] = {
+        let data: [UInt8] = [4] + Array("Home".utf8) + [8] + Array("hunter22".utf8)
+        let head: [UInt8] = [0x01, UInt8(data.count)] + data
+        return head + [UInt8(truncatingIfNeeded: head.reduce(0) { $0 + Int($1) })]
+    }()
+
+    /// A join program that keeps what it was given in `folder` and exits `status`, printing
+    /// the address it "got". Written through a descriptor closed on exec: a process another
+    /// test starts meanwhile must not keep it open for writing, or running it fails with
+    /// ETXTBSY.
+    static func joinProgram(in folder: URL, status: Int) throws -> String {
+        let path = folder.appendingPathComponent("join-wifi").path
+        let script = Array("""
+            #!/bin/sh
+            printf '%s' "$IMPROV_SSID" > '\(folder.path)/ssid'
+            cat > '\(folder.path)/password'
+            echo 192.168.4.2
+            exit \(status)
+
+            """.utf8)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        #expect(descriptor >= 0)
+        _ = script.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        return path
+    }
+
+    func session(authorization: String = "none", status: Int = 0) async throws -> DaemonSession {
+        let bus = try PrivateBus()
+        let program = try Self.joinProgram(in: bus.folder, status: status)
+        let config = """
+            [improv]
+            join = "\(program)"
+            authorization = "\(authorization)"
+            device_name = "kitchen"
+            hardware = "Raspberry Pi 4"
+            redirect_url = "http://{address}:8123/"
+            """
+        return try await DaemonSession(config: config, bus: bus) { mock in
+            mock.scriptRegisterApplication(.always(.success(Self.app)))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptUpdateValue(.always(.success(())))
+            mock.scriptUpdate(.always(.success(())))
+            mock.scriptAgent()
+        }
+    }
+
+    /// What the mock was told to notify for `characteristic`, in order.
+    func notified(_ session: DaemonSession, _ characteristic: GATTCharacteristicID) -> [[UInt8]] {
+        session.mock.calls.updatedValues.filter { $0.characteristic == characteristic }.map(\.value)
+    }
+
+    /// Advances the clock until `condition` holds: the join program is watched on it.
+    func advance(_ session: DaemonSession, until condition: () -> Bool) async {
+        while !condition() {
+            await session.clock.waitForSleepers()
+            session.clock.advance(by: .milliseconds(100))
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test("credentials reach the join program, and the device is provisioned with the redirect carrying the address it got")
+    func provisioned() async throws {
+        let session = try await session()
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        await advance(session) { notified(session, Self.result).count == 1 }
+
+        #expect(notified(session, Self.state) == [[0x03], [0x04]])
+        #expect(notified(session, Self.result) == [Improv.result(of: 0x01, ["http://192.168.4.2:8123/"])!])
+        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("ssid").path, encoding: .utf8) == "Home")
+        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("password").path, encoding: .utf8) == "hunter22")
+        #expect(session.mock.calls.updated.last?.advertisement.serviceData.first?.data.first == 0x04)
+    }
+
+    @Test("the password reaches no log line")
+    func passwordNeverLogged() async throws {
+        let session = try await session()
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        await advance(session) { notified(session, Self.result).count == 1 }
+
+        #expect(session.logs.all.contains { $0.contains("sent Wi-Fi settings for \"Home\"") })
+        let leaks = session.logs.all.filter { $0.contains("hunter22") || $0.contains(Hex.encode(Array("hunter22".utf8))) }
+        #expect(leaks.isEmpty, "\(leaks)")
+    }
+
+    @Test("a join program that fails leaves the device ready for credentials, with unable to connect")
+    func joinFails() async throws {
+        let session = try await session(status: 1)
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        await advance(session) { notified(session, Self.error).last == [0x03] }
+
+        #expect(notified(session, Self.state).last == [0x02])
+        #expect(notified(session, Self.result).isEmpty)
+        #expect(session.logs.all.contains { $0.contains("could not join \"Home\" (a password)") && $0.contains("exited 1") }, "\(session.logs.all.filter { $0.contains("improv") })")
+    }
+
+    @Test("before bleadvctl improv authorize, credentials get not authorized and nothing runs")
+    func notAuthorized() async throws {
+        let session = try await session(authorization: "bleadvctl")
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        while notified(session, Self.error).isEmpty { await Task.yield() }
+
+        #expect(notified(session, Self.error) == [[0x04]])
+        #expect(notified(session, Self.state) == [[0x01]])
+        #expect(!FileManager.default.fileExists(atPath: session.bus.folder.appendingPathComponent("password").path))
+    }
+
+    @Test("bleadvctl improv authorize lets a client in: the state turns authorized, and credentials are joined")
+    func authorized() async throws {
+        let session = try await session(authorization: "bleadvctl")
+
+        let result = try await session.ctl("improv", "authorize")
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        await advance(session) { notified(session, Self.result).count == 1 }
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output == "authorized: a client may send Wi-Fi credentials for the next 60 s\n")
+        #expect(notified(session, Self.state) == [[0x02], [0x03], [0x04]])
+    }
+
+    @Test("bleadvctl improv authorize where none is needed is refused with exit 2")
+    func authorizeNotNeeded() async throws {
+        let session = try await session()
+
+        let result = try await session.ctl("improv", "authorize")
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("Improv needs no authorization here"))
+    }
+
+    @Test("device info answers with bleadvd, its version, the hardware and the name")
+    func deviceInfo() async throws {
+        let session = try await session()
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x03, 0x00, 0x03], .bytes([0x03, 0x00, 0x03])), central: "")))
+        while notified(session, Self.result).isEmpty { await Task.yield() }
+
+        #expect(notified(session, Self.result) == [Improv.result(of: 0x03, ["bleadvd", ControlAPI.version, "Raspberry Pi 4", "kitchen"])!])
+    }
+
+    @Test("a frame with a bad checksum is answered with invalid RPC, and the state stays")
+    func badChecksum() async throws {
+        let session = try await session()
+        var frame = Self.wifi
+        frame[frame.count - 1] &+= 1
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(frame, .bytes(frame)), central: "")))
+        while notified(session, Self.error).isEmpty { await Task.yield() }
+
+        #expect(notified(session, Self.error) == [[0x01]])
+        #expect(notified(session, Self.state) == [[0x02]])
+    }
+
+    @Test("bleadvctl set of improv's values is refused: they are the session's")
+    func setRefused() async throws {
+        let session = try await session()
+
+        let result = try await session.ctl("set", "improv", "state=04")
+
+        #expect(result.status == 2)
+        #expect(notified(session, Self.state).isEmpty)
+    }
+}

@@ -1,0 +1,145 @@
+@testable import AdvertiserDaemon
+import AdvertiserConfig
+import Peripheral
+import PeripheralMocks
+import Testing
+
+/// Improv's state machine as a value, on a manual clock's instants. Frames come from
+/// `Improv.result(of:_:)` and the frames py-improv-ble-client makes (ImprovTests).
+@Suite("Improv's state machine")
+struct ImprovSessionTests {
+    let start = ManualClock().now
+    static let home = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))
+    /// Wi-Fi settings for "Home" / "hunter22".
+    static let wifi = frame(0x01, [4] + Array("Home".utf8) + [8] + Array("hunter22".utf8))
+    static let info = ["bleadvd", "0.9.0", "Raspberry Pi 4", "kitchen"]
+
+    static func frame(_ id: UInt8, _ data: [UInt8]) -> [UInt8] {
+        let head = [id, UInt8(data.count)] + data
+        return head + [UInt8(truncatingIfNeeded: head.reduce(0) { $0 + Int($1) })]
+    }
+
+    /// A session with identify (unless told otherwise) and device info.
+    func makeSession(needsAuthorization: Bool = false, identify: Bool = true) -> ImprovSession<ManualClock.Instant> {
+        var config = ImprovConfig(joinProgram: "/usr/local/libexec/join-wifi")
+        config.needsAuthorization = needsAuthorization
+        config.identify = identify ? ["/bin/true"] : nil
+        return ImprovSession(config, deviceInfo: Self.info)
+    }
+
+    @Test("without authorization it starts authorized, and credentials start a join")
+    func credentialsJoin() {
+        var session = makeSession()
+
+        let step = session.handle(Self.wifi, at: start)
+
+        #expect(step == .join(Self.home))
+        #expect(session.state == .provisioning)
+        #expect(session.error == .none)
+    }
+
+    @Test("credentials before a person authorized are refused with not authorized")
+    func credentialsBeforeAuthorization() {
+        var session = makeSession(needsAuthorization: true)
+
+        let step = session.handle(Self.wifi, at: start)
+
+        #expect(step == .none)
+        #expect(session.state == .authorizationRequired)
+        #expect(session.error == .notAuthorized)
+    }
+
+    @Test("after bleadvctl improv authorize, credentials start a join")
+    func credentialsAfterAuthorization() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(at: start)
+
+        let step = session.handle(Self.wifi, at: start.advanced(by: .seconds(59)))
+
+        #expect(step == .join(Self.home))
+    }
+
+    @Test("an authorization runs out at its time, and credentials are refused again")
+    func authorizationRunsOut() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(at: start)
+
+        let expired = session.expire(at: start.advanced(by: .seconds(60)))
+        let step = session.handle(Self.wifi, at: start.advanced(by: .seconds(60)))
+
+        #expect(expired)
+        #expect(session.state == .authorizationRequired)
+        #expect(step == .none)
+        #expect(session.error == .notAuthorized)
+    }
+
+    @Test("a frame with a bad checksum is an invalid RPC, and the state stays")
+    func badChecksum() {
+        var session = makeSession()
+        var frame = Self.wifi
+        frame[frame.count - 1] &+= 1
+
+        let step = session.handle(frame, at: start)
+
+        #expect(step == .none)
+        #expect(session.error == .invalidRPC)
+        #expect(session.state == .authorized)
+    }
+
+    @Test("a command the device does not offer is an unknown RPC", arguments: [
+        (UInt8(0x02), false), (0x04, true), (0x05, true), (0x09, true),
+    ])
+    func notOffered(id: UInt8, identify: Bool) {
+        var session = makeSession(identify: identify)
+
+        let step = session.handle(Self.frame(id, []), at: start)
+
+        #expect(step == .none)
+        #expect(session.error == .unknownRPC)
+    }
+
+    @Test("device info is answered without authorization, with the configured strings")
+    func deviceInfo() {
+        var session = makeSession(needsAuthorization: true)
+
+        let step = session.handle(Self.frame(0x03, []), at: start)
+
+        #expect(step == .result(Improv.result(of: 0x03, Self.info)!))
+    }
+
+    @Test("a joined network makes the device provisioned, and the result carries the redirect")
+    func joined() {
+        var session = makeSession()
+        _ = session.handle(Self.wifi, at: start)
+
+        let step = session.joined(redirect: "http://192.168.4.2:8123")
+
+        #expect(session.state == .provisioned)
+        #expect(step == .result(Improv.result(of: 0x01, ["http://192.168.4.2:8123"])!))
+    }
+
+    @Test("a failed join says unable to connect, takes credentials again and restarts the authorization's time")
+    func failedToJoin() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(at: start)
+        _ = session.handle(Self.wifi, at: start.advanced(by: .seconds(50)))
+
+        session.failedToJoin(at: start.advanced(by: .seconds(55)))
+
+        #expect(session.state == .authorized)
+        #expect(session.error == .unableToConnect)
+        #expect(session.authorizedUntil == start.advanced(by: .seconds(115)))
+    }
+
+    @Test("credentials while a join is under way start no second one")
+    func credentialsWhileProvisioning() {
+        var session = makeSession()
+        _ = session.handle(Self.wifi, at: start)
+
+        let step = session.handle(Self.wifi, at: start)
+
+        #expect(step == .none)
+        #expect(session.state == .provisioning)
+        #expect(session.error == .unknown)
+    }
+}
