@@ -14,29 +14,23 @@ package protocol NetworkJoining: Sendable {
     func join(_ credentials: Improv.Credentials) async throws -> String?
 }
 
-/// Improv as the daemon runs it: the configuration, the state machine and the frame being
-/// written.
+/// Improv as the daemon runs it: the state machine (with its configuration) and the frame
+/// being written.
 struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
-    let config: ImprovConfig
     var session: ImprovSession<Instant>
     var assembler = Improv.Assembler()
 
-    init(_ config: ImprovConfig, deviceInfo: [String]) {
-        self.config = config
-        session = ImprovSession(config, deviceInfo: deviceInfo)
+    /// A run of `config`, its device info read from this machine.
+    init(_ config: ImprovConfig) {
+        session = ImprovSession(config, deviceInfo: Self.deviceInfo(config))
     }
-}
 
-extension Daemon {
-    /// The characteristic Improv's clients write their commands to.
-    static var improvCommand: GATTCharacteristicID { GATTCharacteristicID(service: ImprovConfig.name, characteristic: "command") }
-
-    /// How long the identify command may run before it is killed.
-    static var identifyWait: Duration { .seconds(30) }
+    /// The configuration.
+    var config: ImprovConfig { session.config }
 
     /// What Improv's device info answers: bleadvd, its version, the hardware (the board's model
     /// from the device tree, or Linux), the device's name (the hostname).
-    static func improvDeviceInfo(_ config: ImprovConfig) -> [String] {
+    static func deviceInfo(_ config: ImprovConfig) -> [String] {
         var name = [CChar](repeating: 0, count: 65)
         let hostname = gethostname(&name, name.count - 1) == 0 ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "linux"
         return ["bleadvd", ControlAPI.version, config.hardware ?? boardModel() ?? "Linux", config.deviceName ?? hostname]
@@ -51,6 +45,14 @@ extension Daemon {
         let model = String(decoding: buffer[..<count].prefix { $0 != 0 }, as: UTF8.self)
         return model.isEmpty ? nil : model
     }
+}
+
+extension Daemon {
+    /// The characteristic Improv's clients write their commands to.
+    static var improvCommand: GATTCharacteristicID { GATTCharacteristicID(service: ImprovConfig.name, characteristic: "command") }
+
+    /// How long the identify command may run before it is killed.
+    static var identifyWait: Duration { .seconds(30) }
 
     /// Carries out Improv's work: a child of the loop's task group.
     func improvWork(_ work: ImprovWork) async {

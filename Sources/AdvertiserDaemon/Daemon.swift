@@ -135,7 +135,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.entries = config.advertisements.mapValues(Entry.init)
         self.services = config.services.mapValues(Coalesced.init)
         self.pairing = config.pairing
-        self.improv = config.improv.map { ImprovRun($0, deviceInfo: Self.improvDeviceInfo($0)) }
+        self.improv = config.improv.map { ImprovRun($0) }
         self.joiner = joiner
         (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
@@ -214,7 +214,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         await reloadServices(new.services)
         pairing = new.pairing
         await offerPairing(agentMethod)
-        if new.improv != improv?.config { improv = new.improv.map { ImprovRun($0, deviceInfo: Self.improvDeviceInfo($0)) } }
+        if new.improv != improv?.config { improv = new.improv.map { ImprovRun($0) } }
         for name in added { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }

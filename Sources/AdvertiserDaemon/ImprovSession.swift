@@ -24,30 +24,24 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
     private(set) var error: Improv.ErrorState = .none
     /// Until when a person's authorization holds; nil when none is needed or none was given.
     private(set) var authorizedUntil: Instant?
-    /// Whether a person has to authorize before credentials are taken.
-    let needsAuthorization: Bool
-    /// How long an authorization holds.
-    let authorization: Duration
-    /// What the device says it supports.
-    let capabilities: Improv.Capabilities
+    /// Whether authorization is needed and for how long it holds, what the device offers.
+    let config: ImprovConfig
     /// The strings the device info command answers with.
     let deviceInfo: [String]
 
     /// A session of `config` in its first state, answering device info with `deviceInfo`.
     init(_ config: ImprovConfig, deviceInfo: [String]) {
-        needsAuthorization = config.needsAuthorization
-        authorization = config.authorization
-        capabilities = config.capabilities
+        self.config = config
         self.deviceInfo = deviceInfo
         state = config.firstState
     }
 
     /// A person allowed provisioning at `now` (`bleadvctl improv authorize`).
     mutating func authorize(at now: Instant) {
-        guard needsAuthorization, state == .authorizationRequired || state == .authorized else { return }
+        guard config.needsAuthorization, state == .authorizationRequired || state == .authorized else { return }
         state = .authorized
         error = .none
-        authorizedUntil = now.advanced(by: authorization)
+        authorizedUntil = now.advanced(by: config.authorization)
     }
 
     /// The authorization ran out at `now`: true when the state went back to requiring one.
@@ -71,10 +65,10 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
 
     private mutating func handle(_ command: Improv.Command, at now: Instant) -> Step {
         switch command {
-        case .identify where capabilities.contains(.identify):
+        case .identify where config.capabilities.contains(.identify):
             error = .none
             return .identify
-        case .deviceInfo where capabilities.contains(.deviceInfo):
+        case .deviceInfo where config.capabilities.contains(.deviceInfo):
             error = .none
             return Improv.result(of: command.id, deviceInfo).map(Step.result) ?? fail(.unknown)
         case .wifi(let credentials):
@@ -103,13 +97,13 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
     mutating func failedToJoin(at now: Instant) {
         state = .authorized
         error = .unableToConnect
-        if needsAuthorization { authorizedUntil = now.advanced(by: authorization) }
+        if config.needsAuthorization { authorizedUntil = now.advanced(by: config.authorization) }
     }
 
     /// Whether credentials may be taken at `now`.
     private func authorized(at now: Instant) -> Bool {
         guard state == .authorized else { return false }
-        return authorizedUntil.map { now < $0 } ?? !needsAuthorization
+        return authorizedUntil.map { now < $0 } ?? !config.needsAuthorization
     }
 
     private mutating func fail(_ failure: Improv.ErrorState) -> Step {
