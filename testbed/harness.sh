@@ -7,6 +7,7 @@
 # with its output and the diagnostics, then the summary line the host reads.
 run_scenarios() {
   local passed=0 failed=0 scenario name out start limit
+  local failures=()
   for scenario in "$@"; do
     name=$(basename "$scenario" .sh)
     out="$TESTBED_WORK/$name.out"
@@ -23,11 +24,14 @@ run_scenarios() {
       printf 'FAIL %s [%s]\n---- scenario output\n' "$name" "$(stack_label)"
       cat "$out"
       show_diagnostics
+      failures+=("$name [$(stack_label)]: $(grep -a . "$out" | tail -n 1)")
     fi
     # A scanner or central a scenario left behind (a background job's child outlives `kill` of
     # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
     pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central|bumble_central)\.py" 2>/dev/null || true
   done
+  # Again at the end, where a log cut in the middle (CI keeps its head and tail) still shows it.
+  for name in "${failures[@]}"; do echo "testbed: FAILED $name"; done
   echo "testbed: $passed passed, $failed failed"
 }
 
