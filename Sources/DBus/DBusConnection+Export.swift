@@ -66,24 +66,25 @@ extension DBusConnection {
     }
 
     /// Changes an exported property and, when it changed and emits changes, sends
-    /// `PropertiesChanged`.
+    /// `PropertiesChanged`; with `always`, even when the value is the one the property has (a
+    /// GATT value set again is a notification a central may be waiting for).
     /// - Throws: ``DBusError`` when there is no such property or the value's type is not the
     ///   property's.
-    public func setProperty(_ name: String, of interface: String, at path: DBusObjectPath, to value: DBusValue) throws {
+    public func setProperty(_ name: String, of interface: String, at path: DBusObjectPath, to value: DBusValue, always: Bool = false) throws {
         guard let index = objects[path]?.interfaces[interface]?.properties.firstIndex(where: { $0.name == name }) else {
             throw DBusError(.unknownProperty, "no property \(interface).\(name) at \(path)")
         }
-        try store(value, index: index, interface: interface, path: path)
+        try store(value, index: index, interface: interface, path: path, always: always)
     }
 
-    private func store(_ value: DBusValue, index: Int, interface: String, path: DBusObjectPath) throws {
+    private func store(_ value: DBusValue, index: Int, interface: String, path: DBusObjectPath, always: Bool = false) throws {
         let property = objects[path]!.interfaces[interface]!.properties[index]
         guard value.type == property.type else {
             throw DBusError.invalidArgs(
                 "property \(interface).\(property.name) has type '\(property.type)', not '\(value.type)'")
         }
         try value.validate()
-        guard value != property.value else { return }
+        guard always || value != property.value else { return }
         objects[path]!.interfaces[interface]!.properties[index].value = value
         if property.emitsChanged && property.access.isReadable {
             try emit(path: path, interface: StandardInterface.properties, member: "PropertiesChanged",

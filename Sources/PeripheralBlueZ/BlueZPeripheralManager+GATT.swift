@@ -80,7 +80,9 @@ extension BlueZPeripheralManager {
         }
         // No central can read a write-only value: it is kept nowhere on the bus.
         guard !tree.secrets.contains(characteristic) else { return }
-        try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value))
+        // Set again, a value is notified again: a central may be waiting for it (Improv's
+        // client for the error its second malformed frame gets).
+        try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value), always: true)
     }
 
     // MARK: What BlueZ calls

@@ -126,6 +126,23 @@ struct DBusExportTests {
         #expect(announced?.body == [.string(Self.interface), .variantDictionary(["Name": .string("second")]), .strings([])])
     }
 
+    @Test("a value set again is announced again only when asked to be: always")
+    func setAgain() async throws {
+        let service = try await Service()
+        let watcher = try await DBusConnection.connect(to: service.bus)
+        var changes = try await watcher.signals(matching: DBusMatchRule(
+            path: Self.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")).makeAsyncIterator()
+
+        try await service.connection.setProperty("Name", of: Self.interface, at: Self.path, to: .string("first"))
+        try await service.connection.setProperty("Name", of: Self.interface, at: Self.path, to: .string("first"), always: true)
+        try await service.connection.setProperty("Name", of: Self.interface, at: Self.path, to: .string("second"))
+        let first = await changes.next()
+        let second = await changes.next()
+
+        #expect(first?.body == [.string(Self.interface), .variantDictionary(["Name": .string("first")]), .strings([])])
+        #expect(second?.body == [.string(Self.interface), .variantDictionary(["Name": .string("second")]), .strings([])])
+    }
+
     @Test("a write-only property takes a Set but is left out of Get, GetAll and the object manager")
     func writeOnlyProperty() async throws {
         let bus = try PrivateBus()
