@@ -22,6 +22,7 @@ IFACEDIR     = $(PREFIX)/share/dbus-1/interfaces
 UNITDIR      ?= /etc/systemd/system
 SYSUSERSDIR  ?= /usr/lib/sysusers.d
 DBUSDIR      ?= /usr/share/dbus-1/system.d
+POLKITDIR    ?= /usr/share/polkit-1/rules.d
 CONFDIR      ?= /etc/bleadvd
 BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
@@ -90,7 +91,7 @@ demo: build ## boot the test bed and run bleadvd from the example config; see wh
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/30-demo.sh
 
-install: ## install stripped binaries, unit, D-Bus policy and interface, sysusers, example config, man pages, completions
+install: ## install stripped binaries, unit, D-Bus policy and interface, polkit rule, sysusers, example config, man pages, completions
 	@# Nothing is written into .build: `sudo make install` leaves no root-owned files in your tree.
 	install -Dm755 -s $(RELEASE)/bleadvd $(DESTDIR)$(SBINDIR)/bleadvd
 	install -Dm755 -s $(RELEASE)/bleadvctl $(DESTDIR)$(BINDIR)/bleadvctl
@@ -100,6 +101,8 @@ install: ## install stripped binaries, unit, D-Bus policy and interface, sysuser
 	install -Dm644 systemd/bleadvd.sysusers $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser1.xml $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml
+	@# What NetworkManager lets user bleadvd do for Improv Wi-Fi (inert without polkit).
+	install -Dm644 systemd/bleadvd.rules $(DESTDIR)$(POLKITDIR)/60-bleadvd.rules
 	@# The config is the admin's: never overwrite one that exists.
 	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm644 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
 	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
@@ -122,7 +125,7 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 	if [ -z "$(DESTDIR)" ]; then systemctl disable --now bleadvd.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(BINDIR)/bleadvctl $(DESTDIR)$(UNITDIR)/bleadvd.service \
 	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml \
-	  $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
+	  $(DESTDIR)$(POLKITDIR)/60-bleadvd.rules $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
 	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
 	if [ -z "$(DESTDIR)" ]; then \
 	  systemctl daemon-reload 2>/dev/null || true; \

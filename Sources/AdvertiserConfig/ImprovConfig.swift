@@ -21,9 +21,17 @@ public struct ImprovConfig: Hashable, Sendable {
     /// A command run when a client asks the device to identify itself (a light, a sound); nil
     /// offers no identify.
     public var identify: [String]?
-    /// The program that joins a network: it is given the SSID in `IMPROV_SSID` and the
-    /// password on its standard input, and prints the address it got.
-    public var joinProgram: String
+    /// What joins the network the client names.
+    public var joiner: Joiner = .networkManager
+
+    /// What joins a Wi-Fi network for Improv.
+    public enum Joiner: Hashable, Sendable {
+        /// NetworkManager, over D-Bus: it also lists the networks in range (Improv's scan).
+        case networkManager
+        /// A program: given the SSID in `IMPROV_SSID` and the password on its standard input,
+        /// it prints the address it got.
+        case program(String)
+    }
 
     /// The authorization's allowed length, in seconds.
     public static let authorizationRange = 5...3600
@@ -32,9 +40,10 @@ public struct ImprovConfig: Hashable, Sendable {
     /// The name the advertisement and the service take.
     public static let name = "improv"
 
-    /// The defaults (authorization by `bleadvctl improv authorize` for 60 s) with `joinProgram`.
-    public init(joinProgram: String) {
-        self.joinProgram = joinProgram
+    /// The defaults: authorization by `bleadvctl improv authorize` for 60 s, networks joined
+    /// by `joiner`.
+    public init(joiner: Joiner = .networkManager) {
+        self.joiner = joiner
     }
 }
 
@@ -43,14 +52,15 @@ extension Reader {
     func improv(_ fields: [String: TOMLNode]) throws(ConfigError) -> ImprovConfig {
         let path = ["improv"]
         try checkKeys(fields, allowed: ["authorization", "authorization_seconds", "device_name", "hardware", "redirect_url", "identify", "join"], at: path)
-        guard let joinNode = fields["join"] else {
-            throw error(path + ["join"], "missing; name the program that joins a Wi-Fi network (given the SSID in IMPROV_SSID and the password on its standard input)")
+        var improv = ImprovConfig()
+        if let node = fields["join"] {
+            let join = try string(node, path + ["join"])
+            if join.hasPrefix("/") {
+                improv.joiner = .program(join)
+            } else if join != "networkmanager" {
+                throw error(path + ["join"], "must be networkmanager or an absolute path to a program (given the SSID in IMPROV_SSID and the password on its standard input)")
+            }
         }
-        let join = try string(joinNode, path + ["join"])
-        guard join.hasPrefix("/") else {
-            throw error(path + ["join"], "must be an absolute path to a program (given the SSID in IMPROV_SSID and the password on its standard input)")
-        }
-        var improv = ImprovConfig(joinProgram: join)
         if let node = fields["authorization"] {
             switch try string(node, path + ["authorization"]) {
             case "bleadvctl": improv.needsAuthorization = true
@@ -91,9 +101,12 @@ extension ImprovConfig {
     /// The state the device starts in: waiting for a person, or for credentials.
     public var firstState: Improv.State { needsAuthorization ? .authorizationRequired : .authorized }
 
-    /// What the device offers: device info always, identify when a command is configured.
+    /// What the device offers: device info always, identify when a command is configured, the
+    /// networks in range when NetworkManager joins them.
     public var capabilities: Improv.Capabilities {
-        identify == nil ? [.deviceInfo] : [.identify, .deviceInfo]
+        Improv.Capabilities.deviceInfo
+            .union(identify == nil ? [] : .identify)
+            .union(joiner == .networkManager ? .scan : [])
     }
 
     /// The advertisement in `state`: connectable, the Improv service's UUID and its service

@@ -7,11 +7,15 @@ import BluetoothModule
 import Logging
 package import Peripheral
 
-/// What joins a Wi-Fi network for Improv (``ProgramJoiner``, the config's program).
+/// What joins a Wi-Fi network for Improv: ``NetworkManagerJoiner``, or ``ProgramJoiner`` (the
+/// config's program).
 package protocol NetworkJoining: Sendable {
     /// Joins the network and returns the address it got (nil when it cannot tell).
     /// - Throws: when it could not be joined (a wrong password, no such network, time out).
     func join(_ credentials: Improv.Credentials) async throws -> String?
+    /// The Wi-Fi networks in range, strongest first.
+    /// - Throws: when they cannot be listed.
+    func networks() async throws -> [Improv.Network]
 }
 
 /// Improv as the daemon runs it: the state machine (with its configuration) and the frame
@@ -59,6 +63,7 @@ extension Daemon {
         switch work {
         case .join(let credentials): await improvJoin(credentials)
         case .identify: await improvIdentify()
+        case .scan: await improvScan()
         case .due(let at):
             guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
             await improvDue()
@@ -110,6 +115,9 @@ extension Daemon {
         case .identify:
             logger.notice("improv: \(who) asked the device to identify itself")
             post.yield(.improv(.identify))
+        case .scan:
+            logger.info("improv: \(who) asked for the Wi-Fi networks in range")
+            post.yield(.improv(.scan))
         case .result, .none:
             if run.session.error != .none { logger.warning("improv: \(who): \(Self.improvErrorText(run.session.error))") }
         }
@@ -124,14 +132,18 @@ extension Daemon {
         let name = ImprovConfig.name
         var values: [(String, [UInt8])] = [("error", [run.session.error.rawValue]), ("state", [run.session.state.rawValue])]
         if case .result(let frame) = step { values.append(("result", frame)) }
-        for (characteristic, bytes) in values {
-            services[name]?.held { $0.store(.bytes(bytes), bytes: bytes, for: characteristic) }
-            try? await module.setValue(bytes, of: GATTCharacteristicID(service: name, characteristic: characteristic))
-        }
+        for (characteristic, bytes) in values { await showImprovValue(characteristic, bytes) }
         let advertisement = run.config.advertisement(state: run.session.state)
         if entries[name]?.values.live != advertisement, entries[name]?.values.set(advertisement) == true {
             post.yield(.send(.advertisement(name)))
         }
+    }
+
+    /// Sets one of the improv service's characteristics, held while BlueZ is away.
+    private func showImprovValue(_ characteristic: String, _ bytes: [UInt8]) async {
+        let name = ImprovConfig.name
+        services[name]?.held { $0.store(.bytes(bytes), bytes: bytes, for: characteristic) }
+        try? await module.setValue(bytes, of: GATTCharacteristicID(service: name, characteristic: characteristic))
     }
 
     /// `bleadvctl improv authorize`: a person allows provisioning for the configured time.
@@ -162,10 +174,33 @@ extension Daemon {
         await showImprov()
     }
 
+    /// What joins networks: the one injected, or the config's.
+    func networkJoiner(_ config: ImprovConfig) -> any NetworkJoining {
+        if let joiner { return joiner }
+        switch config.joiner {
+        case .networkManager: return NetworkManagerJoiner(connection: connection, clock: clock)
+        case .program(let program): return ProgramJoiner(program: program, clock: clock)
+        }
+    }
+
+    /// Lists the networks in range (a child of the loop's task group), then answers the client.
+    func improvScan() async {
+        guard let config = improv?.config else { return }
+        var networks: [Improv.Network] = []
+        do {
+            networks = try await networkJoiner(config).networks()
+            logger.info("improv: \(networks.count) Wi-Fi network(s) in range")
+        } catch {
+            logger.warning("improv: could not list the Wi-Fi networks in range: \(error)")
+        }
+        guard let run = improv else { return }
+        await showImprov(run.session.scanned(networks))
+    }
+
     /// Joins the network (a child of the loop's task group), then shows how it went.
     func improvJoin(_ credentials: Improv.Credentials) async {
-        guard let program = improv?.config.joinProgram else { return }
-        let joiner = self.joiner ?? ProgramJoiner(program: program, clock: clock)
+        guard let config = improv?.config else { return }
+        let joiner = networkJoiner(config)
         let step: ImprovSession<C.Instant>.Step
         do {
             let address = try await joiner.join(credentials)

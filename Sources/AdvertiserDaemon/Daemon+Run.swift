@@ -43,6 +43,8 @@ extension Daemon {
         case join(Improv.Credentials)
         /// Run the identify command.
         case identify
+        /// List the networks in range.
+        case scan
         /// The authorization may run out then.
         case due(C.Instant)
     }

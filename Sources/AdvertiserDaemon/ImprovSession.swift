@@ -12,6 +12,8 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         case result([UInt8])
         /// Identify the device (run the configured command).
         case identify
+        /// List the Wi-Fi networks in range, and report with ``scanned(_:)``.
+        case scan
         /// Join this network, and report with ``joined(redirect:)`` or ``failedToJoin(at:)``.
         case join(Improv.Credentials)
         /// Nothing more (the state or error says it all).
@@ -71,6 +73,9 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         case .deviceInfo where config.capabilities.contains(.deviceInfo):
             error = .none
             return Improv.result(of: command.id, deviceInfo).map(Step.result) ?? fail(.unknown)
+        case .scan where config.capabilities.contains(.scan):
+            error = .none
+            return .scan
         case .wifi(let credentials):
             guard state != .provisioning else { return fail(.unknown) }
             guard authorized(at: now) else { return fail(.notAuthorized) }
@@ -90,6 +95,11 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         // A redirect too long for a frame (the config bounds it; the address filled in may not
         // fit) is left out rather than the result.
         return .result(Improv.result(of: 0x01, redirect.map { [$0] } ?? []) ?? Improv.result(of: 0x01, [])!)
+    }
+
+    /// The networks in range were listed: the result names them (none when the scan failed).
+    func scanned(_ networks: [Improv.Network]) -> Step {
+        .result(Improv.scanResult(networks))
     }
 
     /// Joining failed at `now`: unable to connect, ready for credentials again (an

@@ -82,6 +82,11 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         }
     }
 
+    /// A program only joins: the scan capability is not offered with one.
+    package func networks() async throws -> [Improv.Network] {
+        throw Failure(description: "\(Untrusted.quoted(program)) joins networks but does not list them")
+    }
+
     /// Reads what the program wrote so far, keeping at most ``maximumOutput`` bytes.
     private static func drain(_ socket: Int32, into output: inout [UInt8]) {
         var buffer = [UInt8](repeating: 0, count: 1024)

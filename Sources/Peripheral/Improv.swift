@@ -78,6 +78,36 @@ public enum Improv {
         public static let scan = Capabilities(rawValue: 1 << 2)
         /// Its hostname can be read and set.
         public static let hostname = Capabilities(rawValue: 1 << 3)
+        /// These and `other`.
+        public func union(_ other: Capabilities) -> Capabilities { Capabilities(rawValue: rawValue | other.rawValue) }
+    }
+
+    /// A Wi-Fi network in range, as the scan command answers it.
+    public struct Network: Hashable, Sendable {
+        /// How a network is secured, as Improv names it.
+        public enum Security: String, Hashable, Sendable {
+            /// No password.
+            case open = "NO"
+            /// WEP (privacy without WPA).
+            case wep = "WEP"
+            /// WPA personal.
+            case wpa = "WPA"
+            /// WPA2 (RSN) or newer.
+            case wpa2 = "WPA2"
+        }
+        /// Its name as broadcast: up to 32 bytes, not necessarily text.
+        public var ssid: [UInt8]
+        /// Its signal, in dBm.
+        public var rssi: Int
+        /// What it needs to join.
+        public var security: Security
+
+        /// A network named `ssid` heard at `rssi` dBm, secured by `security`.
+        public init(ssid: [UInt8], rssi: Int, security: Security) {
+            self.ssid = ssid
+            self.rssi = rssi
+            self.security = security
+        }
     }
 
     /// Wi-Fi credentials. Its description never shows the password.
@@ -183,9 +213,27 @@ public enum Improv {
     /// A result frame for command `id` carrying `strings`, or nil when they do not fit in one
     /// frame (255 bytes of data, each string at most 255 bytes with its length byte).
     public static func result(of id: UInt8, _ strings: [String]) -> [UInt8]? {
-        let data = strings.flatMap { string -> [UInt8] in [UInt8(truncatingIfNeeded: string.utf8.count)] + Array(string.utf8) }
-        guard data.count <= 255, strings.allSatisfy({ $0.utf8.count <= 255 }) else { return nil }
+        result(of: id, fields: strings.map { Array($0.utf8) })
+    }
+
+    /// A result frame for command `id` carrying `fields` as they are, or nil when they do not
+    /// fit in one frame.
+    static func result(of id: UInt8, fields: [[UInt8]]) -> [UInt8]? {
+        let data = fields.flatMap { field -> [UInt8] in [UInt8(truncatingIfNeeded: field.count)] + field }
+        guard data.count <= 255, fields.allSatisfy({ $0.count <= 255 }) else { return nil }
         return framed(id, data)
+    }
+
+    /// The scan command's result: each network's SSID (its bytes as broadcast), RSSI and
+    /// security, strongest first, as many as fit in one frame (the spec allows one result).
+    public static func scanResult(_ networks: [Network]) -> [UInt8] {
+        var fields: [[UInt8]] = []
+        for network in networks.sorted(by: { $0.rssi > $1.rssi }) {
+            let more = fields + [network.ssid, Array(String(network.rssi).utf8), Array(network.security.rawValue.utf8)]
+            guard result(of: Command.scan.id, fields: more) != nil else { break }
+            fields = more
+        }
+        return result(of: Command.scan.id, fields: fields)!
     }
 
     /// The advertisement's service data: the state, the capabilities, four reserved zeros.

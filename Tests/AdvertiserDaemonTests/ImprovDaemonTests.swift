@@ -47,12 +47,14 @@ struct ImprovDaemonTests {
         return path
     }
 
-    func session(authorization: String = "none", status: Int = 0) async throws -> DaemonSession {
+    /// A daemon offering Improv, joining by a join program exiting `status` (or by
+    /// NetworkManager, which the private bus does not have).
+    func session(authorization: String = "none", status: Int = 0, networkManager: Bool = false) async throws -> DaemonSession {
         let bus = try PrivateBus()
         let program = try Self.joinProgram(in: bus.folder, status: status)
         let config = """
             [improv]
-            join = "\(program)"
+            join = "\(networkManager ? "networkmanager" : program)"
             authorization = "\(authorization)"
             device_name = "kitchen"
             hardware = "Raspberry Pi 4"
@@ -185,5 +187,28 @@ struct ImprovDaemonTests {
 
         #expect(result.status == 2)
         #expect(notified(session, Self.state).isEmpty)
+    }
+
+    @Test("without NetworkManager on the bus, a join ends in unable to connect and the journal says why")
+    func networkManagerAbsentJoin() async throws {
+        let session = try await session(networkManager: true)
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        while notified(session, Self.error).last != [0x03] { await Task.yield() }
+
+        #expect(notified(session, Self.state).last == [0x02])
+        #expect(session.logs.all.contains { $0.contains("could not join \"Home\"") && $0.contains("NetworkManager refused GetDevices") && $0.contains("ServiceUnknown") },
+                "\(session.logs.all.filter { $0.contains("improv") })")
+    }
+
+    @Test("without NetworkManager on the bus, a scan is answered with no networks and the journal says why")
+    func networkManagerAbsentScan() async throws {
+        let session = try await session(networkManager: true)
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x04, 0x00, 0x04], .bytes([0x04, 0x00, 0x04])), central: "")))
+        while notified(session, Self.result).isEmpty { await Task.yield() }
+
+        #expect(notified(session, Self.result) == [Improv.scanResult([])])
+        #expect(session.logs.all.contains { $0.contains("could not list the Wi-Fi networks in range: NetworkManager refused GetDevices") })
     }
 }

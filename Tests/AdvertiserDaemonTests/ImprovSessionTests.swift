@@ -19,9 +19,10 @@ struct ImprovSessionTests {
         return head + [UInt8(truncatingIfNeeded: head.reduce(0) { $0 + Int($1) })]
     }
 
-    /// A session with identify (unless told otherwise) and device info.
-    func makeSession(needsAuthorization: Bool = false, identify: Bool = true) -> ImprovSession<ManualClock.Instant> {
-        var config = ImprovConfig(joinProgram: "/usr/local/libexec/join-wifi")
+    /// A session with identify (unless told otherwise) and device info; a join program, so no
+    /// scan (unless told to join by NetworkManager).
+    func makeSession(needsAuthorization: Bool = false, identify: Bool = true, joiner: ImprovConfig.Joiner = .program("/usr/local/libexec/join-wifi")) -> ImprovSession<ManualClock.Instant> {
+        var config = ImprovConfig(joiner: joiner)
         config.needsAuthorization = needsAuthorization
         config.identify = identify ? ["/bin/true"] : nil
         return ImprovSession(config, deviceInfo: Self.info)
@@ -105,6 +106,18 @@ struct ImprovSessionTests {
         let step = session.handle(Self.frame(0x03, []), at: start)
 
         #expect(step == .result(Improv.result(of: 0x03, Self.info)!))
+    }
+
+    @Test("with NetworkManager joining, a scan is answered without authorization by the networks found")
+    func scan() {
+        var session = makeSession(needsAuthorization: true, joiner: .networkManager)
+        let networks = [Improv.Network(ssid: Array("Home".utf8), rssi: -52, security: .wpa2)]
+
+        let step = session.handle(Self.frame(0x04, []), at: start)
+
+        #expect(step == .scan)
+        #expect(session.scanned(networks) == .result(Improv.scanResult(networks)))
+        #expect(session.state == .authorizationRequired)
     }
 
     @Test("a joined network makes the device provisioned, and the result carries the redirect")

@@ -89,6 +89,28 @@ struct ImprovTests {
         #expect(Improv.result(of: 0x04, strings) == nil)
     }
 
+    @Test("a scan's result names the networks strongest first, as Home Assistant's client makes it")
+    func scanResult() {
+        let networks = [
+            Improv.Network(ssid: Array("Cafe".utf8), rssi: -70, security: .open),
+            Improv.Network(ssid: Array("Home".utf8), rssi: -52, security: .wpa2),
+        ]
+
+        #expect(Improv.scanResult(networks) == Self.bytes("041a04486f6d65032d353204575041320443616665032d3730024e4f09"))
+    }
+
+    @Test("a scan's result keeps the strongest networks that fit in one frame")
+    func scanResultFull() throws {
+        let networks = (0..<40).map { Improv.Network(ssid: Array("network-\($0)".utf8), rssi: -40 - $0, security: .wpa2) }
+
+        let frame = Improv.scanResult(networks)
+        let kept = (0..<40).filter { n in frame.count > 2 && String(decoding: frame, as: UTF8.self).contains("network-\(n)\u{3}") }
+
+        #expect(frame.count <= 258)
+        #expect(kept == Array(0..<kept.count))
+        #expect(kept.count == 13)  // 10 entries of 19 bytes, 3 of 20: 250; a 14th would make 270
+    }
+
     @Test("the service data is the state, the capabilities and four zeros")
     func serviceData() {
         let data = Improv.serviceData(state: .authorized, capabilities: [.identify, .deviceInfo, .scan])

@@ -1,0 +1,232 @@
+package import DBus
+package import Peripheral
+
+/// Joins Wi-Fi networks through NetworkManager over the system bus (`[improv] join =
+/// "networkmanager"`, the default), and lists the networks in range for Improv's scan.
+///
+/// A join adds a connection (saved, so the box joins the network again after a reboot) and
+/// activates it on NetworkManager's Wi-Fi device, then waits until NetworkManager says it is
+/// activated (an address configured) or failed; a connection that failed is deleted again.
+/// NetworkManager asks polkit whether bleadvd's user may do this: the package's rule
+/// (`systemd/bleadvd-networkmanager.rules`) allows exactly the actions needed.
+package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration == Duration {
+    /// The system bus.
+    let connection: DBusConnection
+    /// Whose sleeps pace the waits.
+    let clock: C
+
+    static var service: String { "org.freedesktop.NetworkManager" }
+    static var managerPath: DBusObjectPath { "/org/freedesktop/NetworkManager" }
+    static var deviceInterface: String { "org.freedesktop.NetworkManager.Device" }
+    static var wirelessInterface: String { "org.freedesktop.NetworkManager.Device.Wireless" }
+    static var activeInterface: String { "org.freedesktop.NetworkManager.Connection.Active" }
+    /// How long a join may take: NetworkManager's own attempt gives up sooner.
+    static var timeout: Duration { .seconds(90) }
+    /// How long a scan is waited for before the networks NetworkManager knows are listed.
+    static var scanWait: Duration { .seconds(10) }
+    /// How often NetworkManager is asked while waiting.
+    static var poll: Duration { .milliseconds(250) }
+
+    /// A joiner asking NetworkManager on `connection`.
+    package init(connection: DBusConnection, clock: C) {
+        self.connection = connection
+        self.clock = clock
+    }
+
+    typealias Failure = NetworkManager.Failure
+
+    package func join(_ credentials: Improv.Credentials) async throws -> String? {
+        let device = try await wifiDevice()
+        let settings = try NetworkManager.settings(for: credentials)
+        // Why the device failed is in its StateChanged signal (the state it reaches after,
+        // disconnected, carries no reason): watched from before the attempt.
+        let changes = try await connection.signals(matching: DBusMatchRule(
+            sender: Self.service, path: device, interface: Self.deviceInterface, member: "StateChanged"))
+        let failure = Task(executorPreference: connection.eventLoop) { () -> UInt32? in
+            var reason: UInt32?
+            for await change in changes where change.body.first?.uint32 == NetworkManager.failedState {
+                reason = change.body.last?.uint32
+            }
+            return reason
+        }
+        defer { failure.cancel() }
+        let reply = try await ask(Self.managerPath, Self.service, "AddAndActivateConnection", [settings, .objectPath(device), .objectPath(.root)], expecting: "oo")
+        guard let saved = reply[0].objectPath, let active = reply[1].objectPath else {
+            throw Failure(description: "NetworkManager's answer to AddAndActivateConnection lacks its paths")
+        }
+        do {
+            try await activated(active, on: device, failure: failure)
+        } catch {
+            _ = try? await connection.call(
+                destination: Self.service, path: Self.managerPath, interface: Self.service,
+                member: "DeactivateConnection", [.objectPath(active)])
+            _ = try? await connection.call(
+                destination: Self.service, path: saved, interface: "org.freedesktop.NetworkManager.Settings.Connection", member: "Delete")
+            throw error
+        }
+        return await address(of: active)
+    }
+
+    package func networks() async throws -> [Improv.Network] {
+        let device = try await wifiDevice()
+        let before = try? await property(device, Self.wirelessInterface, "LastScan")
+        // NetworkManager refuses a scan soon after its last one: then the list it has is recent.
+        _ = try? await ask(device, Self.wirelessInterface, "RequestScan", [.variantDictionary([:])])
+        var waited = Duration.zero
+        while waited < Self.scanWait, (try? await property(device, Self.wirelessInterface, "LastScan")) == before {
+            try await clock.sleep(for: Self.poll)
+            waited += Self.poll
+        }
+        let paths = try await ask(device, Self.wirelessInterface, "GetAllAccessPoints", expecting: "ao")[0].arrayElements?.compactMap(\.objectPath) ?? []
+        var accessPoints: [[String: DBusValue]] = []
+        for path in paths {
+            // An access point gone since the list was made is left out.
+            guard let properties = try? await connection.call(
+                destination: Self.service, path: path, interface: "org.freedesktop.DBus.Properties", member: "GetAll",
+                [.string("org.freedesktop.NetworkManager.AccessPoint")], expecting: "a{sv}")[0].variantDictionary else { continue }
+            accessPoints.append(properties)
+        }
+        return NetworkManager.networks(from: accessPoints)
+    }
+
+    /// The first Wi-Fi device NetworkManager manages.
+    func wifiDevice() async throws -> DBusObjectPath {
+        let devices = try await ask(Self.managerPath, Self.service, "GetDevices", expecting: "ao")[0].arrayElements?.compactMap(\.objectPath) ?? []
+        for device in devices {
+            guard (try? await property(device, Self.deviceInterface, "DeviceType"))?.uint32 == 2,
+                  (try? await property(device, Self.deviceInterface, "Managed"))?.boolean == true else { continue }
+            return device
+        }
+        throw Failure(description: "NetworkManager manages no Wi-Fi device")
+    }
+
+    /// Waits until `active` is activated; throws when it failed (with the reason `failure`
+    /// saw the device fail for) or ``timeout`` passed first.
+    func activated(_ active: DBusObjectPath, on device: DBusObjectPath, failure: Task<UInt32?, Never>) async throws {
+        var waited = Duration.zero
+        while waited < Self.timeout {
+            // The active connection's object goes away once it failed.
+            let state = (try? await property(active, Self.activeInterface, "State"))?.uint32 ?? 4
+            if state == 2 { return }
+            if state >= 3 {
+                // The device's failure came before its active connection went: give the signal
+                // a moment to be read.
+                try await clock.sleep(for: Self.poll)
+                failure.cancel()
+                let reason = await failure.value
+                throw Failure(description: "NetworkManager could not connect: \(reason.map(NetworkManager.reasonText) ?? "its connection was deactivated")")
+            }
+            try await clock.sleep(for: Self.poll)
+            waited += Self.poll
+        }
+        throw Failure(description: "NetworkManager did not connect within \(Self.timeout.components.seconds) s")
+    }
+
+    /// The IPv4 address `active` got (IPv6 when it has none), or nil.
+    func address(of active: DBusObjectPath) async -> String? {
+        for (config, interface) in [("Ip4Config", "IP4Config"), ("Ip6Config", "IP6Config")] {
+            guard let path = (try? await property(active, Self.activeInterface, config))?.objectPath, path != .root,
+                  let data = try? await property(path, "org.freedesktop.NetworkManager.\(interface)", "AddressData"),
+                  let address = NetworkManager.address(from: data) else { continue }
+            return address
+        }
+        return nil
+    }
+
+    /// A property's value.
+    func property(_ path: DBusObjectPath, _ interface: String, _ name: String) async throws -> DBusValue? {
+        try await connection.call(
+            destination: Self.service, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get",
+            [.string(interface), .string(name)], expecting: "v")[0].variantValue
+    }
+
+    /// Calls NetworkManager; its refusal (polkit's no among them) becomes a ``Failure``.
+    private func ask(
+        _ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil
+    ) async throws -> [DBusValue] {
+        do {
+            return try await connection.call(destination: Self.service, path: path, interface: interface, member: member, arguments, expecting: expecting)
+        } catch let error as DBusError {
+            throw Failure(description: "NetworkManager refused \(member): \(Untrusted.shown(error.description, limit: 200))")
+        }
+    }
+}
+
+/// What the joiner makes of NetworkManager's values and asks of it, apart from the calls.
+enum NetworkManager {
+    /// NM_DEVICE_STATE_FAILED.
+    static var failedState: UInt32 { 120 }
+
+    /// A failure, said in a line.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The connection NetworkManager is asked to add: infrastructure Wi-Fi to `credentials`'
+    /// SSID, WPA/WPA2 personal with their password (none: an open network), addresses by DHCP.
+    /// - Throws: when the password is not text (NetworkManager takes it as a string).
+    static func settings(for credentials: Improv.Credentials) throws -> DBusValue {
+        var sections: [String: DBusValue] = [
+            "connection": .variantDictionary([
+                "id": .string(String(decoding: credentials.ssid, as: UTF8.self)),
+                "type": .string("802-11-wireless"),
+            ]),
+            "802-11-wireless": .variantDictionary([
+                "ssid": .bytes(credentials.ssid),
+                "mode": .string("infrastructure"),
+            ]),
+        ]
+        if !credentials.password.isEmpty {
+            guard let password = String(validating: credentials.password, as: UTF8.self) else {
+                throw Failure(description: "the password is not UTF-8 text")
+            }
+            sections["802-11-wireless-security"] = .variantDictionary(["key-mgmt": .string("wpa-psk"), "psk": .string(password)])
+        }
+        return .dictionary(
+            key: .string, value: .dictionary(key: .string, value: .variant),
+            sections.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), $0.value) })
+    }
+
+    /// The networks NetworkManager's access points (their properties) make: hidden ones left
+    /// out, each SSID once at its strongest, the signal in dBm from NetworkManager's percent.
+    static func networks(from accessPoints: [[String: DBusValue]]) -> [Improv.Network] {
+        var strongest: [[UInt8]: Improv.Network] = [:]
+        for properties in accessPoints {
+            guard let ssid = properties["Ssid"]?.bytes, !ssid.isEmpty, let strength = properties["Strength"]?.byte else { continue }
+            let network = Improv.Network(ssid: ssid, rssi: rssi(strength: strength), security: security(properties))
+            if strongest[ssid].map({ $0.rssi < network.rssi }) ?? true { strongest[ssid] = network }
+        }
+        return strongest.values.sorted { $0.rssi != $1.rssi ? $0.rssi > $1.rssi : $0.ssid.lexicographicallyPrecedes($1.ssid) }
+    }
+
+    /// dBm from NetworkManager's signal quality, inverting its mapping of -100…-40 dBm to
+    /// 0…100 %.
+    static func rssi(strength: UInt8) -> Int {
+        Int(min(strength, 100)) * 60 / 100 - 100
+    }
+
+    /// How an access point is secured: RSN (WPA2 or newer), WPA, privacy alone (WEP), none.
+    static func security(_ properties: [String: DBusValue]) -> Improv.Network.Security {
+        if (properties["RsnFlags"]?.uint32 ?? 0) != 0 { return .wpa2 }
+        if (properties["WpaFlags"]?.uint32 ?? 0) != 0 { return .wpa }
+        if ((properties["Flags"]?.uint32 ?? 0) & 0x1) != 0 { return .wep }
+        return .open
+    }
+
+    /// The first address in an IP config's `AddressData`.
+    static func address(from data: DBusValue) -> String? {
+        data.arrayElements?.lazy.compactMap { $0.variantDictionary?["address"]?.string }.first
+    }
+
+    /// NetworkManager's reason for a device's failure, in words.
+    static func reasonText(_ reason: UInt32) -> String {
+        switch reason {
+        case 7: "it needed a password it did not get (a wrong password?)"
+        case 8, 9, 10: "the access point refused it (a wrong password?)"
+        case 11: "authentication took too long (a wrong password?)"
+        case 5, 15, 16, 17: "no address (DHCP)"
+        case 53: "no network of that name in range"
+        default: "NetworkManager's reason \(reason)"
+        }
+    }
+}
