@@ -23,9 +23,13 @@ extension Daemon {
     /// How long a central that was let in has to finish pairing before it counts as failed.
     package static var pairingTimeout: Duration { .seconds(30) }
 
-    /// The method the agent is registered for: the config's, when there are services to pair for.
+    /// The method the agent is registered for: the config's, when a characteristic asks for a
+    /// bond (its `security` is not none). An agent makes the adapter unpairable outside its
+    /// windows, which a desktop's own pairing (headphones, a keyboard) would run into: a
+    /// config whose services are all open (Improv's alone, say) registers none.
     var agentMethod: PairingMethod? {
-        services.isEmpty ? nil : pairing.method
+        let bondNeeded = services.values.contains { $0.live.service.characteristics.contains { $0.security != .none } }
+        return bondNeeded ? pairing.method : nil
     }
 
     /// Has the module keep the agent registered for `method` (nil: none), with this daemon's
@@ -40,7 +44,7 @@ extension Daemon {
         guard let method = agentMethod else {
             throw PeripheralError(.invalid, pairing.method == nil
                 ? "pairing is off ([pairing] method = \"off\" in \(configPath))"
-                : "no GATT service is configured in \(configPath): there is nothing to pair for")
+                : "no characteristic in \(configPath) asks for a bond (security is none for each): there is nothing to pair for")
         }
         let length = seconds ?? Int(pairing.window.components.seconds)
         guard PairingConfig.windowRange.contains(length) else {

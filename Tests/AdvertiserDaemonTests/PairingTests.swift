@@ -64,6 +64,23 @@ struct PairingTests {
         #expect(result.errors.contains("pairing is off"), "\(result.errors)")
     }
 
+    @Test("when every characteristic is open no agent is registered (the system's own pairs), and bleadvctl pair says why with exit 2")
+    func openServicesRegisterNothing() async throws {
+        let config = Self.config().replacingOccurrences(of: "value = \"desk\"", with: "value = \"desk\"\nsecurity = \"none\"")
+        let session = try await DaemonSession(config: config) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+        }
+
+        let result = try await session.ctl("pair", "10")
+
+        #expect(session.mock.calls.registeredAgents.isEmpty)
+        #expect(session.mock.calls.pairable.isEmpty)
+        #expect(result.status == 2)
+        #expect(result.errors.contains("asks for a bond"), "\(result.errors)")
+    }
+
     @Test("outside a window the agent refuses a central, and the journal names it")
     func refusedOutsideWindow() async throws {
         let session = try await session()
