@@ -28,7 +28,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix test-pairing unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak
+.PHONY: help deps build test test-matrix test-pairing test-improv unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -50,32 +50,39 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 	@scripts/check-docs.sh
 
 # 56 is a measurement for the docs (make bench-address; make test-matrix runs it on every stack).
-# 65, pairing with a central of its own stack, runs in make test on trixie without extended
-# advertising (testbed-stacks-test); on bookworm in make test-pairing and make test-matrix.
+# 65, pairing with a central of its own stack, runs on both stacks in make test-pairing and in
+# make test-matrix, not in make test: its central's GATT discovery sometimes times out after
+# kill -9 of bluetoothd in the emulated link layer (docs/RELIABILITY.md, Not done yet).
 SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/65-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 
-testbed-test: build ## end-to-end scenarios in the VM test bed with a real bluetoothd (all but 56, a measurement: make bench-address, and 65, on trixie in make test: make test-pairing)
+testbed-test: build ## end-to-end scenarios in the VM test bed with a real bluetoothd (all but 56, a measurement: make bench-address, and 65: make test-pairing)
 	testbed/setup.sh
 	testbed/run.sh $(SCENARIOS)
 
-test-pairing: build ## scenario 65, pairing with Bumble as the central, on bookworm (make test runs it on trixie); about 4 minutes
-	testbed/setup.sh
+test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookworm and on trixie without extended advertising (not in make test: RELIABILITY, Not done yet); about 8 minutes
+	testbed/setup.sh bookworm trixie
 	testbed/run.sh testbed/scenarios/65-*.sh
+	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/65-*.sh
+
+test-improv: deb ## scenario 66, Improv Wi-Fi with Home Assistant's client, NetworkManager and a hostapd access point, on bookworm and on trixie without extended advertising; about 6 minutes
+	testbed/setup.sh bookworm trixie
+	testbed/run.sh --systemd testbed/systemd-scenarios/66-*.sh
+	testbed/run.sh --systemd --stack trixie --legacy testbed/systemd-scenarios/66-*.sh
 
 testbed-systemd-test: deb ## the .deb and make install under systemd as PID 1 in the VM test bed: sandbox, control, 25 steps of the chaos soak, reload, watchdog, upgrade, removal
 	testbed/setup.sh
 	@# A newer build of the same binaries, for the upgrade over a running one.
 	scripts/make-deb.sh $(VERSION) 2
 	@# 55 here too: Debian 12's bluetooth.service (no -E) ignores intervals, which status must say.
-	testbed/run.sh --systemd testbed/scenarios/55-*.sh testbed/systemd-scenarios/*.sh
+	testbed/run.sh --systemd testbed/scenarios/55-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
 
-testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 10 restarts of bluetooth.service and 25 steps of the chaos soak, pairing with Bumble (65); bookworm's daemon scenario on such controllers
+testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 10 restarts of bluetooth.service and 25 steps of the chaos soak; bookworm's daemon scenario on such controllers
 	testbed/setup.sh bookworm trixie
 	@# 62 upgrades to a newer build of the same binaries.
 	scripts/make-deb.sh $(VERSION) 2
 	BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=10" \
 	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/20-*.sh testbed/scenarios/30-*.sh \
-	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh testbed/scenarios/59-*.sh testbed/scenarios/65-*.sh \
+	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh testbed/scenarios/59-*.sh \
 	  testbed/systemd-scenarios/60-*.sh testbed/repro/bluetooth-restarts.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
 	testbed/run.sh --legacy testbed/scenarios/20-*.sh
 

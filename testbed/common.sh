@@ -8,6 +8,8 @@ BEACONTOOLS_VERSION=2.1.0
 # The GATT central of testbed/gatt_central.py (scenario 58).
 BLEAK_VERSION=3.1.0
 BUMBLE_VERSION=0.0.236
+# Home Assistant's Improv client, as its improv_ble integration runs it (scenario 66).
+IMPROV_BLE_CLIENT_VERSION=2.0.1
 
 # install_packages TAG PACKAGE...: installs those of the Debian packages that are missing.
 install_packages() {

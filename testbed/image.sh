@@ -30,7 +30,8 @@ case "$suite" in bookworm|trixie|sid) ;; *) echo "testbed-image: no stack $stack
 image=$TESTBED_CACHE/systemd-$stack.img
 stamp=$image.recipe
 kernel=$TESTBED_CACHE/kernel-$stack
-recipe=$(sha256sum "$here/image.sh" | cut -d' ' -f1)
+# The recipe: this file and the versions common.sh pins for the image's Python packages.
+recipe=$(cat "$here/image.sh" "$here/common.sh" | sha256sum | cut -d' ' -f1)
 if [[ -s "$image" && "$(cat "$stamp" 2>/dev/null)" == "$recipe" ]] \
    && [[ "$suite" != sid || -z "$(find "$image" -mmin +1440)" ]]; then
   exit 0
@@ -44,8 +45,11 @@ trap 'rm -rf "$root"' EXIT
 # What a Bluetooth gateway has, plus what the scenarios use: btvirt (bluez-test-tools) for the
 # two virtual controllers, python3-dbus/gi for the observer on hci1, BlueZ's example-advertisement (scenario 11), make and binutils (strip)
 # for `make install`, a venv with the decoders we did not write (bthome-ble, beacontools),
-# and the suite's kernel except on bookworm.
+# and the suite's kernel except on bookworm. For Improv Wi-Fi (scenario 66): NetworkManager and
+# polkit as a gateway has them, hostapd and dnsmasq for the access point on a
+# mac80211_hwsim radio; NetworkManager is not started at boot (scenario 66 starts it).
 packages=systemd-sysv,dbus,bluez,bluez-test-tools,bluez-test-scripts,kmod,udev,procps,make,binutils,python3,python3-dbus,python3-gi,python3-venv
+packages+=,network-manager,polkitd,wpasupplicant,hostapd,dnsmasq-base,iproute2
 [[ "$stack" == bookworm ]] || packages+=,linux-image-$arch
 log "bootstrapping Debian $suite for $arch ($packages)"
 # sid's Release file is valid for a week; a mirror that is a snapshot (as this machine's is)
@@ -59,8 +63,10 @@ cp -L /etc/ssl/certs/ca-certificates.crt "$root/tmp/host-ca.crt"
 chroot "$root" env -u PIP_FIND_LINKS SSL_CERT_FILE=/tmp/host-ca.crt REQUESTS_CA_BUNDLE=/tmp/host-ca.crt PIP_CERT=/tmp/host-ca.crt \
   /opt/testbed-decoders/bin/pip install -q \
   --disable-pip-version-check "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION" "bleak==$BLEAK_VERSION" \
-  "bumble==$BUMBLE_VERSION"
+  "bumble==$BUMBLE_VERSION" "py-improv-ble-client==$IMPROV_BLE_CLIENT_VERSION"
 rm -f "$root/tmp/host-ca.crt"
+chroot "$root" systemctl disable --quiet NetworkManager.service NetworkManager-wait-online.service \
+  NetworkManager-dispatcher.service wpa_supplicant.service 2> /dev/null || true
 if [[ "$stack" != bookworm ]]; then
   # The kernel boots from the host (vng --run) and its modules are shared from the host's
   # /lib/modules (testbed/setup.sh puts them there): both leave the image.

@@ -65,13 +65,23 @@ keys="$TESTBED_WORK/central-keys.json"
 # its stderr (Bumble's notes about the emulated controller) in central.err.
 central() {
   free_hci1
-  local status=0
+  local status=0 started
+  started=$(date '+%H:%M:%S.%N')
   timeout 90 "$(decoders_python)" "$TESTBED_ROOT/testbed/bumble_central.py" "$address" --keys "$keys" "$@" \
     2> "$TESTBED_WORK/central.err" > "$TESTBED_WORK/central.last" || status=$?
   tee -a "$TESTBED_WORK/central.out" < "$TESTBED_WORK/central.last" | sed 's/^/    /'
   if ((status)); then
     echo "    the central exited $status:"; tail -n 20 "$TESTBED_WORK/central.err" | sed 's/^/    /'
+    echo "    what the HCI record has since it started (links, ATT, MGMT connection events):"
+    hci_since "$started" | sed 's/^/    /' || true
   fi
+}
+# hci_since HH:MM:SS.N: btmon's record from that time on, its link, ATT and connection lines.
+hci_since() {
+  btmon -T -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null \
+    | awk -v since="$1" 'match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+$/) { now = substr($0, RSTART) } now >= since' \
+    | grep -E "Connect|Disconnect|ATT|Handle:|Reason|Status: [^S]|Role|already|LE Address|Encryption|Long Term" \
+    | grep -vE "Number of Completed|RAW (Open|Close)" | awk 'NR <= 120' || true
 }
 # free_hci1: hci1 powered off behind bluetoothd (testbed/mgmt.py: 5.82's btmgmt runs nothing
 # without a terminal), so that Bumble can take it through the HCI user channel. bluetoothd

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# testbed-timeout: 600
+# Improv Wi-Fi as Home Assistant does it, against a real access point: mac80211_hwsim gives the
+# guest two Wi-Fi radios; hostapd runs a WPA2 access point (with dnsmasq for DHCP) on one,
+# NetworkManager manages the other. bleadvd, installed from the package (user bleadvd, its
+# polkit rule), offers Improv; Home Assistant's own client (py-improv-ble-client, through bleak
+# and BlueZ on hci1) discovers it by its advertisement and:
+# - before authorization: device info and scan answered, credentials refused (not authorized);
+#   a bad checksum, a frame whose SSID runs past its end and an unknown command get their
+#   errors;
+# - after `bleadvctl improv authorize`: a wrong password ends in unable to connect, the device
+#   ready again and NetworkManager left without the failed connection; the right one
+#   provisions it: the redirect URL carries the address NetworkManager got, and the
+#   advertisement says provisioned (Home Assistant's filter then leaves it alone);
+# - bluetoothd killed while NetworkManager joins: the join completes, and bleadvd is back on
+#   air, provisioned;
+# - the password is in no journal line (of any unit) and not in status.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+ssid=bleadvd-test-ap
+password=correct-horse-battery
+ap_address=192.168.77.1
+
+if [[ "$(systemctl is-active bleadvd 2>/dev/null)" != active ]]; then
+  deb=$(ls "$TESTBED_BUILD"/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
+  # A config make uninstall left (63) is kept, as dpkg keeps an admin's: this writes its own.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-confold "$deb" > "$TESTBED_WORK/apt-install.out" 2>&1 \
+    || { cat "$TESTBED_WORK/apt-install.out"; fail "apt install ./$(basename "$deb") failed"; }
+fi
+
+echo "1. Wi-Fi: two mac80211_hwsim radios, hostapd's WPA2 access point on one, NetworkManager on the other"
+modprobe mac80211_hwsim radios=2
+wait_for 10 "two Wi-Fi interfaces" '[ "$(ls /sys/class/ieee80211 | wc -l)" -ge 2 ]'
+mapfile -t wlans < <(for phy in /sys/class/ieee80211/*; do ls "$phy/device/net"; done | sort)
+ap=${wlans[0]} station=${wlans[1]}
+cat > "$TESTBED_WORK/hostapd.conf" <<CONF
+interface=$ap
+driver=nl80211
+ssid=$ssid
+hw_mode=g
+channel=6
+wpa=2
+wpa_key_mgmt=WPA-PSK
+rsn_pairwise=CCMP
+wpa_passphrase=$password
+CONF
+ip addr add "$ap_address/24" dev "$ap"
+hostapd -B -P "$TESTBED_WORK/hostapd.pid" -f "$TESTBED_WORK/hostapd.log" "$TESTBED_WORK/hostapd.conf" > /dev/null
+dnsmasq --interface="$ap" --bind-interfaces --except-interface=lo --port=0 --user=root \
+  --dhcp-range=192.168.77.10,192.168.77.50,1h --pid-file="$TESTBED_WORK/dnsmasq.pid" --log-facility="$TESTBED_WORK/dnsmasq.log"
+mkdir -p /etc/NetworkManager/conf.d
+printf '[keyfile]\nunmanaged-devices=interface-name:%s\n' "$ap" > /etc/NetworkManager/conf.d/testbed.conf
+systemctl start NetworkManager
+wait_for 30 "NetworkManager to manage $station" "nmcli -t -f DEVICE,STATE device | grep -qE '^$station:disconnected'"
+echo "    $ap: hostapd $(hostapd -v 2>&1 | sed -nE 's/^hostapd v(.*)/\1/p'), WPA2 \"$ssid\", $ap_address with dnsmasq for DHCP;" \
+  "$station: NetworkManager $(nmcli --version | awk '{print $NF}'), $(nmcli -t -f DEVICE,STATE device | grep "^$station:" | cut -d: -f2)"
+
+echo "2. bleadvd offers Improv, waiting for authorization"
+cat > /etc/bleadvd/bleadvd.toml <<'TOML'
+adapter = "hci0"
+
+[improv]
+device_name = "attic-pi"
+redirect_url = "http://{address}:8123/"
+TOML
+systemctl restart bleadvd
+address=$(adapter_address)
+# central_steps STEP...: Home Assistant's client on hci1 (testbed/improv_client.py); when a step
+# failed, how its connections went (bleak's and bleak-retry-connector's log) follows.
+central_steps() {
+  local status=0
+  timeout 180 "$(decoders_python)" "$TESTBED_ROOT/testbed/improv_client.py" --address "$address" "$@" 2> "$TESTBED_WORK/client.err" || status=$?
+  if ((status)); then
+    echo "the client exited $status; its log:"
+    grep -vE "dbus_fast|Received|Sending|ProPERTIES" "$TESTBED_WORK/client.err" | tail -n 40
+  fi
+}
+out=$(central_steps need-authorization info scan "provision:$ssid:$password" raw:010001ff raw:01030541428c raw:090009 state)
+echo "$out" | sed 's/^/    /'
+expect_line "state AUTHORIZATION_REQUIRED, capabilities <Capabilities.DEVICE_INFO|SCAN_WIFI" "$out"
+expect_line "need authorization: True" "$out"
+expect_line "device info: bleadvd, " "$out"
+expect_line "attic-pi" "$out"
+expect_line "$ssid " "$out"
+expect_line "provisioning $ssid failed: NOT_AUTHORIZED" "$out"
+expect_line "raw 010001ff: error INVALID_RPC_PACKET" "$out"
+expect_line "raw 01030541428c: error INVALID_RPC_PACKET" "$out"
+expect_line "raw 090009: error UNKNOWN_RPC_COMMAND" "$out"
+expect_line "state: AUTHORIZATION_REQUIRED" "$out"
+
+echo "3. authorized: a wrong password, then the right one"
+bleadvctl improv authorize | sed 's/^/    bleadvctl improv authorize: /'
+out=$(central_steps "provision:$ssid:wrong-password-1" state "provision:$ssid:$password")
+echo "$out" | sed 's/^/    /'
+expect_line "provisioning $ssid failed: UNABLE_TO_CONNECT" "$out"
+expect_line "state: AUTHORIZED, error: UNABLE_TO_CONNECT" "$out"
+redirect=$(sed -nE "s|.*provisioned $ssid: redirect (http://[^ ]*).*|\1|p" <<< "$out")
+[[ -n "$redirect" ]] || fail "not provisioned"
+got=$(nmcli -g IP4.ADDRESS device show "$station" | head -n1)
+echo "    NetworkManager: $station $(nmcli -g GENERAL.STATE device show "$station"), $got; connections: $(nmcli -t -f NAME,TYPE connection show | tr '\n' ' ')"
+[[ "$redirect" == "http://${got%/*}:8123/" ]] || fail "the redirect $redirect does not carry NetworkManager's address $got"
+[[ "$(nmcli -t -f NAME connection show | grep -c "^$ssid$")" == 1 ]] || fail "NetworkManager keeps $(nmcli -t -f NAME connection show | grep -c "^$ssid$") connections named $ssid, not 1"
+heard=$(heard_service_data 00004677-0000-1000-8000-00805f9b34fb)
+echo "    hci1 hears Improv's service data $heard"
+[[ "$heard" == 04* ]] || fail "the advertisement does not say provisioned: $heard"
+journalctl -u bleadvd --no-pager -o cat 2> /dev/null | grep "improv:" | sed 's/^/    journal: /'
+
+echo "4. bluetoothd killed while NetworkManager joins"
+nmcli connection delete "$ssid" > /dev/null
+systemctl restart bleadvd
+bleadvctl improv authorize > /dev/null
+since=$(date '+%Y-%m-%d %H:%M:%S')
+central_steps "provision:$ssid:$password" > "$TESTBED_WORK/killed.out" &
+client=$!
+wait_for 60 "the join to start" "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -q 'improv: .* joining'"
+restart_bluetoothd
+killed_at=$(date +%s.%N)
+wait "$client" || true
+sed 's/^/    the client: /' "$TESTBED_WORK/killed.out"
+wait_for 60 "the join to end" "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -qE 'improv: (joined|could not join)'"
+journalctl -u bleadvd --since "$since" --no-pager -o cat 2> /dev/null | grep -E "improv:|event: bluez" | sed 's/^/    journal: /'
+heard=$(heard_service_data 00004677-0000-1000-8000-00805f9b34fb)
+echo "    hci1 hears Improv's service data $heard, $(elapsed "$killed_at") s after the kill"
+[[ "$heard" == 04* ]] || fail "after the kill the advertisement does not say provisioned: $heard"
+[[ "$(nmcli -g GENERAL.STATE device show "$station")" == 100* ]] || fail "NetworkManager is not connected after the kill"
+
+echo "5. the password"
+seen=$( (journalctl --no-pager -o cat 2> /dev/null; bleadvctl status --json) | grep -c "$password" || true)
+echo "    in the journal (every unit's) and status: $seen time(s)"
+[[ "$seen" == 0 ]] || fail "the password was shown"
