@@ -8,7 +8,8 @@ package import Peripheral
 /// activates it on NetworkManager's Wi-Fi device, then waits until NetworkManager says it is
 /// activated (an address configured) or failed; a connection that failed is deleted again.
 /// NetworkManager asks polkit whether bleadvd's user may do this: the package's rule
-/// (`systemd/bleadvd-networkmanager.rules`) allows exactly the actions needed.
+/// (`systemd/bleadvd.rules`, installed as `/usr/share/polkit-1/rules.d/60-bleadvd.rules`) allows
+/// exactly the actions needed.
 package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration == Duration {
     /// The system bus.
     let connection: DBusConnection

@@ -190,7 +190,8 @@ kill_bluetoothd_watched() {
   if ((count)); then
     central encrypt "flood:$dimmer=$count" "read:$dimmer" > "$TESTBED_WORK/flood2.out" 2>&1 &
     local flood=$!
-    wait_for 90 "the flood to reach bleadvd" "[ \$(grep -c WriteValue '$out') -gt 300 ]"
+    wait_for 90 "the flood to reach bleadvd" "[ \$(grep -c WriteValue '$out') -gt 300 ]" \
+      || { kill "$flood" 2> /dev/null; wait "$flood" 2> /dev/null; sed 's/^/    the flood: /' "$TESTBED_WORK/flood2.out"; return 1; }
   fi
   local vanished_before; vanished_before=$(grep -c "event: bluezVanished" "$TESTBED_WORK/bleadvd.log" || true)
   pkill -9 -x bluetoothd
