@@ -132,18 +132,14 @@ extension Daemon {
         let name = ImprovConfig.name
         var values: [(String, [UInt8])] = [("error", [run.session.error.rawValue]), ("state", [run.session.state.rawValue])]
         if case .result(let frame) = step { values.append(("result", frame)) }
-        for (characteristic, bytes) in values { await showImprovValue(characteristic, bytes) }
+        for (characteristic, bytes) in values {
+            services[name]?.held { $0.store(.bytes(bytes), bytes: bytes, for: characteristic) }
+            try? await module.setValue(bytes, of: GATTCharacteristicID(service: name, characteristic: characteristic))
+        }
         let advertisement = run.config.advertisement(state: run.session.state)
         if entries[name]?.values.live != advertisement, entries[name]?.values.set(advertisement) == true {
             post.yield(.send(.advertisement(name)))
         }
-    }
-
-    /// Sets one of the improv service's characteristics, held while BlueZ is away.
-    private func showImprovValue(_ characteristic: String, _ bytes: [UInt8]) async {
-        let name = ImprovConfig.name
-        services[name]?.held { $0.store(.bytes(bytes), bytes: bytes, for: characteristic) }
-        try? await module.setValue(bytes, of: GATTCharacteristicID(service: name, characteristic: characteristic))
     }
 
     /// `bleadvctl improv authorize`: a person allows provisioning for the configured time.
