@@ -32,8 +32,8 @@ public protocol AdvertiserControlling: Sendable {
     /// Removes the bond with `central`.
     func forget(_ central: String) async throws(PeripheralError)
     /// Allows Improv Wi-Fi provisioning for the configured time; returns it, in seconds.
-    /// - Throws: `invalid` when Improv is not offered, needs no authorization, or the device is
-    ///   joining a network or provisioned already.
+    /// - Throws: `invalid` when Improv is not configured, needs no authorization, is not on air
+    ///   now, or the device is joining a network or provisioned already.
     func improvAuthorize() async throws(PeripheralError) -> Int
 }
 

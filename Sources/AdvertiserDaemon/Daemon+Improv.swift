@@ -16,6 +16,23 @@ package protocol NetworkJoining: Sendable {
     /// The Wi-Fi networks in range, strongest first.
     /// - Throws: when they cannot be listed.
     func networks() async throws -> [Improv.Network]
+    /// Whether this machine's Wi-Fi is connected, and its changes from then on; nil when the
+    /// joiner cannot tell.
+    /// - Throws: when it could not be asked.
+    func wifi() async throws -> WifiWatch?
+}
+
+/// Whether this machine's Wi-Fi is connected now, and whenever that changes.
+package struct WifiWatch: Sendable {
+    /// Whether it is connected now.
+    package var connected: Bool
+    /// Each change from then on: true when it connected, false when it is no longer.
+    package var changes: AsyncStream<Bool>
+
+    package init(connected: Bool, changes: AsyncStream<Bool>) {
+        self.connected = connected
+        self.changes = changes
+    }
 }
 
 /// Improv as the daemon runs it: the state machine (with its configuration) and the frame
@@ -23,6 +40,9 @@ package protocol NetworkJoining: Sendable {
 struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
     var session: ImprovSession<Instant>
     var assembler = Improv.Assembler()
+    /// Whether Improv is on air (its advertisement and its service): not while this machine's
+    /// Wi-Fi is connected, nor from ``Daemon/improvWithdrawDelay`` after it was provisioned.
+    var offered = true
 
     /// A run of `config`, its device info read from this machine.
     init(_ config: ImprovConfig) {
@@ -64,9 +84,16 @@ extension Daemon {
         case .join(let credentials): await improvJoin(credentials)
         case .identify: await improvIdentify()
         case .scan: await improvScan()
-        case .due(let at):
+        case .follow(let changes):
+            for await connected in changes { await improvWifi(connected: connected) }
+        case .due(let timer, let at):
             guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
-            await improvDue()
+            switch timer {
+            case .authorization: await improvDue()
+            case .offer: await improvOfferDue()
+            case .withdrawal: await improvWithdrawalDue()
+            case .look(let attempt): await improvLook(attempt: attempt)
+            }
         }
     }
 
@@ -128,7 +155,7 @@ extension Daemon {
     /// the service (each set at once and in that order, so that a client waiting for one of
     /// them is notified even of a value it had before), and the state in the advertisement.
     func showImprov(_ step: ImprovSession<C.Instant>.Step = .none) async {
-        guard let run = improv else { return }
+        guard let run = improv, run.offered else { return }
         let name = ImprovConfig.name
         var values: [(String, [UInt8])] = [("error", [run.session.error.rawValue]), ("state", [run.session.state.rawValue])]
         if case .result(let frame) = step { values.append(("result", frame)) }
@@ -147,6 +174,9 @@ extension Daemon {
         guard var run = improv else {
             throw PeripheralError(.invalid, "Improv is not offered ([improv] in \(configPath))")
         }
+        guard run.offered else {
+            throw PeripheralError(.invalid, "Improv is not on air now: this machine's Wi-Fi is connected, or it was provisioned")
+        }
         guard run.config.needsAuthorization else {
             throw PeripheralError(.invalid, "Improv needs no authorization here ([improv] authorization = \"none\" in \(configPath))")
         }
@@ -157,7 +187,7 @@ extension Daemon {
         improv = run
         let seconds = Int(run.config.authorization.components.seconds)
         logger.notice("improv: authorized for \(seconds) s, as bleadvctl says")
-        if let until = run.session.authorizedUntil { post.yield(.improv(.due(until))) }
+        if let until = run.session.authorizedUntil { post.yield(.improv(.due(.authorization, until))) }
         await showImprov()
         return seconds
     }
@@ -204,16 +234,114 @@ extension Daemon {
             let redirect = run.config.redirectURL.map { url in url.replacing("{address}", with: address ?? "") }
             step = run.session.joined(redirect: redirect)
             improv = run
+            post.yield(.improv(.due(.withdrawal, clock.now.advanced(by: Self.improvWithdrawDelay))))
             logger.notice("improv: joined \(credentials)\(address.map { " as \($0)" } ?? "")")
         } catch {
             guard var run = improv else { return }
             run.session.failedToJoin(at: clock.now)
             improv = run
             logger.warning("improv: could not join \(credentials): \(error)")
-            if let until = run.session.authorizedUntil { post.yield(.improv(.due(until))) }
+            if let until = run.session.authorizedUntil { post.yield(.improv(.due(.authorization, until))) }
             step = .none
         }
         await showImprov(step)
+    }
+
+    // MARK: Offered while the Wi-Fi is not connected
+
+    /// How long the Wi-Fi must have been disconnected before Improv is offered again: long
+    /// enough for NetworkManager to connect again by itself after a drop.
+    static var improvOfferDelay: Duration { .seconds(30) }
+
+    /// How long Improv stays on air after it provisioned the device: the client reads the
+    /// result, then the service stops, as Improv's specification says.
+    static var improvWithdrawDelay: Duration { .seconds(30) }
+
+    /// How often, and how many times, the Wi-Fi is asked about again when the joiner could not
+    /// tell (NetworkManager still starting at boot, say): every 15 s for 2 minutes.
+    static var improvLookInterval: Duration { .seconds(15) }
+    static var improvLookAttempts: Int { 9 }
+
+    /// Improv's first look at the Wi-Fi (at start, and when a reload adds `[improv]`), before
+    /// anything is registered: it is offered only while the Wi-Fi is not connected, and the
+    /// changes are followed from then on. A joiner that cannot tell (a program) leaves it
+    /// offered; one that could not be asked is asked again (`attempt`, Improv on air
+    /// meanwhile).
+    func improvLook(attempt: Int = 1) async {
+        guard let config = improv?.config, wifi == nil else { return }
+        let watch: WifiWatch?
+        do {
+            watch = try await networkJoiner(config).wifi()
+        } catch {
+            guard attempt < Self.improvLookAttempts else {
+                logger.warning("improv: offered whether or not the Wi-Fi is connected, which could not be told: \(error)")
+                return
+            }
+            if attempt == 1 {
+                logger.warning("improv: offered until it can be told whether the Wi-Fi is connected (asked again every \(Self.improvLookInterval.components.seconds) s for 2 min): \(error)")
+            }
+            post.yield(.improv(.due(.look(attempt: attempt + 1), clock.now.advanced(by: Self.improvLookInterval))))
+            return
+        }
+        guard let watch else { return }
+        post.yield(.improv(.follow(watch.changes)))
+        guard attempt == 1 else {
+            // On air since the start: the Wi-Fi told late takes it off, as a change would.
+            await improvWifi(connected: watch.connected)
+            return
+        }
+        wifi = (watch.connected, clock.now)
+        if watch.connected {
+            improv?.offered = false
+            logger.notice("improv: not offered: this machine's Wi-Fi is connected")
+        }
+    }
+
+    /// The Wi-Fi connected, or is no longer: Improv leaves the air at once (not while its own
+    /// join is under way or its result is being read: ``improvWithdrawDelay`` does it then), or
+    /// is offered again once the Wi-Fi has stayed disconnected for ``improvOfferDelay``.
+    func improvWifi(connected: Bool) async {
+        guard wifi?.connected != connected else { return }
+        wifi = (connected, clock.now)
+        guard let run = improv else { return }
+        if connected {
+            logger.info("improv: this machine's Wi-Fi connected")
+            guard run.offered, run.session.state != .provisioning, run.session.state != .provisioned else { return }
+            await improvWithdraw(because: "this machine's Wi-Fi is connected")
+        } else if run.offered {
+            logger.info("improv: this machine's Wi-Fi is not connected")
+        } else {
+            post.yield(.improv(.due(.offer, clock.now.advanced(by: Self.improvOfferDelay))))
+            logger.notice("improv: this machine's Wi-Fi is not connected; Improv is offered in \(Self.improvOfferDelay.components.seconds) s unless it connects again")
+        }
+    }
+
+    /// Offers Improv again, with a new session, if the Wi-Fi stayed disconnected.
+    func improvOfferDue() async {
+        guard let run = improv, !run.offered, let wifi, !wifi.connected,
+              clock.now >= wifi.since.advanced(by: Self.improvOfferDelay) else { return }
+        improv = ImprovRun(run.config)
+        let name = ImprovConfig.name
+        services[name] = Coalesced(run.config.service(state: run.config.firstState, error: .none))
+        await module.serve(application)
+        try? await module.on(name)
+        logger.notice("improv: offered: the Wi-Fi has not been connected for \(Self.improvOfferDelay.components.seconds) s")
+        await showImprov()
+    }
+
+    /// Takes Improv off the air once its result had time to be read.
+    func improvWithdrawalDue() async {
+        guard let run = improv, run.offered, run.session.state == .provisioned else { return }
+        await improvWithdraw(because: "the device was provisioned \(Self.improvWithdrawDelay.components.seconds) s ago")
+    }
+
+    /// Takes Improv's advertisement and service off the air.
+    func improvWithdraw(because reason: String) async {
+        improv?.offered = false
+        try? await module.off(ImprovConfig.name)
+        await module.serve(application)
+        logger.notice("improv: no longer offered: \(reason)")
+        if let wifi, !wifi.connected { post.yield(.improv(.due(.offer, clock.now.advanced(by: Self.improvOfferDelay)))) }
     }
 
     static func improvErrorText(_ error: Improv.ErrorState) -> String {

@@ -45,8 +45,22 @@ extension Daemon {
         case identify
         /// List the networks in range.
         case scan
-        /// The authorization may run out then.
-        case due(C.Instant)
+        /// Follow these changes of the Wi-Fi's connection (true: connected).
+        case follow(AsyncStream<Bool>)
+        /// One of Improv's timers may be due then.
+        case due(ImprovTimer, C.Instant)
+    }
+
+    /// Improv's timers.
+    enum ImprovTimer: Sendable {
+        /// The authorization runs out.
+        case authorization
+        /// Improv is offered again, the Wi-Fi having been disconnected for ``improvOfferDelay``.
+        case offer
+        /// Improv leaves the air, ``improvWithdrawDelay`` after the device was provisioned.
+        case withdrawal
+        /// The Wi-Fi is asked about again, the joiner having failed to tell before.
+        case look(attempt: Int)
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -192,8 +206,9 @@ extension Daemon {
 
     /// Registers the enabled advertisements, in the order of their names.
     private func registerEnabled() async {
-        let enabled = names.filter { entries[$0]!.values.file.enabled }
-        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
+        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(names.filter { entries[$0]!.values.file.enabled }.count) enabled, \(services.count) GATT service(s)")
+        await improvLook()
+        let enabled = names.filter { entries[$0]!.values.file.enabled && isOffered($0) }
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(application)
         await offerPairing(agentMethod)

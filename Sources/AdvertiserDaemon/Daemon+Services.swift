@@ -6,9 +6,16 @@ import Logging
 import Peripheral
 
 extension Daemon {
-    /// The services in force as one application, in name order; nil when there are none.
+    /// The services in force as one application, in name order (Improv's only while it is
+    /// offered); nil when there are none.
     var application: GATTApplication? {
-        services.isEmpty ? nil : GATTApplication(services: services.keys.sorted().map { services[$0]!.live.service })
+        let names = services.keys.sorted().filter(isOffered)
+        return names.isEmpty ? nil : GATTApplication(services: names.map { services[$0]!.live.service })
+    }
+
+    /// Whether what `name` configures may be on air: all but Improv's while it is withheld.
+    func isOffered(_ name: String) -> Bool {
+        name != ImprovConfig.name || improv?.offered != false
     }
 
     /// The service's part of ``change(_:_:)``: returns whether a sender must start.

@@ -69,6 +69,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     var pairingTimer: C.Instant?
     /// Improv Wi-Fi, when the config offers it.
     var improv: ImprovRun<C.Instant>?
+    /// Whether this machine's Wi-Fi was connected when last heard of, and since when; nil while
+    /// not known (Improv is then offered until it is provisioned).
+    var wifi: (connected: Bool, since: C.Instant)?
     /// What joins the networks Improv is given; nil for the config's join program.
     let joiner: (any NetworkJoining)?
     /// Where the daemon is in its life.
@@ -210,12 +213,20 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             next[name] = entry
         }
         entries = next
+        if new.improv != improv?.config {
+            let newcomer = improv == nil
+            let offered = improv?.offered ?? true
+            improv = new.improv.map { ImprovRun($0) }
+            // A newcomer is offered as the Wi-Fi followed so far says (it is followed from the
+            // first look on).
+            improv?.offered = newcomer ? wifi?.connected != true : offered
+            if newcomer { await improvLook() }
+        }
         await module.configure(next.mapValues(\.advertisement))
         await reloadServices(new.services)
         pairing = new.pairing
         await offerPairing(agentMethod)
-        if new.improv != improv?.config { improv = new.improv.map { ImprovRun($0) } }
-        for name in added { try? await module.on(name) }
+        for name in added where isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }
 

@@ -65,6 +65,7 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
                 destination: Self.service, path: saved, interface: "org.freedesktop.NetworkManager.Settings.Connection", member: "Delete")
             throw error
         }
+        await deleteOthers(for: credentials.ssid, keeping: saved)
         return await address(of: active)
     }
 
@@ -90,6 +91,28 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
         return NetworkManager.networks(from: accessPoints)
     }
 
+    /// Whether the Wi-Fi device is activated (connected, with its addresses), followed by its
+    /// `StateChanged` signals (subscribed to before the state is read, so that no change falls
+    /// between them).
+    package func wifi() async throws -> WifiWatch? {
+        let device = try await wifiDevice()
+        let signals = try await connection.signals(matching: DBusMatchRule(
+            sender: Self.service, path: device, interface: Self.deviceInterface, member: "StateChanged"))
+        let reply = try await ask(device, "org.freedesktop.DBus.Properties", "Get", [.string(Self.deviceInterface), .string("State")], expecting: "v")
+        guard let state = reply[0].variantValue?.uint32 else {
+            throw Failure(description: "NetworkManager's Wi-Fi device has no State")
+        }
+        let (changes, continuation) = AsyncStream<Bool>.makeStream()
+        let follower = Task(executorPreference: connection.eventLoop) {
+            for await signal in signals {
+                if let new = signal.body.first?.uint32 { continuation.yield(new == NetworkManager.activatedState) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in follower.cancel() }
+        return WifiWatch(connected: state == NetworkManager.activatedState, changes: changes)
+    }
+
     /// The first Wi-Fi device NetworkManager manages.
     func wifiDevice() async throws -> DBusObjectPath {
         let devices = try await ask(Self.managerPath, Self.service, "GetDevices", expecting: "ao")[0].arrayElements?.compactMap(\.objectPath) ?? []
@@ -99,6 +122,21 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
             return device
         }
         throw Failure(description: "NetworkManager manages no Wi-Fi device")
+    }
+
+    /// Deletes the other saved connections to the same network, once the new one is activated:
+    /// NetworkManager would go on trying them (with an old password, say) beside it.
+    func deleteOthers(for ssid: [UInt8], keeping saved: DBusObjectPath) async {
+        let settings = "org.freedesktop.NetworkManager.Settings"
+        guard let paths = try? await connection.call(
+            destination: Self.service, path: "/org/freedesktop/NetworkManager/Settings", interface: settings,
+            member: "ListConnections", expecting: "ao")[0].arrayElements?.compactMap(\.objectPath) else { return }
+        for path in paths where path != saved {
+            guard let values = try? await connection.call(
+                destination: Self.service, path: path, interface: "\(settings).Connection", member: "GetSettings", expecting: "a{sa{sv}}")[0],
+                  NetworkManager.ssid(of: values) == ssid else { continue }
+            _ = try? await connection.call(destination: Self.service, path: path, interface: "\(settings).Connection", member: "Delete")
+        }
     }
 
     /// Waits until `active` is activated; throws when it failed (with the reason `failure`
@@ -155,6 +193,8 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
 
 /// What the joiner makes of NetworkManager's values and asks of it, apart from the calls.
 enum NetworkManager {
+    /// NM_DEVICE_STATE_ACTIVATED: connected, with its addresses.
+    static var activatedState: UInt32 { 100 }
     /// NM_DEVICE_STATE_FAILED.
     static var failedState: UInt32 { 120 }
 
@@ -186,6 +226,12 @@ enum NetworkManager {
         return .dictionary(
             key: .string, value: .dictionary(key: .string, value: .variant),
             sections.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), $0.value) })
+    }
+
+    /// The SSID a connection's settings (`a{sa{sv}}`, as GetSettings gives them) join; nil for
+    /// one that is not Wi-Fi.
+    static func ssid(of settings: DBusValue) -> [UInt8]? {
+        settings.dictionaryEntries?.first { $0.key.string == "802-11-wireless" }?.value.variantDictionary?["ssid"]?.bytes
     }
 
     /// The networks NetworkManager's access points (their properties) make: hidden ones left

@@ -87,6 +87,10 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         throw Failure(description: "\(Untrusted.quoted(program)) joins networks but does not list them")
     }
 
+    /// A program cannot say whether the Wi-Fi is connected: Improv is offered until a client
+    /// provisions the device.
+    package func wifi() async throws -> WifiWatch? { nil }
+
     /// Reads what the program wrote so far, keeping at most ``maximumOutput`` bytes.
     private static func drain(_ socket: Int32, into output: inout [UInt8]) {
         var buffer = [UInt8](repeating: 0, count: 1024)

@@ -19,8 +19,8 @@ extension Bleadvctl {
                 abstract: "Allow a client to send Wi-Fi credentials now.",
                 discussion: """
                     Prints how long the authorization holds. Exit status 2 when Improv is not \
-                    configured, needs no authorization, or the box is joining a network or \
-                    provisioned already.
+                    configured, needs no authorization, is not on air now (the box is on \
+                    Wi-Fi, or was provisioned), or the box is joining a network.
                     """)
             @OptionGroup var bus: BusOptions
 

@@ -50,11 +50,13 @@ struct DaemonSession {
     /// - Parameters:
     ///   - script: scripts the mock further before the daemon starts.
     ///   - waitForReady: whether to return only after READY=1.
+    ///   - joiner: joins Improv's networks and tells whether the Wi-Fi is connected; nil for the
+    ///     config's.
     ///   - auditDelay: the module's self-check; off unless a test is about it (its timer would
     ///     be one more sleeper on the manual clock).
     init(
         config: String = Self.config, bus: PrivateBus? = nil, watchdog: Duration? = nil, auditDelay: Duration? = nil,
-        waitForReady: Bool = true, script: (MockPeripheralManager) -> Void = { _ in },
+        waitForReady: Bool = true, joiner: (any NetworkJoining)? = nil, script: (MockPeripheralManager) -> Void = { _ in },
         loadConfig: @escaping Daemon<ManualClock>.ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) }
     ) async throws {
         self.bus = try bus ?? PrivateBus()
@@ -71,7 +73,7 @@ struct DaemonSession {
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            counters: MockCounters(), loadConfig: loadConfig, auditDelay: auditDelay,
+            counters: MockCounters(), loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
             logger: Logger(label: "test") { [logs] _ in LogLines.Handler(lines: logs) })
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()

@@ -50,6 +50,17 @@ struct NetworkManagerTests {
         ["Ssid": .bytes(Array(ssid.utf8)), "Strength": .byte(strength), "Flags": .uint32(flags), "WpaFlags": .uint32(wpa), "RsnFlags": .uint32(rsn)]
     }
 
+    @Test("a saved connection's SSID is read from its Wi-Fi settings; one that is not Wi-Fi has none")
+    func ssidOfSettings() throws {
+        let wifi = try NetworkManager.settings(for: Self.credentials("Home", "hunter22"))
+        let wired = DBusValue.dictionary(key: .string, value: .dictionary(key: .string, value: .variant), [
+            DBusDictEntry(.string("connection"), .variantDictionary(["type": .string("802-3-ethernet")])),
+        ])
+
+        #expect(NetworkManager.ssid(of: wifi) == Array("Home".utf8))
+        #expect(NetworkManager.ssid(of: wired) == nil)
+    }
+
     @Test("access points become networks: hidden ones left out, each SSID once at its strongest, strongest first")
     func networks() {
         let accessPoints = [

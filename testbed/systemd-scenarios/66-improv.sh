@@ -12,8 +12,10 @@
 #   ready again and NetworkManager left without the failed connection; the right one
 #   provisions it: the redirect URL carries the address NetworkManager got, and the
 #   advertisement says provisioned (Home Assistant's filter then leaves it alone);
-# - bluetoothd killed while NetworkManager joins: the join completes, and bleadvd is back on
-#   air, provisioned;
+# - bluetoothd killed while NetworkManager joins the same network again: the join completes,
+#   bleadvd is back on air, provisioned, and NetworkManager keeps one connection to it;
+# - provisioned, Improv leaves the air (30 s later); bleadvd restarted while the Wi-Fi is
+#   connected does not offer it; the Wi-Fi disconnected, it is offered again 30 s later;
 # - the password is in no journal line (of any unit) and not in status.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
@@ -106,8 +108,9 @@ echo "    hci1 hears Improv's service data $heard"
 [[ "$heard" == 04* ]] || fail "the advertisement does not say provisioned: $heard"
 journalctl -u bleadvd --no-pager -o cat 2> /dev/null | grep "improv:" | sed 's/^/    journal: /'
 
-echo "4. bluetoothd killed while NetworkManager joins"
-nmcli connection delete "$ssid" > /dev/null
+echo "4. bluetoothd killed while NetworkManager joins the same network again"
+# Disconnected, the saved connection kept: provisioning the same network again must leave one.
+nmcli device disconnect "$station" > /dev/null
 systemctl restart bleadvd
 bleadvctl improv authorize > /dev/null
 since=$(date '+%Y-%m-%d %H:%M:%S')
@@ -124,8 +127,29 @@ heard=$(heard_service_data 00004677-0000-1000-8000-00805f9b34fb)
 echo "    hci1 hears Improv's service data $heard, $(elapsed "$killed_at") s after the kill"
 [[ "$heard" == 04* ]] || fail "after the kill the advertisement does not say provisioned: $heard"
 [[ "$(nmcli -g GENERAL.STATE device show "$station")" == 100* ]] || fail "NetworkManager is not connected after the kill"
+saved=$(nmcli -t -f NAME connection show | grep -c "^$ssid$" || true)
+echo "    NetworkManager keeps $saved connection(s) named $ssid"
+[[ "$saved" == 1 ]] || fail "provisioning $ssid again left $saved saved connections of that name"
 
-echo "5. the password"
+echo "5. provisioned, Improv leaves the air; it is offered only while the Wi-Fi is not connected"
+wait_for 60 "Improv to leave the air after provisioning" \
+  "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -q 'improv: no longer offered: the device was provisioned'"
+left=$(observe 5 | grep -c "service_data=00004677" || true)
+echo "    $(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep 'improv: no longer offered'); hci1 hears Improv $left time(s) in 5 s"
+[[ "$left" == 0 ]] || fail "Improv is still heard after it was withdrawn"
+since=$(date '+%Y-%m-%d %H:%M:%S')
+systemctl restart bleadvd
+wait_for 30 "bleadvd to look at the Wi-Fi" "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -q 'improv: not offered'"
+echo "    bleadvd restarted with the Wi-Fi connected: $(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep 'improv: not offered')"
+[[ "$(observe 5 | grep -c "service_data=00004677" || true)" == 0 ]] || fail "Improv is heard while the Wi-Fi is connected"
+nmcli device disconnect "$station" > /dev/null
+lost_at=$(date +%s.%N)
+observe_until 90 "service_data=00004677-0000-1000-8000-00805f9b34fb:01" > "$TESTBED_WORK/offered.out" \
+  || { cat "$TESTBED_WORK/offered.out"; fail "Improv was not offered again after the Wi-Fi was lost"; }
+echo "    the Wi-Fi disconnected (nmcli device disconnect): Improv heard again, authorization required, $(elapsed "$lost_at") s later"
+journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep "improv:" | sed 's/^/    journal: /'
+
+echo "6. the password"
 seen=$( (journalctl --no-pager -o cat 2> /dev/null; bleadvctl status --json) | grep -c "$password" || true)
 echo "    in the journal (every unit's) and status: $seen time(s)"
 [[ "$seen" == 0 ]] || fail "the password was shown"
