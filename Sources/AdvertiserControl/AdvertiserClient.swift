@@ -1,4 +1,5 @@
 public import DBus
+public import Peripheral
 
 /// A client of the control API, for `bleadvctl` and any Swift program: each call blocks until
 /// the daemon answers.
@@ -69,14 +70,12 @@ public struct AdvertiserClient {
         _ = try call(.confirm, [.string(central), .boolean(matches)])
     }
 
-    /// The bonded centrals, address to name (empty when none was given).
-    public func bonds() throws -> [String: String] {
-        var bonds: [String: String] = [:]
-        for entry in try call(.bonds)[0].dictionaryEntries ?? [] {
-            guard let address = entry.key.string, let name = entry.value.string else { continue }
-            bonds[address] = name
+    /// The bonded centrals, in the daemon's order (by address).
+    public func bonds() throws -> [Bond] {
+        (try call(.bonds)[0].dictionaryEntries ?? []).compactMap { entry in
+            guard let address = entry.key.string, let name = entry.value.string else { return nil }
+            return Bond(central: address, name: name.isEmpty ? nil : name)
         }
-        return bonds
     }
 
     /// Removes the bond with a central.

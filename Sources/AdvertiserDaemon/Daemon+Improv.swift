@@ -122,7 +122,7 @@ extension Daemon {
     /// act on. Never logged or announced as it is: it may carry a Wi-Fi password.
     func improvWritten(_ bytes: [UInt8], central: String) async {
         guard var run = improv else { return }
-        let who = central.isEmpty ? "a central" : central
+        let who = Central.named(central)
         let step: ImprovSession<C.Instant>.Step
         switch run.assembler.add(bytes) {
         case .incomplete:

@@ -86,7 +86,7 @@ extension Daemon {
     /// Whether the central may go on, as the window says; logged and signalled either way. A
     /// numeric comparison waits for `Confirm` (or the request's time out).
     func decide(_ request: PairingRequest) async -> Bool {
-        let central = request.central.isEmpty ? "a central" : request.central
+        let central = Central.named(request.central)
         if window.supersedes(request) { await failed(request.central, because: "it asks again: a wrong code, or it gave up") }
         switch window.decide(request, at: clock.now) {
         case .again:
@@ -161,7 +161,7 @@ extension Daemon {
     /// An attempt of `central` that was let in ended without a bond: logged with its address.
     func failed(_ central: String, because reason: String) async {
         if let waiting = confirmations.removeValue(forKey: central) { waiting.resume(returning: false) }
-        logger.warning("pairing: \(central.isEmpty ? "a central" : central) did not bond (\(reason))")
+        logger.warning("pairing: \(Central.named(central)) did not bond (\(reason))")
         await ControlService.pairing("failed", central: central, on: connection)
     }
 

@@ -81,7 +81,7 @@ extension Daemon {
         case .unsubscribed:
             logger.info("\(id): the last central unsubscribed")
         case .read:
-            logger.debug("\(id): \(event.central.isEmpty ? "a central" : event.central) read it")
+            logger.debug("\(id): \(Central.named(event.central)) read it")
         }
     }
 
@@ -108,7 +108,7 @@ extension Daemon {
         let secret = service.isSecret(id.characteristic)
         let shown = if secret { "a secret (\(bytes.count) bytes, not shown)" }
             else if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
-        let who = event.central.isEmpty ? "a central" : event.central
+        let who = Central.named(event.central)
         logger.notice("\(id): \(who) wrote \(shown)\(count > 1 ? " (the newest of \(count) writes in \(Self.updateInterval))" : "")")
         await ControlService.written(id.service, id.characteristic, secret ? nil : value, central: event.central, on: connection)
     }

@@ -65,7 +65,7 @@ public struct PairingRequest: Hashable, Sendable, CustomStringConvertible {
 
     /// What it asks, for logs (without the code: whoever shows it decides where it goes).
     public var description: String {
-        "\(central.isEmpty ? "a central" : central) asks to pair (\(method.rawValue))"
+        "\(Central.named(central)) asks to pair (\(method.rawValue))"
     }
 }
 

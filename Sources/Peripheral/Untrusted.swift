@@ -70,3 +70,12 @@ public enum Untrusted {
         }
     }
 }
+
+/// How log lines and messages name a central: its address as BlueZ gave it (escaped, as text
+/// from outside is), or "a central" when BlueZ did not say which.
+public enum Central {
+    /// `address`, escaped, or "a central" when it is empty.
+    public static func named(_ address: String) -> String {
+        address.isEmpty ? "a central" : Untrusted.escaped(address)
+    }
+}

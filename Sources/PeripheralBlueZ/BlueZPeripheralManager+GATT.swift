@@ -171,7 +171,7 @@ extension BlueZPeripheralManager {
             guard offset == 0 else { throw .invalidOffset("values are written whole; offset \(offset) refused") }
             value = try characteristic.format.decode(bytes)
         } catch {
-            logger.notice("GATT: refused a write of \(bytes.count) byte(s) to \(id) from \(central.isEmpty ? "a central" : central): \(error.message)")
+            logger.notice("GATT: refused a write of \(bytes.count) byte(s) to \(id) from \(Central.named(central)): \(error.message)")
             throw DBusError(Self.errorName(error), error.message)
         }
         // Centrals read what they may read from here; what they can only write is not kept.

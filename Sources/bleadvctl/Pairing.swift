@@ -61,7 +61,7 @@ extension Bleadvctl {
             for await message in signals {
                 let body = message.body
                 guard body.count == 3, let event = body[0].string, let central = body[1].string, let code = body[2].string else { continue }
-                let who = central.isEmpty ? "a central" : Untrusted.escaped(central)
+                let who = Central.named(central)
                 switch event {
                 case "requested":
                     try emit(code.isEmpty ? "\(who): pairing (just works)\n" : "\(who): type \(Untrusted.escaped(code)) on the central\n")
@@ -102,12 +102,12 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func run() throws {
-            let bonds = try withDaemon(bus) { try $0.bonds() }.sorted { $0.key < $1.key }
+            let bonds = try withDaemon(bus) { try $0.bonds() }
             if json {
-                try emit("[" + bonds.map { "{\"central\": \(StatusFormat.quote($0.key)), \"name\": \(StatusFormat.quote($0.value))}" }
+                try emit("[" + bonds.map { "{\"central\": \(StatusFormat.quote($0.central)), \"name\": \(StatusFormat.quote($0.name ?? ""))}" }
                     .joined(separator: ", ") + "]\n")
             } else {
-                try emit(bonds.map { ([Untrusted.escaped($0.key)] + ($0.value.isEmpty ? [] : [WatchFormat.field($0.value)])).joined(separator: " ") + "\n" }.joined())
+                try emit(bonds.map { ([Untrusted.escaped($0.central)] + ($0.name.map { [WatchFormat.field($0)] } ?? [])).joined(separator: " ") + "\n" }.joined())
             }
         }
     }
