@@ -55,8 +55,25 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # kill -9 of bluetoothd in the emulated link layer (docs/RELIABILITY.md, Not done yet).
 SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/65-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 
-testbed-test: build ## end-to-end scenarios in the VM test bed with a real bluetoothd (all but 56, a measurement: make bench-address, and 65: make test-pairing)
-	testbed/setup.sh
+# make test makes what its test bed lanes need once, before they start (testbed-prepare), and
+# runs them with PREPARED=1: nothing is then built or installed while a guest runs.
+PREPARED ?=
+ifeq ($(PREPARED),)
+TESTBED_BUILT = build
+TESTBED_PACKAGED = deb
+TESTBED_SETUP = testbed/setup.sh
+NEWER_DEB = scripts/make-deb.sh $(VERSION) 2
+else
+TESTBED_SETUP = @:
+NEWER_DEB = @:
+endif
+
+testbed-prepare: deb ## what make test's test bed lanes need, made before they start: the test bed for bookworm and trixie, the release build, the package and a newer build of it
+	testbed/setup.sh bookworm trixie
+	scripts/make-deb.sh $(VERSION) 2
+
+testbed-test: $(TESTBED_BUILT) ## end-to-end scenarios in the VM test bed with a real bluetoothd (all but 56, a measurement: make bench-address, and 65: make test-pairing)
+	$(TESTBED_SETUP)
 	testbed/run.sh $(SCENARIOS)
 
 test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookworm and on trixie without extended advertising (not in make test: RELIABILITY, Not done yet); about 8 minutes
@@ -69,17 +86,21 @@ test-improv: deb ## scenario 66, Improv Wi-Fi with Home Assistant's client, Netw
 	testbed/run.sh --systemd testbed/systemd-scenarios/66-*.sh
 	testbed/run.sh --systemd --stack trixie --legacy testbed/systemd-scenarios/66-*.sh
 
-testbed-systemd-test: deb ## the .deb and make install under systemd as PID 1 in the VM test bed: sandbox, control, 25 steps of the chaos soak, reload, watchdog, upgrade, removal
-	testbed/setup.sh
+testbed-improv-test: $(TESTBED_PACKAGED) ## scenario 66, Improv Wi-Fi with Home Assistant's client against a hostapd access point, on trixie without extended advertising (a Raspberry Pi's stack): make test's share of make test-improv
+	$(TESTBED_SETUP) trixie
+	testbed/run.sh --systemd --stack trixie --legacy testbed/systemd-scenarios/66-*.sh
+
+testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under systemd as PID 1 in the VM test bed: sandbox, control, 25 steps of the chaos soak, reload, watchdog, upgrade, removal
+	$(TESTBED_SETUP)
 	@# A newer build of the same binaries, for the upgrade over a running one.
-	scripts/make-deb.sh $(VERSION) 2
+	$(NEWER_DEB)
 	@# 55 here too: Debian 12's bluetooth.service (no -E) ignores intervals, which status must say.
 	testbed/run.sh --systemd testbed/scenarios/55-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
 
-testbed-stacks-test: deb ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 10 restarts of bluetooth.service and 25 steps of the chaos soak; bookworm's daemon scenario on such controllers
-	testbed/setup.sh bookworm trixie
+testbed-stacks-test: $(TESTBED_PACKAGED) ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 10 restarts of bluetooth.service and 25 steps of the chaos soak; bookworm's daemon scenario on such controllers
+	$(TESTBED_SETUP) bookworm trixie
 	@# 62 upgrades to a newer build of the same binaries.
-	scripts/make-deb.sh $(VERSION) 2
+	$(NEWER_DEB)
 	BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=10" \
 	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/20-*.sh testbed/scenarios/30-*.sh \
 	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh testbed/scenarios/59-*.sh \

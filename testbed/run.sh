@@ -18,10 +18,12 @@
 # --legacy makes the two controllers without extended advertising (btvirt -L; they are LE-only
 # too, where a Raspberry Pi's onboard radio keeps BR/EDR).
 # Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
-# testbed/setup.sh, or while another run is under way.
-# Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM, and
-# BLEADVD_TESTBED_APPEND to add words to a --systemd guest's kernel command line (the soak's
-# bleadvd_soak.seed= and .steps=, the repro's bleadvd_repro.rounds=, bleadvd_testbed.timeout=).
+# testbed/setup.sh, or while another run is under way in the same lane.
+# Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM,
+# BLEADVD_TESTBED_LANE=NAME to run beside another run (this one's console and result files are
+# then console-NAME.log and last-run-NAME.log in the cache), and BLEADVD_TESTBED_APPEND to add
+# words to a --systemd guest's kernel command line (the soak's bleadvd_soak.seed= and .steps=,
+# the repro's bleadvd_repro.rounds=, bleadvd_testbed.timeout=).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -65,9 +67,13 @@ else
   mode=(--exec "env TESTBED_CONTROLLERS=$controllers $here/guest.sh ${scenarios[*]}")
 fi
 
-# Two runs at once would write the same console and result files (and load two VMs on the CPUs).
-exec 9> "$TESTBED_CACHE/run.lock"
-flock -n 9 || { echo "testbed: another test bed run is under way (lock $TESTBED_CACHE/run.lock)" >&2; exit 2; }
+# Two runs at once would write the same console and result files: a second one at once is given
+# a lane of its own (make test runs two), BLEADVD_TESTBED_LANE=NAME, with files of its own.
+suffix=${BLEADVD_TESTBED_LANE:+-$BLEADVD_TESTBED_LANE}
+[[ "$suffix" =~ ^(-[A-Za-z0-9]+)?$ ]] || { echo "testbed: BLEADVD_TESTBED_LANE is a word of letters and digits" >&2; exit 2; }
+console=$TESTBED_CACHE/console$suffix.log last=$TESTBED_CACHE/last-run$suffix.log
+exec 9> "$TESTBED_CACHE/run$suffix.lock"
+flock -n 9 || { echo "testbed: another test bed run is under way in this lane (lock $TESTBED_CACHE/run$suffix.lock; BLEADVD_TESTBED_LANE gives another)" >&2; exit 2; }
 
 if [[ "$suite" == bookworm ]]; then
   kver=$(cat "$TESTBED_CACHE/kernel-version")
@@ -86,16 +92,16 @@ PATH="$TESTBED_CACHE/venv/bin:$PATH" "$TESTBED_VNG" \
   --run "$vmlinuz" --disable-kvm "${arch[@]}" \
   --memory "${BLEADVD_TESTBED_MEMORY:-2G}" --cpus "${BLEADVD_TESTBED_CPUS:-2}" \
   "${mode[@]}" < /dev/null 2>&1 \
-  | tee "$TESTBED_CACHE/console.log" \
-  | grep -a --line-buffered -v -E '^\[ *[0-9]+\.[0-9]+\]' | tee "$TESTBED_CACHE/last-run.log"
+  | tee "$console" \
+  | grep -a --line-buffered -v -E '^\[ *[0-9]+\.[0-9]+\]' | tee "$last"
 status=${PIPESTATUS[0]}
 # grep -a, here and above: a stray non-UTF-8 byte in the guest's output must not make grep
 # take it for binary and hide the lines after it, the summary among them.
-summary=$(grep -aE '^testbed: [0-9]+ passed, [0-9]+ failed' "$TESTBED_CACHE/last-run.log" | tail -n1 || true)
+summary=$(grep -aE '^testbed: [0-9]+ passed, [0-9]+ failed' "$last" | tail -n1 || true)
 echo "testbed: VM run took $(("$(date +%s)" - started)) s" >&2
 if [[ "$summary" != *" 0 failed"* ]]; then
   echo "---- kernel console lines about Bluetooth" >&2
-  grep -aiE '^\[ *[0-9.]+\].*(bluetooth|hci|vhci)' "$TESTBED_CACHE/console.log" | tail -n 30 >&2 || true
+  grep -aiE '^\[ *[0-9.]+\].*(bluetooth|hci|vhci)' "$console" | tail -n 30 >&2 || true
 fi
 if [[ -z "$summary" ]]; then
   echo "testbed: the guest did not report results (exit $status)" >&2
