@@ -262,39 +262,46 @@ extension Daemon {
     static var improvLookInterval: Duration { .seconds(15) }
     static var improvLookAttempts: Int { 9 }
 
-    /// Improv's first look at the Wi-Fi (at start, and when a reload adds `[improv]`), before
-    /// anything is registered: it is offered only while the Wi-Fi is not connected, and the
-    /// changes are followed from then on. A joiner that cannot tell (a program) leaves it
-    /// offered; one that could not be asked is asked again (`attempt`, Improv on air
-    /// meanwhile).
-    func improvLook(attempt: Int = 1) async {
-        guard let config = improv?.config, wifi == nil else { return }
+    /// Improv's first look at the Wi-Fi (at start, after everything else is registered, and
+    /// when a reload adds `[improv]`): returns whether Improv is to be offered, which it is only
+    /// while the Wi-Fi is not connected; the changes are followed from then on. A joiner that
+    /// cannot tell (a program) has it offered; one that could not be asked is asked again
+    /// (`attempt`, Improv offered meanwhile).
+    @discardableResult
+    func improvLook(attempt: Int = 1) async -> Bool {
+        guard let config = improv?.config else { return false }
+        if let wifi { return !wifi.connected }
         let watch: WifiWatch?
         do {
             watch = try await networkJoiner(config).wifi()
         } catch {
             guard attempt < Self.improvLookAttempts else {
                 logger.warning("improv: offered whether or not the Wi-Fi is connected, which could not be told: \(error)")
-                return
+                return true
             }
             if attempt == 1 {
                 logger.warning("improv: offered until it can be told whether the Wi-Fi is connected (asked again every \(Self.improvLookInterval.components.seconds) s for 2 min): \(error)")
             }
             post.yield(.improv(.due(.look(attempt: attempt + 1), clock.now.advanced(by: Self.improvLookInterval))))
-            return
+            return true
         }
-        guard let watch else { return }
+        guard let watch else { return true }
         post.yield(.improv(.follow(watch.changes)))
         guard attempt == 1 else {
             // On air since the start: the Wi-Fi told late takes it off, as a change would.
             await improvWifi(connected: watch.connected)
-            return
+            return !watch.connected
         }
         wifi = (watch.connected, clock.now)
-        if watch.connected {
-            improv?.offered = false
-            logger.notice("improv: not offered: this machine's Wi-Fi is connected")
-        }
+        if watch.connected { logger.notice("improv: not offered: this machine's Wi-Fi is connected") }
+        return !watch.connected
+    }
+
+    /// Puts Improv on air: its service in the application, its advertisement on.
+    func improvPutOnAir() async {
+        improv?.offered = true
+        await module.serve(application)
+        try? await module.on(ImprovConfig.name)
     }
 
     /// The Wi-Fi connected, or is no longer: Improv leaves the air at once (not while its own
@@ -321,10 +328,8 @@ extension Daemon {
         guard let run = improv, !run.offered, let wifi, !wifi.connected,
               clock.now >= wifi.since.advanced(by: Self.improvOfferDelay) else { return }
         improv = ImprovRun(run.config)
-        let name = ImprovConfig.name
-        services[name] = Coalesced(run.config.service(state: run.config.firstState, error: .none))
-        await module.serve(application)
-        try? await module.on(name)
+        services[ImprovConfig.name] = Coalesced(run.config.service(state: run.config.firstState, error: .none))
+        await improvPutOnAir()
         logger.notice("improv: offered: the Wi-Fi has not been connected for \(Self.improvOfferDelay.components.seconds) s")
         await showImprov()
     }

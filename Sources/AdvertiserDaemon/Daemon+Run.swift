@@ -206,13 +206,16 @@ extension Daemon {
 
     /// Registers the enabled advertisements, in the order of their names.
     private func registerEnabled() async {
-        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(names.filter { entries[$0]!.values.file.enabled }.count) enabled, \(services.count) GATT service(s)")
-        await improvLook()
-        let enabled = names.filter { entries[$0]!.values.file.enabled && isOffered($0) }
+        let enabled = names.filter { entries[$0]!.values.file.enabled }
+        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
+        // Improv waits for its look at the Wi-Fi (NetworkManager may be slow to answer at
+        // boot): everything else goes first.
+        improv?.offered = false
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(application)
         await offerPairing(agentMethod)
-        for name in enabled { try? await module.on(name) }
+        for name in enabled where isOffered(name) { try? await module.on(name) }
+        if improv != nil, await improvLook() { await improvPutOnAir() }
     }
 
     private func announceReady(settled: Bool) async {

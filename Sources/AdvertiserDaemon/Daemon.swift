@@ -217,10 +217,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             let newcomer = improv == nil
             let offered = improv?.offered ?? true
             improv = new.improv.map { ImprovRun($0) }
-            // A newcomer is offered as the Wi-Fi followed so far says (it is followed from the
-            // first look on).
-            improv?.offered = newcomer ? wifi?.connected != true : offered
-            if newcomer { await improvLook() }
+            improv?.offered = offered
+            // A newcomer is offered as the Wi-Fi says (followed from its first look on).
+            if newcomer, improv != nil { improv?.offered = await improvLook() }
         }
         await module.configure(next.mapValues(\.advertisement))
         await reloadServices(new.services)

@@ -17,13 +17,16 @@ struct ImprovWifiTests {
         let connected: Bool
         let changes: AsyncStream<Bool>
         let change: AsyncStream<Bool>.Continuation
+        /// When set, an answer waits for the test to yield here.
+        let answer: AsyncStream<Void>?
         private let lock = NSLock()
         private var refusals: Int
         private var asked = 0
 
-        init(connected: Bool, refusals: Int = 0) {
+        init(connected: Bool, refusals: Int = 0, answer: AsyncStream<Void>? = nil) {
             self.connected = connected
             self.refusals = refusals
+            self.answer = answer
             (changes, change) = AsyncStream<Bool>.makeStream()
         }
 
@@ -40,6 +43,7 @@ struct ImprovWifiTests {
                 return true
             }
             if refused { throw Refusal() }
+            if let answer { for await _ in answer { break } }
             return WifiWatch(connected: connected, changes: changes)
         }
 
@@ -105,6 +109,23 @@ struct ImprovWifiTests {
 
         #expect(session.mock.calls.started.count == 1)
         #expect(session.mock.calls.registeredApplications.map { $0.application.services.map(\.uuid) } == [[Improv.serviceUUID]])
+    }
+
+    @Test("a Wi-Fi slow to be told of holds back Improv alone: the other advertisements go on air first")
+    func othersFirst() async throws {
+        let (answer, release) = AsyncStream<Void>.makeStream()
+        let config = Self.config + "\n[advertisement.heart]\nlocal_name = \"Thermo-1\"\n"
+        let session = try await DaemonSession(config: config, waitForReady: false, joiner: Wifi(connected: false, answer: answer)) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+        }
+
+        while session.mock.calls.started.isEmpty { await Task.yield() }
+        let beforeTheAnswer = session.mock.calls.started.map(\.advertisement.localName)
+        release.yield()
+        while session.mock.calls.started.count < 2 { await Task.yield() }
+
+        #expect(beforeTheAnswer == ["Thermo-1"])
+        #expect(session.mock.calls.started.last?.advertisement.serviceUUIDs == [Improv.serviceUUID])
     }
 
     @Test("once the Wi-Fi is lost, Improv is offered 30 s later, not sooner")
