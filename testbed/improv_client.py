@@ -96,9 +96,9 @@ async def fresh(args):
     list; removed and discovered again, and connected once discovery stopped, it connected
     whole in most runs since; with two test bed VMs loading the machine, a first link still came
     up half once ("already connected" again, the ordering of two sockets in bluetoothd's main
-    loop). A link that came up half is given up and made afresh, twice at most, each attempt
+    loop). A link that came up half is given up and made afresh, four times at most, each attempt
     said, and so is one the client itself drops at once (below) (RELIABILITY, Improv)."""
-    for attempt in range(1, 4):
+    for attempt in range(1, 6):
         result = await discover(args.adapter, args.seconds, args.address)
         if result is None:
             say(f"discover: nothing that Home Assistant's filter takes in {args.seconds:.0f} s")
@@ -111,7 +111,7 @@ async def fresh(args):
         try:
             await client.ensure_connected()
         except BleakError as error:
-            if attempt == 3:
+            if attempt == 5:
                 raise
             say(f"connection attempt {attempt} failed ({error}); hci1's BlueZ forgets the device, which is discovered again")
             await settle(client)
@@ -121,7 +121,7 @@ async def fresh(args):
         # (py-improv-ble-client 2.0.1 does not tell the two BleakClients apart).
         await settle(client)
         if not (client._client and client._client.is_connected):
-            if attempt == 3:
+            if attempt == 5:
                 raise errors.NotConnected()
             say(f"connection attempt {attempt}: the client dropped its new link at once (its disconnect callback, called for a first try that came up half); made afresh")
             continue
