@@ -23,7 +23,7 @@ lines = [
     "The last full run (%s, %s cores) took %s: %d tests and scenarios passed." % (day, cores, minutes(total_seconds), total_passed),
     "",
 ] + ([
-    "The test bed's stages run in two lanes at once (the first two in one, the last two in the other): their times overlap.",
+    "The test bed's stages run in two lanes at once (its first two steps in one, the last two in the other): their times overlap.",
     "",
 ] if wall else []) + [
     "| step | time | passed |",

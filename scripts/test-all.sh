@@ -62,7 +62,7 @@ lanes=$(mktemp -d)
 (
   export BLEADVD_TESTBED_LANE=1
   step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test PREPARED=1
-  step "Improv Wi-Fi with Home Assistant's client in the VM test bed: trixie, a hostapd access point" make --no-print-directory testbed-improv-test PREPARED=1
+  step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point" make --no-print-directory testbed-homeassistant-test PREPARED=1
 ) > "$lanes/1" 2>&1 &
 first=$!
 (
