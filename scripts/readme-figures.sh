@@ -23,7 +23,7 @@ lines = [
     "The last full run (%s, %s cores) took %s: %d tests and scenarios passed." % (day, cores, minutes(total_seconds), total_passed),
     "",
 ] + ([
-    "The test bed's stages run in two lanes at once (its first two steps in one, the last two in the other): their times overlap.",
+    "The test bed's four steps run in two lanes at once (the end-to-end tests, then Home Assistant's libraries, in one; the package under systemd, then the other stacks, in the other): their times overlap.",
     "",
 ] if wall else []) + [
     "| step | time | passed |",
