@@ -98,8 +98,7 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
         let device = try await wifiDevice()
         let signals = try await connection.signals(matching: DBusMatchRule(
             sender: Self.service, path: device, interface: Self.deviceInterface, member: "StateChanged"))
-        let reply = try await ask(device, "org.freedesktop.DBus.Properties", "Get", [.string(Self.deviceInterface), .string("State")], expecting: "v")
-        guard let state = reply[0].variantValue?.uint32 else {
+        guard let state = try await property(device, Self.deviceInterface, "State")?.uint32 else {
             throw Failure(description: "NetworkManager's Wi-Fi device has no State")
         }
         let (changes, continuation) = AsyncStream<Bool>.makeStream()
@@ -173,10 +172,9 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
     }
 
     /// A property's value.
+    /// - Throws: ``Failure`` when NetworkManager refuses (`NetworkManager refused Get: …`).
     func property(_ path: DBusObjectPath, _ interface: String, _ name: String) async throws -> DBusValue? {
-        try await connection.call(
-            destination: Self.service, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get",
-            [.string(interface), .string(name)], expecting: "v")[0].variantValue
+        try await ask(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)], expecting: "v")[0].variantValue
     }
 
     /// Calls NetworkManager; its refusal (polkit's no among them) becomes a ``Failure``.
