@@ -170,6 +170,24 @@ stop_bleadvd() {
     org.freedesktop.DBus.ReloadConfig > /dev/null 2>&1 || true
 }
 
+# bleadvd_log_lines: how many lines bleadvd's log has now, for bleadvd_quiet_since.
+bleadvd_log_lines() {
+  wc -l < "$TESTBED_WORK/bleadvd.log"
+}
+
+# bleadvd_quiet_since LINE: bleadvd logged nothing at warning or worse (journal priorities 0-4)
+# after line LINE of its log: no BlueZ call failed and waited for the backoff's timer, the audit
+# found nothing to mend. Prints those lines, and fails, when it did. Whether bleadvd followed
+# BlueZ's own events, which no machine's speed changes.
+bleadvd_quiet_since() {
+  local loud
+  loud=$(tail -n +"$(($1 + 1))" "$TESTBED_WORK/bleadvd.log" | grep -E '^<[0-4]>' || true)
+  [[ -z "$loud" ]] && return 0
+  echo "bleadvd logged at warning or worse:"
+  echo "$loud" | head -n 10 | sed 's/^/    /'
+  return 1
+}
+
 # --- the stack --------------------------------------------------------------------------------
 # btvirt_options: two controllers, LE without extended advertising when TESTBED_CONTROLLERS is
 # legacy (btvirt -L: LE-only too, where a Raspberry Pi's radio keeps BR/EDR), else btvirt's
