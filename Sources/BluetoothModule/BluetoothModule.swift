@@ -117,8 +117,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// the next change: a difference that comes back after each repair is reported, not fought.
     public static var maximumRepairingAudits: Int { 3 }
 
-    /// How long after an adapter is reported powered off nothing is tried on it: bluetoothd
-    /// powers every adapter off as it stops, and vanishes within this time.
+    /// How long an adapter settles, unless its Powered event comes first: nothing is tried on
+    /// it for this long after it is reported powered off (bluetoothd powers every adapter off as
+    /// it stops, and vanishes within this time) or found changing its power when the module
+    /// asked to power it on (bluetoothd powers every adapter on as it starts).
     public static var powerOffSettle: Duration { .seconds(1) }
 
     /// A module over a peripheral manager.
@@ -629,7 +631,15 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             guard powerOnAllowed else {
                 throw PeripheralError(.notPowered, "adapter \(adapter.name) is powered off and power_on is false")
             }
-            try await manager.powerOn(adapter: adapter.name)
+            do {
+                try await manager.powerOn(adapter: adapter.name)
+            } catch let error as PeripheralError where error.code == .notPowered {
+                // BlueZ is changing the adapter's power already (bluetoothd powers every adapter
+                // on as it starts): its Powered event, or the end of the settling, brings the
+                // registrations back, with no retry's backoff or warning.
+                stack.changingPower(adapter.name, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
+                throw NotNow(reason: stack.refusal(on: adapter.name) ?? error)
+            }
         }
         adapterInUse = adapter
         return adapter

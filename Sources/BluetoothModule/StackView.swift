@@ -7,10 +7,12 @@ public import Peripheral
 ///
 /// - BlueZ *absent* (it vanished and no run has appeared since): nothing is tried; the next
 ///   run's appearance brings everything back.
-/// - An adapter *powering down* (reported off less than ``BluetoothModule/powerOffSettle``
-///   ago): nothing is tried on it, nor on an adapter yet to be chosen. bluetoothd powers every
-///   adapter off as it stops, and a registration or a power-on sent then only races its
-///   shutdown. When the time is up and BlueZ is still there, the adapter is treated as any
+/// - An adapter *settling* (reported off less than ``BluetoothModule/powerOffSettle`` ago, or
+///   found changing its power when the module asked to power it on): nothing is tried on it,
+///   nor on an adapter yet to be chosen. bluetoothd powers every adapter off as it stops, and a
+///   registration or a power-on sent then only races its shutdown; it powers them on as it
+///   starts, and a power-on sent then is refused as busy. Its Powered event ends the settling;
+///   when the time is up without one and BlueZ is still there, the adapter is treated as any
 ///   adapter found off.
 public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable {
     /// Whether BlueZ is there.
@@ -25,9 +27,24 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
 
     /// Whether BlueZ is there.
     public private(set) var bluez: BlueZ = .assumedPresent
-    /// The adapters reported powered off, each with the instant until which nothing is tried
-    /// on it.
-    public private(set) var poweringDown: [String: Instant] = [:]
+    /// An adapter settling: why, and the instant until which nothing is tried on it.
+    public struct Settling: Sendable, Hashable {
+        /// Why an adapter settles.
+        public enum Cause: Sendable, Hashable {
+            /// It was reported powered off.
+            case poweredOff
+            /// BlueZ was changing its power when the module asked to power it on.
+            case changingPower
+        }
+
+        /// Until when nothing is tried on it.
+        public var until: Instant
+        /// Why.
+        public var cause: Cause
+    }
+
+    /// The adapters settling, by name.
+    public private(set) var settling: [String: Settling] = [:]
 
     /// A view that knows nothing yet.
     public init() {}
@@ -35,7 +52,7 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
     /// A run of bluetoothd appeared: every adapter is as that run reports it.
     mutating func appeared(_ generation: StackGeneration) {
         bluez = .present(generation)
-        poweringDown = [:]
+        settling = [:]
     }
 
     /// A run vanished. Returns whether it was the one there (an older run's vanishing changes
@@ -46,36 +63,44 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
         case .present(let current) where current != generation: return false
         case .present, .assumedPresent, .absent:
             bluez = .absent
-            poweringDown = [:]
+            settling = [:]
             return true
         }
     }
 
     /// An adapter was reported powered off, or on.
     mutating func powered(_ adapter: String, _ on: Bool, settleUntil: Instant) {
-        poweringDown[adapter] = on ? nil : settleUntil
+        settling[adapter] = on ? nil : Settling(until: settleUntil, cause: .poweredOff)
+    }
+
+    /// BlueZ refused to power an adapter on because it is changing its power already.
+    mutating func changingPower(_ adapter: String, settleUntil: Instant) {
+        settling[adapter] = Settling(until: settleUntil, cause: .changingPower)
     }
 
     /// The adapters whose time to settle is up at `now`, which are no longer held back.
     mutating func settled(at now: Instant) -> [String] {
-        let done = poweringDown.filter { $0.value <= now }.keys.sorted()
-        for adapter in done { poweringDown[adapter] = nil }
+        let done = settling.filter { $0.value.until <= now }.keys.sorted()
+        for adapter in done { settling[adapter] = nil }
         return done
     }
 
     /// The earliest instant an adapter's time to settle is up, if any.
-    var nextSettle: Instant? { poweringDown.values.min() }
+    var nextSettle: Instant? { settling.values.map(\.until).min() }
 
     /// Why nothing may be registered now on `adapter` (nil: one yet to be chosen, which any
-    /// adapter powering down holds back); nil when it may be tried.
+    /// adapter settling holds back); nil when it may be tried.
     func refusal(on adapter: String?) -> PeripheralError? {
         if bluez == .absent {
             return PeripheralError(.bluezUnavailable, "bluetoothd is not running (no org.bluez on the system bus)")
         }
-        let down: String? = if let adapter { poweringDown[adapter] == nil ? nil : adapter } else { poweringDown.keys.min() }
-        if let down {
-            return PeripheralError(.notPowered, "adapter \(down) was just powered off (as bluetoothd does when it stops); waiting for it to settle")
+        let held: String? = if let adapter { settling[adapter] == nil ? nil : adapter } else { settling.keys.min() }
+        guard let held, let cause = settling[held]?.cause else { return nil }
+        return switch cause {
+        case .poweredOff:
+            PeripheralError(.notPowered, "adapter \(held) was just powered off (as bluetoothd does when it stops); waiting for it to settle")
+        case .changingPower:
+            PeripheralError(.notPowered, "adapter \(held) is being powered on or off by BlueZ already (as bluetoothd does when it starts); waiting for it")
         }
-        return nil
     }
 }

@@ -49,6 +49,8 @@ public protocol PeripheralManaging: Sendable {
     func adapters() async throws -> [AdapterCapabilities]
 
     /// Powers an adapter on.
+    /// - Throws: ``PeripheralError``; `notPowered` when the stack is changing the adapter's
+    ///   power already (its Powered event says when that is done).
     func powerOn(adapter: String) async throws
 
     /// Registers an advertisement on an adapter; returns when it is on air.

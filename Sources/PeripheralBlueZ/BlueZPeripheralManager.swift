@@ -76,7 +76,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     public func powerOn(adapter: String) async throws {
         _ = try await callBlueZ(on: try await currentBluetoothd(),
             path: try BlueZ.adapterPath(adapter), interface: BlueZ.propertiesInterface, member: "Set",
-            [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(true))])
+            [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(true))], about: .adapter)
         logger.info("powered \(adapter) on")
     }
 

@@ -6,12 +6,15 @@ package enum BlueZSubject: Sendable {
     case advertisement
     case application
     case agent
+    /// The adapter's own properties (powering it on).
+    case adapter
 
     var noun: String {
         switch self {
         case .advertisement: "the advertisement"
         case .application: "the GATT application"
         case .agent: "the pairing agent"
+        case .adapter: "the adapter's setting"
         }
     }
 
@@ -20,6 +23,7 @@ package enum BlueZSubject: Sendable {
         case .advertisement: "advertise"
         case .application: "serve GATT"
         case .agent: "pair"
+        case .adapter: "be powered on"
         }
     }
 }
@@ -45,8 +49,19 @@ extension PeripheralError {
             self.init(.notRegistered, "BlueZ does not have \(subject.noun) registered" + detail)
         case "org.bluez.Error.InvalidArguments":
             self.init(.rejected, "BlueZ refused the call's arguments" + detail)
+        case "org.bluez.Error.Busy" where subject == .adapter:
+            // bluetoothd is changing the same setting already (it powers every adapter on as
+            // it starts): its PropertiesChanged says when that is done.
+            self.init(.notPowered, "the adapter is being powered on or off already; waiting for it" + detail)
+        case "org.bluez.Error.Busy":
+            self.init(.failed, "BlueZ is busy with \(subject.noun); it will be tried again" + detail)
         case "org.bluez.Error.NotReady":
             self.init(.notPowered, "the adapter is not ready (powered off?)" + detail)
+        case DBusError.Name.noReply.rawValue where error.message.contains("disconnected"):
+            // The bus's answer for a call whose recipient left (dbus-daemon: "Message recipient
+            // disconnected from message bus without replying"): bluetoothd is gone, and what it
+            // held went with it. Any other NoReply is no answer at all.
+            self.init(.bluezUnavailable, "bluetoothd left the system bus without answering" + detail)
         case DBusError.Name.noReply.rawValue, "org.freedesktop.DBus.Error.Timeout":
             self.init(.timeout, "BlueZ did not answer in time" + detail)
         case DBusError.Name.serviceUnknown.rawValue, DBusError.Name.nameHasNoOwner.rawValue, DBusError.Name.disconnected.rawValue:

@@ -98,6 +98,45 @@ struct EventTests {
         #expect(await h.module.nextRetry == h.clock.now.advanced(by: BluetoothModule<ManualClock>.powerOffSettle))
     }
 
+    @Test("bluetoothd powering the adapter on as it starts (Busy): the registration waits for its Powered event, not a retry")
+    func powerOnBusyWaitsForPoweredEvent() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+        await h.module.handle(.bluezVanished())
+        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
+        h.mock.scriptPowerOn(.always(.failure(Self.powerBusy)))
+        await h.module.handle(.bluezAppeared())
+        let whileBusy = await h.status()
+        let retryWhileBusy = await h.module.nextRetry
+
+        h.mock.scriptAdapters(.always(.success([Harness.hci0])))
+        await h.module.handle(.adapterPowered("hci0", true))
+
+        #expect(whileBusy?.phase == .waiting)
+        #expect(whileBusy?.lastError?.message == "adapter hci0 is being powered on or off by BlueZ already (as bluetoothd does when it starts); waiting for it")
+        #expect(retryWhileBusy == h.clock.now.advanced(by: BluetoothModule<ManualClock>.powerOffSettle))
+        #expect(h.mock.calls.poweredOn == ["hci0"])
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
+    }
+
+    @Test("BlueZ busy powering the adapter and no Powered event: powered on and registered once it settled")
+    func powerOnBusyTriedAgainOnceSettled() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+        await h.module.handle(.bluezVanished())
+        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
+        h.mock.scriptPowerOn(.sequence([.failure(Self.powerBusy), .success(())]))
+        await h.module.handle(.bluezAppeared())
+
+        h.clock.advance(by: BluetoothModule<ManualClock>.powerOffSettle)
+        await h.module.retryDue()
+
+        #expect(h.mock.calls.poweredOn == ["hci0", "hci0"])
+        #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
+    }
+
+    static let powerBusy = PeripheralError(.notPowered, "the adapter is being powered on or off already; waiting for it")
+
     @Test("powered off behind its back with power_on: once settled, powered on again and registered again")
     func powerCycleWithPowerOn() async throws {
         let h = await Harness()

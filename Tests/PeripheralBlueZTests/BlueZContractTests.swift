@@ -226,6 +226,17 @@ struct BlueZContractTests {
         #expect(try await session.calls() == ["Set Powered True"])
     }
 
+    @Test("powering on while BlueZ is changing the adapter's power already is notPowered")
+    func poweringOnWhileBlueZChangesThePowerIsNotPowered() async throws {
+        let session = try await StandInSession()
+        try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
+        try await session.control("SetPowerBusy", [.string("hci0"), .boolean(true)])
+
+        await #expect(throws: PeripheralError(.notPowered, "the adapter is being powered on or off already; waiting for it")) {
+            try await session.manager.powerOn(adapter: "hci0")
+        }
+    }
+
     @Test("Release from BlueZ is an event and the object goes")
     func releaseFromBlueZIsAnEventAndTheObjectGoes() async throws {
         let session = try await StandInSession()

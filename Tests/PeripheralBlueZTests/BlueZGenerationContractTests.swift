@@ -162,6 +162,20 @@ struct BlueZAuditContractTests {
         #expect(try await session.advertisements().isEmpty)
         #expect(await session.connection.exportedPaths.isEmpty)
     }
+
+    @Test("unregistering that bluetoothd left without answering is done: what it held went with it")
+    func anUnregistrationBluetoothdLeftUnansweredIsDone() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+        try await session.control("IgnoreNextUnregistration")
+        let stopping = Task { try await session.manager.stopAdvertising(id) }
+        try await waitUntil { try await session.calls().contains("ignored UnregisterAdvertisement \(id.rawValue)") }
+
+        session.standIn.crash()
+
+        await #expect(throws: Never.self) { try await stopping.value }
+        #expect(await session.connection.exportedPaths.isEmpty)
+    }
 }
 
 /// Polls `condition` every 20 ms for at most 10 s.

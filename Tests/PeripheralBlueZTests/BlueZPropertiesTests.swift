@@ -66,6 +66,8 @@ struct BlueZErrorTests {
         ("org.bluez.Error.DoesNotExist", "Does Not Exist", .notRegistered),
         ("org.bluez.Error.InvalidArguments", "Invalid arguments in method call", .rejected),
         ("org.freedesktop.DBus.Error.NoReply", "Did not receive a reply", .timeout),
+        ("org.freedesktop.DBus.Error.NoReply", "Message recipient disconnected from message bus without replying", .bluezUnavailable),
+        ("org.bluez.Error.Busy", "In Progress", .failed),
         ("org.freedesktop.DBus.Error.ServiceUnknown", "The name org.bluez was not provided", .bluezUnavailable),
         ("org.freedesktop.DBus.Error.AccessDenied", "Rejected send message", .accessDenied),
         ("org.freedesktop.DBus.Error.UnknownObject", "Method \"RegisterAdvertisement\" doesn't exist", .noAdapter),
@@ -75,6 +77,13 @@ struct BlueZErrorTests {
 
         #expect(error.code == code)
         #expect(error.message.hasSuffix("(BlueZ: \(message))"))
+    }
+
+    @Test("Busy when powering an adapter on means BlueZ is changing its power already")
+    func busyPoweringOn() {
+        let error = PeripheralError(bluez: DBusError("org.bluez.Error.Busy", ""), about: .adapter)
+
+        #expect(error == PeripheralError(.notPowered, "the adapter is being powered on or off already; waiting for it"))
     }
 
     @Test("an error name nobody mapped keeps its name")

@@ -3,7 +3,8 @@
 
 It behaves like bluetoothd 5.66 where it matters to an advertiser:
 - owns org.bluez with an ObjectManager at / and adapters at /org/bluez/hciN, each with
-  org.bluez.Adapter1 (Powered read-write) and org.bluez.LEAdvertisingManager1;
+  org.bluez.Adapter1 (Powered read-write; org.bluez.Error.Busy when told the adapter is changing
+  its power already) and org.bluez.LEAdvertisingManager1;
 - RegisterAdvertisement(o, a{sv}) does not reply at once: it first calls GetManagedObjects on the
   caller's path and, when that does not list the object, Properties.GetAll of LEAdvertisement1;
   it checks every property's signature the way BlueZ's parser does and replies
@@ -219,6 +220,7 @@ class Adapter(dbus.service.Object):
         self.name = name
         self.address = "00:AA:01:00:00:%02X" % len(standin.adapters)
         self.powered = True
+        self.power_busy = False
         self.free = 4
         self.active = 0
         self.registered = {}  # (sender, path) -> properties
@@ -277,6 +279,9 @@ class Adapter(dbus.service.Object):
         if interface != ADAPTER or name not in ("Powered", "Pairable"):
             raise dbus.DBusException("not writable", name="org.bluez.Error.InvalidArguments")
         self.standin.log("Set %s %s" % (name, bool(value)))
+        if name == "Powered" and self.power_busy:
+            # As bluetoothd while its own power change is pending (adapter.c, property_set_mode).
+            raise dbus.DBusException(name="org.bluez.Error.Busy")
         if name == "Powered":
             self.set_powered(bool(value))
         else:
@@ -418,6 +423,12 @@ class Control(dbus.service.Object):
     @dbus.service.method(CONTROL, in_signature="sb")
     def SetPowered(self, name, powered):
         self.standin.adapters[name].set_powered(powered)
+
+    @dbus.service.method(CONTROL, in_signature="sb")
+    def SetPowerBusy(self, name, busy):
+        """While busy, Set Powered is refused with org.bluez.Error.Busy, as while bluetoothd
+        powers the adapter on itself."""
+        self.standin.adapters[name].power_busy = bool(busy)
 
     @dbus.service.method(CONTROL, in_signature="sy")
     def SetFreeInstances(self, name, free):
