@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # bluetoothd killed with -9 and started again, 20 times in a row, two advertisements enabled:
-# after each crash both are registered again (ActiveInstances), each time within 1 s of hci0's
-# LEAdvertisingManager1 answering again; hci1 hears them after the first and the last crash.
+# after each crash both are registered again on hci0 (ActiveInstances), following BlueZ's own
+# events (bleadvd logs no warning: no call failed and waited for its retry timer, the audit
+# found nothing to mend); hci1 hears them after the first and the last crash. How long each
+# took after hci0's LEAdvertisingManager1 answered is printed, with bluetoothd's share (its
+# answers to RegisterAdvertisement, as bleadvd timed them): figures, not a limit, since under
+# emulation they follow the machine's load (testbed/repro/crash-timeline.sh records a loop).
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -41,14 +45,22 @@ heard | sed 's/^/    /'
 echo "20 crashes (kill -9, 0.3 s, bluetoothd started again):"
 service=()
 [[ "${TESTBED_BLUETOOTHD:-hand}" == service ]] && service=(--service)
+before=$(bleadvd_log_lines)
 if ! python3 "$TESTBED_ROOT/testbed/crashloop.py" --times 20 --expect 2 --log "$TESTBED_WORK/bluetoothd-crashes.log" "${service[@]}" \
     | tee "$TESTBED_WORK/crashes.txt" | sed 's/^/    /'; then
   diagnose; exit 1
 fi
 sed -nE 's/.* registered ([0-9.]+) s later/\1/p' "$TESTBED_WORK/crashes.txt" | sort -n > "$TESTBED_WORK/reregister.txt"
 echo "    re-registered after the manager answered, s: min $(head -1 "$TESTBED_WORK/reregister.txt"), median $(sed -n 10p "$TESTBED_WORK/reregister.txt")-$(sed -n 11p "$TESTBED_WORK/reregister.txt"), max $(tail -1 "$TESTBED_WORK/reregister.txt")"
-awk '$1 > 1.0 { slow = 1 } END { exit slow }' "$TESTBED_WORK/reregister.txt" \
-  || { echo "a re-registration took more than 1 s" >&2; diagnose; exit 1; }
+# bluetoothd's share: the seconds bleadvd waited for its answers to RegisterAdvertisement on
+# hci0, summed for each bluetoothd (its generation, #N, in bleadvd's debug log).
+tail -n +"$((before + 1))" "$TESTBED_WORK/bleadvd.log" \
+  | sed -nE 's/^<7>registered .* on hci0 of bluetoothd #([0-9]+) .* in ([0-9.]+) seconds$/\1 \2/p' \
+  | awk '{ s[$1] += $2 } END { for (g in s) printf "%.2f\n", s[g] }' | sort -n > "$TESTBED_WORK/bluez-share.txt"
+echo "    bluetoothd answering its two RegisterAdvertisement calls, s: min $(head -1 "$TESTBED_WORK/bluez-share.txt"), median $(sed -n 10p "$TESTBED_WORK/bluez-share.txt")-$(sed -n 11p "$TESTBED_WORK/bluez-share.txt"), max $(tail -1 "$TESTBED_WORK/bluez-share.txt")"
+echo "    over 1 s: $(awk '$1 > 1.0' "$TESTBED_WORK/reregister.txt" | wc -l) of 20"
+bleadvd_quiet_since "$before" || { diagnose; exit 1; }
+echo "    bleadvd logged no warning: every registration followed BlueZ's events"
 echo "after the last crash, hci1 hears both:"
 heard | sed 's/^/    /'
 stop_bleadvd
