@@ -117,10 +117,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// the next change: a difference that comes back after each repair is reported, not fought.
     public static var maximumRepairingAudits: Int { 3 }
 
-    /// How long an adapter settles, unless its Powered event comes first: nothing is tried on
-    /// it for this long after it is reported powered off (bluetoothd powers every adapter off as
-    /// it stops, and vanishes within this time) or found changing its power when the module
-    /// asked to power it on (bluetoothd powers every adapter on as it starts).
+    /// How long an adapter settles after it is reported powered off, unless its Powered event
+    /// comes first: nothing is tried on it for this long (bluetoothd powers every adapter off as
+    /// it stops, and vanishes within this time). One found changing its power when the module
+    /// asked to power it on (bluetoothd powers every adapter on as it starts) settles for the
+    /// retry's backoff.
     public static var powerOffSettle: Duration { .seconds(1) }
 
     /// A module over a peripheral manager.
@@ -635,9 +636,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 try await manager.powerOn(adapter: adapter.name)
             } catch let error as PeripheralError where error.code == .notPowered {
                 // BlueZ is changing the adapter's power already (bluetoothd powers every adapter
-                // on as it starts): its Powered event, or the end of the settling, brings the
-                // registrations back, with no retry's backoff or warning.
-                stack.changingPower(adapter.name, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
+                // on as it starts): its Powered event brings the registrations back, or the end
+                // of the settling (the retry's backoff, for an adapter that stays busy), with no
+                // warning.
+                stack.changingPower(adapter.name, now: clock.now) { retry.delay(afterFailures: $0) }
                 throw NotNow(reason: stack.refusal(on: adapter.name) ?? error)
             }
         }

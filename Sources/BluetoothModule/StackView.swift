@@ -45,6 +45,9 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
 
     /// The adapters settling, by name.
     public private(set) var settling: [String: Settling] = [:]
+    /// How many power-ons in a row BlueZ refused as busy, by adapter; its Powered event, or
+    /// another run of bluetoothd, starts the count again.
+    public private(set) var busyRefusals: [String: Int] = [:]
 
     /// A view that knows nothing yet.
     public init() {}
@@ -53,6 +56,7 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
     mutating func appeared(_ generation: StackGeneration) {
         bluez = .present(generation)
         settling = [:]
+        busyRefusals = [:]
     }
 
     /// A run vanished. Returns whether it was the one there (an older run's vanishing changes
@@ -64,6 +68,7 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
         case .present, .assumedPresent, .absent:
             bluez = .absent
             settling = [:]
+            busyRefusals = [:]
             return true
         }
     }
@@ -71,11 +76,15 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
     /// An adapter was reported powered off, or on.
     mutating func powered(_ adapter: String, _ on: Bool, settleUntil: Instant) {
         settling[adapter] = on ? nil : Settling(until: settleUntil, cause: .poweredOff)
+        busyRefusals[adapter] = nil
     }
 
-    /// BlueZ refused to power an adapter on because it is changing its power already.
-    mutating func changingPower(_ adapter: String, settleUntil: Instant) {
-        settling[adapter] = Settling(until: settleUntil, cause: .changingPower)
+    /// BlueZ refused to power an adapter on because it is changing its power already: it
+    /// settles until `settle(refusals)` from `now`, `refusals` counting this one.
+    mutating func changingPower(_ adapter: String, now: Instant, settle: (_ refusals: Int) -> Instant.Duration) {
+        let refusals = (busyRefusals[adapter] ?? 0) + 1
+        busyRefusals[adapter] = refusals
+        settling[adapter] = Settling(until: now.advanced(by: settle(refusals)), cause: .changingPower)
     }
 
     /// The adapters whose time to settle is up at `now`, which are no longer held back.

@@ -114,7 +114,7 @@ struct EventTests {
 
         #expect(whileBusy?.phase == .waiting)
         #expect(whileBusy?.lastError?.message == "adapter hci0 is being powered on or off by BlueZ already (as bluetoothd does when it starts); waiting for it")
-        #expect(retryWhileBusy == h.clock.now.advanced(by: BluetoothModule<ManualClock>.powerOffSettle))
+        #expect(retryWhileBusy == h.clock.now.advanced(by: RetryPolicy.standard.initial))
         #expect(h.mock.calls.poweredOn == ["hci0"])
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
@@ -128,11 +128,28 @@ struct EventTests {
         h.mock.scriptPowerOn(.sequence([.failure(Self.powerBusy), .success(())]))
         await h.module.handle(.bluezAppeared())
 
-        h.clock.advance(by: BluetoothModule<ManualClock>.powerOffSettle)
+        h.clock.advance(by: RetryPolicy.standard.initial)
         await h.module.retryDue()
 
         #expect(h.mock.calls.poweredOn == ["hci0", "hci0"])
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
+    }
+
+    @Test("an adapter BlueZ keeps busy is asked again after the retry's backoff: 1 s, then 2 s")
+    func powerOnBusyBacksOff() async throws {
+        let h = await Harness()
+        try await h.module.on("heart")
+        await h.module.handle(.bluezVanished())
+        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
+        h.mock.scriptPowerOn(.always(.failure(Self.powerBusy)))
+        await h.module.handle(.bluezAppeared())
+
+        h.clock.advance(by: .seconds(1))
+        await h.module.retryDue()
+
+        #expect(h.mock.calls.poweredOn == ["hci0", "hci0"])
+        #expect(await h.module.nextRetry == h.clock.now.advanced(by: .seconds(2)))
+        #expect(await h.status()?.phase == .waiting)
     }
 
     static let powerBusy = PeripheralError(.notPowered, "the adapter is being powered on or off already; waiting for it")
