@@ -100,12 +100,7 @@ struct EventTests {
 
     @Test("bluetoothd powering the adapter on as it starts (Busy): the registration waits for its Powered event, not a retry")
     func powerOnBusyWaitsForPoweredEvent() async throws {
-        let h = await Harness()
-        try await h.module.on("heart")
-        await h.module.handle(.bluezVanished())
-        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
-        h.mock.scriptPowerOn(.always(.failure(Self.powerBusy)))
-        await h.module.handle(.bluezAppeared())
+        let h = try await Self.restartedWithHci0Busy(powerOn: .always(.failure(Self.powerBusy)))
         let whileBusy = await h.status()
         let retryWhileBusy = await h.module.nextRetry
 
@@ -121,12 +116,7 @@ struct EventTests {
 
     @Test("BlueZ busy powering the adapter and no Powered event: powered on and registered once it settled")
     func powerOnBusyTriedAgainOnceSettled() async throws {
-        let h = await Harness()
-        try await h.module.on("heart")
-        await h.module.handle(.bluezVanished())
-        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
-        h.mock.scriptPowerOn(.sequence([.failure(Self.powerBusy), .success(())]))
-        await h.module.handle(.bluezAppeared())
+        let h = try await Self.restartedWithHci0Busy(powerOn: .sequence([.failure(Self.powerBusy), .success(())]))
 
         h.clock.advance(by: RetryPolicy.standard.initial)
         await h.module.retryDue()
@@ -137,12 +127,7 @@ struct EventTests {
 
     @Test("an adapter BlueZ keeps busy is asked again after the retry's backoff: 1 s, then 2 s")
     func powerOnBusyBacksOff() async throws {
-        let h = await Harness()
-        try await h.module.on("heart")
-        await h.module.handle(.bluezVanished())
-        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
-        h.mock.scriptPowerOn(.always(.failure(Self.powerBusy)))
-        await h.module.handle(.bluezAppeared())
+        let h = try await Self.restartedWithHci0Busy(powerOn: .always(.failure(Self.powerBusy)))
 
         h.clock.advance(by: .seconds(1))
         await h.module.retryDue()
@@ -153,6 +138,18 @@ struct EventTests {
     }
 
     static let powerBusy = PeripheralError(.notPowered, "the adapter is being powered on or off already; waiting for it")
+
+    /// "heart" on, then bluetoothd restarted with hci0 unpowered, its power-on answered as
+    /// `powerOn` scripts (BlueZ's Busy while it powers hci0 on itself).
+    static func restartedWithHci0Busy(powerOn: MockPeripheralManager.Script<Void>) async throws -> Harness {
+        let h = await Harness()
+        try await h.module.on("heart")
+        await h.module.handle(.bluezVanished())
+        h.mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", powered: false)])))
+        h.mock.scriptPowerOn(powerOn)
+        await h.module.handle(.bluezAppeared())
+        return h
+    }
 
     @Test("powered off behind its back with power_on: once settled, powered on again and registered again")
     func powerCycleWithPowerOn() async throws {
