@@ -188,6 +188,34 @@ bleadvd_quiet_since() {
   return 1
 }
 
+# record_bus BUS_LOG OWNERS_LOG: the bus's own record, until stop_bus_record: every message to
+# or from bleadvd (which must be on the bus) and BlueZ's object and property signals, one line
+# each in BUS_LOG (dbus-monitor --profile: type, time, serial, sender, destination, path,
+# interface, member), and who owned org.bluez when in OWNERS_LOG (a second monitor: --profile
+# does not print a signal's arguments; bluez_owners reads it). Sets BLEADVD_UNIQUE_NAME.
+record_bus() {
+  BLEADVD_UNIQUE_NAME=$(dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.GetNameOwner string:org.bleadvd.Advertiser | tr -d ' ')
+  # Line-buffered: a monitor stopped with SIGTERM loses nothing it printed.
+  stdbuf -oL dbus-monitor --system --profile "sender='$BLEADVD_UNIQUE_NAME'" "destination='$BLEADVD_UNIQUE_NAME'" \
+    "type='signal',interface='org.freedesktop.DBus.ObjectManager'" \
+    "type='signal',interface='org.freedesktop.DBus.Properties',path_namespace='/org/bluez'" > "$1" 2>&1 &
+  BUS_RECORDERS=($!)
+  stdbuf -oL dbus-monitor --system "type='signal',member='NameOwnerChanged',arg0='org.bluez'" > "$2" 2>&1 &
+  BUS_RECORDERS+=($!)
+}
+
+stop_bus_record() {
+  kill "${BUS_RECORDERS[@]}" 2>/dev/null || true
+}
+
+# bluez_owners OWNERS_LOG: each change of org.bluez's owner in record_bus's OWNERS_LOG, a line
+# each: time (seconds since the epoch), old owner, new owner ("" for none).
+bluez_owners() {
+  awk '/member=NameOwnerChanged/ { split($2, t, "="); time = t[2]; n = 0; next }
+       /^ *string / { v[n++] = $2; if (n == 3) print time, v[1], v[2] }' "$1"
+}
+
 # --- the stack --------------------------------------------------------------------------------
 # btvirt_options: two controllers, LE without extended advertising when TESTBED_CONTROLLERS is
 # legacy (btvirt -L: LE-only too, where a Raspberry Pi's radio keeps BR/EDR), else btvirt's

@@ -16,19 +16,9 @@ rounds=${rounds:-50}
 [[ "$(systemctl is-active bleadvd)" == active ]] || fail "needs 60-install-deb.sh first"
 config=/etc/bleadvd/bleadvd.toml
 cp "$config" "$TESTBED_WORK/before-repro.toml"
-# The bus's own record: every message to or from bleadvd and BlueZ's object signals, one line each (dbus-monitor
-# --profile: type, time, serial, sender, destination, path, interface, member), and who owns
-# org.bluez when (a second monitor: --profile does not print a signal's arguments).
-bleadvd=$(dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-  org.freedesktop.DBus.GetNameOwner string:org.bleadvd.Advertiser | tr -d ' ')
 bus_log=$TESTBED_WORK/repro-bus.log owners_log=$TESTBED_WORK/repro-owners.log
-dbus-monitor --system --profile "sender='$bleadvd'" "destination='$bleadvd'" \
-  "type='signal',interface='org.freedesktop.DBus.ObjectManager'" \
-  "type='signal',interface='org.freedesktop.DBus.Properties',path_namespace='/org/bluez'" > "$bus_log" 2>&1 &
-monitors=($!)
-dbus-monitor --system "type='signal',member='NameOwnerChanged',arg0='org.bluez'" > "$owners_log" 2>&1 &
-monitors+=($!)
-trap 'kill "${monitors[@]}" 2>/dev/null || true; cp "$TESTBED_WORK/before-repro.toml" "$config"; systemctl reload bleadvd || true' EXIT
+record_bus "$bus_log" "$owners_log"
+trap 'stop_bus_record; cp "$TESTBED_WORK/before-repro.toml" "$config"; systemctl reload bleadvd || true' EXIT
 printf '[advertisement.tag]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "7a67" }\n' >> "$config"
 systemctl reload bleadvd
 [[ "$(active_instances)" == 2 ]] || fail "after reload: $(active_instances) registered, not 2"
@@ -39,10 +29,8 @@ record() {
   local round=$1 since=$2
   {
     echo "---- round $round: who owned org.bluez (NameOwnerChanged: time, old owner, new owner)"
-    awk '/member=NameOwnerChanged/ { split($2, t, "="); time = t[2]; n = 0; next }
-         /^ *string / { v[n++] = $2; if (n == 3) print time, v[1], v[2] }' "$owners_log" \
-      | awk -v since="$since" '$1 >= since'
-    echo "---- round $round: every message to or from bleadvd ($bleadvd), from the restart on (dbus-monitor --profile)"
+    bluez_owners "$owners_log" | awk -v since="$since" '$1 >= since'
+    echo "---- round $round: every message to or from bleadvd ($BLEADVD_UNIQUE_NAME), from the restart on (dbus-monitor --profile)"
     awk -v since="$since" '$2 >= since' "$bus_log" | head -n 400
     echo "---- round $round: btmon's management commands for advertising"
     btmon -T -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null \
