@@ -216,6 +216,30 @@ bluez_owners() {
        /^ *string / { v[n++] = $2; if (n == 3) print time, v[1], v[2] }' "$1"
 }
 
+# --- scenario 50's crash loop (and testbed/repro/crash-timeline.sh's) --------------------------
+# crash_loop_config FILE: two broadcast advertisements and no adapter named: the default, which
+# most users keep (hci1 can advertise too).
+crash_loop_config() {
+  cat > "$1" <<'TOML'
+[advertisement.first]
+type = "broadcast"
+manufacturer_data = { "0xFFFF" = "c1a5" }
+[advertisement.second]
+type = "broadcast"
+service_data = { "9999" = "c2a5" }
+TOML
+}
+
+# crash_loop TIMES: bluetoothd killed with -9 and started again TIMES times as this guest starts
+# it (by hand, or bluetooth.service), both of crash_loop_config's advertisements expected on
+# hci0 after each (testbed/crashloop.py: a line per crash; bluetoothd's output appended to
+# bluetoothd-crashes.log).
+crash_loop() {
+  local service=()
+  [[ "${TESTBED_BLUETOOTHD:-hand}" == service ]] && service=(--service)
+  python3 "$TESTBED_ROOT/testbed/crashloop.py" --times "$1" --expect 2 --log "$TESTBED_WORK/bluetoothd-crashes.log" "${service[@]}"
+}
+
 # --- the stack --------------------------------------------------------------------------------
 # btvirt_options: two controllers, LE without extended advertising when TESTBED_CONTROLLERS is
 # legacy (btvirt -L: LE-only too, where a Raspberry Pi's radio keeps BR/EDR), else btvirt's

@@ -15,14 +15,7 @@ rounds=${BLEADVD_REPRO_ROUNDS:-$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadv
 rounds=${rounds:-20}
 limit=${BLEADVD_REPRO_LIMIT:-0.6}
 config="$TESTBED_WORK/crash.toml"
-cat > "$config" <<'TOML'
-[advertisement.first]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "c1a5" }
-[advertisement.second]
-type = "broadcast"
-service_data = { "9999" = "c2a5" }
-TOML
+crash_loop_config "$config"
 fresh_bluetoothd
 start_bleadvd "$config" --log-level debug
 wait_for 30 "both advertisements on air" '[[ "$(active_instances)" == 2 ]]'
@@ -32,11 +25,8 @@ record_bus "$bus_log" "$owners_log"
 trap 'stop_bus_record; stop_bleadvd' EXIT
 sleep 1
 
-service=()
-[[ "${TESTBED_BLUETOOTHD:-hand}" == service ]] && service=(--service)
 before=$(bleadvd_log_lines)
-python3 "$TESTBED_ROOT/testbed/crashloop.py" --times "$rounds" --expect 2 --log "$TESTBED_WORK/bluetoothd-crashes.log" "${service[@]}" \
-  | tee "$TESTBED_WORK/crashes.txt" | sed 's/^/    /' || true
+crash_loop "$rounds" | tee "$TESTBED_WORK/crashes.txt" | sed 's/^/    /' || true
 sleep 1
 stop_bus_record
 

@@ -10,15 +10,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/crash.toml"
-# No adapter named: the default, which most users keep. hci1 can advertise too.
-cat > "$config" <<'TOML'
-[advertisement.first]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "c1a5" }
-[advertisement.second]
-type = "broadcast"
-service_data = { "9999" = "c2a5" }
-TOML
+crash_loop_config "$config"
 # heard: hci1 hears both (each scan tried 3 times: once in CI, hci1's BlueZ made no device of
 # an advertiser its controller was reporting, for a whole 30 s scan).
 heard() {
@@ -43,11 +35,8 @@ echo "before the crashes, hci1 hears both:"
 heard | sed 's/^/    /'
 
 echo "20 crashes (kill -9, 0.3 s, bluetoothd started again):"
-service=()
-[[ "${TESTBED_BLUETOOTHD:-hand}" == service ]] && service=(--service)
 before=$(bleadvd_log_lines)
-if ! python3 "$TESTBED_ROOT/testbed/crashloop.py" --times 20 --expect 2 --log "$TESTBED_WORK/bluetoothd-crashes.log" "${service[@]}" \
-    | tee "$TESTBED_WORK/crashes.txt" | sed 's/^/    /'; then
+if ! crash_loop 20 | tee "$TESTBED_WORK/crashes.txt" | sed 's/^/    /'; then
   diagnose; exit 1
 fi
 sed -nE 's/.* registered ([0-9.]+) s later/\1/p' "$TESTBED_WORK/crashes.txt" | sort -n > "$TESTBED_WORK/reregister.txt"
