@@ -68,10 +68,11 @@ public enum ControlAPI {
         /// `Pair(u seconds) -> (s method, u seconds)`: opens a pairing window for `seconds`
         /// (0: the config's `window_seconds`); returns the method and the window's length. The
         /// window closes when it runs out or once a central bonded; its events are `Pairing`
-        /// signals. Refused (`Invalid`) when `[pairing] method` is `off`.
+        /// signals sent to the caller alone. Refused (`Invalid`) when `[pairing] method` is `off`.
         case pair = "Pair"
         /// `Confirm(s central, b matches)`: answers a numeric comparison the central asked for
-        /// (`Pairing` with event `confirm`): true when both sides show the same code.
+        /// (`Pairing` with event `confirm`): true when both sides show the same code. Only the
+        /// connection that opened the window may answer (`AccessDenied` for any other).
         case confirm = "Confirm"
         /// `Bonds() -> a{ss}`: the centrals bonded with the adapter, address to name (empty
         /// when it gave none).
@@ -134,13 +135,15 @@ public enum ControlAPI {
         /// write-only characteristic, whose values are secrets; `central` is its address, empty
         /// when BlueZ did not say.
         case written = "Written"
-        /// `Pairing(s event, s central, s code)`: what happens in a pairing window. `event` is
-        /// `opened` and `closed` (the window; `central` empty), `requested` (a central asks to
-        /// pair; `code` is the 6-digit passkey the central's user types, or empty for just
-        /// works), `confirm` (does the central show `code`? answer with `Confirm`), `paired`,
-        /// `refused` (outside a window, past its attempts, not confirmed) and `failed` (no
-        /// bond within the time: a wrong code, or the central gave up). Codes are sent only
-        /// inside a window.
+        /// `Pairing(s event, s central, s detail)`: what happens in a pairing window, sent to
+        /// the connection that opened it with `Pair` alone (a directed signal: no other
+        /// connection receives it, whatever its match rules). `event` is `opened` and `closed`
+        /// (the window; `central` empty), `requested` (a central asks to pair; `detail` is the
+        /// 6-digit passkey the central's user types, or empty for just works), `confirm` (does
+        /// the central show `detail`? answer with `Confirm`), `paired`, `refused` (`detail`
+        /// says why: past its attempts, a bond without a code in a passkey or
+        /// numeric-comparison window, not confirmed) and `failed` (no bond within the time: a
+        /// wrong code, or the central gave up).
         case pairing = "Pairing"
 
         /// The member name.
@@ -154,7 +157,7 @@ public enum ControlAPI {
             case .written:
                 [DBusArgument("service", .string), DBusArgument("characteristic", .string), DBusArgument("value", .variant),
                  DBusArgument("central", .string)]
-            case .pairing: [DBusArgument("event", .string), DBusArgument("central", .string), DBusArgument("code", .string)]
+            case .pairing: [DBusArgument("event", .string), DBusArgument("central", .string), DBusArgument("detail", .string)]
             }
         }
     }

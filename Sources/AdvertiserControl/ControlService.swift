@@ -20,13 +20,15 @@ public protocol AdvertiserControlling: Sendable {
     /// typed, or a number, a boolean or an array of strings.
     /// - Throws: `unknownName`, or `invalidValue` naming the key (nothing changes then).
     func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError)
-    /// Opens a pairing window for `seconds` (nil: the configured length); returns the method
-    /// and the length.
+    /// Opens a pairing window for `seconds` (nil: the configured length) on behalf of `caller`
+    /// (the bus's unique name of whoever asked), to whom alone the window's events and codes
+    /// go; returns the method and the length.
     /// - Throws: `invalid` when pairing is off.
-    func pair(for seconds: Int?) async throws(PeripheralError) -> (method: PairingMethod, seconds: Int)
-    /// Answers the numeric comparison `central` asked for.
-    /// - Throws: `unknownName` when it asked for none.
-    func confirm(_ central: String, matches: Bool) async throws(PeripheralError)
+    func pair(for seconds: Int?, by caller: String) async throws(PeripheralError) -> (method: PairingMethod, seconds: Int)
+    /// Answers the numeric comparison `central` asked for; `caller` must be whoever opened the
+    /// window.
+    /// - Throws: `unknownName` when it asked for none, `accessDenied` for another caller.
+    func confirm(_ central: String, matches: Bool, by caller: String) async throws(PeripheralError)
     /// The centrals bonded with the adapter.
     func bonds() async throws(PeripheralError) -> [Bond]
     /// Removes the bond with `central`.
@@ -94,7 +96,7 @@ public enum ControlService {
             { call in
                 do throws(PeripheralError) {
                     let seconds = call.arguments[0].uint32 ?? 0
-                    let (method, length) = try await target.pair(for: seconds == 0 ? nil : Int(seconds))
+                    let (method, length) = try await target.pair(for: seconds == 0 ? nil : Int(seconds), by: call.sender ?? "")
                     return [.string(method.rawValue), .uint32(UInt32(length))]
                 } catch {
                     throw ControlAPI.dbusError(error)
@@ -103,7 +105,7 @@ public enum ControlService {
         case .confirm:
             { call in
                 try await perform { () throws(PeripheralError) in
-                    try await target.confirm(call.arguments[0].string ?? "", matches: call.arguments[1].boolean ?? false)
+                    try await target.confirm(call.arguments[0].string ?? "", matches: call.arguments[1].boolean ?? false, by: call.sender ?? "")
                 }
             }
         case .bonds:
@@ -163,14 +165,16 @@ public enum ControlService {
         await emit(.written, [.string(service), .string(characteristic), .variant(variant), .string(central)], on: connection)
     }
 
-    /// Announces what happens in a pairing window (``ControlAPI/Signal/pairing``).
-    public static func pairing(_ event: String, central: String, code: String = "", on connection: DBusConnection) async {
-        await emit(.pairing, [.string(event), .string(central), .string(code)], on: connection)
+    /// Tells `opener` (the unique name that opened the window) what happens in its pairing
+    /// window (``ControlAPI/Signal/pairing``): a signal the bus delivers to it alone, since a
+    /// code on a broadcast reaches every local user who listens.
+    public static func pairing(_ event: String, central: String, detail: String = "", to opener: String, on connection: DBusConnection) async {
+        await emit(.pairing, [.string(event), .string(central), .string(detail)], to: opener, on: connection)
     }
 
-    private static func emit(_ signal: ControlAPI.Signal, _ arguments: [DBusValue], on connection: DBusConnection) async {
+    private static func emit(_ signal: ControlAPI.Signal, _ arguments: [DBusValue], to destination: String? = nil, on connection: DBusConnection) async {
         assert(arguments.map(\.type) == signal.arguments.map(\.type), "\(signal.name)'s arguments are not as ControlAPI.Signal declares")
-        try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: signal.name, arguments)
+        try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: signal.name, arguments, to: destination)
     }
 
     private static func perform(_ body: () async throws(PeripheralError) -> Void) async throws -> [DBusValue] {

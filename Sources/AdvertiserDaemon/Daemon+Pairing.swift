@@ -40,7 +40,7 @@ extension Daemon {
 
     // MARK: Control API
 
-    package func pair(for seconds: Int?) async throws(PeripheralError) -> (method: PairingMethod, seconds: Int) {
+    package func pair(for seconds: Int?, by caller: String) async throws(PeripheralError) -> (method: PairingMethod, seconds: Int) {
         guard let method = agentMethod else {
             throw PeripheralError(.invalid, pairing.method == nil
                 ? "pairing is off ([pairing] method = \"off\" in \(configPath))"
@@ -55,17 +55,26 @@ extension Daemon {
         } catch {
             throw PeripheralError(.failed, "BlueZ did not open the adapter to new bonds: \(error)")
         }
-        window.open(until: clock.now.advanced(by: .seconds(length)), attempts: pairing.attempts)
+        if window.isOpen(at: clock.now), let opener = window.opener, opener != caller {
+            // The window has one opener, to whom its codes go: the one before is told it is over.
+            await announce("closed", detail: "another bleadvctl pair opened a window")
+        }
+        window.open(until: clock.now.advanced(by: .seconds(length)), attempts: pairing.attempts, method: method, opener: caller)
         logger.notice("pairing: window open for \(length) s (\(method.rawValue), up to \(pairing.attempts) attempt(s))")
-        await ControlService.pairing("opened", central: "", on: connection)
+        await announce("opened")
         schedulePairingTimer()
         return (method, length)
     }
 
-    package func confirm(_ central: String, matches: Bool) async throws(PeripheralError) {
-        guard let waiting = confirmations.removeValue(forKey: central.uppercased()) else {
+    package func confirm(_ central: String, matches: Bool, by caller: String) async throws(PeripheralError) {
+        guard confirmations[central.uppercased()] != nil else {
             throw PeripheralError(.unknownName, "\(PeripheralError.quoted(central)) is not waiting for a confirmation")
         }
+        guard caller == window.opener else {
+            logger.warning("pairing: a confirmation for \(Central.named(central.uppercased())) from \(Untrusted.escaped(caller)), not from the bleadvctl pair that opened the window, was refused")
+            throw PeripheralError(.accessDenied, "only the bleadvctl pair that opened the window answers its comparisons")
+        }
+        let waiting = confirmations.removeValue(forKey: central.uppercased())!
         logger.notice("pairing: \(central.uppercased()): the codes \(matches ? "match" : "do not match"), as bleadvctl says")
         waiting.resume(returning: matches)
     }
@@ -93,7 +102,7 @@ extension Daemon {
             return true
         case .refuse(let reason):
             logger.warning("pairing: refused \(central) (\(request.method.rawValue)): \(reason)")
-            await ControlService.pairing("refused", central: request.central, on: connection)
+            await announce("refused", central: request.central, detail: reason)
             return false
         case .allow:
             schedulePairingTimer()
@@ -101,20 +110,21 @@ extension Daemon {
         switch request.kind {
         case .authorize:
             logger.notice("pairing: \(central) asks to pair (just works); let in")
-            await ControlService.pairing("requested", central: request.central, on: connection)
+            await announce("requested", central: request.central)
             return true
         case .passkey:
             logger.notice("pairing: \(central) asks to pair; type the passkey \(request.code!) on it")
-            await ControlService.pairing("requested", central: request.central, code: request.code!, on: connection)
+            await announce("requested", central: request.central, detail: request.code!)
             return true
         case .confirm:
             logger.notice("pairing: \(central) asks to pair; does it show \(request.code!)? answer with bleadvctl pair")
-            await ControlService.pairing("confirm", central: request.central, code: request.code!, on: connection)
-            let matches = await withCheckedContinuation { confirmations[request.central] = $0 }
+            await announce("confirm", central: request.central, detail: request.code!)
+            // The window may have closed while the question went out: nothing would answer.
+            let matches = window.isOpen(at: clock.now) ? await withCheckedContinuation { confirmations[request.central] = $0 } : false
             if !matches {
                 window.drop(request.central)
                 logger.warning("pairing: refused \(central): its code was not confirmed")
-                await ControlService.pairing("refused", central: request.central, on: connection)
+                await announce("refused", central: request.central, detail: "its code was not confirmed")
             }
             return matches
         }
@@ -133,7 +143,7 @@ extension Daemon {
             return
         }
         logger.notice("pairing: \(central) paired and bonded")
-        await ControlService.pairing("paired", central: central, on: connection)
+        await announce("paired", central: central)
         if window.isOpen(at: clock.now) { await closeWindow(because: "\(central) bonded") }
     }
 
@@ -162,18 +172,27 @@ extension Daemon {
     func failed(_ central: String, because reason: String) async {
         if let waiting = confirmations.removeValue(forKey: central) { waiting.resume(returning: false) }
         logger.warning("pairing: \(Central.named(central)) did not bond (\(reason))")
-        await ControlService.pairing("failed", central: central, on: connection)
+        await announce("failed", central: central, detail: reason)
     }
 
     /// Closes the window: the adapter takes no new bonds.
     func closeWindow(because reason: String) async {
         window.close()
+        // A comparison still unanswered would bond after the adapter closed: it is refused.
+        cancelConfirmations()
         do {
             try await module.setPairable(false)
         } catch {
             logger.error("pairing: BlueZ did not close the adapter to new bonds (\(error)); the agent refuses every request until a window opens")
         }
         logger.notice("pairing: window closed: \(reason)")
-        await ControlService.pairing("closed", central: "", on: connection)
+        await announce("closed", detail: reason)
+    }
+
+    /// Tells whoever opened the window what happened in it; no one else is told (the journal
+    /// keeps the rest, without codes).
+    func announce(_ event: String, central: String = "", detail: String = "") async {
+        guard let opener = window.opener else { return }
+        await ControlService.pairing(event, central: central, detail: detail, to: opener, on: connection)
     }
 }

@@ -19,6 +19,12 @@ struct PairingWindow<Instant: InstantProtocol>: Sendable where Instant.Duration 
     private(set) var until: Instant?
     /// How many more requests the window takes.
     private(set) var attemptsLeft = 0
+    /// The method it was opened for: a passkey or numeric-comparison window takes no bond
+    /// without MITM protection.
+    private(set) var method = PairingMethod.justWorks
+    /// Who opened it (the bus's unique name of the caller of `Pair`): its events and codes go
+    /// to it alone. Kept after the window closes, for the requests still awaited.
+    private(set) var opener: String?
     /// The requests allowed whose outcome is awaited, by central: since when, and their code.
     private(set) var pending: [String: (since: Instant, code: String?)] = [:]
 
@@ -27,10 +33,12 @@ struct PairingWindow<Instant: InstantProtocol>: Sendable where Instant.Duration 
         until.map { now < $0 } ?? false
     }
 
-    /// Opens it until `until`, taking `attempts` requests.
-    mutating func open(until: Instant, attempts: Int) {
+    /// Opens it for `opener` until `until`, taking `attempts` requests of `method`.
+    mutating func open(until: Instant, attempts: Int, method: PairingMethod, opener: String? = nil) {
         self.until = until
         attemptsLeft = attempts
+        self.method = method
+        self.opener = opener
     }
 
     /// Closes it; requests under way are still awaited.
@@ -45,6 +53,12 @@ struct PairingWindow<Instant: InstantProtocol>: Sendable where Instant.Duration 
         guard isOpen(at: now) else { return .refuse("no pairing window is open (bleadvctl pair opens one)") }
         guard attemptsLeft > 0 else { return .refuse("this window took all its attempts already") }
         attemptsLeft -= 1
+        // A central that announces no input and no output, or asks for no MITM protection,
+        // gets just works from the stack whatever the agent's capability: in a window opened
+        // for a code that is a downgrade, an attacker's way in before the owner types it.
+        guard request.method != .justWorks || method == .justWorks else {
+            return .refuse("it asks for just works, a bond without a code (no MITM protection); this window takes \(method.rawValue) only")
+        }
         pending[request.central] = (now, request.code)
         return .allow
     }

@@ -207,9 +207,13 @@ public actor DBusConnection {
         }
     }
 
-    /// Emits a signal from an object of this connection.
-    public func emit(path: DBusObjectPath, interface: String, member: String, _ arguments: [DBusValue] = []) throws {
-        try send(.signal(path: path, interface: interface, member: member, body: arguments))
+    /// Emits a signal from an object of this connection: a broadcast, which every connection
+    /// whose match rule takes it receives, or with a `destination` (a unique name) a signal
+    /// the bus delivers to that connection alone.
+    public func emit(
+        path: DBusObjectPath, interface: String, member: String, _ arguments: [DBusValue] = [], to destination: String? = nil
+    ) throws {
+        try send(.signal(path: path, interface: interface, member: member, body: arguments, destination: destination))
     }
 
 }

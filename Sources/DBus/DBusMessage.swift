@@ -1,7 +1,7 @@
 /// A D-Bus message as plain Swift values: a method call, a method return, an error or a signal.
 ///
 /// Build the ones you send with ``methodCall(destination:path:interface:member:body:)`` and
-/// ``signal(path:interface:member:body:)``; the connection validates every name and value before
+/// ``signal(path:interface:member:body:destination:)``; the connection validates every name and value before
 /// handing the message to libdbus.
 public struct DBusMessage: Sendable, Hashable {
     /// The four kinds of D-Bus message.
@@ -66,11 +66,11 @@ public struct DBusMessage: Sendable, Hashable {
             body: body)
     }
 
-    /// A broadcast signal.
+    /// A signal: a broadcast, or directed to `destination` (a unique name) alone.
     public static func signal(
-        path: DBusObjectPath, interface: String, member: String, body: [DBusValue] = []
+        path: DBusObjectPath, interface: String, member: String, body: [DBusValue] = [], destination: String? = nil
     ) -> DBusMessage {
-        DBusMessage(kind: .signal, path: path, interface: interface, member: member, body: body)
+        DBusMessage(kind: .signal, path: path, interface: interface, member: member, destination: destination, body: body)
     }
 
     /// A description of what the message is, for logs and errors: `Interface.Member` or the error name.

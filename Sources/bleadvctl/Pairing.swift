@@ -35,11 +35,21 @@ extension Bleadvctl {
             try runOnEventLoop(exitingWith: 0) { loop in try await Self.pair(seconds: seconds, on: loop) }
         }
 
+        /// What the command follows: the window's signals and the lines typed on standard input.
+        enum Input {
+            case signal(DBusMessage)
+            /// A line; nil once standard input ended.
+            case line(String?)
+            case connectionEnded
+        }
+
         /// Opens the window and follows its `Pairing` signals until a central bonded (returns)
-        /// or the window closed (throws).
+        /// or the window closed (throws). Answers to comparisons are read from standard input
+        /// on the loop, beside the signals: the window's end shows while a question waits.
         static func pair(seconds: UInt32, on loop: EventLoop) async throws {
             let connection = try await connectToSystemBus(on: loop)
-            // Subscribed before the window opens: no request can come unseen.
+            // Subscribed before the window opens: no request can come unseen. The daemon sends
+            // them to this connection alone.
             let signals = try await connection.signals(matching: [DBusMatchRule(
                 sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: ControlAPI.Signal.pairing.name)])
             let reply: [DBusValue]
@@ -58,38 +68,64 @@ extension Bleadvctl {
                 printError("the window's end was not announced; giving up")
                 Glibc.exit(Failure.failed)
             }
-            for await message in signals {
-                let body = message.body
-                guard body.count == 3, let event = body[0].string, let central = body[1].string, let code = body[2].string else { continue }
-                let who = Central.named(central)
-                switch event {
-                case "requested":
-                    try emit(code.isEmpty ? "\(who): pairing (just works)\n" : "\(who): type \(Untrusted.escaped(code)) on the central\n")
-                case "confirm":
-                    try emit("\(who): does the central show \(Untrusted.escaped(code))? [y/N] ")
-                    let answer = readLine()?.lowercased() ?? ""
-                    let matches = answer == "y" || answer == "yes"
-                    do {
-                        _ = try await connection.call(
-                            destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
-                            member: ControlAPI.Method.confirm.name, [.string(central), .boolean(matches)], expecting: "")
-                    } catch let error as DBusError {
-                        printError("\(who): the answer did not reach bleadvd: \(error.message)")
+            let (inputs, feed) = AsyncStream<Input>.makeStream()
+            Task(executorPreference: loop) {
+                for await message in signals { feed.yield(.signal(message)) }
+                feed.yield(.connectionEnded)
+            }
+            let answers = StandardInputLines(loop: loop) { feed.yield(.line($0)) }
+            // The centrals whose comparison waits for a line, the first asked first.
+            var asking: [String] = []
+            for await input in inputs {
+                switch input {
+                case .connectionEnded:
+                    throw Failure(code: Failure.failed, message: "the system bus connection ended")
+                case .line(let line):
+                    guard !asking.isEmpty else { continue }
+                    let answer = line?.lowercased() ?? ""
+                    await confirm(asking.removeFirst(), matches: answer == "y" || answer == "yes", on: connection)
+                    if let next = asking.first { try emit("\(Central.named(next)): answer for it now [y/N] ") }
+                case .signal(let message):
+                    let body = message.body
+                    guard body.count == 3, let event = body[0].string, let central = body[1].string, let detail = body[2].string else { continue }
+                    let who = Central.named(central)
+                    switch event {
+                    case "requested":
+                        try emit(detail.isEmpty ? "\(who): pairing (just works)\n" : "\(who): type \(Untrusted.escaped(detail)) on the central\n")
+                    case "confirm":
+                        try emit("\(who): does the central show \(Untrusted.escaped(detail))? [y/N] ")
+                        asking.append(central)
+                        answers.start()
+                    case "paired":
+                        try emit("\(who): paired and bonded\n")
+                        return
+                    case "refused":
+                        asking.removeAll { $0 == central }
+                        try emit(detail.isEmpty ? "\(who): refused\n" : "\(who): refused: \(Untrusted.escaped(detail))\n")
+                    case "failed":
+                        asking.removeAll { $0 == central }
+                        try emit("\(who): did not bond (a wrong code, or the central gave up)\n")
+                    case "closed":
+                        if !asking.isEmpty { try emit("\n") }
+                        throw Failure(code: Failure.failed, message: "the pairing window closed (\(Untrusted.escaped(detail.isEmpty ? "its time ran out" : detail))); no central bonded")
+                    default:
+                        continue
                     }
-                case "paired":
-                    try emit("\(who): paired and bonded\n")
-                    return
-                case "refused":
-                    try emit("\(who): refused\n")
-                case "failed":
-                    try emit("\(who): did not bond (a wrong code, or the central gave up)\n")
-                case "closed":
-                    throw Failure(code: Failure.failed, message: "the pairing window closed; no central bonded")
-                default:
-                    continue
                 }
             }
-            throw Failure(code: Failure.failed, message: "the system bus connection ended")
+        }
+
+        /// Sends the answer to a comparison; a failure to deliver it is said, not fatal.
+        static func confirm(_ central: String, matches: Bool, on connection: DBusConnection) async {
+            do {
+                _ = try await connection.call(
+                    destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                    member: ControlAPI.Method.confirm.name, [.string(central), .boolean(matches)], expecting: "")
+            } catch let error as DBusError {
+                printError("\(Central.named(central)): the answer did not reach bleadvd: \(error.message)")
+            } catch {
+                printError("\(Central.named(central)): the answer did not reach bleadvd: \(error)")
+            }
         }
     }
 

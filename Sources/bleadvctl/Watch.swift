@@ -14,8 +14,8 @@ extension Bleadvctl {
             discussion: """
                 Events: a central wrote a GATT characteristic (written SERVICE CHARACTERISTIC \
                 VALUE CENTRAL), an advertisement or service changed state (state NAME STATE), \
-                values went on air (values NAME KEY=VALUE...), something happened in a pairing \
-                window (pairing EVENT CENTRAL [CODE]). A write is printed only when \
+                values went on air (values NAME KEY=VALUE...). A pairing window's events go to \
+                the bleadvctl pair that opened it alone. A write is printed only when \
                 bleadvd took it: it fit the characteristic's format. With --json each line is \
                 one JSON object ({"event": "written", "service", "characteristic", "value", \
                 "central"}). Text is escaped; lines are written as they happen.
@@ -37,7 +37,7 @@ extension Bleadvctl {
         /// Prints each signal of the control API until the connection ends.
         static func watch(json: Bool, on loop: EventLoop) async throws {
             let connection = try await connectToSystemBus(on: loop)
-            let rules = ControlAPI.Signal.allCases.map {
+            let rules = ControlAPI.Signal.allCases.filter { $0 != .pairing }.map {
                 DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
             }
             let signals = try await connection.signals(matching: rules)
@@ -88,12 +88,8 @@ enum WatchFormat {
             return json
                 ? "{\"event\": \"values\", \"name\": \(StatusFormat.quote(name)), \"values\": {" + values.map { "\(StatusFormat.quote($0.0)): \(StatusFormat.quote($0.1))" }.joined(separator: ", ") + "}}"
                 : (["values", Untrusted.escaped(name)] + values.map { "\(Untrusted.escaped($0.0))=\(field($0.1))" }).joined(separator: " ")
-        case .pairing?:
-            guard body.count == 3, let event = body[0].string, let central = body[1].string, let code = body[2].string else { return nil }
-            return json
-                ? "{\"event\": \"pairing\", \"pairing\": \(StatusFormat.quote(event)), \"central\": \(StatusFormat.quote(central)), \"code\": \(StatusFormat.quote(code))}"
-                : (["pairing", Untrusted.escaped(event), central.isEmpty ? "-" : Untrusted.escaped(central)] + (code.isEmpty ? [] : [Untrusted.escaped(code)])).joined(separator: " ")
-        case nil:
+        case .pairing?, nil:
+            // A window's events are sent to its opener alone: never this command's to print.
             return nil
         }
     }

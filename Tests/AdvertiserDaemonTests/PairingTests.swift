@@ -33,12 +33,15 @@ struct PairingTests {
         }
     }
 
-    /// Opens a window with the Pair method, as bleadvctl pair does (which then follows it).
-    func openWindow(_ session: DaemonSession, seconds: UInt32) async throws {
+    /// Opens a window with the Pair method, as bleadvctl pair does (which then follows it);
+    /// returns the opener's connection, the one its events go to and that may confirm.
+    @discardableResult
+    func openWindow(_ session: DaemonSession, seconds: UInt32) async throws -> DBusConnection {
         let client = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(client)
         _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                   member: "Pair", [.uint32(seconds)], expecting: "su")
+        return client
     }
 
     func pair(_ session: DaemonSession, _ arguments: String...) throws -> Child {
@@ -192,9 +195,8 @@ struct PairingTests {
     @Test("a numeric comparison waits for Confirm, and goes on only when the codes match")
     func confirmAnswersTheComparison() async throws {
         let session = try await session("method = \"numeric-comparison\"")
-        try await openWindow(session, seconds: 60)
+        let client = try await openWindow(session, seconds: 60)
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
-        let client = try await DBusConnection.connect(to: .address(session.bus.address))
 
         // Until the daemon holds the request, Confirm finds nothing to answer.
         while (try? await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
@@ -241,22 +243,94 @@ struct PairingTests {
         #expect(session.mock.calls.removedBonds.isEmpty)
     }
 
-    @Test("bleadvctl watch prints what happens in a window")
-    func watchShowsPairing() async throws {
+    @Test("a passkey window refuses a central that asks for just works, bleadvctl pair says why, and the owner's passkey is let in after it")
+    func downgradeRefused() async throws {
         let session = try await session("method = \"passkey\"")
-        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
-        defer { watch.kill(SIGTERM) }
-        // Windows until one is printed: watch may not have subscribed yet.
-        let opening = Task {
-            while !Task.isCancelled {
-                try? await openWindow(session, seconds: 60)
-                try? await Task.sleep(for: .milliseconds(100))
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        let downgrade = await session.mock.agentRequest(PairingRequest(central: "11:22:33:44:55:66", .authorize))
+        let refusal = try await PrivateBus.line(from: pair.stdout)
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        let owner = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(downgrade == false)
+        #expect(refusal == "11:22:33:44:55:66: refused: it asks for just works, a bond without a code (no MITM protection); this window takes passkey only")
+        #expect(owner == "\(Self.phone): type 004213 on the central")
+        #expect(session.logs.all.contains { $0.contains("pairing: refused 11:22:33:44:55:66 (just-works): it asks for just works") }, "\(session.logs.all)")
+        #expect(session.mock.calls.pairable.map(\.pairable) == [false, true])
+    }
+
+    @Test("a window's events and code go to the connection that opened it alone: another listening for Pairing gets none")
+    func codeReachesOnlyTheOpener() async throws {
+        let session = try await session("method = \"passkey\"")
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        let rules = [ControlAPI.Signal.pairing, .valuesChanged].map {
+            DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
+        }
+        var heard = try await listener.signals(matching: rules).makeAsyncIterator()
+        session.mock.scriptUpdateValue(.always(.success(())))
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        let shown = try await PrivateBus.line(from: pair.stdout)
+        // A broadcast after the code: the listener hears it first when no Pairing came before.
+        #expect(try await session.ctl("set", "lamp", "label=kitchen").status == 0)
+        let first = await heard.next()
+
+        #expect(shown == "\(Self.phone): type 004213 on the central")
+        #expect(first?.member == ControlAPI.Signal.valuesChanged.name)
+    }
+
+    @Test("Confirm from a connection other than the window's opener is refused with AccessDenied, and the comparison still waits")
+    func confirmOnlyFromTheOpener() async throws {
+        let session = try await session("method = \"numeric-comparison\"")
+        try await openWindow(session, seconds: 60)
+        let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
+        let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(stranger)
+
+        // Until the daemon holds the request, Confirm finds nothing (UnknownName).
+        var refusal: DBusError?
+        while refusal?.name != ControlAPI.errorName(.accessDenied) {
+            do {
+                _ = try await stranger.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                            member: "Confirm", [.string(Self.phone), .boolean(true)])
+                break
+            } catch let error as DBusError {
+                refusal = error
+                try await Task.sleep(for: .milliseconds(20))
             }
         }
-        defer { opening.cancel() }
+        asking.cancel()
 
-        let line = try await PrivateBus.line(from: watch.stdout)
+        #expect(refusal?.name == ControlAPI.errorName(.accessDenied))
+        #expect(session.logs.all.contains { $0.contains("pairing: a confirmation for \(Self.phone) from") }, "\(session.logs.all)")
+    }
 
-        #expect(line == "pairing opened -")
+    @Test("a comparison unanswered when the window's time runs out is refused, and bleadvctl pair shows the end while it waits for the answer")
+    func comparisonPendingAtClose() async throws {
+        let session = try await session("method = \"numeric-comparison\"")
+        let pair = try Child(product("bleadvctl"), ["pair", "5"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+        let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
+        // The window's end (sooner than the request's time out), once the question is asked.
+        await session.clock.waitForSleepers(1)
+        while !session.logs.all.contains(where: { $0.contains("does it show 654321?") }) { try await Task.sleep(for: .milliseconds(10)) }
+
+        session.clock.advance(by: .seconds(5))
+
+        let status = await pair.exitStatus()
+        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+
+        #expect(await asking.value == false)
+        #expect(status == 1)
+        #expect(errors == "bleadvctl: the pairing window closed (its time ran out); no central bonded\n")
+        #expect(session.mock.calls.pairable.map(\.pairable) == [false, true, false])
     }
 }

@@ -22,7 +22,7 @@ struct PairingWindowTests {
     @Test("an open window lets a central in until its time, not at it")
     func openUntilItsTime() {
         var window = PairingWindow<ManualClock.Instant>()
-        window.open(until: start.advanced(by: .seconds(10)), attempts: 3)
+        window.open(until: start.advanced(by: .seconds(10)), attempts: 3, method: .justWorks)
 
         let before = window.decide(Self.phone, at: start.advanced(by: .seconds(9)))
         let at = window.decide(PairingRequest(central: "11:22:33:44:55:66", .authorize), at: start.advanced(by: .seconds(10)))
@@ -34,7 +34,7 @@ struct PairingWindowTests {
     @Test("the same passkey shown again is the same attempt, not a new one")
     func passkeyAgain() {
         var window = PairingWindow<ManualClock.Instant>()
-        window.open(until: start.advanced(by: .seconds(10)), attempts: 1)
+        window.open(until: start.advanced(by: .seconds(10)), attempts: 1, method: .justWorks)
         let request = PairingRequest(central: "AA:BB:CC:DD:EE:FF", .passkey(42))
         _ = window.decide(request, at: start)
 
@@ -46,7 +46,7 @@ struct PairingWindowTests {
     @Test("a new code from a central awaited supersedes its attempt")
     func newCodeSupersedes() {
         var window = PairingWindow<ManualClock.Instant>()
-        window.open(until: start.advanced(by: .seconds(10)), attempts: 3)
+        window.open(until: start.advanced(by: .seconds(10)), attempts: 3, method: .justWorks)
         _ = window.decide(PairingRequest(central: "AA:BB:CC:DD:EE:FF", .passkey(42)), at: start)
 
         let superseded = window.supersedes(PairingRequest(central: "AA:BB:CC:DD:EE:FF", .passkey(43)))
@@ -58,7 +58,7 @@ struct PairingWindowTests {
     @Test("requests awaited past the time out expire, in address order; the window's end is due first when it is earlier")
     func expiry() {
         var window = PairingWindow<ManualClock.Instant>()
-        window.open(until: start.advanced(by: .seconds(5)), attempts: 3)
+        window.open(until: start.advanced(by: .seconds(5)), attempts: 3, method: .justWorks)
         _ = window.decide(PairingRequest(central: "BB:BB:BB:BB:BB:BB", .authorize), at: start)
         _ = window.decide(PairingRequest(central: "AA:AA:AA:AA:AA:AA", .authorize), at: start)
 
@@ -69,5 +69,30 @@ struct PairingWindowTests {
         #expect(due == start.advanced(by: .seconds(5)))
         #expect(early.isEmpty)
         #expect(late == ["AA:AA:AA:AA:AA:AA", "BB:BB:BB:BB:BB:BB"])
+    }
+
+    @Test("a passkey window refuses a central that asks for just works, counts the attempt, and stays open for the passkey",
+          arguments: [PairingMethod.passkey, .numericComparison])
+    func downgradeRefused(method: PairingMethod) {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(60)), attempts: 3, method: method)
+
+        let downgrade = window.decide(Self.phone, at: start)
+        let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
+
+        #expect(downgrade == .refuse("it asks for just works, a bond without a code (no MITM protection); this window takes \(method.rawValue) only"))
+        #expect(window.attemptsLeft == 1)
+        #expect(owner == .allow)
+        #expect(window.pending.keys.sorted() == ["11:22:33:44:55:66"])
+    }
+
+    @Test("a just-works window lets a just-works central in, as it did")
+    func justWorksWindowTakesJustWorks() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(60)), attempts: 3, method: .justWorks)
+
+        let verdict = window.decide(Self.phone, at: start)
+
+        #expect(verdict == .allow)
     }
 }

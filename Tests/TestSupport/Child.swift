@@ -14,30 +14,40 @@ public final class Child: @unchecked Sendable {
     public let stdout: FileHandle
     /// Its standard error, when captured.
     public let stderr: FileHandle?
+    /// What it reads as standard input, when given one (`input: true`): a pipe that stays open,
+    /// with nothing in it, until written or closed. Otherwise it reads this process's.
+    public let stdin: FileHandle?
     private var status: Int32?
 
-    /// Starts `executable` (a path) with `arguments`; `environment` adds to this process's.
-    public init(_ executable: String, _ arguments: [String], captureErrors: Bool = true, environment: [String: String] = [:]) throws {
+    /// Starts `executable` (a path) with `arguments`; `environment` adds to this process's;
+    /// with `input`, its standard input is ``stdin``.
+    public init(
+        _ executable: String, _ arguments: [String], captureErrors: Bool = true, environment: [String: String] = [:], input: Bool = false
+    ) throws {
         var outPipe: [Int32] = [0, 0]
         var errPipe: [Int32] = [0, 0]
-        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw TestFailure("pipe failed") }
+        var inPipe: [Int32] = [-1, -1]
+        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0, !input || pipe(&inPipe) == 0 else { throw TestFailure("pipe failed") }
         // Close-on-exec (Glibc's module has no pipe2): no other child started later keeps a
         // copy of these pipes open, so closing our end is seen by this child.
-        for fd in outPipe + errPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        for fd in outPipe + errPipe + inPipe where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         // From the one thread that lives as long as this process (see `Spawner`), so that the
         // parent-death signal setpriv asks for comes when this process dies, and only then.
-        let (result, child) = Spawner.run { [outPipe, errPipe] in
-            Self.spawn(executable, arguments, out: outPipe, errors: errPipe, captureErrors: captureErrors, environment: environment)
+        let (result, child) = Spawner.run { [outPipe, errPipe, inPipe] in
+            Self.spawn(executable, arguments, out: outPipe, errors: errPipe, input: inPipe, captureErrors: captureErrors, environment: environment)
         }
         close(outPipe[1])
         close(errPipe[1])
+        if input { close(inPipe[0]) }
         guard result == 0 else {
             close(outPipe[0])
             close(errPipe[0])
+            if input { close(inPipe[1]) }
             throw TestFailure("cannot start \(executable): \(String(cString: strerror(result)))")
         }
         pid = child
         stdout = FileHandle(fileDescriptor: outPipe[0], closeOnDealloc: true)
+        stdin = input ? FileHandle(fileDescriptor: inPipe[1], closeOnDealloc: true) : nil
         if captureErrors {
             stderr = FileHandle(fileDescriptor: errPipe[0], closeOnDealloc: true)
         } else {
@@ -50,8 +60,8 @@ public final class Child: @unchecked Sendable {
     /// parent dies and then becomes `executable` (the same pid): a crashed or killed test run
     /// leaves no bus or peer behind. Returns posix_spawn's result and the pid.
     private static func spawn(
-        _ executable: String, _ arguments: [String], out outPipe: [Int32], errors errPipe: [Int32], captureErrors: Bool,
-        environment: [String: String]
+        _ executable: String, _ arguments: [String], out outPipe: [Int32], errors errPipe: [Int32], input inPipe: [Int32],
+        captureErrors: Bool, environment: [String: String]
     ) -> (Int32, pid_t) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -62,7 +72,8 @@ public final class Child: @unchecked Sendable {
         } else {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
-        for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
+        if inPipe[0] >= 0 { posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0) }
+        for fd in outPipe + errPipe + inPipe where fd >= 0 { posix_spawn_file_actions_addclose(&actions, fd) }
         // Dispatch's worker threads block signals; a child would inherit that mask and ignore SIGTERM.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

@@ -12,8 +12,10 @@
 # - 1,000 writes without response on the encrypted link: Written signals, journal lines, CPU;
 # - kill -9 of bluetoothd, quiet and during a flood: how long after the bus saw it go bleadvd
 #   took its advertisement off air (dbus-monitor's timestamps);
-# - passkey (after a reload): the code `bleadvctl pair` prints, typed on the central, pairs
-#   with MITM protection and opens an authenticated characteristic; numeric comparison, both
+# - passkey (after a reload): a central that asks for just works in the window is refused (a
+#   downgrade), and the code `bleadvctl pair` prints, typed on the owner's central, pairs with
+#   MITM protection and opens an authenticated characteristic; user nobody's watch and
+#   dbus-monitor, running meanwhile, see no code; numeric comparison, both
 #   sides showing one code and `bleadvctl pair` told on its standard input that they match;
 # - a pairing flood with wrong codes: each fails, the window's attempts run out and the rest
 #   are refused, each logged with the central's address; nothing is written;
@@ -216,8 +218,23 @@ write_config passkey 2
 bleadvctl reload
 wait_for 10 "the agent registered for passkey" 'grep -q "agent registered for passkey" "$TESTBED_WORK/bleadvd.log"'
 pair_window 120 "$TESTBED_WORK/pair2.out"
+# Local users other than the one at the box: watch and dbus-monitor as nobody see no code.
+runuser -u nobody -- bleadvctl watch > "$TESTBED_WORK/nobody-watch.out" 2>&1 &
+nobody_watch=$!
+runuser -u nobody -- dbus-monitor --system "interface='org.bleadvd.Advertiser1'" > "$TESTBED_WORK/nobody-monitor.out" 2>&1 &
+nobody_monitor=$!
+echo "6a. a downgrade in the passkey window: a central that asks for just works (no input, no output, no MITM) is refused"
+out=$(central --io just-works pair "read:$code")
+echo "$out"
+grep -q "paired (just-works)" <<< "$out" && fail "a just-works bond in a passkey window"
+expect_line "refused: it asks for just works" "$(cat "$TESTBED_WORK/pair2.out")"
+grep -q "pairing: refused $central_address (just-works): it asks for just works" "$TESTBED_WORK/bleadvd.log" \
+  || fail "the journal did not say the downgrade was refused"
+[[ -z "$(bonds)" ]] || fail "a bond from the downgrade: $(bonds)"
+rm -f "$keys"
 dbus-monitor --system "path='/org/bleadvd/agent'" "interface='org.bluez.AgentManager1'" > "$TESTBED_WORK/agent-bus.out" 2>&1 &
 monitor_pid=$!
+echo "6b. the owner's central, typing the code, pairs in the same window"
 out=$(central --io passkey --code-from "$TESTBED_WORK/pair2.out" pair "read:$code")
 echo "$out"
 kill "$monitor_pid" 2>/dev/null || true
@@ -231,8 +248,13 @@ wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pa
 sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair2.out"
 code_shown=$(sed -nE 's/.*type ([0-9]{6}) on the central/\1/p' "$TESTBED_WORK/pair2.out")
 grep -q "type the passkey $code_shown on it" "$TESTBED_WORK/bleadvd.log" || fail "the journal did not say the code"
+kill "$nobody_watch" "$nobody_monitor" 2> /dev/null || true
+wait "$nobody_watch" "$nobody_monitor" 2> /dev/null || true
+grep -q "$code_shown" "$TESTBED_WORK/nobody-watch.out" "$TESTBED_WORK/nobody-monitor.out" \
+  && fail "user nobody saw the code: $(grep -h "$code_shown" "$TESTBED_WORK/nobody-watch.out" "$TESTBED_WORK/nobody-monitor.out")"
+echo "    user nobody's watch printed $(grep -c . "$TESTBED_WORK/nobody-watch.out") line(s), its dbus-monitor $(grep -c 'member=Pairing' "$TESTBED_WORK/nobody-monitor.out") Pairing signal(s); no code"
 
-echo "6b. numeric comparison: both sides show a code; bleadvctl pair is told they match"
+echo "6c. numeric comparison: both sides show a code; bleadvctl pair is told they match"
 bleadvctl forget "$central_address"
 rm -f "$keys"
 write_config numeric-comparison 2
