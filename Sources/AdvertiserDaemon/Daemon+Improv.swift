@@ -35,11 +35,13 @@ package struct WifiWatch: Sendable {
     }
 }
 
-/// Improv as the daemon runs it: the state machine (with its configuration) and the frame
-/// being written.
+/// Improv as the daemon runs it: the state machine (with its configuration) and the frames
+/// centrals are writing.
 struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
     var session: ImprovSession<Instant>
-    var assembler = Improv.Assembler()
+    var frames = ImprovFrames<Instant>()
+    /// The instant the partial frames' timer is set for, if it is.
+    var framesTimer: Instant?
     /// Whether Improv is on air (its advertisement and its service): not while this machine's
     /// Wi-Fi is connected, nor from ``Daemon/improvWithdrawDelay`` after it was provisioned.
     var offered = true
@@ -93,6 +95,7 @@ extension Daemon {
             case .offer: await improvOfferDue()
             case .withdrawal: await improvWithdrawalDue()
             case .look(let attempt): await improvLook(attempt: attempt)
+            case .frame: await improvFramesDue(at)
             }
         }
     }
@@ -124,9 +127,14 @@ extension Daemon {
         guard var run = improv else { return }
         let who = Central.named(central)
         let step: ImprovSession<C.Instant>.Step
-        switch run.assembler.add(bytes) {
+        let (piece, evicted) = run.frames.add(bytes, from: central, at: clock.now)
+        if let evicted {
+            logger.warning("improv: dropped \(Central.named(evicted))'s partial frame: \(ImprovFrames<C.Instant>.centralLimit) other centrals are writing one")
+        }
+        switch piece {
         case .incomplete:
             improv = run
+            scheduleImprovFramesTimer()
             return
         case .overrun:
             // More bytes than the frame's length says: as malformed as a frame can be.
@@ -149,6 +157,29 @@ extension Daemon {
             if run.session.error != .none { logger.warning("improv: \(who): \(Self.improvErrorText(run.session.error))") }
         }
         await showImprov(step)
+    }
+
+    /// Asks the loop for a timer at the next partial frame's limit, unless one is set for it.
+    func scheduleImprovFramesTimer() {
+        guard let due = improv?.frames.nextDue, due != improv?.framesTimer else { return }
+        improv?.framesTimer = due
+        post.yield(.improv(.due(.frame, due)))
+    }
+
+    /// The timer at `at` fired: partial frames whose next part did not come in time are dropped.
+    func improvFramesDue(_ at: C.Instant) async {
+        guard improv != nil else { return }
+        if improv?.framesTimer == at { improv?.framesTimer = nil }
+        for (central, bytes) in improv!.frames.expire(at: clock.now) {
+            logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): no next part within \(ImprovFrames<C.Instant>.partLimit.components.seconds) s")
+        }
+        scheduleImprovFramesTimer()
+    }
+
+    /// A central disconnected: its partial frame, if it left one, is dropped.
+    func improvCentralLeft(_ central: String) {
+        guard let bytes = improv?.frames.drop(central) else { return }
+        logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): it disconnected")
     }
 
     /// Shows the session as it is now: the error, the state and the result `step` carries on

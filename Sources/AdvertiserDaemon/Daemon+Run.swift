@@ -61,6 +61,8 @@ extension Daemon {
         case withdrawal
         /// The Wi-Fi is asked about again, the joiner having failed to tell before.
         case look(attempt: Int)
+        /// A central's partial command frame may have waited too long for its next part.
+        case frame
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -94,6 +96,10 @@ extension Daemon {
                 for await event in bluez {
                     if case .paired(let central, _) = event {
                         await self.centralPaired(central)
+                        continue
+                    }
+                    if case .disconnected(let central, _) = event {
+                        await self.improvCentralLeft(central)
                         continue
                     }
                     if case .gatt(let central) = event {

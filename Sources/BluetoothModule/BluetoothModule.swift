@@ -417,7 +417,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public func handle(_ event: PeripheralEvent) async {
         try? await exclusively {
             switch event {
-            case .gatt, .paired: logger.debug("event: \(event)")
+            case .gatt, .paired, .disconnected: logger.debug("event: \(event)")
             default:
                 logger.info("event: \(event)")
                 scheduleAudit()
@@ -459,7 +459,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 // They wait, saying why; once the adapter settled (retryDue), it is powered on
                 // again (power_on = true) and they are registered again, or the status says why not.
                 await reconcile()
-            case .paired:
+            case .paired, .disconnected:
                 break
             case .gatt(let event):
                 // A central's write was checked and taken below: it is the value in force now,

@@ -185,8 +185,10 @@ public enum Improv {
             return pending.count == Int(pending[1]) + 3 ? .frame(pending) : .overrun
         }
 
-        /// Drops what is under way (the central left, or took too long).
+        /// Drops what is under way (the central left, or took too long), its bytes zeroed
+        /// first: they may hold a Wi-Fi password.
         public mutating func reset() {
+            pending.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
             pending = []
         }
     }

@@ -39,6 +39,9 @@ public enum PeripheralEvent: Hashable, Sendable {
     case gatt(GATTEvent)
     /// A central finished pairing with an adapter (its address, the adapter).
     case paired(central: String, adapter: String)
+    /// A central's link with an adapter ended (its address, the adapter): what it left half
+    /// done (a command frame written in pieces) is to be dropped.
+    case disconnected(central: String, adapter: String)
 }
 
 /// What the domain needs from a Bluetooth stack to keep advertisements on air. The Linux

@@ -6,7 +6,7 @@ extension BlueZPeripheralManager {
     /// What BlueZ says on the bus, as `PeripheralEvent`s: bluetoothd leaving and coming back
     /// (`NameOwnerChanged`), adapters that can advertise appearing and going
     /// (`InterfacesAdded`/`InterfacesRemoved` of `LEAdvertisingManager1`), `Powered` changes,
-    /// a central's `Paired` turning true, and `Release` of one of our advertisements. All come through one subscription, so they keep
+    /// a central's `Paired` turning true and its `Connected` false, and `Release` of one of our advertisements. All come through one subscription, so they keep
     /// the bus's order, and each names the bluetoothd it came from: the owner changes here, in
     /// that order, and calls go to the owner announced last. When the bus connection ends, a
     /// last `bluezVanished` and the stream ends.
@@ -139,10 +139,11 @@ extension BlueZPeripheralManager {
             await forget { $0.adapter == name && $0.generation == generation }
             publish(.adapterRemoved(name, generation))
         case "PropertiesChanged" where body.count >= 2 && body[0].string == BlueZ.deviceInterface:
-            // A central that finished pairing: its Paired turns true.
-            guard let path = message.path, let device = BlueZ.device(at: path),
-                  body[1].variantDictionary?["Paired"]?.boolean == true else { return }
-            publish(.paired(central: device.address, adapter: device.adapter))
+            // A central that finished pairing (its Paired turns true), or whose link ended
+            // (Connected turns false).
+            guard let path = message.path, let device = BlueZ.device(at: path), let changed = body[1].variantDictionary else { return }
+            if changed["Paired"]?.boolean == true { publish(.paired(central: device.address, adapter: device.adapter)) }
+            if changed["Connected"]?.boolean == false { publish(.disconnected(central: device.address, adapter: device.adapter)) }
         case "PropertiesChanged" where body.count >= 2:
             guard let path = message.path, let name = BlueZ.adapterName(of: path),
                   let powered = body[1].variantDictionary?["Powered"]?.boolean else { return }

@@ -61,6 +61,9 @@ public final class ManualClock: Clock, Sendable {
 
     /// The current instant.
     public var now: Instant { state.withLock { $0.now } }
+    /// The deadlines of the tasks asleep on the clock now, soonest first: a test waits for the
+    /// one it means to pass, not for any sleeper.
+    public var deadlines: [Instant] { state.withLock { $0.sleepers.map(\.deadline).sorted() } }
     /// The smallest step the clock takes.
     public var minimumResolution: Duration { .nanoseconds(1) }
 

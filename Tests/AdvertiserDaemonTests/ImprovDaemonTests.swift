@@ -74,9 +74,10 @@ struct ImprovDaemonTests {
         session.mock.calls.updatedValues.filter { $0.characteristic == characteristic }.map(\.value)
     }
 
-    /// Advances the clock until `condition` holds: the join program is watched on it.
+    /// Advances the clock until `condition` holds (or the test's time limit cancels it): the
+    /// join program is watched on it.
     func advance(_ session: DaemonSession, until condition: () -> Bool) async {
-        while !condition() {
+        while !condition(), !Task.isCancelled {
             await session.clock.waitForSleepers()
             session.clock.advance(by: .milliseconds(100))
             try? await Task.sleep(for: .milliseconds(5))
@@ -173,7 +174,8 @@ struct ImprovDaemonTests {
         frame[frame.count - 1] &+= 1
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(frame, .bytes(frame)), central: "")))
-        while notified(session, Self.error).isEmpty { await Task.yield() }
+        // The error is set first, then the state (each its own call): both, before looking.
+        while notified(session, Self.state).isEmpty, !Task.isCancelled { await Task.yield() }
 
         #expect(notified(session, Self.error) == [[0x01]])
         #expect(notified(session, Self.state) == [[0x02]])
@@ -211,4 +213,64 @@ struct ImprovDaemonTests {
         #expect(notified(session, Self.result) == [Improv.scanResult([])])
         #expect(session.logs.all.contains { $0.contains("could not list the Wi-Fi networks in range: NetworkManager refused GetDevices") })
     }
+
+    @Test("a stranger's 01 FF (a frame's start announcing 255 bytes) does not hold back another central's frame: it is provisioned at once")
+    func strangersPartialFrameDoesNotWedge() async throws {
+        let session = try await session()
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x01, 0xFF], .bytes([0x01, 0xFF])), central: "66:66:66:66:66:66")))
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        await advance(session) { notified(session, Self.result).count == 1 }
+
+        #expect(notified(session, Self.state) == [[0x03], [0x04]])
+    }
+
+    @Test("two centrals writing frames in pieces, interleaved, each get their own frame joined")
+    func interleavedCentrals() async throws {
+        let session = try await session()
+        let scan: [UInt8] = [0x04, 0x00, 0x04]
+        let stranger = "66:66:66:66:66:66", phone = "AA:BB:CC:DD:EE:FF"
+
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Array(Self.wifi[..<5]), .bytes([])), central: phone)))
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Array(scan[..<1]), .bytes([])), central: stranger)))
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Array(Self.wifi[5...]), .bytes([])), central: phone)))
+        await advance(session) { notified(session, Self.result).count == 1 }
+
+        #expect(notified(session, Self.error).allSatisfy { $0 == [0x00] })
+        #expect(notified(session, Self.state) == [[0x03], [0x04]])
+    }
+
+    @Test("a partial frame is dropped once its central disconnects: the whole frame it sends when it is back is taken as it is")
+    func partialFrameDroppedAtDisconnect() async throws {
+        let session = try await session()
+        let phone = "AA:BB:CC:DD:EE:FF"
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Array(Self.wifi[..<5]), .bytes([])), central: phone)))
+
+        session.mock.emit(.disconnected(central: phone, adapter: "hci0"))
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: phone)))
+        await advance(session) { notified(session, Self.result).count == 1 }
+
+        #expect(notified(session, Self.state) == [[0x03], [0x04]])
+        #expect(session.logs.all.contains { $0.contains("improv: dropped \(phone)'s partial frame (5 bytes): it disconnected") }, "\(session.logs.all)")
+    }
+
+    @Test("a partial frame is dropped 5 s after its last part, not sooner, and the journal says so without its bytes")
+    func partialFrameExpires() async throws {
+        let session = try await session()
+        let phone = "AA:BB:CC:DD:EE:FF"
+        let due = session.clock.now.advanced(by: .seconds(5))
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Array(Self.wifi[..<10]), .bytes([])), central: phone)))
+        while !session.clock.deadlines.contains(due) { try await Task.sleep(for: .milliseconds(10)) }
+
+        session.clock.advance(by: .milliseconds(4_900))
+        try await Task.sleep(for: .milliseconds(50))
+        let early = session.logs.all.contains { $0.contains("partial frame") }
+        session.clock.advance(by: .milliseconds(100))
+        while !session.logs.all.contains(where: { $0.contains("partial frame") }) { try await Task.sleep(for: .milliseconds(10)) }
+
+        #expect(!early)
+        #expect(session.logs.all.contains { $0.contains("improv: dropped \(phone)'s partial frame (10 bytes): no next part within 5 s") })
+        #expect(!session.logs.all.contains { $0.contains("hunter") })
+    }
 }
+

@@ -25,7 +25,7 @@ It behaves like bluetoothd 5.66 where it matters to an advertiser:
   Adapter1.Pairable is read-write; devices (Device1 with Address, Paired, Bonded, Name) under
   an adapter, removed with Adapter1.RemoveDevice; when told to, it asks the default agent as a
   central's pairing makes bluetoothd ask (RequestAuthorization, DisplayPasskey with no reply
-  expected, RequestConfirmation) and turns a device's Paired true.
+  expected, RequestConfirmation), turns a device's Paired true, and its Connected false.
 
 A control object at /test (interface test.StandIn) lets a test drive it and read what it saw.
 Usage: bluez_standin.py BUS_ADDRESS [ADAPTER...]   (no adapter: none until AddAdapter)
@@ -546,6 +546,15 @@ class Control(dbus.service.Object):
         self.standin.adapters[adapter].devices[path].update({"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)})
         emitter = Devices(self.standin.bus, path)
         emitter.PropertiesChanged(DEVICE, {"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)}, [])
+        emitter.remove_from_connection()
+
+    @dbus.service.method(CONTROL, in_signature="ss")
+    def Disconnect(self, adapter, address):
+        """The device's link ended: Connected turns false, as bluetoothd says it."""
+        path = "/org/bluez/%s/dev_%s" % (adapter, address.replace(":", "_"))
+        self.standin.adapters[adapter].devices[path]["Connected"] = dbus.Boolean(False)
+        emitter = Devices(self.standin.bus, path)
+        emitter.PropertiesChanged(DEVICE, {"Connected": dbus.Boolean(False)}, [])
         emitter.remove_from_connection()
 
     @dbus.service.method(CONTROL, in_signature="ssu", out_signature="s", async_callbacks=("reply", "error"))
