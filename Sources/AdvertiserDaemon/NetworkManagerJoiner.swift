@@ -219,6 +219,9 @@ enum NetworkManager {
             guard let password = String(validating: credentials.password, as: UTF8.self) else {
                 throw Failure(description: "the password is not UTF-8 text")
             }
+            guard !credentials.password.contains(0) else {
+                throw Failure(description: "the password holds a NUL byte, which NetworkManager cannot take")
+            }
             sections["802-11-wireless-security"] = .variantDictionary(["key-mgmt": .string("wpa-psk"), "psk": .string(password)])
         }
         return .dictionary(

@@ -75,8 +75,9 @@ public indirect enum DBusValue: Hashable, Sendable {
     private func check(depth: Int) throws(DBusError) {
         switch self {
         case .string(let text):
-            if text.utf8.contains(0) {
-                throw .invalidArgs("string \(text.debugDescription) contains a NUL character, which D-Bus does not allow")
+            // Where, not what: the string may be a secret (a Wi-Fi password), and errors are logged.
+            if let at = text.utf8.firstIndex(of: 0) {
+                throw .invalidArgs("a string holds a NUL character (at byte \(text.utf8.distance(from: text.utf8.startIndex, to: at))), which D-Bus does not allow")
             }
         case .array(let element, let items):
             try enter(depth)

@@ -46,6 +46,15 @@ struct NetworkManagerTests {
         #expect(throws: NetworkManager.Failure.self) { try NetworkManager.settings(for: credentials) }
     }
 
+    @Test("a password with a NUL byte is refused before NetworkManager is asked, and the error does not carry it")
+    func settingsNulPassword() {
+        let credentials = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter".utf8) + [0] + Array("22".utf8))
+
+        let error = #expect(throws: NetworkManager.Failure.self) { try NetworkManager.settings(for: credentials) }
+
+        #expect(error?.description == "the password holds a NUL byte, which NetworkManager cannot take")
+    }
+
     static func accessPoint(_ ssid: String, strength: UInt8, flags: UInt32 = 0, wpa: UInt32 = 0, rsn: UInt32 = 0) -> [String: DBusValue] {
         ["Ssid": .bytes(Array(ssid.utf8)), "Strength": .byte(strength), "Flags": .uint32(flags), "WpaFlags": .uint32(wpa), "RsnFlags": .uint32(rsn)]
     }

@@ -51,11 +51,11 @@ struct DBusValidationTests {
         #expect((try? outcome.get()) != nil ? valid : !valid, "\(kind) \(name.debugDescription)")
     }
 
-    @Test("a string with a NUL is refused")
+    @Test("a string with a NUL is refused, and the error does not repeat the string (it may be a secret)")
     func nulInString() {
-        let error = #expect(throws: DBusError.self) { try DBusValue.string("a\u{0}b").validate() }
+        let error = #expect(throws: DBusError.self) { try DBusValue.string("hunter\u{0}22").validate() }
 
-        #expect(error?.message.contains("NUL") == true)
+        #expect(error?.message == "a string holds a NUL character (at byte 6), which D-Bus does not allow")
     }
 
     @Test("an array element of another type than declared is refused")
