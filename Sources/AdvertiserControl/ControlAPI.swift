@@ -11,9 +11,10 @@ public import Peripheral
 /// `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config
 /// (``errorNames``).
 ///
-/// Adding a method: a case of ``Method`` with its arguments and whether everyone may call it,
-/// its handler in `ControlService` (the compiler asks for it), and its rule in the bus policy
-/// when everyone may call it; then the contract's tests say what else to update.
+/// Adding a method: a case of ``Method`` with its arguments and who may call it
+/// (``Method/access``), its handler in `ControlService` (the compiler asks for it), and its
+/// rule in the bus policy unless it is root's alone; then the contract's tests say what else
+/// to update.
 public enum ControlAPI {
     /// bleadvd's version, which `--version` of both programs prints and the Makefile gives
     /// the .deb: the one place it is written.
@@ -111,12 +112,23 @@ public enum ControlAPI {
             }
         }
 
-        /// Whether everyone may call it: it only reads. The bus policy lets root, the group
-        /// `bleadvd` and the daemon's own user call the others.
-        public var isOpenToEveryone: Bool {
+        /// Who may call a method, as the bus policy (`org.bleadvd.Advertiser.conf`) says it.
+        public enum Access: Hashable, Sendable, CaseIterable {
+            /// Everyone: it only reads what is on air.
+            case everyone
+            /// Root, the group `bleadvd` and the daemon's own user: it changes what is on air.
+            case group
+            /// Root alone: it lets a central in, or reaches the box's bonds or its network
+            /// (pairing, confirming, bonds, forgetting, authorizing Improv).
+            case root
+        }
+
+        /// Who may call it.
+        public var access: Access {
             switch self {
-            case .status, .list: true
-            case .on, .off, .set, .reload, .pair, .confirm, .bonds, .forget, .improvAuthorize: false
+            case .status, .list: .everyone
+            case .on, .off, .set, .reload: .group
+            case .pair, .confirm, .bonds, .forget, .improvAuthorize: .root
             }
         }
     }

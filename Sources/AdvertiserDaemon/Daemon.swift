@@ -222,8 +222,13 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             if newcomer, improv != nil { improv?.offered = await improvLook() }
         }
         await module.configure(next.mapValues(\.advertisement))
+        let method = agentMethod
         await reloadServices(new.services)
         pairing = new.pairing
+        // A window is for the method it was opened for: another method, or none, ends it.
+        if window.isOpen(at: clock.now), agentMethod != method {
+            await closeWindow(because: agentMethod == nil ? "the reloaded config needs no pairing" : "the reloaded config pairs by \(agentMethod!.rawValue)")
+        }
         await offerPairing(agentMethod)
         for name in added where isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")

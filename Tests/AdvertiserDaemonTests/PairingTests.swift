@@ -333,4 +333,23 @@ struct PairingTests {
         #expect(errors == "bleadvctl: the pairing window closed (its time ran out); no central bonded\n")
         #expect(session.mock.calls.pairable.map(\.pairable) == [false, true, false])
     }
+
+    @Test("a reload that turns pairing off closes an open window: the adapter takes no bond, and bleadvctl pair says why and exits 1")
+    func reloadOffClosesTheWindow() async throws {
+        let session = try await session("method = \"passkey\"")
+        let pair = try pair(session, "600")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+        try session.writeConfig(Self.config("method = \"off\""))
+
+        #expect(try await session.ctl("reload").status == 0)
+        let status = await pair.exitStatus()
+        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+
+        #expect(status == 1)
+        #expect(errors == "bleadvctl: the pairing window closed (the reloaded config needs no pairing); no central bonded\n")
+        #expect(session.mock.calls.pairable.map(\.pairable).last == false)
+        #expect(await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(1))) == false)
+    }
 }
+

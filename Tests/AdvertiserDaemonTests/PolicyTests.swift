@@ -28,7 +28,7 @@ struct PolicyTests {
     }
 
     @Test("an unprivileged user gets AccessDenied for each method the contract keeps to root and its group",
-          arguments: ControlAPI.Method.allCases.filter { !$0.isOpenToEveryone })
+          arguments: ControlAPI.Method.allCases.filter { $0.access != .everyone })
     func othersAreDenied(method: ControlAPI.Method) async throws {
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
 
@@ -39,7 +39,7 @@ struct PolicyTests {
     }
 
     @Test("an unprivileged user may call each method the contract opens to everyone",
-          arguments: ControlAPI.Method.allCases.filter(\.isOpenToEveryone))
+          arguments: ControlAPI.Method.allCases.filter { $0.access == .everyone })
     func othersMayRead(method: ControlAPI.Method) async throws {
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
 
@@ -148,8 +148,9 @@ struct PolicyTests {
     /// The policy with its group section naming `nogroup`, nobody's group, instead of bleadvd
     /// (which this machine need not have): what the section grants its members. (The real group
     /// is tested in the systemd test bed, scenario 60.)
-    @Test("a member of the policy's group may call each method of the contract", arguments: ControlAPI.Method.allCases)
-    func groupMayCallAll(method: ControlAPI.Method) async throws {
+    @Test("a member of the policy's group may call each method the contract opens to the group or everyone",
+          arguments: ControlAPI.Method.allCases.filter { $0.access != .root })
+    func groupMayCallItsMethods(method: ControlAPI.Method) async throws {
         let file = try Self.policyForNogroup()
         defer { try? FileManager.default.removeItem(atPath: file) }
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
@@ -157,5 +158,18 @@ struct PolicyTests {
         let result = try await call(session, method.name, as: "nobody")
 
         #expect(!result.errors.contains("AccessDenied"), "\(result.errors)")
+    }
+
+    @Test("a member of the policy's group gets AccessDenied for each method the contract keeps to root (pairing, bonds, Improv)",
+          arguments: ControlAPI.Method.allCases.filter { $0.access == .root })
+    func groupIsDeniedRootsMethods(method: ControlAPI.Method) async throws {
+        let file = try Self.policyForNogroup()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+
+        let result = try await call(session, method.name, as: "nobody")
+
+        #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(result.errors)")
+        #expect(session.mock.calls.removedBonds.isEmpty)
     }
 }

@@ -78,7 +78,16 @@ code=0
 refused=$(runuser -u bob -- /usr/bin/bleadvctl off heart 2>&1) || code=$?
 echo "    bob, not in the group: off -> exit $code: $refused"
 [[ $code == 1 ]] || fail "bob's off: exit $code, not 1"
-expect_line "permission denied: only root and members of group bleadvd may change advertising" "$refused"
+expect_line "permission denied by bleadvd's bus policy: root may do everything, members of group bleadvd on, off, set and reload" "$refused"
+[[ "$refused" != *"Rejected send message"* ]] || fail "bob's refusal carries the bus's own text: $refused"
+for command in "forget AA:BB:CC:DD:EE:FF" "bonds" "pair 10" "improv authorize"; do
+  code=0
+  # shellcheck disable=SC2086
+  refused=$(runuser -u alice -- /usr/bin/bleadvctl $command 2>&1) || code=$?
+  [[ $code == 1 && "$refused" == *"permission denied by bleadvd's bus policy"* ]] \
+    || fail "alice (group bleadvd): $command -> exit $code: $refused (root's alone)"
+done
+echo "    alice, in group bleadvd: forget, bonds, pair and improv authorize refused (root's alone)"
 [[ "$(active_instances)" == 1 ]] || fail "bob's refused off changed what is on air"
 runuser -u bob -- /usr/bin/bleadvctl status > "$TESTBED_WORK/bob-status.txt" || fail "bob may not read the status"
 echo "    bob: status -> $(tr -s ' \n' ' ' < "$TESTBED_WORK/bob-status.txt")"
