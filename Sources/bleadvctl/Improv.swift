@@ -20,7 +20,7 @@ extension Bleadvctl {
                 discussion: """
                     Prints how long the authorization holds. Exit status 2 when Improv is not \
                     configured, needs no authorization, is not on air now (the box is on \
-                    Wi-Fi, or was provisioned), or the box is joining a network.
+                    Wi-Fi, or was provisioned), or the box is joining a network. Needs root.
                     """)
             @OptionGroup var bus: BusOptions
 

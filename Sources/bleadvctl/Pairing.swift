@@ -16,7 +16,10 @@ extension Bleadvctl {
                 the adapter takes new bonds. Each request is printed as it comes: with \
                 method = "passkey", the 6-digit code to type on the central; with \
                 "numeric-comparison", the code to compare, answered here (y or n on standard \
-                input). The window closes once one central bonded, or when its time runs out.
+                input). Those two refuse a central that asks for just works (a bond without a \
+                code), printed as refused with why; the window stays open. The window's events \
+                and codes come to this command alone. It closes once one central bonded, when \
+                its time runs out, or when a reload turns pairing off. Needs root.
 
                 Exit status: 0 a central bonded; 1 the window closed without a bond; 2 pairing \
                 is off or no GATT service is configured; 3 bleadvd is not running.
@@ -132,7 +135,7 @@ extension Bleadvctl {
     struct Bonds: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the centrals bonded with the adapter.",
-            discussion: "One line per central: its address, then its name when it gave one. A bonded central uses encrypted characteristics without pairing again; bleadvctl forget removes it.")
+            discussion: "One line per central: its address, then its name when it gave one. A bonded central uses encrypted characteristics without pairing again; bleadvctl forget removes it. Needs root.")
         @Flag(help: "Print a JSON array of {\"central\", \"name\"}.")
         var json = false
         @OptionGroup var bus: BusOptions
@@ -151,7 +154,7 @@ extension Bleadvctl {
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove the bond with a central.",
-            discussion: "It must pair again (in a window) before it may use encrypted characteristics. Exit status 2 when no central with that address is bonded.")
+            discussion: "It must pair again (in a window) before it may use encrypted characteristics. Exit status 2 when no central with that address is bonded. Needs root.")
         @Argument(help: ArgumentHelp("The central's address, e.g. AA:BB:CC:DD:EE:FF.", valueName: "address"))
         var address: String
         @OptionGroup var bus: BusOptions
