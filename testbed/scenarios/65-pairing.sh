@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# testbed-timeout: 720
+# testbed-timeout: 900
 # Pairing with bleadvd, as a central on a host stack of its own sees it: Google's Bumble owns
 # hci1 through the HCI user channel (bluetoothd serves hci0 only; its one default agent would
 # otherwise answer for both sides) and pairs with bleadvd's agent on hci0 with its own SMP.
@@ -254,6 +254,7 @@ wait "$nobody_watch" "$nobody_monitor" 2> /dev/null || true
 grep -q "$code_shown" "$TESTBED_WORK/nobody-watch.out" "$TESTBED_WORK/nobody-monitor.out" \
   && fail "user nobody saw the code: $(grep -h "$code_shown" "$TESTBED_WORK/nobody-watch.out" "$TESTBED_WORK/nobody-monitor.out")"
 echo "    user nobody's watch printed $(grep -c . "$TESTBED_WORK/nobody-watch.out") line(s), its dbus-monitor $(grep -c 'member=Pairing' "$TESTBED_WORK/nobody-monitor.out") Pairing signal(s); no code"
+sed 's/^/    nobody'"'"'s watch: /' "$TESTBED_WORK/nobody-watch.out"
 
 echo "6c. numeric comparison: both sides show a code; bleadvctl pair is told they match"
 bleadvctl forget "$central_address"
