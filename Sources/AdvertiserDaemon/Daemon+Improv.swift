@@ -159,9 +159,11 @@ extension Daemon {
         await showImprov(step)
     }
 
-    /// Asks the loop for a timer at the next partial frame's limit, unless one is set for it.
+    /// Asks the loop for a timer at the next partial frame's limit, unless one is set: a limit
+    /// only moves later (a part comes, a newer central starts), so the one set fires first and
+    /// sets the next; one sleeping task however fast centrals write.
     func scheduleImprovFramesTimer() {
-        guard let due = improv?.frames.nextDue, due != improv?.framesTimer else { return }
+        guard improv?.framesTimer == nil, let due = improv?.frames.nextDue else { return }
         improv?.framesTimer = due
         post.yield(.improv(.due(.frame, due)))
     }
