@@ -289,8 +289,9 @@ done
 tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -E "pairing failed|write $state" | sed 's/^/    /'
 [[ $(tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -c "pairing failed") -eq 3 ]] || fail "a pairing with a wrong code succeeded"
 bleadvctl status --json | grep -q '"state": "locked"' || fail "a write during the flood changed the value"
-# A central that asks again failed its last attempt: logged then (the last one after 30 s).
-wait_for 10 "the failed attempts logged" 'grep -q "$central_address did not bond (it asks again" "$TESTBED_WORK/bleadvd.log"'
+# A central that asks again failed its last attempt: logged then, or after 30 s without a bond
+# when the next central takes longer than that to start (Bumble under emulation: 24-42 s).
+wait_for 40 "the failed attempts logged" 'grep -qE "$central_address did not bond \((it asks again|no bond within 30 s)" "$TESTBED_WORK/bleadvd.log"'
 grep -E "pairing: (refused|$central_address did not bond|$central_address asks)" "$TESTBED_WORK/bleadvd.log" | tail -n 7 | sed 's/^/    journal: /'
 echo "    bleadvd: $(( $(ticks "$BLEADVD_PID") - ticks_before )) ticks of CPU for the flood"
 [[ -z "$(bonds)" ]] || fail "a bond from the flood: $(bonds)"
