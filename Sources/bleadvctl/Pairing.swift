@@ -124,10 +124,8 @@ extension Bleadvctl {
                 _ = try await connection.call(
                     destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                     member: ControlAPI.Method.confirm.name, [.string(central), .boolean(matches)], expecting: "")
-            } catch let error as DBusError {
-                printError("\(Central.named(central)): the answer did not reach bleadvd: \(error.message)")
             } catch {
-                printError("\(Central.named(central)): the answer did not reach bleadvd: \(error)")
+                printError("\(Central.named(central)): the answer did not reach bleadvd: \((error as? DBusError)?.message ?? "\(error)")")
             }
         }
     }
