@@ -78,9 +78,10 @@ public struct AdvertiserClient {
         }
     }
 
-    /// Removes the bond with a central.
-    public func forget(_ central: String) throws {
-        _ = try call(.forget, [.string(central)])
+    /// Removes the bond with a central: one that bonded in a window of bleadvd's, or any when
+    /// `any` is true.
+    public func forget(_ central: String, any: Bool = false) throws {
+        _ = try call(.forget, [.string(central), .boolean(any)])
     }
 
     /// Calls `method`; a reply that is not what the contract declares is refused.

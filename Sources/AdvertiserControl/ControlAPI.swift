@@ -78,7 +78,9 @@ public enum ControlAPI {
         /// `Bonds() -> a{ss}`: the centrals bonded with the adapter, address to name (empty
         /// when it gave none).
         case bonds = "Bonds"
-        /// `Forget(s central)`: removes the bond with a central (`UnknownName` when none).
+        /// `Forget(s central, b any)`: removes the bond with a central that bonded in one of
+        /// bleadvd's pairing windows, or with any central when `any` is true (`UnknownName` when
+        /// none is bonded, `AccessDenied` for a bond bleadvd did not make and `any` false).
         case forget = "Forget"
         /// `ImprovAuthorize() -> u seconds`: allows Improv Wi-Fi provisioning for the
         /// configured `authorization_seconds` (returned). Refused (`Invalid`) when `[improv]` is
@@ -95,7 +97,7 @@ public enum ControlAPI {
             case .set: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))]
             case .pair: [DBusArgument("seconds", .uint32)]
             case .confirm: [DBusArgument("central", .string), DBusArgument("matches", .boolean)]
-            case .forget: [DBusArgument("central", .string)]
+            case .forget: [DBusArgument("central", .string), DBusArgument("any", .boolean)]
             case .status, .list, .reload, .bonds, .improvAuthorize: []
             }
         }

@@ -31,8 +31,11 @@ public protocol AdvertiserControlling: Sendable {
     func confirm(_ central: String, matches: Bool, by caller: String) async throws(PeripheralError)
     /// The centrals bonded with the adapter.
     func bonds() async throws(PeripheralError) -> [Bond]
-    /// Removes the bond with `central`.
-    func forget(_ central: String) async throws(PeripheralError)
+    /// Removes the bond with `central`, when a pairing window of bleadvd's made it or `any` is
+    /// true.
+    /// - Throws: `unknownName` when it is not bonded, `accessDenied` when bleadvd did not make
+    ///   the bond and `any` is false.
+    func forget(_ central: String, any: Bool) async throws(PeripheralError)
     /// Allows Improv Wi-Fi provisioning for the configured time; returns it, in seconds.
     /// - Throws: `invalid` when Improv is not configured, needs no authorization, is not on air
     ///   now, or the device is joining a network or provisioned already.
@@ -118,7 +121,7 @@ public enum ControlService {
                 }
             }
         case .forget:
-            { call in try await perform { () throws(PeripheralError) in try await target.forget(call.arguments[0].string ?? "") } }
+            { call in try await perform { () throws(PeripheralError) in try await target.forget(call.arguments[0].string ?? "", any: call.arguments[1].boolean ?? false) } }
         case .improvAuthorize:
             { _ in
                 do throws(PeripheralError) {

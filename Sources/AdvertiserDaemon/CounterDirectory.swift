@@ -55,27 +55,19 @@ package final class CounterDirectory: EncryptionCounters {
 
     /// The counter stored in `file`; 0 when there is no file yet.
     ///
-    /// The file must be exactly what ``store(_:in:)`` writes: a regular file (opened without
-    /// blocking and without following a link, so a FIFO or a device cannot hold bleadvd) holding
-    /// a decimal number without leading zeros and one newline. Anything else is refused as
-    /// corrupt, never read as some smaller number: a counter that went backwards would repeat
-    /// a nonce.
+    /// The file must be exactly what ``store(_:in:)`` writes (``StateFile/read(_:limit:)``
+    /// refuses links, FIFOs and devices): a decimal number without leading zeros and one
+    /// newline. Anything else is refused as corrupt, never read as some smaller number: a
+    /// counter that went backwards would repeat a nonce.
     static func stored(in file: String) throws(PeripheralError) -> UInt32 {
-        let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY)
-        if descriptor < 0 {
-            if errno == ELOOP { throw corrupt(file, "is a symbolic link") }
-            guard errno == ENOENT else { throw failure("cannot read", file) }
-            return 0
+        let bytes: [UInt8]?
+        do {
+            bytes = try StateFile.read(file, limit: longest)
+        } catch {
+            throw problem(error, file)
         }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw failure("cannot read", file) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw corrupt(file, "is not a regular file") }
-        guard info.st_size <= longest else { throw corrupt(file, "holds \(info.st_size) bytes") }
-        var buffer = [UInt8](repeating: 0, count: longest + 1)
-        let count = read(descriptor, &buffer, buffer.count)
-        guard count >= 0 else { throw failure("cannot read", file) }
-        guard let value = parse(buffer[..<count]) else { throw corrupt(file, "does not hold a counter as bleadvd writes it") }
+        guard let bytes else { return 0 }
+        guard let value = parse(bytes[...]) else { throw problem(.corrupt("does not hold a counter as bleadvd writes it"), file) }
         return value
     }
 
@@ -91,39 +83,25 @@ package final class CounterDirectory: EncryptionCounters {
         return UInt32(String(decoding: digits, as: UTF8.self))
     }
 
-    private static func corrupt(_ file: String, _ what: String) -> PeripheralError {
-        PeripheralError(
-            .failed,
-            "\(file) \(what), so the BTHome encryption counter is unknown and nothing is sent with that key; "
-                + "restore the file from a backup, or configure a new encryption_key (see bleadvd(8), STATE)")
+    /// What a problem with `file` means for the key whose counter it keeps.
+    private static func problem(_ problem: StateFile.Problem, _ file: String) -> PeripheralError {
+        switch problem {
+        case .corrupt:
+            PeripheralError(
+                .failed,
+                "\(problem.description(file: file)), so the BTHome encryption counter is unknown and nothing is sent with that key; "
+                    + "restore the file from a backup, or configure a new encryption_key (see bleadvd(8), STATE)")
+        case .failed:
+            PeripheralError(.failed, "\(problem.description(file: file)), where the BTHome encryption counter is kept")
+        }
     }
 
-    /// Writes `value` to `file` so that either the old or the new value is there after a crash:
-    /// a temporary file, synced, renamed over the old one, the directory synced.
+    /// Writes `value` to `file` so that either the old or the new value is there after a crash.
     private func store(_ value: UInt32, in file: String) throws(PeripheralError) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw Self.failure("cannot create", path) }
-        let temporary = file + ".new"
-        // A new file of ours, whatever was there: never a FIFO, a device or a link's target.
-        unlink(temporary)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw Self.failure("cannot write", temporary) }
-        let bytes = Array("\(value)\n".utf8)
-        let written = write(descriptor, bytes, bytes.count)
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard written == bytes.count, synced, rename(temporary, file) == 0 else {
-            let failure = Self.failure("cannot write", file)
-            unlink(temporary)
-            throw failure
+        do {
+            try StateFile.write(Array("\(value)\n".utf8), to: file, in: path)
+        } catch {
+            throw Self.problem(error, file)
         }
-        let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
-        }
-    }
-
-    private static func failure(_ what: String, _ file: String) -> PeripheralError {
-        PeripheralError(.failed, "\(what) \(file) (\(String(cString: strerror(errno)))), where the BTHome encryption counter is kept")
     }
 }

@@ -83,11 +83,38 @@ extension Daemon {
         try await Self.typed { [module] in try await module.bonds() }
     }
 
-    package func forget(_ central: String) async throws(PeripheralError) {
+    package func forget(_ central: String, any: Bool) async throws(PeripheralError) {
         guard Bond.isAddress(central) else {
             throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(central)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
         }
-        try await Self.typed { [module] in try await module.forget(central.uppercased()) }
+        let address = central.uppercased()
+        if !any {
+            let made: Bool
+            do {
+                made = try bondRecord?.centrals().contains(address) ?? false
+            } catch {
+                throw PeripheralError(.failed, "\(error.message); bleadvctl forget --any \(address) removes the bond all the same")
+            }
+            if !made {
+                guard try await bonds().contains(where: { $0.central == address }) else {
+                    throw PeripheralError(.unknownName, "no central \(address) is bonded with the adapter")
+                }
+                logger.warning("pairing: forget \(address) refused: it did not bond in a bleadvd pairing window")
+                throw PeripheralError(.accessDenied, "\(address) did not bond in a bleadvd pairing window (a desktop's own pairing made it, say), so bleadvd leaves it; bleadvctl forget --any \(address) removes it all the same")
+            }
+        }
+        do {
+            try await Self.typed { [module] in try await module.forget(address) }
+        } catch where error.code == .unknownName {
+            // Removed by someone else (bluetoothctl remove): the record forgets it too.
+            try? bondRecord?.remove(address)
+            throw error
+        }
+        do {
+            try bondRecord?.remove(address)
+        } catch {
+            logger.error("pairing: \(error.message)")
+        }
     }
 
     // MARK: The agent's requests
@@ -143,6 +170,11 @@ extension Daemon {
             return
         }
         logger.notice("pairing: \(central) paired and bonded")
+        do {
+            try bondRecord?.add(central)
+        } catch {
+            logger.error("pairing: \(error.message); bleadvctl forget needs --any for \(central)")
+        }
         await announce("paired", central: central)
         if window.isOpen(at: clock.now) { await closeWindow(because: "\(central) bonded") }
     }

@@ -49,6 +49,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let connection: DBusConnection
     let clock: C
     let notifier: SystemdNotifier
+    /// The bonds this daemon's windows made (nil: none is recorded, so `forget` removes a bond
+    /// only when asked for any).
+    let bondRecord: BondRecord?
     let logger: Logger
     /// The adapter and power_on the daemon started with (a reload does not change them).
     let settings: DaemonConfig
@@ -120,6 +123,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// - Parameters:
     ///   - adapter: overrides the config's adapter (bleadvd's `--adapter`).
     ///   - counters: where encrypted BTHome's counters are kept (bleadvd's `--state-directory`).
+    ///   - bondRecord: where the bonds that pairing windows make are recorded (the same directory).
     ///   - loadConfig: reads the file at reload; bleadvd's reads it in a child process first, so
     ///     that a file the TOML library crashes on cannot take the daemon down.
     ///   - auditDelay: how long after the last change the module checks what BlueZ holds; nil
@@ -129,6 +133,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
         counters: (any EncryptionCounters)? = nil,
+        bondRecord: BondRecord? = nil,
         loadConfig: @escaping ConfigLoader,
         auditDelay: Duration? = BluetoothModule<C>.standardAuditDelay,
         joiner: (any NetworkJoining)? = nil,
@@ -147,6 +152,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.connection = connection
         self.clock = clock
         self.notifier = notifier
+        self.bondRecord = bondRecord
         self.logger = logger
         self.module = BluetoothModule(
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,

@@ -152,9 +152,16 @@ extension Bleadvctl {
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove the bond with a central.",
-            discussion: "It must pair again (in a window) before it may use encrypted characteristics. Exit status 2 when no central with that address is bonded. Needs root.")
+            discussion: """
+                It must pair again (in a window) before it may use encrypted characteristics. \
+                Only a bond that a bleadvd pairing window made is removed (bleadvd records them in its state directory); \
+                a bond a desktop's own pairing made, a keyboard's say, is left unless --any is given. \
+                Exit status 2 when no central with that address is bonded, 1 when bleadvd did not make the bond. Needs root.
+                """)
         @Argument(help: ArgumentHelp("The central's address, e.g. AA:BB:CC:DD:EE:FF.", valueName: "address"))
         var address: String
+        @Flag(help: "Remove the bond even when no bleadvd pairing window made it.")
+        var any = false
         @OptionGroup var bus: BusOptions
 
         func validate() throws {
@@ -164,7 +171,7 @@ extension Bleadvctl {
         }
 
         func run() throws {
-            try withDaemon(bus) { try $0.forget(address) }
+            try withDaemon(bus) { try $0.forget(address, any: any) }
         }
     }
 }

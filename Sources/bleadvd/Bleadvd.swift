@@ -45,7 +45,7 @@ struct Bleadvd: ParsableCommand {
     var logLevel: LogLevel = .info
 
     @Option(help: ArgumentHelp(
-        "Where encrypted BTHome's counters are kept (default: $STATE_DIRECTORY, which systemd's StateDirectory= sets, or /var/lib/bleadvd).",
+        "Where encrypted BTHome's counters and the record of the bonds bleadvd's pairing windows made are kept (default: $STATE_DIRECTORY, which systemd's StateDirectory= sets, or /var/lib/bleadvd).",
         valueName: "path"))
     var stateDirectory: String?
 
@@ -138,7 +138,7 @@ struct Bleadvd: ParsableCommand {
             config: settings, configPath: config, adapter: adapter,
             manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
             clock: LoopClock(on: loop), notifier: SystemdNotifier(environment: environment),
-            counters: CounterDirectory(path: state),
+            counters: CounterDirectory(path: state), bondRecord: BondRecord(directory: state),
             loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)
         let (requests, post) = AsyncStream<Daemon<LoopClock>.Request>.makeStream()
         do {

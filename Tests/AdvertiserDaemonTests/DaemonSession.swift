@@ -27,6 +27,8 @@ struct DaemonSession {
     let connection: DBusConnection
     let daemon: Daemon<ManualClock>
     let configPath: String
+    /// Where the daemon records the bonds its windows made (a folder of the private bus's).
+    let bondRecord: BondRecord
     /// What the daemon told systemd.
     let notify: NotifySocket
     /// Where the test asks the daemon's loop to reload or stop, as signals do.
@@ -61,6 +63,7 @@ struct DaemonSession {
     ) async throws {
         self.bus = try bus ?? PrivateBus()
         configPath = self.bus.folder.appendingPathComponent("bleadvd.toml").path
+        bondRecord = BondRecord(directory: self.bus.folder.appendingPathComponent("state").path)
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: Self.address)])))
         mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/1"))))
@@ -73,7 +76,7 @@ struct DaemonSession {
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            counters: MockCounters(), loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
+            counters: MockCounters(), bondRecord: bondRecord, loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
             logger: Logger(label: "test") { [logs] _ in LogLines.Handler(lines: logs) })
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()

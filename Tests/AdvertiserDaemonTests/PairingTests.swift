@@ -1,4 +1,5 @@
 import AdvertiserControl
+import AdvertiserDaemon
 import DBus
 import Foundation
 import Peripheral
@@ -218,18 +219,88 @@ struct PairingTests {
         }
     }
 
-    @Test("bleadvctl bonds lists the bonded centrals with their names; forget removes one")
-    func bondsAndForget() async throws {
+    /// A window that lets `central` in, and its bond: bleadvctl pair exits once it bonded.
+    func bondInWindow(_ session: DaemonSession, _ central: String) async throws {
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+        _ = await session.mock.agentRequest(PairingRequest(central: central, .authorize))
+        session.mock.emit(.paired(central: central, adapter: "hci0"))
+        #expect(await pair.exitStatus() == 0)
+    }
+
+    @Test("bleadvctl bonds lists the bonded centrals with their names")
+    func bondsListed() async throws {
         let session = try await session()
         session.mock.scriptBonds(.always(.success([Bond(central: Self.phone, name: "Pixel 8"), Bond(central: "11:22:33:44:55:66")])))
-        session.mock.scriptRemoveBond(.always(.success(())))
 
         let bonds = try await session.ctl("bonds")
-        let forget = try await session.ctl("forget", "aa:bb:cc:dd:ee:ff")
 
         #expect(bonds.output == "11:22:33:44:55:66\n\(Self.phone) \"Pixel 8\"\n")
-        #expect(forget.status == 0)
+    }
+
+    @Test("forget removes a bond that a bleadvd window made, written in any case, and the record forgets it")
+    func forgetOwnBond() async throws {
+        let session = try await session()
+        session.mock.scriptBonds(.always(.success([Bond(central: Self.phone)])))
+        session.mock.scriptRemoveBond(.always(.success(())))
+        try await bondInWindow(session, Self.phone)
+
+        let forget = try await session.ctl("forget", "aa:bb:cc:dd:ee:ff")
+
+        #expect(forget.status == 0, "\(forget.errors)")
         #expect(session.mock.calls.removedBonds.map(\.central) == [Self.phone])
+        #expect(try session.bondRecord.centrals() == [])
+    }
+
+    @Test("forget leaves a bond that no bleadvd window made (a desktop's keyboard), says how to remove it anyway, exit 1")
+    func forgetForeignBondRefused() async throws {
+        let session = try await session()
+        session.mock.scriptBonds(.always(.success([Bond(central: "11:22:33:44:55:66", name: "Keyboard")])))
+        session.mock.scriptRemoveBond(.always(.success(())))
+
+        let forget = try await session.ctl("forget", "11:22:33:44:55:66")
+
+        #expect(forget.status == 1)
+        #expect(forget.errors == "bleadvctl: 11:22:33:44:55:66 did not bond in a bleadvd pairing window (a desktop's own pairing made it, say), so bleadvd leaves it; bleadvctl forget --any 11:22:33:44:55:66 removes it all the same\n")
+        #expect(session.mock.calls.removedBonds.isEmpty)
+    }
+
+    @Test("forget --any removes a bond that no bleadvd window made")
+    func forgetAnyBond() async throws {
+        let session = try await session()
+        session.mock.scriptBonds(.always(.success([Bond(central: "11:22:33:44:55:66")])))
+        session.mock.scriptRemoveBond(.always(.success(())))
+
+        let forget = try await session.ctl("forget", "--any", "11:22:33:44:55:66")
+
+        #expect(forget.status == 0, "\(forget.errors)")
+        #expect(session.mock.calls.removedBonds.map(\.central) == ["11:22:33:44:55:66"])
+    }
+
+    @Test("forget of a central that is not bonded says so with exit 2, and nothing is removed")
+    func forgetUnknownCentral() async throws {
+        let session = try await session()
+
+        let forget = try await session.ctl("forget", "11:22:33:44:55:66")
+
+        #expect(forget.status == 2)
+        #expect(forget.errors == "bleadvctl: no central 11:22:33:44:55:66 is bonded with the adapter\n")
+        #expect(session.mock.calls.removedBonds.isEmpty)
+    }
+
+    @Test("a record that is not as bleadvd writes it refuses forget without --any, naming the file and what to do")
+    func corruptRecordRefusesForget() async throws {
+        let session = try await session()
+        session.mock.scriptBonds(.always(.success([Bond(central: Self.phone)])))
+        try FileManager.default.createDirectory(atPath: session.bondRecord.directory, withIntermediateDirectories: true)
+        try "AA:BB:CC:DD:EE:FF\n$(reboot)\n".write(toFile: session.bondRecord.file, atomically: true, encoding: .utf8)
+
+        let forget = try await session.ctl("forget", Self.phone)
+
+        #expect(forget.status == 1)
+        #expect(forget.errors == "bleadvctl: \(session.bondRecord.file) holds at line 2 what is not an address as bleadvd writes it (AA:BB:CC:DD:EE:FF), so which bonds bleadvd made is unknown; remove it (bleadvd writes it anew at the next bond); bleadvctl forget --any \(Self.phone) removes the bond all the same\n")
+        #expect(session.mock.calls.removedBonds.isEmpty)
     }
 
     @Test("forget with something that is not an address is a usage error, and nothing is removed")

@@ -101,3 +101,72 @@ struct StateDirectoryTests {
         #expect(try String(contentsOfFile: counters.file(for: Self.key), encoding: .utf8) == "\(CounterDirectory.block)\n")
     }
 }
+
+/// The record of the bonds bleadvd's windows made: what `forget` without `--any` may remove.
+/// Anything but what bleadvd writes is refused with the file named, never read as some other
+/// list (a line smuggled in would let a bond be forgotten that bleadvd never made).
+@Suite("The record of the bonds bleadvd made")
+struct BondRecordTests {
+    static func record() throws -> BondRecord {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("state-\(UUID().uuidString)").path
+        return BondRecord(directory: path)
+    }
+
+    @Test("with no file, no bond is bleadvd's; the first bond creates the directory and the file")
+    func firstBondCreatesTheFile() throws {
+        let record = try Self.record()
+        #expect(try record.centrals() == [])
+
+        try record.add("AA:BB:CC:DD:EE:FF")
+
+        #expect(try String(contentsOfFile: record.file, encoding: .utf8) == "AA:BB:CC:DD:EE:FF\n")
+    }
+
+    @Test("a central that bonds again is kept once, as the newest")
+    func bondAgainKeptOnce() throws {
+        let record = try Self.record()
+        try record.add("AA:BB:CC:DD:EE:FF")
+        try record.add("11:22:33:44:55:66")
+
+        try record.add("AA:BB:CC:DD:EE:FF")
+
+        #expect(try record.centrals() == ["11:22:33:44:55:66", "AA:BB:CC:DD:EE:FF"])
+    }
+
+    @Test("at the most addresses kept, a new bond drops the oldest")
+    func oldestDropped() throws {
+        let record = try Self.record()
+        let addresses = (0..<BondRecord.most).map { String(format: "00:00:00:00:%02X:%02X", $0 >> 8, $0 & 0xFF) }
+        try FileManager.default.createDirectory(atPath: record.directory, withIntermediateDirectories: true)
+        try addresses.map { $0 + "\n" }.joined().write(toFile: record.file, atomically: true, encoding: .utf8)
+
+        try record.add("AA:BB:CC:DD:EE:FF")
+
+        #expect(try record.centrals() == Array(addresses.dropFirst()) + ["AA:BB:CC:DD:EE:FF"])
+    }
+
+    @Test("a file that is not what bleadvd writes is refused, naming the file", arguments: [
+        "AA:BB:CC:DD:EE:FF", "aa:bb:cc:dd:ee:ff\n", "AA:BB:CC:DD:EE:FF\n\n", " AA:BB:CC:DD:EE:FF\n", "AA:BB:CC:DD:EE:FF \n",
+        "AA:BB:CC:DD:EE:FF\nphone\n", "AA-BB-CC-DD-EE-FF\n",
+    ])
+    func malformedRecordRefused(text: String) throws {
+        let record = try Self.record()
+        try FileManager.default.createDirectory(atPath: record.directory, withIntermediateDirectories: true)
+        try text.write(toFile: record.file, atomically: true, encoding: .utf8)
+
+        #expect { try record.centrals() } throws: { ($0 as? PeripheralError)?.message.hasPrefix(record.file + " ") == true }
+    }
+
+    @Test("a symbolic link, a FIFO or a file longer than the most addresses is refused at once", arguments: ["link", "fifo", "long"])
+    func hostileRecordRefused(kind: String) throws {
+        let record = try Self.record()
+        try FileManager.default.createDirectory(atPath: record.directory, withIntermediateDirectories: true)
+        switch kind {
+        case "link": #expect(symlink("/dev/zero", record.file) == 0)
+        case "fifo": #expect(mkfifo(record.file, 0o600) == 0)
+        default: try String(repeating: "AA:BB:CC:DD:EE:FF\n", count: BondRecord.most + 1).write(toFile: record.file, atomically: true, encoding: .utf8)
+        }
+
+        #expect(throws: PeripheralError.self) { try record.centrals() }
+    }
+}
