@@ -21,6 +21,17 @@ public struct ConfiguredService: Hashable, Sendable {
         return values.filter { !secrets.contains($0.key) }.mapValues(\.description)
     }
 
+    /// ``shownValues`` without those of secured characteristics (their `security` is not
+    /// none): what every local user may see, as an unbonded central may.
+    public var publicValues: [String: String] {
+        shownValues.filter { !isSecured($0.key) }
+    }
+
+    /// Whether `characteristic` takes only bonded centrals (its `security` is not none).
+    public func isSecured(_ characteristic: String) -> Bool {
+        (service.characteristics.first { $0.name == characteristic }?.security ?? .none) != .none
+    }
+
     /// Whether `characteristic` is write-only, its value a secret.
     public func isSecret(_ characteristic: String) -> Bool {
         service.characteristics.first { $0.name == characteristic }?.isSecret ?? false

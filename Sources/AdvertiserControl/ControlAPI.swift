@@ -55,7 +55,8 @@ public enum ControlAPI {
         /// `state` s (on, off, retrying, waiting, failed), `since_seconds` d, `values` a{ss} (its
         /// config values, as set now), and when set `id` s, `error` s, `error_code` s,
         /// `retry_in_seconds` d, `ignored` as (config fields bluetoothd accepted but does not act
-        /// on), `mismatch` s.
+        /// on), `mismatch` s. The values of secured characteristics (`security` not none) are
+        /// there for root, bleadvd's user and group `bleadvd` alone.
         case status = "Status"
         /// `List() -> as`: the configured names, advertisements and GATT services, sorted: the
         /// names `Status` reports.
@@ -86,6 +87,11 @@ public enum ControlAPI {
         /// configured `authorization_seconds` (returned). Refused (`Invalid`) when `[improv]` is
         /// not configured, needs no authorization, or the device is joining or provisioned.
         case improvAuthorize = "ImprovAuthorize"
+        /// `Subscribe()`: from now until the caller leaves the bus, every `ValuesChanged` and
+        /// `Written` is also sent to it alone, whole: with the values of secured
+        /// characteristics, which the broadcasts leave out. For root, bleadvd's user and group
+        /// `bleadvd` (`AccessDenied` for anyone else).
+        case subscribe = "Subscribe"
 
         /// The member name.
         public var name: String { rawValue }
@@ -98,7 +104,7 @@ public enum ControlAPI {
             case .pair: [DBusArgument("seconds", .uint32)]
             case .confirm: [DBusArgument("central", .string), DBusArgument("matches", .boolean)]
             case .forget: [DBusArgument("central", .string), DBusArgument("any", .boolean)]
-            case .status, .list, .reload, .bonds, .improvAuthorize: []
+            case .status, .list, .reload, .bonds, .improvAuthorize, .subscribe: []
             }
         }
 
@@ -110,7 +116,7 @@ public enum ControlAPI {
             case .pair: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)]
             case .bonds: [DBusArgument("bonds", .dictionary(key: .string, value: .string))]
             case .improvAuthorize: [DBusArgument("seconds", .uint32)]
-            case .on, .off, .set, .reload, .confirm, .forget: []
+            case .on, .off, .set, .reload, .confirm, .forget, .subscribe: []
             }
         }
 
@@ -129,7 +135,7 @@ public enum ControlAPI {
         public var access: Access {
             switch self {
             case .status, .list: .everyone
-            case .on, .off, .set, .reload: .group
+            case .on, .off, .set, .reload, .subscribe: .group
             case .pair, .confirm, .bonds, .forget, .improvAuthorize: .root
             }
         }
@@ -141,13 +147,15 @@ public enum ControlAPI {
         /// coalesced, so a listener may miss a passing state but always gets the latest.
         case stateChanged = "StateChanged"
         /// `ValuesChanged(s name, a{ss} values)` when changed values went to BlueZ: every key of
-        /// the advertisement with its value as the config file would write it.
+        /// the advertisement with its value as the config file would write it; a service's
+        /// secured characteristics only in the copy sent to each subscriber (`Subscribe`).
         case valuesChanged = "ValuesChanged"
         /// `Written(s service, s characteristic, v value, s central)` when a connected central
         /// wrote a characteristic and the value was taken (it fit the declared format): the
         /// value is a number (d), text (s) or bytes (ay) as the format says, and no bytes for a
-        /// write-only characteristic, whose values are secrets; `central` is its address, empty
-        /// when BlueZ did not say.
+        /// write-only characteristic, whose values are secrets; no bytes either for a secured
+        /// characteristic, but in the copy sent to each subscriber (`Subscribe`); `central` is
+        /// its address, empty when BlueZ did not say.
         case written = "Written"
         /// `Pairing(s event, s central, s detail)`: what happens in a pairing window, sent to
         /// the connection that opened it with `Pair` alone (a directed signal: no other

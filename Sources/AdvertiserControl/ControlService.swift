@@ -7,8 +7,9 @@ public protocol AdvertiserControlling: Sendable {
     func on(_ names: [String]) async throws(PeripheralError)
     /// Takes the named advertisements off air (all when `names` is empty).
     func off(_ names: [String]) async throws(PeripheralError)
-    /// The state of every advertisement.
-    func status() async -> [String: AdvertisementState]
+    /// The state of every advertisement, as `caller` (a unique name) may see it: the values of
+    /// secured characteristics for a trusted local user alone.
+    func status(for caller: String) async -> [String: AdvertisementState]
     /// The configured names, sorted.
     func list() async -> [String]
     /// Re-reads the config file.
@@ -40,6 +41,9 @@ public protocol AdvertiserControlling: Sendable {
     /// - Throws: `invalid` when Improv is not configured, needs no authorization, is not on air
     ///   now, or the device is joining a network or provisioned already.
     func improvAuthorize() async throws(PeripheralError) -> Int
+    /// Sends `caller` every `ValuesChanged` and `Written` whole, until it leaves the bus.
+    /// - Throws: `accessDenied` for a caller not trusted with secured values.
+    func subscribe(_ caller: String) async throws(PeripheralError)
 }
 
 /// A refused config, as `Reload` reports it.
@@ -74,8 +78,8 @@ public enum ControlService {
         case .off:
             { call in try await perform { () throws(PeripheralError) in try await target.off(call.arguments[0].stringArray ?? []) } }
         case .status:
-            { _ in
-                let status = await target.status()
+            { call in
+                let status = await target.status(for: call.sender ?? "")
                 return [.dictionary(
                     key: .string, value: .dictionary(key: .string, value: .variant),
                     status.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), $0.value.dbusValue) })]
@@ -130,6 +134,8 @@ public enum ControlService {
                     throw ControlAPI.dbusError(error)
                 }
             }
+        case .subscribe:
+            { call in try await perform { () throws(PeripheralError) in try await target.subscribe(call.sender ?? "") } }
         case .reload:
             { _ in
                 do {
@@ -149,33 +155,35 @@ public enum ControlService {
 
     /// Announces that an advertisement's values changed on air: each key with its value as the
     /// config file would write it.
-    public static func valuesChanged(_ name: String, _ values: [String: String], on connection: DBusConnection) async {
-        await emit(.valuesChanged, [
+    public static func valuesChanged(_ name: String, _ values: [String: String], to subscriber: String? = nil, on connection: DBusConnection) async {
+        await emit(.valuesChanged, to: subscriber, [
             .string(name),
             .dictionary(key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) }),
         ], on: connection)
     }
 
     /// Announces a central's write that was taken; `value` nil for a secret (a write-only
-    /// characteristic's), sent as no bytes.
-    public static func written(_ service: String, _ characteristic: String, _ value: GATTValue?, central: String, on connection: DBusConnection) async {
+    /// characteristic's), sent as no bytes; to `subscriber` alone, or a broadcast.
+    public static func written(
+        _ service: String, _ characteristic: String, _ value: GATTValue?, central: String, to subscriber: String? = nil, on connection: DBusConnection
+    ) async {
         let variant: DBusValue = switch value {
         case .number(let number)?: .double(number)
         case .text(let text)?: .string(text)
         case .bytes(let bytes)?: .bytes(bytes)
         case nil: .bytes([])
         }
-        await emit(.written, [.string(service), .string(characteristic), .variant(variant), .string(central)], on: connection)
+        await emit(.written, to: subscriber, [.string(service), .string(characteristic), .variant(variant), .string(central)], on: connection)
     }
 
     /// Tells `opener` (the unique name that opened the window) what happens in its pairing
     /// window (``ControlAPI/Signal/pairing``): a signal the bus delivers to it alone, since a
     /// code on a broadcast reaches every local user who listens.
     public static func pairing(_ event: String, central: String, detail: String = "", to opener: String, on connection: DBusConnection) async {
-        await emit(.pairing, [.string(event), .string(central), .string(detail)], to: opener, on: connection)
+        await emit(.pairing, to: opener, [.string(event), .string(central), .string(detail)], on: connection)
     }
 
-    private static func emit(_ signal: ControlAPI.Signal, _ arguments: [DBusValue], to destination: String? = nil, on connection: DBusConnection) async {
+    private static func emit(_ signal: ControlAPI.Signal, to destination: String? = nil, _ arguments: [DBusValue], on connection: DBusConnection) async {
         assert(arguments.map(\.type) == signal.arguments.map(\.type), "\(signal.name)'s arguments are not as ControlAPI.Signal declares")
         try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: signal.name, arguments, to: destination)
     }

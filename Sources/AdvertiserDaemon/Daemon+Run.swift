@@ -35,6 +35,8 @@ extension Daemon {
         case pairingDue(C.Instant)
         /// Improv has work for a child task.
         case improv(ImprovWork)
+        /// A client subscribed: it is followed until it leaves the bus.
+        case subscriber(String)
     }
 
     /// Improv's work that outlives the call that asked for it.
@@ -143,6 +145,8 @@ extension Daemon {
                     }
                 case .improv(let work):
                     group.addTask { await self.improvWork(work) }
+                case .subscriber(let name):
+                    group.addTask { await self.follow(name) }
                 case .request(.reload):
                     logger.notice("reloading \(configPath)")
                     group.addTask { try? await self.reload() }

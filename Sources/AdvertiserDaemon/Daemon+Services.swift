@@ -110,7 +110,7 @@ extension Daemon {
             else if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
         let who = Central.named(event.central)
         logger.notice("\(id): \(who) wrote \(shown)\(count > 1 ? " (the newest of \(count) writes in \(Self.updateInterval))" : "")")
-        await ControlService.written(id.service, id.characteristic, secret ? nil : value, central: event.central, on: connection)
+        await announceWrite(id, secret ? nil : value, secured: service.isSecured(id.characteristic), central: event.central)
     }
 
     /// The control API's view of the services: each is where the application is.

@@ -88,7 +88,8 @@ extension Daemon {
                 } catch {
                     logger.warning("\(name): the new values did not reach BlueZ: \(error)")
                 }
-                await ControlService.valuesChanged(name, values(of: name), on: connection)
+                let values = values(of: name)
+                await announceValues(name, all: values, everyone: values)
             case .service(let name):
                 guard let (sent, live) = services[name]?.next() else { return }
                 for characteristic in live.service.characteristics {
@@ -96,7 +97,7 @@ extension Daemon {
                     guard before?.value != characteristic.value else { continue }
                     try? await module.setValue(characteristic.value, of: GATTCharacteristicID(service: name, characteristic: characteristic.name))
                 }
-                await ControlService.valuesChanged(name, live.shownValues, on: connection)
+                await announceValues(name, all: live.shownValues, everyone: live.publicValues)
             }
             guard (try? await clock.sleep(for: Self.updateInterval)) != nil else {
                 switch target {

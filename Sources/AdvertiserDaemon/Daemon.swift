@@ -68,6 +68,10 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     var window = PairingWindow<C.Instant>()
     /// Numeric comparisons waiting for `Confirm`, by central.
     var confirmations: [String: CheckedContinuation<Bool, Never>] = [:]
+    /// The clients sent every event whole (`Subscribe`), until each leaves the bus.
+    var subscribers: Set<String> = []
+    /// Whether a local user (by id) may see the values of secured characteristics.
+    let trusts: @Sendable (UInt32) -> Bool
     /// The instant the pairing timer is set for, if it is.
     var pairingTimer: C.Instant?
     /// Improv Wi-Fi, when the config offers it.
@@ -124,6 +128,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     ///   - adapter: overrides the config's adapter (bleadvd's `--adapter`).
     ///   - counters: where encrypted BTHome's counters are kept (bleadvd's `--state-directory`).
     ///   - bondRecord: where the bonds that pairing windows make are recorded (the same directory).
+    ///   - trusts: whether a local user may see the values of secured characteristics
+    ///     (``LocalTrust/isTrusted(uid:)``: root, bleadvd's user, group bleadvd).
     ///   - loadConfig: reads the file at reload; bleadvd's reads it in a child process first, so
     ///     that a file the TOML library crashes on cannot take the daemon down.
     ///   - auditDelay: how long after the last change the module checks what BlueZ holds; nil
@@ -134,6 +140,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
         counters: (any EncryptionCounters)? = nil,
         bondRecord: BondRecord? = nil,
+        trusts: @escaping @Sendable (UInt32) -> Bool = LocalTrust.isTrusted(uid:),
         loadConfig: @escaping ConfigLoader,
         auditDelay: Duration? = BluetoothModule<C>.standardAuditDelay,
         joiner: (any NetworkJoining)? = nil,
@@ -153,6 +160,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.clock = clock
         self.notifier = notifier
         self.bondRecord = bondRecord
+        self.trusts = trusts
         self.logger = logger
         self.module = BluetoothModule(
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,

@@ -16,8 +16,10 @@ extension DBusConnection {
     ///   - path: where.
     ///   - caller: the unique name (`:1.42`) that alone may call the object's methods and
     ///     properties; every other sender is refused with `AccessDenied` before its call is
-    ///     unpacked (introspection, names and types without values, stays open). nil lets
-    ///     anyone the bus lets through call it.
+    ///     unpacked (introspection, names and types without values, stays open); its
+    ///     `PropertiesChanged` go to that name alone (a signal with a destination: the values
+    ///     it holds reach no one else on the bus). nil lets anyone the bus lets through call
+    ///     it, and its changes are broadcast.
     /// - Throws: ``DBusError`` when a name or type is invalid or `path` is already exported.
     public func export(_ interfaces: [DBusInterface], at path: DBusObjectPath, caller: String? = nil) throws {
         guard objects[path] == nil else { throw DBusError.invalidArgs("an object is already exported at \(path)") }
@@ -33,7 +35,7 @@ extension DBusConnection {
         objects[path] = object
         for manager in managers(of: path) {
             try emit(path: manager, interface: StandardInterface.objectManager, member: "InterfacesAdded",
-                     [.objectPath(path), Self.interfacesAndProperties(object)])
+                     [.objectPath(path), Self.interfacesAndProperties(object)], to: objectManagers[manager] ?? nil)
         }
     }
 
@@ -44,7 +46,7 @@ extension DBusConnection {
         guard let object = objects.removeValue(forKey: path) else { return }
         for manager in managers(of: path) {
             try? emit(path: manager, interface: StandardInterface.objectManager, member: "InterfacesRemoved",
-                      [.objectPath(path), .strings(object.order)])
+                      [.objectPath(path), .strings(object.order)], to: objectManagers[manager] ?? nil)
         }
     }
 
@@ -52,7 +54,9 @@ extension DBusConnection {
     /// object exported below it, and exports and removals below it are announced.
     /// - Parameters:
     ///   - path: where.
-    ///   - caller: the unique name that alone may call it; nil for anyone.
+    ///   - caller: the unique name that alone may call it and that alone is sent its
+    ///     `InterfacesAdded` and `InterfacesRemoved` (which carry the objects' values); nil for
+    ///     anyone, and broadcasts.
     public func exportObjectManager(at path: DBusObjectPath, caller: String? = nil) {
         objectManagers[path] = .some(caller)
     }
@@ -88,7 +92,7 @@ extension DBusConnection {
         objects[path]!.interfaces[interface]!.properties[index].value = value
         if property.emitsChanged && property.access.isReadable {
             try emit(path: path, interface: StandardInterface.properties, member: "PropertiesChanged",
-                     [.string(interface), .variantDictionary([property.name: value]), .strings([])])
+                     [.string(interface), .variantDictionary([property.name: value]), .strings([])], to: objects[path]!.caller)
         }
     }
 

@@ -78,6 +78,27 @@ extension DBusConnection {
         }
     }
 
+    /// Returns once `name` has no owner on the bus, at once when it has none now: a client
+    /// that asked for something lasting (a subscription, a window) is gone. Follows the name's
+    /// `NameOwnerChanged` alone (no wake-up for any other name); returns early when the task
+    /// is cancelled or the connection closes.
+    /// - Throws: ``DBusError`` when the bus cannot be asked.
+    public func departure(of name: String) async throws {
+        let changes = try await signals(matching: Self.ownerChangedRule(name))
+        // Asked after the rule is in place: a departure in between is seen one way or the other.
+        guard try await nameOwner(name) != nil else { return }
+        for await change in changes where change.body.count == 3 && change.body[2].string == "" { return }
+    }
+
+    /// The user id of the process that owns `name` (`GetConnectionUnixUser`).
+    /// - Throws: ``DBusError`` when the name has no owner or the bus cannot tell.
+    public func unixUser(of name: String) async throws -> UInt32 {
+        guard let uid = try await callBus("GetConnectionUnixUser", [.string(name)], expecting: "u")[0].uint32 else {
+            throw DBusError(.invalidArgs, "the bus's GetConnectionUnixUser reply holds no user id")
+        }
+        return uid
+    }
+
     /// Takes a well-known name. Refuses to queue behind another owner: if someone owns it
     /// already, this throws instead.
     /// - Throws: ``DBusError`` named ``DBusError/Name/nameTaken`` when another connection owns

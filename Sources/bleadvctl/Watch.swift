@@ -20,6 +20,9 @@ extension Bleadvctl {
                 one JSON object ({"event": "written", "service", "characteristic", "value", \
                 "central"}). Text is escaped; lines are written as they happen.
 
+                The values of secured characteristics (security is not "none") are shown to \
+                root and to group bleadvd alone; anyone else sees their writes without the value.
+
                 Example, a script that acts on a phone's write:
                   bleadvctl watch --json | while read -r line; do ...; done
 
@@ -34,18 +37,38 @@ extension Bleadvctl {
             try runOnEventLoop(exitingWith: Failure.notRunning) { loop in try await Self.watch(json: json, on: loop) }
         }
 
-        /// Prints each signal of the control API until the connection ends.
+        /// Prints each signal of the control API until the connection ends. A subscriber (root,
+        /// group bleadvd) is sent values and writes whole, to it alone, and skips their
+        /// broadcasts, which leave secured values out.
         static func watch(json: Bool, on loop: EventLoop) async throws {
             let connection = try await connectToSystemBus(on: loop)
+            // Subscribed before the rules are in place: what comes after them comes once.
+            let subscribed = await subscribe(on: connection)
             let rules = ControlAPI.Signal.allCases.filter { $0 != .pairing }.map {
                 DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
             }
             let signals = try await connection.signals(matching: rules)
             for await message in signals {
+                if subscribed, message.destination == nil, message.member != ControlAPI.Signal.stateChanged.name { continue }
                 guard let line = WatchFormat.line(message, json: json) else { continue }
                 try emit(line + "\n")
             }
             throw Failure(code: Failure.failed, message: "the system bus connection ended")
+        }
+
+        /// Asks bleadvd for every event whole; false when it is not this user's to have.
+        static func subscribe(on connection: DBusConnection) async -> Bool {
+            do {
+                _ = try await connection.call(
+                    destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                    member: ControlAPI.Method.subscribe.name, expecting: "")
+                return true
+            } catch let error as DBusError where error.name == .accessDenied || error.name == ControlAPI.errorName(.accessDenied) {
+                printError("the values of secured characteristics are left out: they are shown to root and group bleadvd alone")
+                return false
+            } catch {
+                return false
+            }
         }
     }
 }

@@ -54,12 +54,16 @@ struct DaemonSession {
     ///   - waitForReady: whether to return only after READY=1.
     ///   - joiner: joins Improv's networks and tells whether the Wi-Fi is connected; nil for the
     ///     config's.
+    ///   - trusts: whether a local user may see secured values (the tests run as root, whom
+    ///     LocalTrust trusts).
     ///   - auditDelay: the module's self-check; off unless a test is about it (its timer would
     ///     be one more sleeper on the manual clock).
     init(
         config: String = Self.config, bus: PrivateBus? = nil, watchdog: Duration? = nil, auditDelay: Duration? = nil,
-        waitForReady: Bool = true, joiner: (any NetworkJoining)? = nil, script: (MockPeripheralManager) -> Void = { _ in },
-        loadConfig: @escaping Daemon<ManualClock>.ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) }
+        waitForReady: Bool = true, joiner: (any NetworkJoining)? = nil,
+        script: (MockPeripheralManager) -> Void = { _ in },
+        loadConfig: @escaping Daemon<ManualClock>.ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) },
+        trusts: @escaping @Sendable (UInt32) -> Bool = LocalTrust.isTrusted(uid:)
     ) async throws {
         self.bus = try bus ?? PrivateBus()
         configPath = self.bus.folder.appendingPathComponent("bleadvd.toml").path
@@ -76,7 +80,7 @@ struct DaemonSession {
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
-            counters: MockCounters(), bondRecord: bondRecord, loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
+            counters: MockCounters(), bondRecord: bondRecord, trusts: trusts, loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
             logger: Logger(label: "test") { [logs] _ in LogLines.Handler(lines: logs) })
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()

@@ -42,12 +42,15 @@ struct ServiceTests {
         }
     }
 
-    /// The session's Written signals, as a listener on the bus hears them.
-    func written(_ session: DaemonSession) async throws -> AsyncStream<DBusMessage>.Iterator {
+    /// The session's Written signals, as a subscriber (`Subscribe`) is sent them: whole, to it alone.
+    func written(_ session: DaemonSession) async throws -> AsyncFilterSequence<AsyncStream<DBusMessage>>.AsyncIterator {
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(listener)
+        _ = try await listener.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                    member: ControlAPI.Method.subscribe.name, expecting: "")
         return try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name)).makeAsyncIterator()
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name))
+            .filter { $0.destination != nil }.makeAsyncIterator()
     }
 
     /// The session's ValuesChanged signals, as a listener on the bus hears them.

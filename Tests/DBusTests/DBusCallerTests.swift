@@ -100,6 +100,31 @@ struct DBusCallerTests {
         #expect(level == "n 1\n")
     }
 
+    @Test("its PropertiesChanged and its manager's InterfacesAdded, which carry values, go to the caller alone: a bystander listening gets neither")
+    func changesGoToTheCallerAlone() async throws {
+        let holder = Holder()
+        let kept = try await Kept { bus in
+            let caller = try await DBusConnection.connect(to: bus)
+            await holder.keep(caller)
+            return caller.uniqueName
+        }
+        let caller = await holder.connection!
+        let bystander = try await DBusConnection.connect(to: kept.bus)
+        let rule = DBusMatchRule(sender: kept.connection.uniqueName)
+        var callerGets = try await caller.signals(matching: rule).makeAsyncIterator()
+        var bystanderGets = try await bystander.signals(matching: rule).makeAsyncIterator()
+
+        try await kept.connection.setProperty("Level", of: Self.interface, at: Self.path, to: .int16(5))
+        try await kept.connection.export([DBusInterface(name: Self.interface, properties: [DBusProperty("Level", value: .int16(9))])],
+                                         at: "/kept/app/second", caller: caller.uniqueName)
+        // A broadcast after both: the first thing the bystander hears, if the two went to the caller alone.
+        try await kept.connection.emit(path: Self.root, interface: Self.interface, member: "Marker")
+
+        #expect(await callerGets.next()?.member == "PropertiesChanged")
+        #expect(await callerGets.next()?.member == "InterfacesAdded")
+        #expect(await bystanderGets.next()?.member == "Marker")
+    }
+
     /// Keeps the caller's connection open for the test's length.
     actor Holder {
         var connection: DBusConnection?

@@ -1,0 +1,65 @@
+package import AdvertiserControl
+import AdvertiserConfig
+import DBus
+package import Peripheral
+
+/// The values of secured characteristics (`security` not none) reach only those
+/// ``LocalTrust`` trusts: `Status` leaves them out for anyone else, the broadcasts
+/// (`ValuesChanged`, `Written`) never carry them, and a trusted client that calls `Subscribe`
+/// is sent every event whole, as signals to it alone, until it leaves the bus.
+extension Daemon {
+    /// The most subscribers at once: each costs a signal per event and a match rule on the bus.
+    package static var mostSubscribers: Int { 32 }
+
+    package func status(for caller: String) async -> [String: AdvertisementState] {
+        var states = await status()
+        let hides = services.values.contains { $0.live.publicValues.count < $0.live.shownValues.count }
+        guard hides, await !isTrusted(caller) else { return states }
+        for (name, entry) in services where states[name]?.kind == .service {
+            states[name]!.values = entry.live.publicValues
+        }
+        return states
+    }
+
+    package func subscribe(_ caller: String) async throws(PeripheralError) {
+        guard await isTrusted(caller) else {
+            throw PeripheralError(.accessDenied, "the values of secured characteristics go to root, bleadvd's user and the members of group \(LocalTrust.groupName) alone")
+        }
+        guard !subscribers.contains(caller) else { return }
+        guard subscribers.count < Self.mostSubscribers else {
+            throw PeripheralError(.failed, "\(Self.mostSubscribers) clients are subscribed already (bleadvctl watch); one must end first")
+        }
+        subscribers.insert(caller)
+        post.yield(.subscriber(caller))
+    }
+
+    /// Whether the process behind `caller` (a unique name) may see secured values; not when
+    /// the bus cannot tell.
+    func isTrusted(_ caller: String) async -> Bool {
+        guard let uid = try? await connection.unixUser(of: caller) else { return false }
+        return trusts(uid)
+    }
+
+    /// Waits until `subscriber` leaves the bus, then sends it nothing more. A child of the
+    /// loop's task group.
+    func follow(_ subscriber: String) async {
+        try? await connection.departure(of: subscriber)
+        subscribers.remove(subscriber)
+    }
+
+    /// Announces a service's or an advertisement's values on air: the broadcast without the
+    /// secured ones, each subscriber all of them.
+    func announceValues(_ name: String, all: [String: String], everyone: [String: String]) async {
+        await ControlService.valuesChanged(name, everyone, on: connection)
+        for subscriber in subscribers { await ControlService.valuesChanged(name, all, to: subscriber, on: connection) }
+    }
+
+    /// Announces a central's write: the broadcast without the value when the characteristic
+    /// is secured, each subscriber with it (`value` nil: a secret, shown to no one).
+    func announceWrite(_ id: GATTCharacteristicID, _ value: GATTValue?, secured: Bool, central: String) async {
+        await ControlService.written(id.service, id.characteristic, secured ? nil : value, central: central, on: connection)
+        for subscriber in subscribers {
+            await ControlService.written(id.service, id.characteristic, value, central: central, to: subscriber, on: connection)
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import AdvertiserControl
+import AdvertiserDaemon
+import DBus
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// The values of secured characteristics (a central must be bonded to read or write them) as a
+/// local user who is not trusted sees them: not in Status, not in the broadcasts. Trusted
+/// clients (root, group bleadvd) get them from Status and, subscribed, in signals sent to
+/// them alone.
+@Suite("Secured values on the local bus", .timeLimit(.minutes(1)))
+struct SecuredValuesTests {
+    /// `lamp.label` takes writes, so it is secured (`encrypted`) by default; `lamp.mode` says
+    /// `security = "none"`; `power.level` only reads and notifies, open.
+    static let config = DaemonSession.config + """
+
+        [service.power.battery]
+        level = 80
+
+        [service.lamp]
+        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+        [service.lamp.characteristic.label]
+        uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "utf8"
+        flags = ["read", "write"]
+        value = "desk"
+        [service.lamp.characteristic.mode]
+        uuid = "6e400004-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "utf8"
+        flags = ["read", "write"]
+        security = "none"
+        value = "warm"
+        """
+    static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+
+    func session(trusting: Bool) async throws -> DaemonSession {
+        try await DaemonSession(config: Self.config, script: { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+            mock.scriptUpdateValue(.always(.success(())))
+        }, trusts: { _ in trusting })
+    }
+
+    /// A listener on the session's bus for `signal`: subscribed (whole, to it alone) or not
+    /// (the broadcasts alone).
+    func listen(_ session: DaemonSession, _ signal: ControlAPI.Signal, subscribed: Bool) async throws
+        -> AsyncFilterSequence<AsyncStream<DBusMessage>>.AsyncIterator {
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        if subscribed {
+            _ = try await listener.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                        member: ControlAPI.Method.subscribe.name, expecting: "")
+        }
+        return try await listener.signals(matching: DBusMatchRule(sender: ControlAPI.busName, interface: ControlAPI.interface, member: signal.name))
+            .filter { ($0.destination != nil) == subscribed }.makeAsyncIterator()
+    }
+
+    @Test("Status leaves a secured characteristic's value out for a user bleadvd does not trust, and shows the open ones")
+    func statusHidesSecuredValues() async throws {
+        let session = try await session(trusting: false)
+
+        let status = try await session.ctl("status", "--json")
+
+        #expect(!status.output.contains("desk"), "\(status.output)")
+        #expect(status.output.contains("\"mode\": \"warm\""), "\(status.output)")
+        #expect(status.output.contains("\"level\": \"80\""), "\(status.output)")
+    }
+
+    @Test("Status shows a secured characteristic's value to a trusted user")
+    func statusShowsSecuredValuesToTrusted() async throws {
+        let session = try await session(trusting: true)
+
+        let status = try await session.ctl("status", "--json")
+
+        #expect(status.output.contains("\"label\": \"desk\""), "\(status.output)")
+    }
+
+    @Test("a central's write to a secured characteristic is broadcast without its value, and sent whole to a subscriber")
+    func writeBroadcastWithoutValue() async throws {
+        let session = try await session(trusting: true)
+        var broadcast = try await listen(session, .written, subscribed: false)
+        var subscribed = try await listen(session, .written, subscribed: true)
+
+        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
+        let everyone = await broadcast.next()
+        let subscriber = await subscribed.next()
+
+        #expect(everyone?.body == [.string("lamp"), .string("label"), .variant(.bytes([])), .string("AA:BB:CC:DD:EE:FF")])
+        #expect(subscriber?.body == [.string("lamp"), .string("label"), .variant(.string("sofa")), .string("AA:BB:CC:DD:EE:FF")])
+    }
+
+    @Test("values set on a service are broadcast without the secured ones, and sent whole to a subscriber")
+    func valuesBroadcastWithoutSecured() async throws {
+        let session = try await session(trusting: true)
+        var broadcast = try await listen(session, .valuesChanged, subscribed: false)
+        var subscribed = try await listen(session, .valuesChanged, subscribed: true)
+
+        _ = try await session.ctl("set", "lamp", "label=sofa")
+        let everyone = await broadcast.next()
+        let subscriber = await subscribed.next()
+
+        #expect(everyone?.body[1].dictionaryEntries?.compactMap(\.key.string).sorted() == ["mode"])
+        #expect(subscriber?.body[1].dictionaryEntries?.compactMap(\.key.string).sorted() == ["label", "mode"])
+    }
+
+    @Test("Subscribe from a user bleadvd does not trust is refused with AccessDenied")
+    func subscribeRefusedForUntrusted() async throws {
+        let session = try await session(trusting: false)
+        let client = try await DBusConnection.connect(to: .address(session.bus.address))
+
+        let error = await #expect(throws: DBusError.self) {
+            _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                      member: ControlAPI.Method.subscribe.name)
+        }
+
+        #expect(error?.name == ControlAPI.errorName(.accessDenied))
+    }
+
+    @Test("subscribers that left the bus make room: as many as bleadvd takes come and go, and the next is taken")
+    func departedSubscribersForgotten() async throws {
+        let session = try await session(trusting: true)
+        for _ in 0..<Daemon<ManualClock>.mostSubscribers {
+            let client = try await DBusConnection.connect(to: .address(session.bus.address))
+            _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                      member: ControlAPI.Method.subscribe.name)
+            await client.close()
+        }
+        let next = try await DBusConnection.connect(to: .address(session.bus.address))
+
+        // The departures reach the daemon in their time: the next is taken once they have.
+        var taken = false
+        for _ in 0..<200 where !taken {
+            taken = (try? await next.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                          member: ControlAPI.Method.subscribe.name)) != nil
+            if !taken { try await Task.sleep(for: .milliseconds(10)) }
+        }
+
+        #expect(taken)
+    }
+
+    /// bleadvctl watch on the session's bus, and the line it prints for a write of `label`
+    /// (written again until one is printed: watch may not have subscribed yet).
+    func watchWrite(_ session: DaemonSession) async throws -> (Child, String) {
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        let writing = Task {
+            while !Task.isCancelled {
+                session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { writing.cancel() }
+        return (watch, try await PrivateBus.line(from: watch.stdout))
+    }
+
+    @Test("bleadvctl watch run by a trusted user prints a secured write whole, and not its broadcast (sent first) too")
+    func watchPrintsSecuredWriteWhole() async throws {
+        let session = try await session(trusting: true)
+
+        let (watch, line) = try await watchWrite(session)
+        defer { watch.kill(SIGTERM) }
+
+        #expect(line == "written lamp label \"sofa\" AA:BB:CC:DD:EE:FF")
+    }
+
+    @Test("bleadvctl watch run by a user bleadvd does not trust prints a secured write without its value, and says why")
+    func watchLeavesSecuredValueOut() async throws {
+        let session = try await session(trusting: false)
+
+        let (watch, line) = try await watchWrite(session)
+        watch.kill(SIGTERM)
+        _ = await watch.exitStatus()
+
+        #expect(line == "written lamp label  AA:BB:CC:DD:EE:FF")
+        let errors = String(decoding: watch.stderr!.readDataToEndOfFile(), as: UTF8.self)
+        #expect(errors.contains("bleadvctl: the values of secured characteristics are left out: they are shown to root and group bleadvd alone"))
+    }
+}
