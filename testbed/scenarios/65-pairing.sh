@@ -20,7 +20,10 @@
 #   sides showing one code and `bleadvctl pair` told on its standard input that they match;
 # - a pairing flood with wrong codes: each fails, the window's attempts run out and the rest
 #   are refused, each logged with the central's address; nothing is written;
-# - `bleadvctl forget`: the bond is gone and the next read fails again.
+# - `bleadvctl forget`: the bond is gone and the next read fails again; a bond bleadvd has no
+#   record of making is left unless --any; user nobody's status shows no secured value;
+# - Pairable is false after a reload that turns pairing off with a window open, after SIGTERM
+#   with a window open, and after SIGKILL once bleadvd starts again.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -109,7 +112,9 @@ pair_window() {
 fresh_bluetoothd
 write_config just-works
 central_address=$(adapter_address hci1)
-start_bleadvd "$config"
+# The state directory of its own: the record of the bonds bleadvd's windows made.
+state_dir="$TESTBED_WORK/state"
+start_bleadvd "$config" --state-directory "$state_dir"
 address=$(adapter_address)
 echo "bleadvd on hci0 ($address); Bumble on hci1 ($central_address)"
 
@@ -145,7 +150,7 @@ out=$(central encrypt "read:$state")
 echo "$out"
 expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 stop_bleadvd
-start_bleadvd "$config"
+start_bleadvd "$config" --state-directory "$state_dir"
 [[ "$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable)" == "b false" ]] || fail "hci0 pairable after bleadvd started"
 bluetoothd_pid=$(pidof bluetoothd | awk '{print $1}')
 ticks_before=$(ticks "$BLEADVD_PID"); bluetoothd_before=$(ticks "$bluetoothd_pid")
@@ -212,8 +217,23 @@ echo "    during a flood of 6,000 writes without response: $(vanish_record "$TES
 grep -m1 "flood 6000" "$TESTBED_WORK/flood2.out" | sed 's/^ */    the central sent: /'
 [[ -n "$(bonds)" ]] || fail "the bond went with bluetoothd"
 
+echo "5c. secured values are root's and group bleadvd's: user nobody's status has none"
+bleadvctl status --json | grep -q '"state": "locked"' || fail "root's status has no value for lock.state"
+nobody_status=$(runuser -u nobody -- bleadvctl status --json)
+grep -q '"locked"' <<< "$nobody_status" && fail "user nobody's status shows lock.state: $nobody_status"
+echo "    root's status has lock.state, nobody's: $(grep -o '"values": {[^}]*}' <<< "$nobody_status" | head -n 1)"
+
+echo "5d. forget leaves a bond bleadvd has no record of making; --any removes it"
+grep -qx "$central_address" "$state_dir/bonds" || fail "the window's bond is not in $state_dir/bonds: $(cat "$state_dir/bonds" 2>&1)"
+rm "$state_dir/bonds"
+status=0; refusal=$(bleadvctl forget "$central_address" 2>&1) || status=$?
+echo "    without the record: exit $status: $refusal"
+((status == 1)) || fail "forget of a bond bleadvd did not make exited $status"
+expect_line "$central_address" "$(bonds)"
+bleadvctl forget --any "$central_address"
+[[ -z "$(bonds)" ]] || fail "forget --any left the bond: $(bonds)"
+
 echo "6. passkey: the code bleadvctl pair prints, typed on the central"
-bleadvctl forget "$central_address"
 rm -f "$keys"
 write_config passkey 2
 bleadvctl reload
@@ -301,3 +321,33 @@ echo "8. forget: the bond is gone and the read fails again"
 out=$(central "read:$state")
 echo "$out"
 expect_line "read $state: ATT error INSUFFICIENT_ENCRYPTION" "$out"
+
+echo "9. Pairable is off whatever ends a window: a reload that turns pairing off, SIGTERM, SIGKILL"
+pairable() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable; }
+pair_window 120 "$TESTBED_WORK/pair5.out"
+[[ "$(pairable)" == "b true" ]] || fail "hci0 not pairable with a window open"
+write_config off
+bleadvctl reload
+status=0; wait "$PAIR_PID" || status=$?
+sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair5.out"
+((status == 1)) || fail "bleadvctl pair exited $status after a reload that turned pairing off"
+[[ "$(pairable)" == "b false" ]] || fail "hci0 pairable after a reload that turned pairing off"
+echo "    reload to method off: $(pairable)"
+registered=$(grep -c "agent registered for just-works" "$TESTBED_WORK/bleadvd.log" || true)
+write_config just-works
+bleadvctl reload
+wait_for 10 "the agent registered for just-works" "[ \$(grep -c 'agent registered for just-works' '$TESTBED_WORK/bleadvd.log') -gt $registered ]"
+pair_window 120 "$TESTBED_WORK/pair6.out"
+stop_bleadvd
+wait "$PAIR_PID" 2> /dev/null || true
+[[ "$(pairable)" == "b false" ]] || fail "hci0 pairable after SIGTERM with a window open"
+echo "    SIGTERM with a window open: $(pairable)"
+start_bleadvd "$config" --state-directory "$state_dir"
+pair_window 120 "$TESTBED_WORK/pair7.out"
+kill -9 "$BLEADVD_PID"
+wait "$BLEADVD_PID" 2> /dev/null || true
+kill "$PAIR_PID" 2> /dev/null || true
+echo "    SIGKILL with a window open: $(pairable) until bleadvd starts again"
+start_bleadvd "$config" --state-directory "$state_dir"
+[[ "$(pairable)" == "b false" ]] || fail "hci0 pairable after bleadvd started again"
+echo "    started again: $(pairable)"
