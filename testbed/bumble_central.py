@@ -15,10 +15,11 @@ is told in order, and prints one line per step:
   flood COUNT writes in S s (N/s)     (flood:UUID=COUNT: writes without response, 0, 1, ...)
 
 Usage: bumble_central.py ADDRESS [--keys FILE] [--io just-works|passkey|confirm]
-         [--code N | --code-from FILE] STEP...   (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
+         [--code N | --code-from FILE] [--no-bonding] [--legacy] STEP...   (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
          pause:SECONDS)
 --code-from reads the 6-digit code from a file as bleadvctl pair prints it ("type NNNNNN on the
-central"), waiting up to 20 s for it.
+central"), waiting up to 20 s for it. --no-bonding asks to pair without the Bonding flag (an
+encrypted link, no keys kept); --legacy pairs without LE Secure Connections.
 """
 import argparse
 import asyncio
@@ -90,6 +91,8 @@ async def main():
     parser.add_argument("--io", default="just-works", choices=IO)
     parser.add_argument("--code", type=int, default=None)
     parser.add_argument("--code-from", default=None)
+    parser.add_argument("--no-bonding", action="store_true")
+    parser.add_argument("--legacy", action="store_true")
     args = parser.parse_args()
 
     async with await open_transport(args.transport) as (source, sink):
@@ -97,7 +100,8 @@ async def main():
         if args.keys:
             device.keystore = JsonKeyStore(namespace="bleadvd", filename=args.keys)
         device.pairing_config_factory = lambda connection: PairingConfig(
-            sc=True, mitm=args.io != "just-works", bonding=True, delegate=Delegate(args.io, args.code, args.code_from))
+            sc=not args.legacy, mitm=args.io != "just-works", bonding=not args.no_bonding,
+            delegate=Delegate(args.io, args.code, args.code_from))
         await device.power_on()
         started = time.monotonic()
         connection = await device.connect(Address(args.address, Address.PUBLIC_DEVICE_ADDRESS),

@@ -127,6 +127,22 @@ expect_line "pairing failed: ProtocolError ProtocolError(smp/PAIRING_NOT_SUPPORT
 bleadvctl status --json | grep -q '"state": "locked"' || fail "an unpaired write changed the value"
 [[ -z "$(bonds)" ]] || fail "a bond outside a window: $(bonds)"
 
+echo "2b. outside a window, pairing without the Bonding flag (which a non-bondable adapter's SMP lets through to the agent), by LE Secure Connections and by legacy pairing"
+# The kernel's SMP (6.1, 6.12, 7.2 alike) refuses a request with the Bonding flag while the
+# adapter is not bondable, and asks bluetoothd's agent for a just-works one without it
+# (RequestAuthorization): bleadvd's agent must be what refuses it.
+refused_before=$(grep -c "pairing: refused $central_address (just-works): no pairing window is open" "$TESTBED_WORK/bleadvd.log" || true)
+for kind in "" --legacy; do
+  out=$(central --no-bonding $kind pair "read:$state")
+  echo "$out"
+  grep -q "^paired" <<< "$out" && fail "an encrypted link without a window (no bonding $kind)"
+  expect_line "read $state: ATT error INSUFFICIENT_ENCRYPTION" "$out"
+done
+refused=$(grep -c "pairing: refused $central_address (just-works): no pairing window is open" "$TESTBED_WORK/bleadvd.log" || true)
+echo "    bleadvd's agent refused $((refused - refused_before)) of the 2"
+((refused - refused_before == 2)) || fail "the agent was not asked for each: $(grep "pairing:" "$TESTBED_WORK/bleadvd.log" | tail -n 4)"
+[[ -z "$(bonds)" ]] || fail "a bond outside a window: $(bonds)"
+
 echo "3. just works inside a window"
 # Windows here last minutes, not seconds: under emulation Bumble takes 8-30 s to start
 # (its imports), and a window that ran out before the central asked is refused, rightly.
