@@ -54,6 +54,14 @@ struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == D
     /// The configuration.
     var config: ImprovConfig { session.config }
 
+    /// The run a reload that changed `[improv]` goes on with: the session reconfigured (a join
+    /// under way stays the one), the partial frames and the work in flight kept.
+    func reconfigured(_ config: ImprovConfig) -> ImprovRun {
+        var next = self
+        next.session = session.reconfigured(config, deviceInfo: Self.deviceInfo(config))
+        return next
+    }
+
     /// What Improv's device info answers: bleadvd, its version, the hardware (the board's model
     /// from the device tree, or Linux), the device's name (the hostname).
     static func deviceInfo(_ config: ImprovConfig) -> [String] {

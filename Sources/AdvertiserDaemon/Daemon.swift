@@ -230,7 +230,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         if new.improv != improv?.config {
             let newcomer = improv == nil
             let offered = improv?.offered ?? true
-            improv = new.improv.map { ImprovRun($0) }
+            improv = new.improv.map { config in improv.map { $0.reconfigured(config) } ?? ImprovRun(config) }
             improv?.offered = offered
             // A newcomer is offered as the Wi-Fi says (followed from its first look on).
             if newcomer, improv != nil { improv?.offered = await improvLook() }

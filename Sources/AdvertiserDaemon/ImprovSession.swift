@@ -26,6 +26,11 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
     private(set) var error: Improv.ErrorState = .none
     /// Until when a person's authorization holds; nil when none is needed or none was given.
     private(set) var authorizedUntil: Instant?
+    /// The joins that failed since the last authorization.
+    private(set) var failedJoins = 0
+    /// How many failed joins one authorization allows: then a person must authorize again, so
+    /// that a client cannot use one authorization to try password after password.
+    static var failedJoinsPerAuthorization: Int { 3 }
     /// Whether authorization is needed and for how long it holds, what the device offers.
     let config: ImprovConfig
     /// The strings the device info command answers with.
@@ -44,6 +49,27 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         state = .authorized
         error = .none
         authorizedUntil = now.advanced(by: config.authorization)
+        failedJoins = 0
+    }
+
+    /// The session a reload that changed `[improv]` goes on with: a join under way (or its
+    /// result) stays, so that no second join starts beside it; a person's authorization holds
+    /// until its time when the new config still asks for one; otherwise the new config's first
+    /// state.
+    func reconfigured(_ config: ImprovConfig, deviceInfo: [String]) -> ImprovSession {
+        var next = ImprovSession(config, deviceInfo: deviceInfo)
+        switch state {
+        case .provisioning, .provisioned:
+            next.state = state
+            next.error = error
+        case .authorized where config.needsAuthorization && authorizedUntil != nil:
+            next.state = .authorized
+            next.authorizedUntil = authorizedUntil
+            next.failedJoins = failedJoins
+        default:
+            break
+        }
+        return next
     }
 
     /// The authorization ran out at `now`: true when the state went back to requiring one.
@@ -103,11 +129,23 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
     }
 
     /// Joining failed at `now`: unable to connect, ready for credentials again (an
-    /// authorization's time starts over, as the spec asks).
+    /// authorization's time starts over, as the spec asks) — unless it was the last failed
+    /// join the authorization allows (``failedJoinsPerAuthorization``): then a person must
+    /// authorize again.
     mutating func failedToJoin(at now: Instant) {
-        state = .authorized
         error = .unableToConnect
-        if config.needsAuthorization { authorizedUntil = now.advanced(by: config.authorization) }
+        failedJoins += 1
+        guard config.needsAuthorization else {
+            state = .authorized
+            return
+        }
+        if failedJoins >= Self.failedJoinsPerAuthorization {
+            state = .authorizationRequired
+            authorizedUntil = nil
+        } else {
+            state = .authorized
+            authorizedUntil = now.advanced(by: config.authorization)
+        }
     }
 
     /// Whether credentials may be taken at `now`.

@@ -35,6 +35,7 @@ struct ImprovDaemonTests {
         let script = Array("""
             #!/bin/sh
             printf '%s' "$IMPROV_SSID" > '\(folder.path)/ssid'
+            echo run >> '\(folder.path)/runs'
             cat > '\(folder.path)/password'
             echo 192.168.4.2
             exit \(status)
@@ -145,6 +146,25 @@ struct ImprovDaemonTests {
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.output == "authorized: a client may send Wi-Fi credentials for the next 60 s\n")
         #expect(notified(session, Self.state) == [[0x02], [0x03], [0x04]])
+    }
+
+    @Test("a reload that changes [improv] during a join keeps that join the one: credentials sent after it start no second")
+    func reloadDuringJoin() async throws {
+        let session = try await session()
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
+        while notified(session, Self.state).last != [0x03] { await Task.yield() }
+        let config = try String(contentsOfFile: session.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "device_name = \"kitchen\"", with: "device_name = \"pantry\"")
+            .write(toFile: session.configPath, atomically: true, encoding: .utf8)
+
+        let reload = try await session.ctl("reload")
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "11:22:33:44:55:66")))
+        while notified(session, Self.error).last != [0xFF] { await Task.yield() }
+        await advance(session) { notified(session, Self.result).count == 1 }
+
+        #expect(reload.status == 0, "\(reload.errors)")
+        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("runs").path, encoding: .utf8) == "run\n")
+        #expect(notified(session, Self.state).last == [0x04])
     }
 
     @Test("bleadvctl improv authorize where none is needed is refused with exit 2")

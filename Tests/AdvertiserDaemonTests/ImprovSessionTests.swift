@@ -155,4 +155,70 @@ struct ImprovSessionTests {
         #expect(session.state == .provisioning)
         #expect(session.error == .unknown)
     }
+
+    @Test("one authorization allows a bounded number of failed joins; after the last, authorization is required again")
+    func failedJoinsBounded() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(at: start)
+        for attempt in 1...ImprovSession<ManualClock.Instant>.failedJoinsPerAuthorization {
+            #expect(session.handle(Self.wifi, at: start) == .join(Self.home), "attempt \(attempt)")
+            session.failedToJoin(at: start)
+        }
+
+        let step = session.handle(Self.wifi, at: start)
+
+        #expect(step == .none)
+        #expect(session.state == .authorizationRequired)
+        #expect(session.error == .notAuthorized)
+    }
+
+    @Test("a new authorization allows failed joins anew")
+    func authorizationRenewsFailedJoins() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(at: start)
+        for _ in 1...ImprovSession<ManualClock.Instant>.failedJoinsPerAuthorization {
+            _ = session.handle(Self.wifi, at: start)
+            session.failedToJoin(at: start)
+        }
+
+        session.authorize(at: start)
+
+        #expect(session.handle(Self.wifi, at: start) == .join(Self.home))
+    }
+
+    @Test("reconfigured during a join, the session is still joining: credentials start no second join")
+    func reconfiguredWhileJoining() {
+        var session = makeSession()
+        _ = session.handle(Self.wifi, at: start)
+
+        var reconfigured = session.reconfigured(ImprovConfig(joiner: .program("/usr/local/libexec/other-join")), deviceInfo: Self.info)
+        let step = reconfigured.handle(Self.wifi, at: start)
+
+        #expect(reconfigured.state == .provisioning)
+        #expect(step == .none)
+    }
+
+    @Test("reconfigured to need authorization, an authorized session without a person's authorization needs one")
+    func reconfiguredToNeedAuthorization() {
+        let session = makeSession()
+        var config = ImprovConfig(joiner: .program("/usr/local/libexec/join-wifi"))
+        config.needsAuthorization = true
+
+        let reconfigured = session.reconfigured(config, deviceInfo: Self.info)
+
+        #expect(reconfigured.state == .authorizationRequired)
+    }
+
+    @Test("reconfigured while a person's authorization holds, it keeps holding until its time")
+    func reconfiguredKeepsAuthorization() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(at: start)
+        var config = ImprovConfig(joiner: .program("/usr/local/libexec/other-join"))
+        config.needsAuthorization = true
+
+        let reconfigured = session.reconfigured(config, deviceInfo: Self.info)
+
+        #expect(reconfigured.state == .authorized)
+        #expect(reconfigured.authorizedUntil == session.authorizedUntil)
+    }
 }
