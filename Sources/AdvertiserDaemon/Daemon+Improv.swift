@@ -45,6 +45,27 @@ struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == D
     /// Whether Improv is on air (its advertisement and its service): not while this machine's
     /// Wi-Fi is connected, nor from ``Daemon/improvWithdrawDelay`` after it was provisioned.
     var offered = true
+    /// Whether the identify program runs: one at a time, however many frames ask.
+    var identifying = false
+    /// Whether a scan is under way: its result answers every scan asked meanwhile.
+    var scanning = false
+    /// When each central's last journal line about its frames was written, and how many were
+    /// held back since: at most one a central every interval, as GATT writes are announced.
+    var lines: [String: (at: Instant, held: Int)] = [:]
+
+    /// Whether a journal line about `central`'s frame may be written at `now`: the number of
+    /// lines held back since its last one, or nil when this one is held back too.
+    mutating func mayLog(_ central: String, at now: Instant, every interval: Duration) -> Int? {
+        if let last = lines[central], now < last.at.advanced(by: interval) {
+            lines[central]!.held += 1
+            return nil
+        }
+        let held = lines[central]?.held ?? 0
+        // Only centrals heard from within the interval are kept: as many as write at once.
+        lines = lines.filter { now < $0.value.at.advanced(by: interval) }
+        lines[central] = (now, 0)
+        return held
+    }
 
     /// A run of `config`, its device info read from this machine.
     init(_ config: ImprovConfig) {
@@ -111,6 +132,7 @@ extension Daemon {
     /// Runs the identify command, and reaps it (killed after ``identifyWait``).
     func improvIdentify() async {
         guard let command = improv?.config.identify else { return }
+        defer { improv?.identifying = false }
         let pid: Int32
         do {
             pid = try Spawn.start(command[0], command, stdio: nil)
@@ -150,20 +172,37 @@ extension Daemon {
         case .frame(let frame):
             step = run.session.handle(frame, at: clock.now)
         }
-        improv = run
+        // One line a central every interval, saying how many it stands for.
+        let held = run.mayLog(central, at: clock.now, every: Self.updateInterval)
+        let more = held.map { $0 > 0 ? " (and \($0) more frame(s) from it since its last line)" : "" }
+        var work: ImprovWork?
         switch step {
         case .join(let credentials):
             logger.notice("improv: \(who) sent Wi-Fi settings for \(credentials); joining")
-            post.yield(.improv(.join(credentials)))
+            work = .join(credentials)
+        case .identify where run.identifying:
+            // The one running answers it: a flood of identify frames starts one program.
+            if let more { logger.info("improv: \(who) asked the device to identify itself while it does\(more)") }
         case .identify:
-            logger.notice("improv: \(who) asked the device to identify itself")
-            post.yield(.improv(.identify))
+            run.identifying = true
+            if let more { logger.notice("improv: \(who) asked the device to identify itself\(more)") }
+            work = .identify
+        case .scan where run.scanning:
+            if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range while a scan runs; its result answers\(more)") }
         case .scan:
-            logger.info("improv: \(who) asked for the Wi-Fi networks in range")
-            post.yield(.improv(.scan))
+            run.scanning = true
+            if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range\(more)") }
+            work = .scan
         case .result, .none:
-            if run.session.error != .none { logger.warning("improv: \(who): \(Self.improvErrorText(run.session.error))") }
+            if run.session.error != .none, let more { logger.warning("improv: \(who): \(Self.improvErrorText(run.session.error))\(more)") }
         }
+        let before = improv?.session
+        let unchanged = run.session.state == before?.state && run.session.error == .none && before?.error == Improv.ErrorState.none
+        improv = run
+        if let work { post.yield(.improv(work)) }
+        // An identify or scan answered by the work already under way changes nothing a client
+        // could wait for: nothing is notified. Errors are, each time: a client waits for them.
+        if work == nil, unchanged, step == .identify || step == .scan { return }
         await showImprov(step)
     }
 
@@ -253,6 +292,7 @@ extension Daemon {
     /// Lists the networks in range (a child of the loop's task group), then answers the client.
     func improvScan() async {
         guard let config = improv?.config else { return }
+        defer { improv?.scanning = false }
         var networks: [Improv.Network] = []
         do {
             networks = try await networkJoiner(config).networks()

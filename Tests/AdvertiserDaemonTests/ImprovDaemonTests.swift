@@ -53,9 +53,13 @@ struct ImprovDaemonTests {
     func session(authorization: String = "none", status: Int = 0, networkManager: Bool = false) async throws -> DaemonSession {
         let bus = try PrivateBus()
         let program = try Self.joinProgram(in: bus.folder, status: status)
+        let identify = bus.folder.appendingPathComponent("identify").path
+        try "#!/bin/sh\necho run >> '\(bus.folder.path)/identified'\nsleep 1\n".write(toFile: identify, atomically: true, encoding: .utf8)
+        chmod(identify, 0o755)
         let config = """
             [improv]
             join = "\(networkManager ? "networkmanager" : program)"
+            identify = ["\(identify)"]
             authorization = "\(authorization)"
             device_name = "kitchen"
             hardware = "Raspberry Pi 4"
@@ -165,6 +169,47 @@ struct ImprovDaemonTests {
         #expect(reload.status == 0, "\(reload.errors)")
         #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("runs").path, encoding: .utf8) == "run\n")
         #expect(notified(session, Self.state).last == [0x04])
+    }
+
+    /// An identify command frame.
+    static let identify: [UInt8] = [0x02, 0x00, 0x02]
+
+    @Test("a flood of identify frames while the identify program runs starts no second one, and notifies nothing more")
+    func identifySingleFlight() async throws {
+        let session = try await session()
+        let notifiedBefore = session.mock.calls.updatedValues.count
+
+        // The program's end is seen on the clock, which does not move meanwhile: it "runs".
+        for _ in 1...200 {
+            session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.identify, .bytes(Self.identify)), central: "AA:BB:CC:DD:EE:FF")))
+        }
+        // Events are handled in order: once another central's malformed frame is answered, the
+        // 200 were.
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "11:22:33:44:55:66")))
+        while notified(session, Self.error).last != [0x01] { try await Task.sleep(for: .milliseconds(1)) }
+        let file = session.bus.folder.appendingPathComponent("identified").path
+        await advance(session) { FileManager.default.fileExists(atPath: file) }
+
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "run\n")
+        // The first identify's error and state, the malformed frame's: nothing for the other 199.
+        #expect(session.mock.calls.updatedValues.count - notifiedBefore == 4)
+    }
+
+    @Test("a flood of malformed frames from one central writes one journal line an interval, saying how many it stands for; each is still answered")
+    func malformedFloodCoalesced() async throws {
+        let session = try await session()
+
+        for _ in 1...100 {
+            session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "AA:BB:CC:DD:EE:FF")))
+        }
+        while notified(session, Self.error).count < 100 { try await Task.sleep(for: .milliseconds(1)) }
+        session.clock.advance(by: .milliseconds(100))
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "AA:BB:CC:DD:EE:FF")))
+        while notified(session, Self.error).count < 101 { try await Task.sleep(for: .milliseconds(1)) }
+
+        let lines = session.logs.all.filter { $0.contains("improv: AA:BB:CC:DD:EE:FF: a malformed frame") }
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.last?.contains("(and 99 more frame(s) from it since its last line)") == true, "\(lines)")
     }
 
     @Test("bleadvctl improv authorize where none is needed is refused with exit 2")
