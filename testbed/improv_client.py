@@ -14,6 +14,8 @@ failed command, as in Home Assistant) the next step discovers and connects again
                         the redirect URL, or the error the device notified
     raw:HEX             writes HEX to the RPC command characteristic as it is (a malformed
                         frame): the error the device notifies
+    partial:HEX         writes HEX to the RPC command characteristic, expecting no answer (the
+                        start of a frame: 01ff announces 255 bytes that never come)
     state               the state characteristic
     disconnect          ends the connection (the next step connects again)
 Exit status 1 when the device was not discovered or a step raised.
@@ -198,6 +200,10 @@ async def main():
                 await client.ensure_connected()
                 error = await raw(client, bytes.fromhex(rest))
                 say(f"raw {rest}: error {Error(error).name}")
+            elif name == "partial":
+                await client.ensure_connected()
+                await client._client.write_gatt_char(CHARACTERISTIC_UUID_RPC_COMMAND, bytes.fromhex(rest), response=True)
+                say(f"partial {rest}: written")
             elif name == "state":
                 await client.ensure_connected()
                 say(f"state: {State(await client.read_characteristic(CHARACTERISTIC_UUID_STATE)).name}, "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# testbed-timeout: 900
+# testbed-timeout: 1200
 # Pairing with bleadvd, as a central on a host stack of its own sees it: Google's Bumble owns
 # hci1 through the HCI user channel (bluetoothd serves hci0 only; its one default agent would
 # otherwise answer for both sides) and pairs with bleadvd's agent on hci0 with its own SMP.

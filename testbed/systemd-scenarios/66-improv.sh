@@ -9,7 +9,8 @@
 #   a bad checksum, a frame whose SSID runs past its end and an unknown command get their
 #   errors;
 # - after `bleadvctl improv authorize`: a wrong password ends in unable to connect, the device
-#   ready again and NetworkManager left without the failed connection; the right one
+#   ready again and NetworkManager left without the failed connection; a frame's start
+#   announcing 255 bytes (01 FF), the link dropped, is forgotten with it; the right one
 #   provisions it: the redirect URL carries the address NetworkManager got, and the
 #   advertisement says provisioned (Home Assistant's filter then leaves it alone);
 # - bluetoothd killed while NetworkManager joins the same network again: the join completes,
@@ -93,10 +94,15 @@ expect_line "state: AUTHORIZATION_REQUIRED" "$out"
 
 echo "3. authorized: a wrong password, then the right one"
 bleadvctl improv authorize | sed 's/^/    bleadvctl improv authorize: /'
-out=$(central_steps "provision:$ssid:wrong-password-1" state "provision:$ssid:$password")
+# Between the two, the start of a frame announcing 255 bytes that never come, and the link
+# dropped: the frame goes with the central, and the next credentials are taken at once.
+out=$(central_steps "provision:$ssid:wrong-password-1" state partial:01ff disconnect "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
 expect_line "provisioning $ssid failed: UNABLE_TO_CONNECT" "$out"
 expect_line "state: AUTHORIZED, error: UNABLE_TO_CONNECT" "$out"
+expect_line "partial 01ff: written" "$out"
+journalctl -u bleadvd --no-pager -o cat 2> /dev/null | grep -q "partial frame (2 bytes): it disconnected" \
+  || fail "bleadvd did not drop the partial frame when its central disconnected"
 redirect=$(sed -nE "s|.*provisioned $ssid: redirect (http://[^ ]*).*|\1|p" <<< "$out")
 [[ -n "$redirect" ]] || fail "not provisioned"
 got=$(nmcli -g IP4.ADDRESS device show "$station" | head -n1)
