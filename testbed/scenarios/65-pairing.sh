@@ -73,7 +73,7 @@ central() {
   free_hci1
   local status=0 started
   started=$(date '+%H:%M:%S.%N')
-  timeout 90 "$(decoders_python)" "$TESTBED_ROOT/testbed/bumble_central.py" "$address" --keys "$keys" "$@" \
+  timeout 90 "$(decoders_python)" -u "$TESTBED_ROOT/testbed/bumble_central.py" "$address" --keys "$keys" "$@" \
     2> "$TESTBED_WORK/central.err" > "$TESTBED_WORK/central.last" || status=$?
   tee -a "$TESTBED_WORK/central.out" < "$TESTBED_WORK/central.last" | sed 's/^/    /'
   if ((status)); then
@@ -212,10 +212,17 @@ kill_bluetoothd_watched() {
   local monitor=$!
   sleep 0.5
   if ((count)); then
+    local flood_started; flood_started=$(date '+%H:%M:%S.%N')
     central encrypt "flood:$dimmer=$count" "read:$dimmer" > "$TESTBED_WORK/flood2.out" 2>&1 &
     local flood=$!
-    wait_for 90 "the flood to reach bleadvd" "[ \$(grep -c WriteValue '$out') -gt 300 ]" \
-      || { kill "$flood" 2> /dev/null; wait "$flood" 2> /dev/null; sed 's/^/    the flood: /' "$TESTBED_WORK/flood2.out"; return 1; }
+    wait_for 90 "the flood to reach bleadvd" "[ \$(grep -c WriteValue '$out') -gt 300 ]" || {
+      # The record of a failure in the emulated link (RELIABILITY, Not done yet): what the
+      # central printed, its notes, and the HCI record since it started.
+      sed 's/^/    the flood: /' "$TESTBED_WORK/flood2.out"
+      tail -n 20 "$TESTBED_WORK/central.err" | sed 's/^/    central.err: /'
+      echo "    the HCI record since the flood's central started:"; hci_since "$flood_started" | sed 's/^/    /'
+      kill "$flood" 2> /dev/null; wait "$flood" 2> /dev/null; return 1
+    }
   fi
   local vanished_before; vanished_before=$(grep -c "event: bluezVanished" "$TESTBED_WORK/bleadvd.log" || true)
   pkill -9 -x bluetoothd

@@ -88,6 +88,13 @@ for command in "forget AA:BB:CC:DD:EE:FF" "bonds" "pair 10" "improv authorize"; 
     || fail "alice (group bleadvd): $command -> exit $code: $refused (root's alone)"
 done
 echo "    alice, in group bleadvd: forget, bonds, pair and improv authorize refused (root's alone)"
+# Secured values: bleadvd (user bleadvd, in its sandbox) reads alice's groups as dbus-daemon
+# does and takes her watch's Subscribe; bob's is refused, and his watch says so.
+timeout 3 runuser -u alice -- /usr/bin/bleadvctl watch > /dev/null 2> "$TESTBED_WORK/alice-watch.err" || true
+timeout 3 runuser -u bob -- /usr/bin/bleadvctl watch > /dev/null 2> "$TESTBED_WORK/bob-watch.err" || true
+grep -q "left out" "$TESTBED_WORK/alice-watch.err" && fail "alice's watch was refused secured values: $(cat "$TESTBED_WORK/alice-watch.err")"
+expect_line "the values of secured characteristics are left out" "$(cat "$TESTBED_WORK/bob-watch.err")"
+echo "    watch: alice subscribed (secured values shown), bob not: $(cat "$TESTBED_WORK/bob-watch.err")"
 [[ "$(active_instances)" == 1 ]] || fail "bob's refused off changed what is on air"
 runuser -u bob -- /usr/bin/bleadvctl status > "$TESTBED_WORK/bob-status.txt" || fail "bob may not read the status"
 echo "    bob: status -> $(tr -s ' \n' ' ' < "$TESTBED_WORK/bob-status.txt")"
