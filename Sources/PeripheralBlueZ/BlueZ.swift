@@ -69,6 +69,44 @@ package enum BlueZ {
         return try adapterPath(adapter).appending("dev_" + String(address.uppercased().map { $0 == ":" ? "_" : $0 }))
     }
 
+    /// Every method bleadvd calls on bluetoothd, each by its interface and member: the bus
+    /// policy lets user bleadvd call these and nothing else of BlueZ's (PolicyTests).
+    package enum Method: CaseIterable, Sendable {
+        case registerAdvertisement, unregisterAdvertisement
+        case registerApplication, unregisterApplication
+        case registerAgent, requestDefaultAgent, unregisterAgent
+        case removeDevice
+        case getManagedObjects
+        /// `Properties.Set` (an adapter's `Powered` and `Pairable`).
+        case setProperty
+
+        package var interface: String {
+            switch self {
+            case .registerAdvertisement, .unregisterAdvertisement: BlueZ.advertisingManagerInterface
+            case .registerApplication, .unregisterApplication: BlueZ.gattManagerInterface
+            case .registerAgent, .requestDefaultAgent, .unregisterAgent: BlueZ.agentManagerInterface
+            case .removeDevice: BlueZ.adapterInterface
+            case .getManagedObjects: BlueZ.objectManagerInterface
+            case .setProperty: BlueZ.propertiesInterface
+            }
+        }
+
+        package var member: String {
+            switch self {
+            case .registerAdvertisement: "RegisterAdvertisement"
+            case .unregisterAdvertisement: "UnregisterAdvertisement"
+            case .registerApplication: "RegisterApplication"
+            case .unregisterApplication: "UnregisterApplication"
+            case .registerAgent: "RegisterAgent"
+            case .requestDefaultAgent: "RequestDefaultAgent"
+            case .unregisterAgent: "UnregisterAgent"
+            case .removeDevice: "RemoveDevice"
+            case .getManagedObjects: "GetManagedObjects"
+            case .setProperty: "Set"
+            }
+        }
+    }
+
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
     /// The signature of `GetManagedObjects`' reply.

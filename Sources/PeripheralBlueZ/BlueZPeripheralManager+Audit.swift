@@ -59,8 +59,7 @@ extension BlueZPeripheralManager {
     private func unregisterStray(_ path: DBusObjectPath, on adapter: String, of generation: StackGeneration) async -> Bool {
         do {
             _ = try await callBlueZ(
-                on: generation, path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
-                member: "UnregisterAdvertisement", [.objectPath(path)], expecting: .empty)
+                on: generation, path: try BlueZ.adapterPath(adapter), .unregisterAdvertisement, [.objectPath(path)], expecting: .empty)
             retired[path] = nil
             logger.warning("\(path.rawValue) was still registered on \(adapter) though nothing tracked it; unregistered")
             return true

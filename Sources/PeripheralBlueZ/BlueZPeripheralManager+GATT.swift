@@ -27,7 +27,7 @@ extension BlueZPeripheralManager {
         }
         do {
             _ = try await callBlueZ(
-                on: generation, path: adapterPath, interface: BlueZ.gattManagerInterface, member: "RegisterApplication",
+                on: generation, path: adapterPath, .registerApplication,
                 [.objectPath(root), .variantDictionary([:])], expecting: .empty, about: .application)
         } catch let error as PeripheralError where error.code != .timeout {
             await tree.unexport(from: connection)
@@ -36,7 +36,7 @@ extension BlueZPeripheralManager {
             // No answer: BlueZ may hold it all the same; it must not keep one nobody tracks.
             await tree.unexport(from: connection)
             _ = try? await callBlueZ(
-                on: generation, path: adapterPath, interface: BlueZ.gattManagerInterface, member: "UnregisterApplication",
+                on: generation, path: adapterPath, .unregisterApplication,
                 [.objectPath(root)], expecting: .empty, about: .application)
             logger.warning("\(root.rawValue) withdrawn: its registration got no answer (\(error))")
             throw error
@@ -59,8 +59,7 @@ extension BlueZPeripheralManager {
         exports[root] = nil
         do {
             _ = try await callBlueZ(
-                on: export.generation, path: try BlueZ.adapterPath(export.adapter), interface: BlueZ.gattManagerInterface,
-                member: "UnregisterApplication", [.objectPath(root)], expecting: .empty, about: .application)
+                on: export.generation, path: try BlueZ.adapterPath(export.adapter), .unregisterApplication, [.objectPath(root)], expecting: .empty, about: .application)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable || error.code == .noAdapter {
             logger.debug("\(root) was no longer registered: \(error.message)")
         } catch {

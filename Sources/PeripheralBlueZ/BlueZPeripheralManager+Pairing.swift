@@ -25,13 +25,13 @@ extension BlueZPeripheralManager {
         do {
             do {
                 _ = try await callBlueZ(
-                    on: generation, path: BlueZ.agentManagerPath, interface: BlueZ.agentManagerInterface, member: "RegisterAgent",
+                    on: generation, path: BlueZ.agentManagerPath, .registerAgent,
                     [.objectPath(path), .string(BlueZ.capability(method))], expecting: .empty, about: .agent)
             } catch let error as PeripheralError where error.code == .alreadyRegistered {
                 // Registered by this connection already (a registration whose answer was lost).
             }
             _ = try await callBlueZ(
-                on: generation, path: BlueZ.agentManagerPath, interface: BlueZ.agentManagerInterface, member: "RequestDefaultAgent",
+                on: generation, path: BlueZ.agentManagerPath, .requestDefaultAgent,
                 [.objectPath(path)], expecting: .empty, about: .agent)
         } catch {
             await connection.unexport(path)
@@ -56,8 +56,7 @@ extension BlueZPeripheralManager {
         exports[path] = nil
         do {
             _ = try await callBlueZ(
-                on: export.generation, path: BlueZ.agentManagerPath, interface: BlueZ.agentManagerInterface,
-                member: "UnregisterAgent", [.objectPath(path)], expecting: .empty, about: .agent)
+                on: export.generation, path: BlueZ.agentManagerPath, .unregisterAgent, [.objectPath(path)], expecting: .empty, about: .agent)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable {
             logger.debug("\(path) was no longer registered: \(error.message)")
         } catch {
@@ -71,8 +70,7 @@ extension BlueZPeripheralManager {
     /// Sets the adapter's `Pairable`.
     public func setPairable(_ pairable: Bool, adapter: String) async throws {
         _ = try await callBlueZ(
-            on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), interface: BlueZ.propertiesInterface,
-            member: "Set", [.string(BlueZ.adapterInterface), .string("Pairable"), .variant(.boolean(pairable))], about: .agent)
+            on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), .setProperty, [.string(BlueZ.adapterInterface), .string("Pairable"), .variant(.boolean(pairable))], about: .agent)
         logger.info("\(adapter) \(pairable ? "takes new bonds" : "takes no new bonds")")
     }
 
@@ -80,8 +78,7 @@ extension BlueZPeripheralManager {
     /// 5.65 has no `Bonded`), from `GetManagedObjects`.
     public func bonds(adapter: String) async throws -> [Bond] {
         let reply = try await callBlueZ(
-            on: try await currentBluetoothd(), path: BlueZ.root, interface: BlueZ.objectManagerInterface,
-            member: "GetManagedObjects", expecting: BlueZ.managedObjectsSignature, about: .agent)
+            on: try await currentBluetoothd(), path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .agent)
         return (reply[0].dictionaryEntries ?? []).compactMap { entry -> Bond? in
             guard let path = entry.key.objectPath, let device = BlueZ.device(at: path), device.adapter == adapter,
                   let properties = entry.value.dictionaryEntries?.first(where: { $0.key.string == BlueZ.deviceInterface })?
@@ -96,8 +93,7 @@ extension BlueZPeripheralManager {
         let device = try BlueZ.devicePath(central, adapter: adapter)
         do {
             _ = try await callBlueZ(
-                on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), interface: BlueZ.adapterInterface,
-                member: "RemoveDevice", [.objectPath(device)], expecting: .empty, about: .agent)
+                on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), .removeDevice, [.objectPath(device)], expecting: .empty, about: .agent)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .rejected {
             throw PeripheralError(.unknownName, "\(adapter) has no bond with \(central.uppercased())")
         }

@@ -67,7 +67,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// `GetManagedObjects`, sorted by name.
     public func adapters() async throws -> [AdapterCapabilities] {
         let reply = try await callBlueZ(on: try await currentBluetoothd(),
-            path: BlueZ.root, interface: BlueZ.objectManagerInterface, member: "GetManagedObjects",
+            path: BlueZ.root, .getManagedObjects,
             expecting: BlueZ.managedObjectsSignature)
         return AdapterCapabilities.fromManagedObjects(reply[0])
     }
@@ -75,7 +75,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// Sets the adapter's `Powered` property.
     public func powerOn(adapter: String) async throws {
         _ = try await callBlueZ(on: try await currentBluetoothd(),
-            path: try BlueZ.adapterPath(adapter), interface: BlueZ.propertiesInterface, member: "Set",
+            path: try BlueZ.adapterPath(adapter), .setProperty,
             [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(true))], about: .adapter)
         logger.info("powered \(adapter) on")
     }
@@ -103,8 +103,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         let started = ContinuousClock.now
         do {
             _ = try await callBlueZ(
-                on: generation, path: adapterPath, interface: BlueZ.advertisingManagerInterface,
-                member: "RegisterAdvertisement", [.objectPath(path), .variantDictionary([:])], expecting: .empty)
+                on: generation, path: adapterPath, .registerAdvertisement, [.objectPath(path), .variantDictionary([:])], expecting: .empty)
         } catch var error as PeripheralError where error.code != .timeout {
             // Nothing is left behind: BlueZ has no registration, so the object goes too.
             await connection.unexport(path)
@@ -134,8 +133,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         let outcome: String
         do {
             _ = try await callBlueZ(
-                on: generation, path: try BlueZ.adapterPath(adapter), interface: BlueZ.advertisingManagerInterface,
-                member: "UnregisterAdvertisement", [.objectPath(path)], expecting: .empty)
+                on: generation, path: try BlueZ.adapterPath(adapter), .unregisterAdvertisement, [.objectPath(path)], expecting: .empty)
             outcome = "BlueZ had registered it, and unregistered it"
         } catch let error as PeripheralError where error.code == .notRegistered {
             outcome = "BlueZ had not registered it"
@@ -154,8 +152,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         exports[path] = nil
         do {
             _ = try await callBlueZ(
-                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: BlueZ.advertisingManagerInterface,
-                member: "UnregisterAdvertisement", [.objectPath(path)], expecting: .empty)
+                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), .unregisterAdvertisement, [.objectPath(path)], expecting: .empty)
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable {
             // BlueZ dropped it already (released, restarted): the goal is reached.
             logger.debug("\(path) was no longer registered: \(error.message)")
@@ -194,8 +191,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         let (path, registration) = try registered(id)
         do {
             _ = try await callBlueZ(
-                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), interface: BlueZ.advertisingManagerInterface,
-                member: "RegisterAdvertisement", [.objectPath(path), .variantDictionary([:])], expecting: .empty)
+                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), .registerAdvertisement, [.objectPath(path), .variantDictionary([:])], expecting: .empty)
         } catch let error as PeripheralError where error.code == .alreadyRegistered {
             return false
         }
@@ -235,12 +231,12 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// bus, the call fails at once rather than reaching another. Every failure becomes a
     /// `PeripheralError` about `subject`.
     func callBlueZ(
-        on generation: StackGeneration, path: DBusObjectPath, interface: String, member: String,
+        on generation: StackGeneration, path: DBusObjectPath, _ method: BlueZ.Method,
         _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, about subject: BlueZSubject = .advertisement
     ) async throws -> [DBusValue] {
         do {
             return try await connection.call(
-                destination: generation.name, path: path, interface: interface, member: member, arguments,
+                destination: generation.name, path: path, interface: method.interface, member: method.member, arguments,
                 expecting: expecting, timeout: Self.callTimeout, autoStart: false)
         } catch let error as DBusError {
             throw PeripheralError(bluez: error, about: subject)

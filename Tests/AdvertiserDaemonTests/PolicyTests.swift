@@ -1,5 +1,6 @@
 import AdvertiserControl
 import Foundation
+import PeripheralBlueZ
 import PeripheralMocks
 import TestSupport
 import Testing
@@ -172,5 +173,62 @@ struct PolicyTests {
 
         #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(result.errors)")
         #expect(session.mock.calls.removedBonds.isEmpty)
+    }
+
+    // MARK: What user bleadvd may call of BlueZ's
+
+    /// The policy with its section for user bleadvd naming `nobody` (this machine need not have
+    /// the user), beside BlueZ's own policy as Debian ships it: root owns org.bluez, and every
+    /// user may send it anything.
+    static func bluezBus() throws -> PrivateBus {
+        let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
+            .replacingOccurrences(of: "<policy user=\"bleadvd\">", with: "<policy user=\"nobody\">")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let ours = folder.appendingPathComponent("bleadvd.conf").path
+        let bluez = folder.appendingPathComponent("bluetooth.conf").path
+        try policy.write(toFile: ours, atomically: true, encoding: .utf8)
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <policy user="root"><allow own="org.bluez"/><allow send_destination="org.bluez"/></policy>
+              <policy context="default"><allow send_destination="org.bluez"/></policy>
+            </busconfig>
+            """.write(toFile: bluez, atomically: true, encoding: .utf8)
+        return try PrivateBus(systemPolicy: [bluez, ours])
+    }
+
+    func callBlueZ(_ bus: PrivateBus, _ interface: String, _ member: String, as user: String) async throws -> ProgramResult {
+        try await runProgram("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply",
+                                                   "--dest=org.bluez", "/org/bluez/hci0", "\(interface).\(member)"])
+    }
+
+    @Test("user bleadvd may call each BlueZ method bleadvd calls", arguments: BlueZ.Method.allCases)
+    func bleadvdMayCallItsBlueZMethods(method: BlueZ.Method) async throws {
+        let bus = try Self.bluezBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        defer { withExtendedLifetime(standIn) {} }
+
+        let result = try await callBlueZ(bus, method.interface, method.member, as: "nobody")
+
+        #expect(!result.errors.contains("AccessDenied"), "\(result.errors)")
+    }
+
+    @Test("user bleadvd gets AccessDenied for BlueZ's methods bleadvd does not call, which BlueZ's own policy opens to every user", arguments: [
+        ("org.bluez.Adapter1", "StartDiscovery"), ("org.bluez.Device1", "Pair"), ("org.bluez.Device1", "Connect"),
+        ("org.freedesktop.DBus.Properties", "Get"), ("org.bluez.AgentManager1", "Frobnicate"),
+    ])
+    func bleadvdIsDeniedOtherBlueZMethods(interface: String, member: String) async throws {
+        let bus = try Self.bluezBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        defer { withExtendedLifetime(standIn) {} }
+
+        let denied = try await callBlueZ(bus, interface, member, as: "nobody")
+        let otherUser = try await callBlueZ(bus, interface, member, as: "daemon")
+
+        #expect(denied.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(denied.errors)")
+        // The same call from another user passes the bus (BlueZ's policy): the deny is ours.
+        #expect(!otherUser.errors.contains("AccessDenied"), "\(otherUser.errors)")
     }
 }
