@@ -15,13 +15,7 @@ trap 'kill $(cat "$work/pids" "$work/bus.pid" 2>/dev/null) 2>/dev/null; rm -rf "
 . scripts/private-bus.sh
 start_private_bus "$work"
 address=$bus_address
-/usr/bin/python3 Tests/TestSupport/Peers/bluez_standin.py "$address" hci0 > "$work/standin" 2>&1 &
-standin=$!
-echo $standin >> "$work/pids"
-until grep -q '^ready' "$work/standin"; do
-  kill -0 "$standin" || { cat "$work/standin"; exit 1; }
-  sleep 0.1
-done
+start_bluez_standin "$work"
 cat > "$work/identify" <<SH
 #!/bin/sh
 echo started >> "$work/identified"
@@ -35,13 +29,8 @@ identify = ["$work/identify"]
 authorization = "bleadvctl"
 device_name = "bench"
 CONF
-DBUS_SYSTEM_BUS_ADDRESS=$address .build/release/bleadvd --config "$work/config.toml" --state-directory "$work" 2> "$work/log" &
-pid=$!
-echo $pid >> "$work/pids"
-until grep -q '^<5>ready:' "$work/log" 2>/dev/null; do
-  kill -0 "$pid" || { cat "$work/log"; exit 1; }
-  sleep 0.1
-done
+start_release_bleadvd "$work" "$work/config.toml"
+pid=$bleadvd_pid
 ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
 echo "bleadvd $(.build/release/bleadvd --version 2>/dev/null || true); $count frames of each kind at $rate/s from one central"

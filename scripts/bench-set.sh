@@ -12,23 +12,11 @@ trap 'kill $(cat "$work/pids" "$work/bus.pid" 2>/dev/null) 2>/dev/null; rm -rf "
 . scripts/private-bus.sh
 start_private_bus "$work"
 address=$bus_address
-/usr/bin/python3 Tests/TestSupport/Peers/bluez_standin.py "$address" hci0 > "$work/standin" 2>&1 &
-standin=$!
-echo $standin >> "$work/pids"
-until grep -q '^ready' "$work/standin"; do
-  kill -0 "$standin" || { cat "$work/standin"; exit 1; }
-  sleep 0.1
-done
+start_bluez_standin "$work"
 cat > "$work/config.toml" <<CONF
 [advertisement.sensor.bthome]
 local_name = "Sensor"
 temperature = 21.5
 CONF
-DBUS_SYSTEM_BUS_ADDRESS=$address .build/release/bleadvd --config "$work/config.toml" --state-directory "$work" 2> "$work/log" &
-pid=$!
-echo $pid >> "$work/pids"
-until grep -q '^<5>ready:' "$work/log" 2>/dev/null; do
-  kill -0 "$pid" || { cat "$work/log"; exit 1; }
-  sleep 0.1
-done
+start_release_bleadvd "$work" "$work/config.toml"
 /usr/bin/python3 testbed/bench/set_share.py "$address" sensor temperature "$count"

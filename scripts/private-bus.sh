@@ -18,3 +18,29 @@ CONF
   dbus-daemon --config-file="$work/bus.conf" --fork --print-pid=4 4> "$work/bus.pid" 2>/dev/null
   bus_address=unix:path=$work/socket
 }
+
+# start_bluez_standin WORK: BlueZ's stand-in (Tests/TestSupport/Peers/bluez_standin.py, one
+# adapter, hci0) on the bus, its PID added to WORK/pids once it is ready.
+start_bluez_standin() {
+  local work=$1
+  /usr/bin/python3 Tests/TestSupport/Peers/bluez_standin.py "$bus_address" hci0 > "$work/standin" 2>&1 &
+  local standin=$!
+  echo $standin >> "$work/pids"
+  until grep -q '^ready' "$work/standin"; do
+    kill -0 "$standin" || { cat "$work/standin"; exit 1; }
+    sleep 0.1
+  done
+}
+
+# start_release_bleadvd WORK CONFIG: the release bleadvd on the bus with CONFIG (its state in
+# WORK, its log in WORK/log), its PID in $bleadvd_pid and WORK/pids, once it said ready.
+start_release_bleadvd() {
+  local work=$1 config=$2
+  DBUS_SYSTEM_BUS_ADDRESS=$bus_address .build/release/bleadvd --config "$config" --state-directory "$work" 2> "$work/log" &
+  bleadvd_pid=$!
+  echo $bleadvd_pid >> "$work/pids"
+  until grep -q '^<5>ready:' "$work/log" 2>/dev/null; do
+    kill -0 "$bleadvd_pid" || { cat "$work/log"; exit 1; }
+    sleep 0.1
+  done
+}

@@ -13,20 +13,11 @@ import Testing
 /// them alone.
 @Suite("Secured values on the local bus", .timeLimit(.minutes(1)))
 struct SecuredValuesTests {
-    /// `lamp.label` takes writes, so it is secured (`encrypted`) by default; `lamp.mode` says
-    /// `security = "none"`; `power.level` only reads and notifies, open.
-    static let config = DaemonSession.config + """
+    /// ServiceTests' lamp (its `label` and `brightness` take writes, so they are secured,
+    /// `encrypted`, by default; `power.level` only reads and notifies: open), and `lamp.mode`,
+    /// writable and saying `security = "none"`.
+    static let config = ServiceTests.config + """
 
-        [service.power.battery]
-        level = 80
-
-        [service.lamp]
-        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-        [service.lamp.characteristic.label]
-        uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
-        format = "utf8"
-        flags = ["read", "write"]
-        value = "desk"
         [service.lamp.characteristic.mode]
         uuid = "6e400004-b5a3-f393-e0a9-e50e24dcca9e"
         format = "utf8"
@@ -104,7 +95,7 @@ struct SecuredValuesTests {
         let subscriber = await subscribed.next()
 
         #expect(everyone?.body[1].dictionaryEntries?.compactMap(\.key.string).sorted() == ["mode"])
-        #expect(subscriber?.body[1].dictionaryEntries?.compactMap(\.key.string).sorted() == ["label", "mode"])
+        #expect(subscriber?.body[1].dictionaryEntries?.compactMap(\.key.string).sorted() == ["brightness", "label", "mode"])
     }
 
     @Test("Subscribe from a user bleadvd does not trust is refused with AccessDenied")

@@ -66,15 +66,20 @@ struct DBusCallerTests {
         #expect(xml.contains("<method name=\"Poke\">"))
     }
 
-    @Test("the caller it was exported for calls its methods and properties as before")
-    func callerServed() async throws {
+    /// An object kept for a connection of the test's, and that connection.
+    func keptForCaller() async throws -> (Kept, DBusConnection) {
         let holder = Holder()
         let kept = try await Kept { bus in
             let caller = try await DBusConnection.connect(to: bus)
             await holder.keep(caller)
             return caller.uniqueName
         }
-        let caller = await holder.connection!
+        return (kept, await holder.connection!)
+    }
+
+    @Test("the caller it was exported for calls its methods and properties as before")
+    func callerServed() async throws {
+        let (kept, caller) = try await keptForCaller()
         let name = kept.connection.uniqueName
 
         _ = try await caller.call(destination: name, path: Self.path, interface: Self.interface, member: "Poke", [.string("from bluetoothd")])
@@ -102,13 +107,7 @@ struct DBusCallerTests {
 
     @Test("its PropertiesChanged and its manager's InterfacesAdded, which carry values, go to the caller alone: a bystander listening gets neither")
     func changesGoToTheCallerAlone() async throws {
-        let holder = Holder()
-        let kept = try await Kept { bus in
-            let caller = try await DBusConnection.connect(to: bus)
-            await holder.keep(caller)
-            return caller.uniqueName
-        }
-        let caller = await holder.connection!
+        let (kept, caller) = try await keptForCaller()
         let bystander = try await DBusConnection.connect(to: kept.bus)
         let rule = DBusMatchRule(sender: kept.connection.uniqueName)
         var callerGets = try await caller.signals(matching: rule).makeAsyncIterator()

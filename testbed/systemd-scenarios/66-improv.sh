@@ -66,6 +66,9 @@ adapter = "hci0"
 [improv]
 device_name = "attic-pi"
 redirect_url = "http://{address}:8123/"
+# Five minutes, not the default minute: in the bed, hci1's links sometimes come up half and
+# Home Assistant's client needs up to four tries and over a minute to connect (RELIABILITY).
+authorization_seconds = 300
 TOML
 systemctl restart bleadvd
 address=$(adapter_address)
