@@ -14,8 +14,11 @@ public enum Spawn {
 
     /// Starts `executable` with `arguments` (the first being its name). `stdio` becomes its
     /// standard input and output (nil: `/dev/null`); its standard error is `/dev/null`.
-    /// `environment` is added to this process's.
-    public static func start(_ executable: String, _ arguments: [String], stdio: Int32?, environment extra: [String] = []) throws(Failure) -> Int32 {
+    /// `environment` is added to this process's. With `group`, it leads a process group of its
+    /// own, which ``stop(_:)`` ends whole: what it started in the background too.
+    public static func start(
+        _ executable: String, _ arguments: [String], stdio: Int32?, environment extra: [String] = [], group: Bool = false
+    ) throws(Failure) -> Int32 {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -50,7 +53,8 @@ public enum Spawn {
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (group ? POSIX_SPAWN_SETPGROUP : 0)))
         var pid: pid_t = 0
         let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard code == 0 else { throw Failure(code: code) }
@@ -63,8 +67,11 @@ public enum Spawn {
         return waitpid(pid, &status, WNOHANG) == pid ? status : nil
     }
 
-    /// Kills `pid` and reaps it.
+    /// Kills `pid`, and its process group when it leads one (``start(_:_:stdio:environment:group:)``),
+    /// and reaps it.
     public static func stop(_ pid: Int32) {
+        // The group first, so that nothing it started outlives it (ESRCH when it leads none).
+        kill(-pid, SIGKILL)
         kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}

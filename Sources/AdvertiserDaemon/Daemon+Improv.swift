@@ -135,7 +135,7 @@ extension Daemon {
         defer { improv?.identifying = false }
         let pid: Int32
         do {
-            pid = try Spawn.start(command[0], command, stdio: nil)
+            pid = try Spawn.start(command[0], command, stdio: nil, group: true)
         } catch {
             logger.warning("improv: could not run \(Untrusted.quoted(command[0])): \(String(cString: strerror(error.code)))")
             return

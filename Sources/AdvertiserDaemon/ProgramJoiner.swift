@@ -43,7 +43,7 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         let ssid = String(decoding: credentials.ssid, as: UTF8.self).replacing("\0", with: "\u{FFFD}")
         let pid: Int32
         do {
-            pid = try Spawn.start(program, [program], stdio: child, environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"])
+            pid = try Spawn.start(program, [program], stdio: child, environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"], group: true)
         } catch {
             close(child)
             throw Failure(description: "cannot run \(Untrusted.quoted(program)): \(String(cString: strerror(error.code)))")

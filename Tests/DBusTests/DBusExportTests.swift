@@ -287,15 +287,6 @@ struct DBusExportTests {
     }
 }
 
-/// Collects values from handlers running on other tasks.
-actor Recorder<Value: Sendable> {
-    private(set) var values: [Value] = []
-
-    func record(_ value: Value) {
-        values.append(value)
-    }
-}
-
 /// `dbus-monitor` on a private bus, recording everything until `finish()`.
 final class MonitorProcess {
     private let process: Child

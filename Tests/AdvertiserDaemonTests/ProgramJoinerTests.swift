@@ -1,0 +1,53 @@
+@testable import AdvertiserDaemon
+import Foundation
+import Glibc
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// The join program as a process: what it leaves behind when its time runs out.
+@Suite("Improv's join program", .timeLimit(.minutes(1)))
+struct ProgramJoinerTests {
+    /// Whether `pid` runs: not when it is gone or a zombie no one reaped yet.
+    static func running(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let state = stat.split(separator: ")").last?.split(separator: " ").first else { return false }
+        return state != "Z" && state != "X"
+    }
+
+    @Test("a program still running when its time runs out is killed with everything it started in the background")
+    func timeoutKillsTheGroup() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("joiner-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let program = folder.appendingPathComponent("join").path
+        let started = folder.appendingPathComponent("background").path
+        try "#!/bin/sh\nsleep 300 &\necho $! > '\(started).new' && mv '\(started).new' '\(started)'\nsleep 300\n"
+            .write(toFile: program, atomically: true, encoding: .utf8)
+        chmod(program, 0o755)
+        let clock = ManualClock()
+        let joiner = ProgramJoiner(program: program, clock: clock)
+        let outcome = Recorder<String>()
+        Task {
+            do {
+                _ = try await joiner.join(Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8)))
+                await outcome.record("joined")
+            } catch {
+                await outcome.record("\(error)")
+            }
+        }
+        while !FileManager.default.fileExists(atPath: started) { try await Task.sleep(for: .milliseconds(10)) }
+        let background = Int32(try String(contentsOfFile: started, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))!
+        #expect(Self.running(background))
+
+        // Its time, on the clock it polls by.
+        while await outcome.values.isEmpty {
+            clock.advance(by: .seconds(1))
+            try await Task.sleep(for: .milliseconds(1))
+        }
+
+        #expect(await outcome.values.first?.contains("did not finish within 90 s; killed") == true)
+        for _ in 0..<200 where Self.running(background) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(!Self.running(background))
+    }
+}
