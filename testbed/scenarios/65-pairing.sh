@@ -172,8 +172,15 @@ bluetoothd_pid=$(pidof bluetoothd | awk '{print $1}')
 ticks_before=$(ticks "$BLEADVD_PID"); bluetoothd_before=$(ticks "$bluetoothd_pid")
 lines_before=$(grep -c . "$TESTBED_WORK/bleadvd.log")
 rss_before=$(ps -o rss= -p "$BLEADVD_PID" | tr -d ' ')
+flood_started=$(date '+%H:%M:%S.%N')
 out=$(central encrypt "read:$state" "flood:$dimmer=1000" "read:$dimmer")
 echo "$out"
+if ! grep -qE "^    read $dimmer: [0-9a-f]+$" <<< "$out"; then
+  # The known failure of the emulated link (RELIABILITY, Not done yet): bleadvd took the
+  # writes, the read after them got no answer. What the HCI record has of it:
+  echo "    the HCI record since the flood's central started:"; hci_since "$flood_started" | tail -n 60 | sed 's/^/    /'
+  fail "the read after the flood got no answer: $(grep "read $dimmer" <<< "$out")"
+fi
 expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 expect_line "flood 1000 writes" "$out"
 # Writes without response are not acknowledged: the link may drop one (the spec allows it), so
