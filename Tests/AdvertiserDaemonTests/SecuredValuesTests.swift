@@ -141,6 +141,8 @@ struct SecuredValuesTests {
             while !Task.isCancelled {
                 session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
                 try? await Task.sleep(for: .milliseconds(50))
+                // A write within the interval is announced at its end: the interval must pass.
+                session.clock.advance(by: .milliseconds(100))
             }
         }
         defer { writing.cancel() }

@@ -239,6 +239,8 @@ struct ServiceTests {
             while !Task.isCancelled {
                 session.mock.emit(.gatt(GATTEvent(Self.level, .written([33], .number(33)), central: "AA:BB:CC:DD:EE:FF")))
                 try? await Task.sleep(for: .milliseconds(50))
+                // A write within the interval is announced at its end: the interval must pass.
+                session.clock.advance(by: .milliseconds(100))
             }
         }
         defer { writing.cancel() }
@@ -258,6 +260,7 @@ struct ServiceTests {
             while !Task.isCancelled {
                 session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array(forged.utf8), .text(forged)), central: "AA:BB:CC:DD:EE:FF")))
                 try? await Task.sleep(for: .milliseconds(50))
+                session.clock.advance(by: .milliseconds(100))
             }
         }
         defer { writing.cancel() }
