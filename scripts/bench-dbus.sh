@@ -3,8 +3,6 @@
 #   scripts/bench-dbus.sh [CALLS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-work=$(mktemp -d)
-trap 'kill "$(cat "$work/bus.pid" 2>/dev/null)" 2>/dev/null; rm -rf "$work"' EXIT
 . scripts/private-bus.sh
-start_private_bus "$work"
+start_bench_bus
 .build/release/dbus-bench "$bus_address" "${1:-20000}"

@@ -9,21 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reloads=${1:-40} calls=${2:-3}
-bleadvd=$PWD/.build/release/bleadvd
-work=$(mktemp -d)
-trap 'kill "$(cat "$work/daemon" 2>/dev/null)" "$(cat "$work/bus.pid" 2>/dev/null)" 2>/dev/null; rm -rf "$work"' EXIT
 . scripts/private-bus.sh
-start_private_bus "$work"
+start_bench_bus
 export DBUS_SYSTEM_BUS_ADDRESS=$bus_address
 cp systemd/bleadvd.toml "$work/config.toml"
-mkdir "$work/state"
-"$bleadvd" --config "$work/config.toml" --state-directory "$work/state" 2> "$work/log" &
-pid=$!
-echo "$pid" > "$work/daemon"
-until grep -q '^<5>ready:' "$work/log" 2>/dev/null; do
-  kill -0 "$pid" || { cat "$work/log"; exit 1; }
-  sleep 0.1
-done
+start_release_bleadvd "$work" "$work/config.toml"
+pid=$bleadvd_pid
 kib() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$pid/status"; }
 
 # A file every line of which is fine TOML and whose keys bleadvd refuses: the child parses all

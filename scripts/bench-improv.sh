@@ -10,11 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-1000}
 rate=${2:-1000}
-work=$(mktemp -d)
-trap 'kill $(cat "$work/pids" "$work/bus.pid" 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
 . scripts/private-bus.sh
-start_private_bus "$work"
-address=$bus_address
+start_bench_bus
 start_bluez_standin "$work"
 cat > "$work/identify" <<SH
 #!/bin/sh
@@ -37,7 +34,7 @@ echo "bleadvd $(.build/release/bleadvd --version 2>/dev/null || true); $count fr
 for kind in identify malformed wifi; do
   ticks_before=$(ticks); rss_before=$(rss); lines_before=$(grep -c . "$work/log")
   spawned_before=$(grep -c . "$work/identified" 2>/dev/null || true)
-  line=$(/usr/bin/python3 testbed/bench/improv_flood.py "$address" "$kind" "$count" "$rate")
+  line=$(/usr/bin/python3 testbed/bench/improv_flood.py "$bus_address" "$kind" "$count" "$rate")
   sleep 2.5  # an identify program started last ends
   echo "$line; programs started $(( $(grep -c . "$work/identified" 2>/dev/null || true) - spawned_before ));" \
     "journal lines $(( $(grep -c . "$work/log") - lines_before )); bleadvd CPU $(( $(ticks) - ticks_before )) ticks (100/s);" \

@@ -7,11 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-100}
-work=$(mktemp -d)
-trap 'kill $(cat "$work/pids" "$work/bus.pid" 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
 . scripts/private-bus.sh
-start_private_bus "$work"
-address=$bus_address
+start_bench_bus
 start_bluez_standin "$work"
 cat > "$work/config.toml" <<CONF
 [advertisement.sensor.bthome]
@@ -19,4 +16,4 @@ local_name = "Sensor"
 temperature = 21.5
 CONF
 start_release_bleadvd "$work" "$work/config.toml"
-/usr/bin/python3 testbed/bench/set_share.py "$address" sensor temperature "$count"
+/usr/bin/python3 testbed/bench/set_share.py "$bus_address" sensor temperature "$count"

@@ -19,6 +19,14 @@ CONF
   bus_address=unix:path=$work/socket
 }
 
+# start_bench_bus: a fresh work folder in $work, removed at exit once every PID listed in
+# $work/pids and the bus are killed, and the private bus in it ($bus_address).
+start_bench_bus() {
+  work=$(mktemp -d)
+  trap 'kill $(cat "$work/pids" "$work/bus.pid" 2>/dev/null) 2>/dev/null; rm -rf "$work"' EXIT
+  start_private_bus "$work"
+}
+
 # start_bluez_standin WORK: BlueZ's stand-in (Tests/TestSupport/Peers/bluez_standin.py, one
 # adapter, hci0) on the bus, its PID added to WORK/pids once it is ready.
 start_bluez_standin() {
