@@ -6,7 +6,7 @@ import Glibc
 /// `StateDirectory=`, `/var/lib/bleadvd`), safe against what an attacker or a bad restore can
 /// leave there: a link, a FIFO, a device, a huge file.
 enum StateFile {
-    /// Why a file could not be used: ``corrupt(_:)`` is what is there; ``failed(_:_:)`` is what
+    /// Why a file could not be used: ``corrupt(_:)`` is what is there; ``failed(_:reason:)`` is what
     /// the system said.
     enum Problem: Error, Equatable {
         /// The file is there but is not what bleadvd writes: `what` says how (`is a symbolic link`).
