@@ -4,19 +4,27 @@
 In the test bed one bluetoothd serves hci0 and hci1, and its one default agent would answer
 for both sides of a pairing: so this central owns hci1 through the HCI user channel
 (hci-socket:1, with hci1 powered off in bluetoothd first) and pairs with bleadvd on hci0 with
-its own SMP. It connects from hci1's public address (so bleadvd's bond names it), does what it
-is told in order, and prints one line per step:
+its own SMP. It starts once and serves a scenario's runs one after another: Bumble takes
+20-30 s to start under emulation (its imports), and each start and end of the user channel
+resets the emulated controller. It reads one run a line on standard input,
+
+  OUT<TAB>[--io just-works|passkey|confirm] [--code N | --code-from FILE] [--no-bonding]
+          [--legacy]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
+                                              flood:UUID=COUNT, pause:SECONDS)
+
+connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
+disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
+it could not connect or a step it does not know was asked):
 
   connected to ADDRESS from ADDRESS in S s (T s after it started)
   read UUID: HEX | read UUID: ATT error INSUFFICIENT_ENCRYPTION
   paired (METHOD) in S s | pairing failed: REASON
   encrypted with the stored key in S s | encryption failed: REASON
   wrote UUID | write UUID: ATT error NAME
-  flood COUNT writes in S s (N/s)     (flood:UUID=COUNT: writes without response, 0, 1, ...)
+  flood COUNT writes in S s (N/s)     (writes without response of 0, 1, ...)
 
-Usage: bumble_central.py ADDRESS [--keys FILE] [--io just-works|passkey|confirm]
-         [--code N | --code-from FILE] [--no-bonding] [--legacy] STEP...   (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
-         pause:SECONDS)
+It prints `ready` once it has hci1. Usage: bumble_central.py ADDRESS [--keys FILE]; the keys
+file is read at each use, so removing it makes the central forget its bonds.
 --code-from reads the 6-digit code from a file as bleadvctl pair prints it ("type NNNNNN on the
 central"), waiting up to 20 s for it. --no-bonding asks to pair without the Bonding flag (an
 encrypted link, no keys kept); --legacy pairs without LE Secure Connections.
@@ -48,18 +56,17 @@ class Delegate(PairingDelegate):
     """Types the code it was given (or reads it from bleadvctl pair's output); confirms a
     comparison."""
 
-    def __init__(self, io, code, code_from):
-        super().__init__(io_capability=IO[io])
-        self.code = code
-        self.code_from = code_from
+    def __init__(self, run):
+        super().__init__(io_capability=IO[run.io])
+        self.run = run
 
     async def get_number(self):
-        if self.code is not None:
-            return self.code
+        if self.run.code is not None:
+            return self.run.code
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
-                match = re.search(r"type (\d{6}) on the central", open(self.code_from).read())
+                match = re.search(r"type (\d{6}) on the central", open(self.run.code_from).read())
             except FileNotFoundError:
                 match = None
             if match:
@@ -68,93 +75,160 @@ class Delegate(PairingDelegate):
         return None
 
     async def compare_numbers(self, number, digits):
-        print("compare %06d" % number, flush=True)
+        self.run.say("compare %06d" % number)
         return True
 
     async def confirm(self, auto=False):
         return True
 
     async def display_number(self, number, digits):
-        print("display %06d" % number, flush=True)
+        self.run.say("display %06d" % number)
 
 
 def att_name(error):
     return error.error_name if isinstance(error, ATT_Error) else type(error).__name__ + ": " + str(error)
 
 
+RUN = argparse.ArgumentParser(prog="run", exit_on_error=False)
+RUN.add_argument("steps", nargs="+")
+RUN.add_argument("--io", default="just-works", choices=IO)
+RUN.add_argument("--code", type=int, default=None)
+RUN.add_argument("--code-from", default=None)
+RUN.add_argument("--no-bonding", action="store_true")
+RUN.add_argument("--legacy", action="store_true")
+
+
+class Run:
+    """One request: the file its lines go to, its options and its steps."""
+
+    def __init__(self, out):
+        self.out = open(out, "w", buffering=1)
+
+    def parse(self, words):
+        vars(self).update(vars(RUN.parse_args(words)))
+
+    def say(self, line):
+        self.out.write(line + "\n")
+
+
+async def run_steps(device, address, run):
+    started = time.monotonic()
+    connection = await device.connect(Address(address, Address.PUBLIC_DEVICE_ADDRESS),
+                                      own_address_type=OwnAddressType.PUBLIC, timeout=15)
+    run.say("connected to %s from %s in %.2f s (%.1f s after it started)" % (
+        address, device.public_address, time.monotonic() - started, time.monotonic() - STARTED))
+    try:
+        link = Link(connection)
+        for step in run.steps:
+            await do_step(run, link, step)
+    finally:
+        # A link left up would be dropped without a Disconnection Complete when the user
+        # channel closes (the emulated controller's reset): end each one here.
+        if connection.handle in device.connections:
+            try:
+                await asyncio.wait_for(connection.disconnect(), 10)
+            except (Exception, asyncio.CancelledError) as error:
+                run.say("disconnect failed: %s" % att_name(error))
+
+
+class Link:
+    """A connection and its GATT client, which discovers bleadvd's services at the first step
+    that needs them: a bonded central encrypts first, as phones do. bluetoothd raises the
+    security of a bonded central's ATT channel when it connects, and until the link is
+    encrypted the kernel drops every ATT PDU that arrives on it (l2cap_data_channel: the
+    channel is in BT_CONFIG), so a discovery sent before encrypting gets no answer."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self.peer = None
+
+    async def characteristic(self, uuid):
+        if self.peer is None:
+            self.peer = Peer(self.connection)
+            await self.peer.discover_services()
+            await self.peer.discover_characteristics()
+        return self.peer.get_characteristics_by_uuid(UUID(uuid))[0]
+
+
+# What a step may raise and still leave the run going: an ATT error, a timeout, and the
+# cancellation of a request whose link went (a refused pairing ends the link).
+STEP_ERRORS = (Exception, asyncio.CancelledError)
+
+
+async def do_step(run, link, step):
+    kind, _, what = step.partition(":")
+    if kind == "read":
+        try:
+            value = await (await link.characteristic(what)).read_value()
+            run.say("read %s: %s" % (what, bytes(value).hex()))
+        except STEP_ERRORS as error:
+            run.say("read %s: ATT error %s" % (what, att_name(error)))
+    elif kind == "write":
+        uuid, _, hex_value = what.partition("=")
+        try:
+            await (await link.characteristic(uuid)).write_value(bytes.fromhex(hex_value), with_response=True)
+            run.say("wrote %s" % uuid)
+        except STEP_ERRORS as error:
+            run.say("write %s: ATT error %s" % (uuid, att_name(error)))
+    elif kind == "pair":
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(link.connection.pair(), 40)
+            run.say("paired (%s) in %.2f s" % (run.io, time.monotonic() - started))
+        except STEP_ERRORS as error:
+            run.say("pairing failed: %s" % (type(error).__name__ + " " + str(error)).strip())
+    elif kind == "encrypt":
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(link.connection.encrypt(), 15)
+            run.say("encrypted with the stored key in %.2f s" % (time.monotonic() - started))
+        except STEP_ERRORS as error:
+            run.say("encryption failed: %s" % (type(error).__name__ + " " + str(error)).strip())
+    elif kind == "flood":
+        uuid, _, count = what.partition("=")
+        characteristic = await link.characteristic(uuid)
+        started = time.monotonic()
+        for i in range(int(count)):
+            await characteristic.write_value(bytes([i % 256]), with_response=False)
+        seconds = time.monotonic() - started
+        run.say("flood %s writes in %.2f s (%.0f/s)" % (count, seconds, int(count) / seconds))
+    elif kind == "pause":
+        await asyncio.sleep(float(what))
+    else:
+        raise ValueError("unknown step " + step)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("address")
-    parser.add_argument("steps", nargs="+")
     parser.add_argument("--transport", default="hci-socket:1")
     parser.add_argument("--keys", default=None)
-    parser.add_argument("--io", default="just-works", choices=IO)
-    parser.add_argument("--code", type=int, default=None)
-    parser.add_argument("--code-from", default=None)
-    parser.add_argument("--no-bonding", action="store_true")
-    parser.add_argument("--legacy", action="store_true")
     args = parser.parse_args()
 
     async with await open_transport(args.transport) as (source, sink):
         device = Device.with_hci("bleadvd-test-central", Address("F0:F1:F2:F3:F4:F5"), source, sink)
         if args.keys:
             device.keystore = JsonKeyStore(namespace="bleadvd", filename=args.keys)
+        current = None
         device.pairing_config_factory = lambda connection: PairingConfig(
-            sc=not args.legacy, mitm=args.io != "just-works", bonding=not args.no_bonding,
-            delegate=Delegate(args.io, args.code, args.code_from))
+            sc=not current.legacy, mitm=current.io != "just-works", bonding=not current.no_bonding,
+            delegate=Delegate(current))
         await device.power_on()
-        started = time.monotonic()
-        connection = await device.connect(Address(args.address, Address.PUBLIC_DEVICE_ADDRESS),
-                                          own_address_type=OwnAddressType.PUBLIC, timeout=15)
-        print("connected to %s from %s in %.2f s (%.1f s after it started)" % (
-            args.address, device.public_address, time.monotonic() - started, time.monotonic() - STARTED), flush=True)
-        peer = Peer(connection)
-        await peer.discover_services()
-        await peer.discover_characteristics()
-        for step in args.steps:
-            kind, _, what = step.partition(":")
-            if kind == "read":
-                characteristic = peer.get_characteristics_by_uuid(UUID(what))[0]
-                try:
-                    value = await characteristic.read_value()
-                    print("read %s: %s" % (what, bytes(value).hex()), flush=True)
-                except Exception as error:
-                    print("read %s: ATT error %s" % (what, att_name(error)), flush=True)
-            elif kind == "write":
-                uuid, _, hex_value = what.partition("=")
-                characteristic = peer.get_characteristics_by_uuid(UUID(uuid))[0]
-                try:
-                    await characteristic.write_value(bytes.fromhex(hex_value), with_response=True)
-                    print("wrote %s" % uuid, flush=True)
-                except Exception as error:
-                    print("write %s: ATT error %s" % (uuid, att_name(error)), flush=True)
-            elif kind == "pair":
-                started = time.monotonic()
-                try:
-                    await asyncio.wait_for(connection.pair(), 40)
-                    print("paired (%s) in %.2f s" % (args.io, time.monotonic() - started), flush=True)
-                except Exception as error:
-                    print("pairing failed: %s" % (type(error).__name__ + " " + str(error)).strip(), flush=True)
-            elif kind == "encrypt":
-                started = time.monotonic()
-                try:
-                    await asyncio.wait_for(connection.encrypt(), 15)
-                    print("encrypted with the stored key in %.2f s" % (time.monotonic() - started), flush=True)
-                except Exception as error:
-                    print("encryption failed: %s" % (type(error).__name__ + " " + str(error)).strip(), flush=True)
-            elif kind == "flood":
-                uuid, _, count = what.partition("=")
-                characteristic = peer.get_characteristics_by_uuid(UUID(uuid))[0]
-                started = time.monotonic()
-                for i in range(int(count)):
-                    await characteristic.write_value(bytes([i % 256]), with_response=False)
-                seconds = time.monotonic() - started
-                print("flood %s writes in %.2f s (%.0f/s)" % (count, seconds, int(count) / seconds), flush=True)
-            elif kind == "pause":
-                await asyncio.sleep(float(what))
-            else:
-                sys.exit("unknown step " + step)
-        await connection.disconnect()
+        print("ready (%.1f s after it started)" % (time.monotonic() - STARTED), flush=True)
+        loop = asyncio.get_running_loop()
+        while line := await loop.run_in_executor(None, sys.stdin.readline):
+            out, *words = line.rstrip("\n").split("\t")
+            run, status = Run(out), 0
+            try:
+                run.parse(words)
+                current = run
+                await run_steps(device, args.address, run)
+            except (*STEP_ERRORS, SystemExit) as error:  # argparse exits on some bad options
+                status = 1
+                run.say("the run failed: %s" % att_name(error))
+            finally:
+                run.say("exit %d" % status)
+                run.out.close()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 # the scenario says, or the kernel command line's bleadvd_testbed.timeout), prints PASS or FAIL
 # with its output and the diagnostics, then the summary line the host reads.
 run_scenarios() {
-  local passed=0 failed=0 scenario name out start limit
+  local passed=0 failed=0 scenario name out start limit running
   local failures=()
   for scenario in "$@"; do
     name=$(basename "$scenario" .sh)
@@ -15,7 +15,13 @@ run_scenarios() {
     limit=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed\.timeout=//p')
     limit=${limit:-$(sed -n 's/^# testbed-timeout: \([0-9]*\)$/\1/p' "$scenario" | head -n1)}
     rm -f "$TESTBED_WORK/bleadvd.log"  # so that diagnostics never show an earlier scenario's
-    if timeout "${limit:-420}" bash "$scenario" > "$out" 2>&1; then
+    # A copy runs, not the file: bash reads a script as it goes, so an edit made to the file
+    # meanwhile would be read from the middle of a line. (In a folder of the same name as the
+    # file's: lib.sh tells the scenarios that run the release binaries by it.)
+    running="$TESTBED_WORK/running/$(basename "$(dirname "$(realpath "$scenario")")")/$name.sh"
+    mkdir -p "$(dirname "$running")"
+    cp "$scenario" "$running"
+    if timeout "${limit:-420}" bash "$running" > "$out" 2>&1; then
       passed=$((passed + 1))
       echo "PASS $name [$(stack_label)] ($(elapsed "$start") s)"
       sed 's/^/    /' "$out"

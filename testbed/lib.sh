@@ -147,6 +147,13 @@ install_policy() {
     org.freedesktop.DBus.ReloadConfig > /dev/null
 }
 
+# on_exit COMMAND: COMMAND run when the scenario exits, after those given before it (once each).
+ON_EXIT=()
+on_exit() {
+  [[ " ${ON_EXIT[*]} " == *" $1 "* ]] || ON_EXIT+=("$1")
+  trap 'for command in "${ON_EXIT[@]}"; do $command; done' EXIT
+}
+
 # start_bleadvd CONFIG [ARGS...]: bleadvd in the background, logging to $TESTBED_WORK/bleadvd.log;
 # returns once it reported ready.
 start_bleadvd() {
@@ -155,7 +162,7 @@ start_bleadvd() {
   : > "$TESTBED_WORK/bleadvd.log"
   bleadvd --config "$config" "$@" >> "$TESTBED_WORK/bleadvd.log" 2>&1 &
   BLEADVD_PID=$!
-  trap stop_bleadvd EXIT
+  on_exit stop_bleadvd
   wait_for 30 "bleadvd to be ready" 'grep -q "^<5>ready:" "$TESTBED_WORK/bleadvd.log"' \
     || { cat "$TESTBED_WORK/bleadvd.log"; return 1; }
 }
@@ -284,14 +291,16 @@ start_bluetoothd() {
   fi
 }
 
-# fresh_bluetoothd: bluetoothd stopped and started again with both adapters powered and
-# advertising, as the test bed boots: for a scenario after one that crashed or stopped it.
+# fresh_bluetoothd [HCI...]: bluetoothd stopped and started again with its adapters (hci0 and
+# hci1 unless named: not one a central holds through the user channel) powered and advertising,
+# as the test bed boots: for a scenario after one that crashed or stopped it.
 fresh_bluetoothd() {
   pkill -x bluetoothd || true
   wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
   start_bluetoothd
-  local hci
-  for hci in hci0 hci1; do
+  local hci adapters=("$@")
+  ((${#adapters[@]})) || adapters=(hci0 hci1)
+  for hci in "${adapters[@]}"; do
     wait_for 20 "$hci's advertising manager" \
       "busctl get-property org.bluez /org/bluez/$hci org.bluez.LEAdvertisingManager1 ActiveInstances > /dev/null 2>&1"
     busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true
