@@ -170,6 +170,8 @@ extension Daemon {
         notifier.notify("STOPPING=1")
         let names = self.names
         let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
+            // An open window is closed first: its opener is told now, not when its time runs out.
+            if await self.window.isOpen(at: self.clock.now) { await self.closeWindow(because: "bleadvd is stopping") }
             for name in names { try? await module.off(name) }
             await module.serve(nil)
             await self.offerPairing(nil)

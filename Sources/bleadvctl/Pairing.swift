@@ -44,6 +44,8 @@ extension Bleadvctl {
             /// A line; nil once standard input ended.
             case line(String?)
             case connectionEnded
+            /// bleadvd left the bus (stopped, or killed before it could say the window closed).
+            case bleadvdGone
         }
 
         /// Opens the window and follows its `Pairing` signals until a central bonded (returns)
@@ -76,6 +78,10 @@ extension Bleadvctl {
                 for await message in signals { feed.yield(.signal(message)) }
                 feed.yield(.connectionEnded)
             }
+            Task(executorPreference: loop) {
+                guard (try? await connection.departure(of: ControlAPI.busName)) != nil else { return }
+                feed.yield(.bleadvdGone)
+            }
             let answers = StandardInputLines(loop: loop) { feed.yield(.line($0)) }
             // The centrals whose comparison waits for a line, the first asked first.
             var asking: [String] = []
@@ -83,6 +89,9 @@ extension Bleadvctl {
                 switch input {
                 case .connectionEnded:
                     throw Failure(code: Failure.failed, message: "the system bus connection ended")
+                case .bleadvdGone:
+                    if !asking.isEmpty { try emit("\n") }
+                    throw Failure(code: Failure.failed, message: "bleadvd left the bus, and the pairing window with it; no central bonded")
                 case .line(let line):
                     guard !asking.isEmpty else { continue }
                     let answer = line?.lowercased() ?? ""

@@ -422,5 +422,35 @@ struct PairingTests {
         #expect(session.mock.calls.pairable.map(\.pairable).last == false)
         #expect(await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(1))) == false)
     }
-}
 
+    @Test("stopping bleadvd with a window open closes it: the adapter takes no bond, and bleadvctl pair says so at once and exits 1")
+    func stopClosesTheWindow() async throws {
+        let session = try await session("method = \"passkey\"")
+        let pair = try pair(session, "600")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        session.requests.yield(.stop)
+        let status = await pair.exitStatus()
+        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+
+        #expect(status == 1)
+        #expect(errors == "bleadvctl: the pairing window closed (bleadvd is stopping); no central bonded\n")
+        #expect(session.mock.calls.pairable.map(\.pairable).last == false)
+    }
+
+    @Test("bleadvd leaving the bus with a window open (killed, it cannot say so) ends bleadvctl pair at once, exit 1")
+    func departureEndsPair() async throws {
+        let session = try await session("method = \"passkey\"")
+        let pair = try pair(session, "600")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        await session.connection.close()
+        let status = await pair.exitStatus()
+        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+
+        #expect(status == 1)
+        #expect(errors == "bleadvctl: bleadvd left the bus, and the pairing window with it; no central bonded\n")
+    }
+}
