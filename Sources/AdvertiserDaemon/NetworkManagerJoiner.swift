@@ -4,9 +4,11 @@ package import Peripheral
 /// Joins Wi-Fi networks through NetworkManager over the system bus (`[improv] join =
 /// "networkmanager"`, the default), and lists the networks in range for Improv's scan.
 ///
-/// A join adds a connection (saved, so the box joins the network again after a reboot) and
-/// activates it on NetworkManager's Wi-Fi device, then waits until NetworkManager says it is
-/// activated (an address configured) or failed; a connection that failed is deleted again.
+/// A join adds a connection (saved, so the box joins the network again after a reboot, and
+/// marked as bleadvd's in its `user` setting) and activates it on NetworkManager's Wi-Fi
+/// device, then waits until NetworkManager says it is activated (an address configured) or
+/// failed; a connection that failed is deleted again, and one that connected replaces the
+/// connections bleadvd added to that network before (never one it did not add).
 /// NetworkManager asks polkit whether bleadvd's user may do this: the package's rule
 /// (`systemd/bleadvd.rules`, installed as `/usr/share/polkit-1/rules.d/60-bleadvd.rules`) allows
 /// exactly the actions needed.
@@ -123,8 +125,10 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
         throw Failure(description: "NetworkManager manages no Wi-Fi device")
     }
 
-    /// Deletes the other saved connections to the same network, once the new one is activated:
-    /// NetworkManager would go on trying them (with an old password, say) beside it.
+    /// Deletes the other connections bleadvd added to the same network, once the new one is
+    /// activated: NetworkManager would go on trying them (with an old password, say) beside it.
+    /// Connections bleadvd did not add (an admin's 802.1X profile, a static address) are kept,
+    /// whoever asks for a join to their network.
     func deleteOthers(for ssid: [UInt8], keeping saved: DBusObjectPath) async {
         let settings = "org.freedesktop.NetworkManager.Settings"
         guard let paths = try? await connection.call(
@@ -133,7 +137,7 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
         for path in paths where path != saved {
             guard let values = try? await connection.call(
                 destination: Self.service, path: path, interface: "\(settings).Connection", member: "GetSettings", expecting: "a{sa{sv}}")[0],
-                  NetworkManager.ssid(of: values) == ssid else { continue }
+                  NetworkManager.isReplaced(values, byJoinTo: ssid) else { continue }
             _ = try? await connection.call(destination: Self.service, path: path, interface: "\(settings).Connection", member: "Delete")
         }
     }
@@ -196,13 +200,19 @@ enum NetworkManager {
     /// NM_DEVICE_STATE_FAILED.
     static var failedState: UInt32 { 120 }
 
+    /// The key of the mark each connection bleadvd adds carries in its `user` setting's data
+    /// (keys are ASCII with at least one dot, NetworkManager's rule): what tells a join which
+    /// saved connections are bleadvd's to replace.
+    static var markKey: String { "org.bleadvd.improv" }
+
     /// A failure, said in a line.
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
     /// The connection NetworkManager is asked to add: infrastructure Wi-Fi to `credentials`'
-    /// SSID, WPA/WPA2 personal with their password (none: an open network), addresses by DHCP.
+    /// SSID, WPA/WPA2 personal with their password (none: an open network), addresses by DHCP,
+    /// marked as bleadvd's (``markKey``).
     /// - Throws: when the password is not text (NetworkManager takes it as a string).
     static func settings(for credentials: Improv.Credentials) throws -> DBusValue {
         var sections: [String: DBusValue] = [
@@ -213,6 +223,9 @@ enum NetworkManager {
             "802-11-wireless": .variantDictionary([
                 "ssid": .bytes(credentials.ssid),
                 "mode": .string("infrastructure"),
+            ]),
+            "user": .variantDictionary([
+                "data": .dictionary(key: .string, value: .string, [DBusDictEntry(.string(markKey), .string("improv"))]),
             ]),
         ]
         if !credentials.password.isEmpty {
@@ -233,6 +246,13 @@ enum NetworkManager {
     /// one that is not Wi-Fi.
     static func ssid(of settings: DBusValue) -> [UInt8]? {
         settings.dictionaryEntries?.first { $0.key.string == "802-11-wireless" }?.value.variantDictionary?["ssid"]?.bytes
+    }
+
+    /// Whether a join to `ssid` replaces a saved connection (its settings as GetSettings gives
+    /// them): one to that SSID that carries bleadvd's mark.
+    static func isReplaced(_ settings: DBusValue, byJoinTo ssid: [UInt8]) -> Bool {
+        let data = settings.dictionaryEntries?.first { $0.key.string == "user" }?.value.variantDictionary?["data"]
+        return Self.ssid(of: settings) == ssid && (data?.dictionaryEntries?.contains { $0.key.string == markKey } ?? false)
     }
 
     /// The networks NetworkManager's access points (their properties) make: hidden ones left

@@ -36,7 +36,47 @@ struct NetworkManagerTests {
     func settingsOpen() throws {
         let sections = Self.sections(try NetworkManager.settings(for: Self.credentials("Cafe", "")))
 
-        #expect(sections.keys.sorted() == ["802-11-wireless", "connection"])
+        #expect(sections.keys.sorted() == ["802-11-wireless", "connection", "user"])
+    }
+
+    @Test("the connection a join adds carries bleadvd's mark in its user data")
+    func settingsMarked() throws {
+        let sections = Self.sections(try NetworkManager.settings(for: Self.credentials("Home", "hunter22")))
+
+        let data = sections["user"]?["data"]
+        #expect(data?.type == .dictionary(key: .string, value: .string))
+        #expect(data?.dictionaryEntries?.map { $0.key.string } == [NetworkManager.markKey])
+    }
+
+    /// A saved connection as GetSettings gives it: Wi-Fi to `ssid`, with `userData` (none: no
+    /// `user` section).
+    static func saved(_ ssid: String, userData: [String: String]? = nil) -> DBusValue {
+        var sections = [
+            DBusDictEntry(.string("connection"), .variantDictionary(["type": .string("802-11-wireless"), "id": .string(ssid)])),
+            DBusDictEntry(.string("802-11-wireless"), .variantDictionary(["ssid": .bytes(Array(ssid.utf8))])),
+        ]
+        if let userData {
+            let data = DBusValue.dictionary(key: .string, value: .string, userData.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })
+            sections.append(DBusDictEntry(.string("user"), .variantDictionary(["data": data])))
+        }
+        return .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), sections)
+    }
+
+    @Test("a join replaces only connections bleadvd added to the same network: not an admin's to it, nor another program's user data, nor bleadvd's to another", arguments: [
+        (saved("Home", userData: [NetworkManager.markKey: "improv"]), true),
+        (saved("Home"), false),
+        (saved("Home", userData: ["org.example.tool": "x"]), false),
+        (saved("Office", userData: [NetworkManager.markKey: "improv"]), false),
+    ])
+    func replaced(settings: DBusValue, replaced: Bool) {
+        #expect(NetworkManager.isReplaced(settings, byJoinTo: Array("Home".utf8)) == replaced)
+    }
+
+    @Test("the connection a join adds is one a later join to the same network replaces")
+    func addedIsReplaced() throws {
+        let added = try NetworkManager.settings(for: Self.credentials("Home", "hunter22"))
+
+        #expect(NetworkManager.isReplaced(added, byJoinTo: Array("Home".utf8)))
     }
 
     @Test("a password that is not text is refused before NetworkManager is asked")

@@ -14,7 +14,8 @@
 #   provisions it: the redirect URL carries the address NetworkManager got, and the
 #   advertisement says provisioned (Home Assistant's filter then leaves it alone);
 # - bluetoothd killed while NetworkManager joins the same network again: the join completes,
-#   bleadvd is back on air, provisioned, and NetworkManager keeps one connection to it;
+#   bleadvd is back on air, provisioned, and NetworkManager keeps one connection of bleadvd's
+#   to it; an admin's connection to the same network, saved before either join, is kept;
 # - provisioned, Improv leaves the air (30 s later); bleadvd restarted while the Wi-Fi is
 #   connected does not offer it; the Wi-Fi disconnected, it is offered again 30 s later;
 # - the password is in no journal line (of any unit) and not in status.
@@ -96,6 +97,10 @@ expect_line "raw 090009: error UNKNOWN_RPC_COMMAND" "$out"
 expect_line "state: AUTHORIZATION_REQUIRED" "$out"
 
 echo "3. authorized: a wrong password, then the right one"
+# An admin's own connection to the same network (a static address, 802.1X: anything bleadvd
+# did not make), not set to start by itself: no join may take it away.
+nmcli connection add type wifi con-name "admin-$ssid" ifname "$station" ssid "$ssid" \
+  wifi-sec.key-mgmt wpa-psk wifi-sec.psk "$password" connection.autoconnect no > /dev/null
 bleadvctl improv authorize | sed 's/^/    bleadvctl improv authorize: /'
 # Between the two, the start of a frame announcing 255 bytes that never come, and the link
 # dropped: the frame goes with the central, and the next credentials are taken at once.
@@ -112,6 +117,7 @@ got=$(nmcli -g IP4.ADDRESS device show "$station" | head -n1)
 echo "    NetworkManager: $station $(nmcli -g GENERAL.STATE device show "$station"), $got; connections: $(nmcli -t -f NAME,TYPE connection show | tr '\n' ' ')"
 [[ "$redirect" == "http://${got%/*}:8123/" ]] || fail "the redirect $redirect does not carry NetworkManager's address $got"
 [[ "$(nmcli -t -f NAME connection show | grep -c "^$ssid$")" == 1 ]] || fail "NetworkManager keeps $(nmcli -t -f NAME connection show | grep -c "^$ssid$") connections named $ssid, not 1"
+echo "    bleadvd's connection $ssid: user.data $(nmcli -g user.data connection show "$ssid")"
 heard=$(heard_service_data 00004677-0000-1000-8000-00805f9b34fb)
 echo "    hci1 hears Improv's service data $heard"
 [[ "$heard" == 04* ]] || fail "the advertisement does not say provisioned: $heard"
@@ -142,6 +148,8 @@ echo "    hci1 hears Improv's service data $heard, $(elapsed "$killed_at") s aft
 saved=$(nmcli -t -f NAME connection show | grep -c "^$ssid$" || true)
 echo "    NetworkManager keeps $saved connection(s) named $ssid"
 [[ "$saved" == 1 ]] || fail "provisioning $ssid again left $saved saved connections of that name"
+nmcli -t -f NAME connection show | grep -qx "admin-$ssid" || fail "a join deleted the admin's connection admin-$ssid"
+echo "    the admin's connection admin-$ssid is kept"
 
 echo "5. provisioned, Improv leaves the air; it is offered only while the Wi-Fi is not connected"
 wait_for 60 "Improv to leave the air after provisioning" \
