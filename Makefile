@@ -22,7 +22,8 @@ IFACEDIR     = $(PREFIX)/share/dbus-1/interfaces
 UNITDIR      ?= /etc/systemd/system
 SYSUSERSDIR  ?= /usr/lib/sysusers.d
 DBUSDIR      ?= /usr/share/dbus-1/system.d
-POLKITDIR    ?= /usr/share/polkit-1/rules.d
+# D-Bus activation: the Improv join helper, started as root on bleadvd's request.
+DBUSSERVICEDIR ?= /usr/share/dbus-1/system-services
 CONFDIR      ?= /etc/bleadvd
 BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
@@ -125,18 +126,20 @@ demo: build ## boot the test bed and run bleadvd from the example config; see wh
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/30-demo.sh
 
-install: ## install stripped binaries, unit, D-Bus policy and interface, polkit rule, sysusers, example config, man pages, completions
+install: ## install stripped binaries, units, D-Bus policy, interface and activation file, sysusers, example config, man pages, completions
 	@# Nothing is written into .build: `sudo make install` leaves no root-owned files in your tree.
 	install -Dm755 -s $(RELEASE)/bleadvd $(DESTDIR)$(SBINDIR)/bleadvd
 	install -Dm755 -s $(RELEASE)/bleadvctl $(DESTDIR)$(BINDIR)/bleadvctl
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	sed 's|/usr/local/sbin/bleadvd|$(SBINDIR)/bleadvd|; s|/usr/local/bin/bleadvctl|$(BINDIR)/bleadvctl|' systemd/bleadvd.service > $(DESTDIR)$(UNITDIR)/bleadvd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/bleadvd.service
+	@# Improv's join helper: root for one join through NetworkManager, started by D-Bus activation.
+	sed 's|/usr/local/sbin/bleadvd|$(SBINDIR)/bleadvd|' systemd/bleadvd-join.service > $(DESTDIR)$(UNITDIR)/bleadvd-join.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/bleadvd-join.service
+	install -Dm644 systemd/org.bleadvd.Join.service $(DESTDIR)$(DBUSSERVICEDIR)/org.bleadvd.Join.service
 	install -Dm644 systemd/bleadvd.sysusers $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser1.xml $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml
-	@# What NetworkManager lets user bleadvd do for Improv Wi-Fi (inert without polkit).
-	install -Dm644 systemd/bleadvd.rules $(DESTDIR)$(POLKITDIR)/60-bleadvd.rules
 	@# The config is the admin's: never overwrite one that exists.
 	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm644 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
 	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
@@ -158,8 +161,9 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 	@# start again from 0 for a key the config still has.
 	if [ -z "$(DESTDIR)" ]; then systemctl disable --now bleadvd.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(BINDIR)/bleadvctl $(DESTDIR)$(UNITDIR)/bleadvd.service \
+	  $(DESTDIR)$(UNITDIR)/bleadvd-join.service $(DESTDIR)$(DBUSSERVICEDIR)/org.bleadvd.Join.service \
 	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml \
-	  $(DESTDIR)$(POLKITDIR)/60-bleadvd.rules $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
+	  $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
 	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
 	if [ -z "$(DESTDIR)" ]; then \
 	  systemctl daemon-reload 2>/dev/null || true; \

@@ -7,8 +7,9 @@ import BluetoothModule
 import Logging
 package import Peripheral
 
-/// What joins a Wi-Fi network for Improv: ``NetworkManagerJoiner``, or ``ProgramJoiner`` (the
-/// config's program).
+/// What joins a Wi-Fi network for Improv: ``HelperJoiner`` (NetworkManager through the join
+/// helper), ``NetworkManagerJoiner`` (bleadvd run as root), or ``ProgramJoiner`` (the config's
+/// program).
 package protocol NetworkJoining: Sendable {
     /// Joins the network and returns the address it got (nil when it cannot tell).
     /// - Throws: when it could not be joined (a wrong password, no such network, time out).
@@ -280,10 +281,13 @@ extension Daemon {
         await showImprov()
     }
 
-    /// What joins networks: the one injected, or the config's.
+    /// What joins networks: the one injected, or the config's. Through NetworkManager, bleadvd
+    /// running as its own user asks the join helper, which runs as root (``JoinHelper``); run
+    /// as root itself, it asks NetworkManager.
     func networkJoiner(_ config: ImprovConfig) -> any NetworkJoining {
         if let joiner { return joiner }
         switch config.joiner {
+        case .networkManager where geteuid() != 0: return HelperJoiner(connection: connection, clock: clock)
         case .networkManager: return NetworkManagerJoiner(connection: connection, clock: clock)
         case .program(let program): return ProgramJoiner(program: program, clock: clock)
         }

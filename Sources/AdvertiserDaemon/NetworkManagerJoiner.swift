@@ -9,9 +9,9 @@ package import Peripheral
 /// device, then waits until NetworkManager says it is activated (an address configured) or
 /// failed; a connection that failed is deleted again, and one that connected replaces the
 /// connections bleadvd added to that network before (never one it did not add).
-/// NetworkManager asks polkit whether bleadvd's user may do this: the package's rule
-/// (`systemd/bleadvd.rules`, installed as `/usr/share/polkit-1/rules.d/60-bleadvd.rules`) allows
-/// exactly the actions needed.
+/// NetworkManager lets root do this without asking polkit: bleadvd uses this joiner run as root,
+/// and its join helper (``JoinHelper``, root) does; bleadvd running as its own user joins
+/// through the helper (``HelperJoiner``).
 package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration == Duration {
     /// The system bus.
     let connection: DBusConnection

@@ -52,6 +52,10 @@ struct Bleadvd: ParsableCommand {
     @Flag(help: "Check the config file and exit: 0 when bleadvd would accept it, 2 with the error when not.")
     var checkConfig = false
 
+    @Flag(help: ArgumentHelp(
+        "Run as the Improv join helper: take one Join call on the system bus as org.bleadvd.Join, join the network through NetworkManager, answer, exit. Started as root by D-Bus activation (bleadvd-join.service), for bleadvd running as its own user; refuses to start unless the config's [improv] joins through NetworkManager."))
+    var joinHelper = false
+
     /// Parses the arguments, then runs on one thread: this one, the event loop's, with every
     /// task preferring it (docs/ARCHITECTURE.md, "Concurrency"). A usage error is one escaped
     /// line and exit 2 (bleadvd(8), EXIT STATUS); ArgumentParser's own would print the argument
@@ -130,6 +134,10 @@ struct Bleadvd: ParsableCommand {
             logger.critical("cannot connect to the system bus: \(error)")
             throw ExitCode(1)
         }
+        if joinHelper {
+            try await Self.serveJoin(settings: settings, connection: connection, loop: loop, logger: logger)
+            return
+        }
         logger.debug("dropped \(released / 1024) KiB of the dynamic loader's tables in bleadvd's file")
         let environment = ProcessInfo.processInfo.environment
         // systemd passes StateDirectory= as a colon-separated list; bleadvd's unit names one.
@@ -158,6 +166,22 @@ struct Bleadvd: ParsableCommand {
             try await daemon.run(requests: requests, watchdog: SystemdNotifier.watchdogInterval(environment: environment))
         } catch {
             logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// `--join-helper`: one join for bleadvd, as root (``JoinHelper``); nothing unless the config
+    /// joins through NetworkManager.
+    static func serveJoin(settings: DaemonConfig, connection: DBusConnection, loop: EventLoop, logger: Logger) async throws {
+        guard settings.improv?.joiner == .networkManager else {
+            logger.error("join helper: refused: the config offers no Improv joining through NetworkManager ([improv], join = \"networkmanager\")")
+            throw ExitCode(2)
+        }
+        let clock = LoopClock(on: loop)
+        do {
+            try await JoinHelper.serve(on: connection, joiner: NetworkManagerJoiner(connection: connection, clock: clock), clock: clock, logger: logger)
+        } catch {
+            logger.critical("join helper: cannot serve \(JoinHelper.busName): \(error)")
             throw ExitCode(1)
         }
     }

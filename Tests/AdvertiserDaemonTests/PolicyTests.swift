@@ -1,5 +1,8 @@
 import AdvertiserControl
+import AdvertiserDaemon
+import DBus
 import Foundation
+import Logging
 import PeripheralBlueZ
 import PeripheralMocks
 import TestSupport
@@ -230,5 +233,39 @@ struct PolicyTests {
         #expect(denied.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(denied.errors)")
         // The same call from another user passes the bus (BlueZ's policy): the deny is ours.
         #expect(!otherUser.errors.contains("AccessDenied"), "\(otherUser.errors)")
+    }
+
+    // MARK: Improv's join helper
+
+    func callJoin(_ bus: PrivateBus, as user: String) async throws -> ProgramResult {
+        try await runProgram("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply",
+                                                   "--dest=\(JoinHelper.busName)", JoinHelper.path.rawValue, "\(JoinHelper.interface).Join",
+                                                   "array:byte:0x41", "array:byte:"])
+    }
+
+    @Test("user bleadvd may call the join helper's Join, and another user is refused by the bus")
+    func onlyBleadvdMayJoin() async throws {
+        let bus = try Self.bluezBus()
+        let helper = try await DBusConnection.connect(to: .address(bus.address))
+        let served = Task { try await JoinHelper.serve(on: helper, joiner: JoinHelperTests.Joiner(.success(nil)), clock: ManualClock(), logger: Logger(label: "test")) }
+        defer { served.cancel() }
+        while try await helper.nameOwner(JoinHelper.busName) == nil { try await Task.sleep(for: .milliseconds(10)) }
+
+        let other = try await callJoin(bus, as: "daemon")
+        let bleadvd = try await callJoin(bus, as: "nobody")
+
+        #expect(other.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(other.errors)")
+        #expect(bleadvd.errors.isEmpty, "\(bleadvd.errors)")
+    }
+
+    @Test("only root may own the join helper's name: not user bleadvd")
+    func onlyRootOwnsTheHelperName() async throws {
+        let bus = try Self.bluezBus()
+
+        let result = try await runProgram("/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply",
+                                                                "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.RequestName",
+                                                                "string:\(JoinHelper.busName)", "uint32:4"])
+
+        #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(result.errors)")
     }
 }

@@ -101,6 +101,14 @@ echo "3. authorized: a wrong password, then the right one"
 # did not make), not set to start by itself: no join may take it away.
 nmcli connection add type wifi con-name "admin-$ssid" ifname "$station" ssid "$ssid" \
   wifi-sec.key-mgmt wpa-psk wifi-sec.psk "$password" connection.autoconnect no > /dev/null
+# What bleadvd's user may ask of NetworkManager: not that connection's secrets (its PSK).
+admin_path=$(busctl call org.freedesktop.NetworkManager /org/freedesktop/NetworkManager/Settings \
+  org.freedesktop.NetworkManager.Settings GetConnectionByUuid s "$(nmcli -g connection.uuid connection show "admin-$ssid")" | awk '{ print $2 }' | tr -d '"')
+status=0
+secrets=$(setpriv --reuid=bleadvd --regid=bleadvd --init-groups busctl call org.freedesktop.NetworkManager "$admin_path" \
+  org.freedesktop.NetworkManager.Settings.Connection GetSecrets s 802-11-wireless-security 2>&1) || status=$?
+echo "    user bleadvd's GetSecrets of the admin's connection: exit $status: ${secrets//$password/<the PSK>}"
+((status != 0)) || fail "user bleadvd read the secrets of a connection it did not make"
 bleadvctl improv authorize | sed 's/^/    bleadvctl improv authorize: /'
 # Between the two, the start of a frame announcing 255 bytes that never come, and the link
 # dropped: the frame goes with the central, and the next credentials are taken at once.

@@ -1,0 +1,105 @@
+import AdvertiserDaemon
+import DBus
+import Foundation
+import Logging
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// bleadvd's joins through the join helper (`org.bleadvd.Join`), over a private bus: the helper
+/// side is `JoinHelper.serve` with a joiner that records what it was given, the daemon's side
+/// the `HelperJoiner` bleadvd uses when it runs as its own user.
+@Suite("The Improv join helper", .timeLimit(.minutes(1)))
+struct JoinHelperTests {
+    /// A joiner that records the credentials it was given and answers as told.
+    final class Joiner: NetworkJoining, @unchecked Sendable {
+        let answer: Result<String?, NetworkManagerFailure>
+        private let lock = NSLock()
+        private var given: [Improv.Credentials] = []
+
+        init(_ answer: Result<String?, NetworkManagerFailure>) { self.answer = answer }
+
+        var joined: [Improv.Credentials] { lock.withLock { given } }
+
+        func join(_ credentials: Improv.Credentials) async throws -> String? {
+            lock.withLock { given.append(credentials) }
+            return try answer.get()
+        }
+        func networks() async throws -> [Improv.Network] { [] }
+        func wifi() async throws -> WifiWatch? { nil }
+    }
+
+    struct NetworkManagerFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The helper serving `joiner` on its own connection to `bus` (until one join or its idle
+    /// time), and a `HelperJoiner` on another.
+    static func helper(_ joiner: Joiner, on bus: PrivateBus, clock: ManualClock = ManualClock()) async throws -> (HelperJoiner<ManualClock>, Task<Void, any Error>) {
+        let helperSide = try await DBusConnection.connect(to: .address(bus.address))
+        let served = Task { try await JoinHelper.serve(on: helperSide, joiner: joiner, clock: clock, logger: Logger(label: "test")) }
+        let bleadvdSide = try await DBusConnection.connect(to: .address(bus.address))
+        // The name is taken last, once the helper answers.
+        while try await bleadvdSide.nameOwner(JoinHelper.busName) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        return (HelperJoiner(connection: bleadvdSide, clock: clock), served)
+    }
+
+    static let home = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))
+
+    @Test("a join reaches the helper's joiner with the SSID and password as sent, and the address it got comes back")
+    func joinReachesTheHelper() async throws {
+        let bus = try PrivateBus()
+        let joiner = Joiner(.success("192.168.4.2"))
+        let (helperJoiner, _) = try await Self.helper(joiner, on: bus)
+
+        let address = try await helperJoiner.join(Self.home)
+
+        #expect(address == "192.168.4.2")
+        #expect(joiner.joined == [Self.home])
+    }
+
+    @Test("a join the helper could not make fails with the helper's reason, as a join through NetworkManager would")
+    func failureComesBack() async throws {
+        let bus = try PrivateBus()
+        let joiner = Joiner(.failure(NetworkManagerFailure(description: "NetworkManager could not connect: no network of that name in range")))
+        let (helperJoiner, _) = try await Self.helper(joiner, on: bus)
+
+        let error = await #expect(throws: (any Error).self) { try await helperJoiner.join(Self.home) }
+
+        #expect("\(error!)" == "NetworkManager could not connect: no network of that name in range")
+    }
+
+    @Test("the helper refuses an SSID of more than 32 bytes before its joiner is asked", arguments: [Array(repeating: UInt8(0x41), count: 33), []])
+    func badSSIDRefused(ssid: [UInt8]) async throws {
+        let bus = try PrivateBus()
+        let joiner = Joiner(.success(nil))
+        let (helperJoiner, _) = try await Self.helper(joiner, on: bus)
+
+        let error = await #expect(throws: (any Error).self) { try await helperJoiner.join(Improv.Credentials(ssid: ssid, password: [])) }
+
+        #expect("\(error!)".contains("an SSID is 1 to 32 bytes"), "\(error!)")
+        #expect(joiner.joined.isEmpty)
+    }
+
+    @Test("the helper serves one join and ends")
+    func helperEndsAfterAJoin() async throws {
+        let bus = try PrivateBus()
+        let (helperJoiner, served) = try await Self.helper(Joiner(.success(nil)), on: bus)
+
+        _ = try await helperJoiner.join(Self.home)
+
+        try await served.value
+    }
+
+    @Test("a helper nobody asks ends after its idle time")
+    func helperEndsUnasked() async throws {
+        let clock = ManualClock()
+        let (_, served) = try await Self.helper(Joiner(.success(nil)), on: try PrivateBus(), clock: clock)
+
+        await clock.waitForSleepers(1)
+        clock.advance(by: JoinHelper.idle)
+
+        try await served.value
+    }
+}
