@@ -65,14 +65,17 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
             Self.drain(parent, into: &output)
             if let status = Spawn.reaped(pid) {
                 Self.drain(parent, into: &output)
-                let text = String(decoding: output, as: UTF8.self)
+                // What the program says reaches the journal and the client (its address, its
+                // error): never the password it was given, should it repeat it.
+                let text = String(decoding: Self.redacted(output, password: credentials.password), as: UTF8.self)
                 let signal = status & 0x7F, code = (status >> 8) & 0xFF
                 guard signal == 0, code == 0 else {
                     let said = text.split(separator: "\n").first.map { ": \(Untrusted.quoted($0, limit: 120))" } ?? ""
                     throw Failure(description: "\(Untrusted.quoted(program)) \(signal != 0 ? "was killed by signal \(signal)" : "exited \(code)")\(said)")
                 }
                 let first = text.split(separator: "\n").first.map { String($0).trimmingPrefix(" ") }.map(String.init)
-                return first.flatMap { $0.isEmpty ? nil : Untrusted.shown($0, limit: 64) }
+                // A first line that repeated the password is no address.
+                return first.flatMap { $0.isEmpty || $0.contains("(the password)") ? nil : Untrusted.shown($0, limit: 64) }
             }
             guard waited < Self.timeout, (try? await clock.sleep(for: Self.poll)) != nil else {
                 Spawn.stop(pid)
@@ -92,6 +95,32 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
     package func wifi() async throws -> WifiWatch? { nil }
 
     /// Reads what the program wrote so far, keeping at most ``maximumOutput`` bytes.
+    /// `output` with every repetition of `password` in it replaced by "(the password)": the
+    /// password as given, without its NUL bytes (a shell drops them), and each of its lines of 4
+    /// bytes or more.
+    static func redacted(_ output: [UInt8], password: [UInt8]) -> [UInt8] {
+        guard !password.isEmpty else { return output }
+        var pieces = [password, password.filter { $0 != 0 }] + password.split(whereSeparator: { $0 == 0 || $0 == 10 }).map(Array.init)
+        pieces = pieces.filter { $0.count >= 4 }.sorted { $0.count > $1.count }
+        let mark = Array("(the password)".utf8)
+        var text = output
+        for piece in pieces {
+            var result: [UInt8] = []
+            var index = 0
+            while index < text.count {
+                if text.count - index >= piece.count, text[index..<(index + piece.count)].elementsEqual(piece) {
+                    result += mark
+                    index += piece.count
+                } else {
+                    result.append(text[index])
+                    index += 1
+                }
+            }
+            text = result
+        }
+        return text
+    }
+
     private static func drain(_ socket: Int32, into output: inout [UInt8]) {
         var buffer = [UInt8](repeating: 0, count: 1024)
         while true {
