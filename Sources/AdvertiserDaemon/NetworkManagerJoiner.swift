@@ -74,10 +74,12 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
     package func networks() async throws -> [Improv.Network] {
         let device = try await wifiDevice()
         let before = try? await property(device, Self.wirelessInterface, "LastScan")
-        // NetworkManager refuses a scan soon after its last one: then the list it has is recent.
-        _ = try? await ask(device, Self.wirelessInterface, "RequestScan", [.variantDictionary([:])])
+        // NetworkManager refuses a scan soon after its last one (then the list it has is recent),
+        // and to a user without its scan permission (bleadvd's own: then the list is that of
+        // its own scans): a refused scan is not waited for.
+        let scanning = (try? await ask(device, Self.wirelessInterface, "RequestScan", [.variantDictionary([:])])) != nil
         var waited = Duration.zero
-        while waited < Self.scanWait, (try? await property(device, Self.wirelessInterface, "LastScan")) == before {
+        while scanning, waited < Self.scanWait, (try? await property(device, Self.wirelessInterface, "LastScan")) == before {
             try await clock.sleep(for: Self.poll)
             waited += Self.poll
         }
