@@ -49,10 +49,13 @@ struct ImprovDaemonTests {
     }
 
     /// A daemon offering Improv, joining by a join program exiting `status` (or by
-    /// NetworkManager, which the private bus does not have).
-    func session(authorization: String = "none", status: Int = 0, networkManager: Bool = false) async throws -> DaemonSession {
+    /// NetworkManager, which the private bus does not have; or by the program `program`
+    /// writes into the bus's folder).
+    func session(
+        authorization: String = "none", status: Int = 0, networkManager: Bool = false, program: ((URL) throws -> String)? = nil
+    ) async throws -> DaemonSession {
         let bus = try PrivateBus()
-        let program = try Self.joinProgram(in: bus.folder, status: status)
+        let program = try program?(bus.folder) ?? Self.joinProgram(in: bus.folder, status: status)
         let identify = bus.folder.appendingPathComponent("identify").path
         try "#!/bin/sh\necho run >> '\(bus.folder.path)/identified'\nsleep 1\n".write(toFile: identify, atomically: true, encoding: .utf8)
         chmod(identify, 0o755)
@@ -70,6 +73,7 @@ struct ImprovDaemonTests {
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptUpdateValue(.always(.success(())))
             mock.scriptUpdate(.always(.success(())))
+            mock.scriptReregister(.always(.success(false)))
             mock.scriptAgent()
         }
     }

@@ -63,30 +63,12 @@ struct ImprovSecretTests {
         return path
     }
 
-    func session(status: Int) async throws -> DaemonSession {
-        let bus = try PrivateBus()
-        let config = """
-            [improv]
-            join = "\(try Self.echoingProgram(in: bus.folder, status: status))"
-            authorization = "none"
-            redirect_url = "http://{address}:8123/"
-            """
-        return try await DaemonSession(config: config, bus: bus) { mock in
-            mock.scriptRegisterApplication(.always(.success(ImprovDaemonTests.app)))
-            mock.scriptUnregisterApplication(.always(.success(())))
-            mock.scriptUpdateValue(.always(.success(())))
-            mock.scriptUpdate(.always(.success(())))
-            mock.scriptReregister(.always(.success(false)))
-            mock.scriptAgent()
-        }
-    }
-
     @Test("random frames leave the password in no journal line, notification or status, whether the join program fails or succeeds",
           arguments: [(UInt64(1), 1), (2, 0), (3, 1), (4, 0)])
     func passwordInNoText(seed: UInt64, status: Int) async throws {
         var random = Generator(state: seed)
         let secret = (0..<12).map { _ in UInt8.random(in: 0x61...0x7A, using: &random) }
-        let session = try await session(status: status)
+        let session = try await ImprovDaemonTests().session(program: { try Self.echoingProgram(in: $0, status: status) })
         let centrals = ["AA:BB:CC:DD:EE:01", "AA:BB:CC:DD:EE:02", "AA:BB:CC:DD:EE:03"]
 
         for frame in Self.frames(secret, using: &random) {
