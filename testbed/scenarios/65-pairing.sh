@@ -130,6 +130,7 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 bonds() { bleadvctl bonds | tr '\n' ' '; }
 # pair_window SECONDS OUT: bleadvctl pair in the background, its output in OUT.
 pair_window() {
+  : > "$2"  # here, not by the background job's redirection: that may come after the first look
   bleadvctl pair "$1" > "$2" 2>&1 &
   PAIR_PID=$!
   wait_for 10 "the window to open" "grep -q 'pairing window open' '$2' 2> /dev/null"
@@ -142,6 +143,9 @@ central_address=$(adapter_address hci1)
 # nor the central's keys are kept from a run before this one.
 state_dir="$TESTBED_WORK/state"
 rm -rf "$state_dir" "$keys"
+# Nor any output of a run before: a look for a line must find this run's.
+rm -f "$TESTBED_WORK"/pair*.out "$TESTBED_WORK"/vanish-*.out "$TESTBED_WORK"/flood2.out "$TESTBED_WORK"/nobody-*.out \
+  "$TESTBED_WORK"/agent-bus.out "$TESTBED_WORK"/central.*
 start_bleadvd "$config" --state-directory "$state_dir"
 address=$(adapter_address)
 echo "bleadvd on hci0 ($address); Bumble on hci1 ($central_address)"
@@ -242,6 +246,7 @@ vanish_record() {
 # without response runs first; kill -9 of bluetoothd; bleadvd back on air on a new one.
 kill_bluetoothd_watched() {
   local out=$1 count=$2
+  : > "$out"
   dbus-monitor --system "type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'" \
     "type='signal',interface='org.bleadvd.Advertiser1'" \
     "type='method_call',interface='org.bluez.GattCharacteristic1'" > "$out" 2>&1 &
@@ -342,6 +347,7 @@ write_config numeric-comparison 2
 bleadvctl reload
 wait_for 10 "the agent registered for numeric-comparison" 'grep -q "agent registered for numeric-comparison" "$TESTBED_WORK/bleadvd.log"'
 printf 'y\n' > "$TESTBED_WORK/yes"
+: > "$TESTBED_WORK/pair4.out"
 bleadvctl pair 120 < "$TESTBED_WORK/yes" > "$TESTBED_WORK/pair4.out" 2>&1 &
 PAIR_PID=$!
 wait_for 10 "the window to open" "grep -q 'pairing window open' '$TESTBED_WORK/pair4.out' 2> /dev/null"
