@@ -15,7 +15,9 @@
 #   advertisement says provisioned (Home Assistant's filter then leaves it alone);
 # - bluetoothd killed while NetworkManager joins the same network again: the join completes,
 #   bleadvd is back on air, provisioned, and NetworkManager keeps one connection of bleadvd's
-#   to it; an admin's connection to the same network, saved before either join, is kept;
+#   to it (marked as bleadvd's in its user setting); an admin's connection to the same network,
+#   saved before either join, is kept; each join was made by the join helper (as root), and
+#   user bleadvd's GetSecrets of the admin's connection is refused;
 # - provisioned, Improv leaves the air (30 s later); bleadvd restarted while the Wi-Fi is
 #   connected does not offer it; the Wi-Fi disconnected, it is offered again 30 s later;
 # - the password is in no journal line (of any unit) and not in status.
@@ -125,7 +127,15 @@ got=$(nmcli -g IP4.ADDRESS device show "$station" | head -n1)
 echo "    NetworkManager: $station $(nmcli -g GENERAL.STATE device show "$station"), $got; connections: $(nmcli -t -f NAME,TYPE connection show | tr '\n' ' ')"
 [[ "$redirect" == "http://${got%/*}:8123/" ]] || fail "the redirect $redirect does not carry NetworkManager's address $got"
 [[ "$(nmcli -t -f NAME connection show | grep -c "^$ssid$")" == 1 ]] || fail "NetworkManager keeps $(nmcli -t -f NAME connection show | grep -c "^$ssid$") connections named $ssid, not 1"
-echo "    bleadvd's connection $ssid: user.data $(nmcli -g user.data connection show "$ssid")"
+# The mark that tells bleadvd's own connections from others, as NetworkManager keeps it.
+marked_path=$(busctl call org.freedesktop.NetworkManager /org/freedesktop/NetworkManager/Settings \
+  org.freedesktop.NetworkManager.Settings GetConnectionByUuid s "$(nmcli -g connection.uuid connection show "$ssid")" | awk '{ print $2 }' | tr -d '"')
+settings=$(busctl call org.freedesktop.NetworkManager "$marked_path" org.freedesktop.NetworkManager.Settings.Connection GetSettings)
+[[ "$settings" == *'"user"'*'"org.bleadvd.improv"'* ]] || fail "the connection bleadvd added does not carry its mark: $settings"
+echo "    bleadvd's connection $ssid carries its mark: $(grep -o '"org.bleadvd.improv" "[^"]*"' <<< "$settings")"
+# Made by the join helper, as root, once for each join; it is not running once it answered.
+journalctl -u bleadvd-join --no-pager -o cat 2> /dev/null | grep "join helper" | sed 's/^/    bleadvd-join: /'
+journalctl -u bleadvd-join --no-pager -o cat 2> /dev/null | grep -q "join helper: joined" || fail "the join helper did not say it joined"
 heard=$(heard_service_data 00004677-0000-1000-8000-00805f9b34fb)
 echo "    hci1 hears Improv's service data $heard"
 [[ "$heard" == 04* ]] || fail "the advertisement does not say provisioned: $heard"
