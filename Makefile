@@ -51,15 +51,12 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 	@scripts/check-docs.sh
 
 # 56 is a measurement for the docs (make bench-address; make test-matrix runs it on every stack).
-# 65, pairing with a central of its own stack, runs on both stacks in make test-pairing and in
-# make test-matrix, not in make test: its central's GATT discovery sometimes times out after
-# kill -9 of bluetoothd in the emulated link layer (docs/RELIABILITY.md, Not done yet).
 # 40 and 41 (BTHome, Eddystone and iBeacon read by Home Assistant's and beacontools' parsers)
 # run on Debian 12 under systemd in make test instead (testbed-homeassistant-test): on the
 # host-root guest every Python start reads its modules through the 9p share, and beside make
 # test's other lane they took up to 255 s and over 420 s there, against about 100 s on a disk
 # image.
-SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/65-%,$(sort $(wildcard testbed/scenarios/*.sh)))
+SCENARIOS = $(filter-out testbed/scenarios/56-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 MAKE_TEST_SCENARIOS = $(filter-out testbed/scenarios/40-% testbed/scenarios/41-%,$(SCENARIOS))
 
 # make test makes what its test bed lanes need once, before they start (testbed-prepare), and
@@ -79,15 +76,16 @@ testbed-prepare: deb ## what make test's test bed lanes need, made before they s
 	testbed/setup.sh bookworm trixie
 	scripts/make-deb.sh $(VERSION) 2
 
-testbed-test: $(TESTBED_BUILT) ## end-to-end scenarios in the VM test bed with a real bluetoothd, sharing this machine's root (all but 56, a measurement: make bench-address; 65: make test-pairing; 40 and 41: make testbed-homeassistant-test), then bleadvd on controllers without extended advertising
+testbed-test: $(TESTBED_BUILT) ## end-to-end scenarios in the VM test bed with a real bluetoothd, sharing this machine's root (all but 56, a measurement: make bench-address; 40 and 41: make testbed-homeassistant-test), then bleadvd on controllers without extended advertising
 	$(TESTBED_SETUP)
 	testbed/run.sh $(MAKE_TEST_SCENARIOS)
 	testbed/run.sh --legacy testbed/scenarios/20-*.sh
 
-test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookworm and on trixie without extended advertising (not in make test: RELIABILITY, Not done yet); about 8 minutes
+# TIMES=N: each stack runs 65 N times in one boot, one stack after the other (#48's tally: 20).
+test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookworm and on trixie without extended advertising (make test runs it once on each); TIMES=20 for a tally; 2 to 3 minutes a run
 	testbed/setup.sh bookworm trixie
-	testbed/run.sh testbed/scenarios/65-*.sh
-	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/65-*.sh
+	testbed/run.sh $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
+	testbed/run.sh --systemd --stack trixie --legacy $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
 
 test-improv: deb ## scenario 66, Improv Wi-Fi with Home Assistant's client, NetworkManager and a hostapd access point, on bookworm and on trixie without extended advertising; about 6 minutes
 	testbed/setup.sh bookworm trixie
@@ -105,14 +103,14 @@ testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under sys
 	@# 55 here too: Debian 12's bluetooth.service (no -E) ignores intervals, which status must say.
 	testbed/run.sh --systemd testbed/scenarios/55-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
 
-testbed-stacks-test: $(TESTBED_PACKAGED) ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT included, with 10 restarts of bluetooth.service and 25 steps of the chaos soak
+testbed-stacks-test: $(TESTBED_PACKAGED) ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT and pairing included, with 10 restarts of bluetooth.service and 25 steps of the chaos soak
 	$(TESTBED_SETUP) bookworm trixie
 	@# 62 upgrades to a newer build of the same binaries.
 	$(NEWER_DEB)
 	BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=10" \
 	testbed/run.sh --systemd --stack trixie --legacy testbed/scenarios/20-*.sh testbed/scenarios/30-*.sh \
 	  testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/50-*.sh testbed/scenarios/55-*.sh testbed/scenarios/57-*.sh testbed/scenarios/58-*.sh testbed/scenarios/59-*.sh \
-	  testbed/systemd-scenarios/60-*.sh testbed/repro/bluetooth-restarts.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
+	  testbed/scenarios/65-*.sh testbed/systemd-scenarios/60-*.sh testbed/repro/bluetooth-restarts.sh testbed/systemd-scenarios/61-*.sh testbed/systemd-scenarios/62-*.sh
 
 test-matrix: deb ## every scenario on every stack (bookworm, trixie, sid; both kinds of controllers; distro bluetooth.service and -E by hand), as a table; not in make test (sid moves daily); about two hours; RUNS="systemd-sid-legacy ..." for some
 	testbed/setup.sh bookworm trixie sid
