@@ -42,6 +42,20 @@ struct ProcessTests {
         #expect(result.errors == "<2>\(path):3: advertisement.heart.major: unknown key; known keys: altbeacon, appearance, bthome, data, discoverable, discoverable_timeout, duration, eddystone_uid, eddystone_url, enabled, ibeacon, includes, local_name, manufacturer_data, max_interval_ms, min_interval_ms, secondary_channel, service_data, service_uuids, services, solicit_uuids, timeout, tx_power, type\n")
     }
 
+    @Test("the join helper refuses to start where the config does not join through NetworkManager, exit 2, saying why", arguments: [
+        "[advertisement.heart]\nlocal_name = \"x\"\n", "[improv]\njoin = \"/usr/local/bin/join-wifi\"\n",
+    ])
+    func joinHelperRefusesWithoutImprov(config: String) async throws {
+        let bus = try PrivateBus()
+        let path = bus.folder.appendingPathComponent("bleadvd.toml").path
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+
+        let result = try await runProgram(product("bleadvd"), ["--join-helper", "--config", path], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("join helper: refused: the config offers no Improv joining through NetworkManager"), "\(result.errors)")
+    }
+
     @Test("both programs print the one version, which the Makefile gives the .deb and the man pages name")
     func version() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
