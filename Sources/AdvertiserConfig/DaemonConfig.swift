@@ -32,6 +32,17 @@ public struct DaemonConfig: Hashable, Sendable {
     /// The names of the advertisements, sorted.
     public var names: [String] { advertisements.keys.sorted() }
 
+    /// Whether `text` can choose an adapter: its name (``isAdapterName(_:)``) or its address
+    /// (`AdapterChoice.isAddress(_:)`, Peripheral).
+    public static func isAdapter(_ text: String) -> Bool {
+        isAdapterName(text) || AdapterChoice.isAddress(text)
+    }
+
+    /// What `adapter` and `--adapter` say when they are neither.
+    public static func notAnAdapter(_ text: String) -> String {
+        "\(Untrusted.quoted(text)) is neither an adapter name (hci0) nor an address (00:1A:7D:DA:71:13)"
+    }
+
     /// Whether `name` can name an adapter (`hci0`): 1 to 64 letters, digits, `-` and `_`, the
     /// rule for every name in the file.
     public static func isAdapterName(_ name: String) -> Bool {

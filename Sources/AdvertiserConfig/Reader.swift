@@ -18,8 +18,8 @@ struct Reader {
         try checkKeys(root, allowed: Self.topKeys, at: [])
         var config = DaemonConfig()
         config.adapter = try root["adapter"].map { value throws(ConfigError) in try string(value, ["adapter"]) }
-        if let adapter = config.adapter, !DaemonConfig.isAdapterName(adapter) {
-            throw error(["adapter"], "\"\(adapter)\" is not an adapter name (expected e.g. hci0)")
+        if let adapter = config.adapter, !DaemonConfig.isAdapter(adapter) {
+            throw error(["adapter"], DaemonConfig.notAnAdapter(adapter))
         }
         config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
         if let section = root["pairing"] { config.pairing = try pairing(table(section, ["pairing"])) }

@@ -71,7 +71,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     private let manager: any PeripheralManaging
     private let clock: C
-    private let configuredAdapter: String?
+    private let configuredAdapter: AdapterChoice?
     private let powerOnAllowed: Bool
     private let retry: RetryPolicy
     private let counters: (any EncryptionCounters)?
@@ -128,7 +128,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// - Parameters:
     ///   - manager: the Bluetooth stack (`BlueZPeripheralManager`, or a mock in tests).
     ///   - clock: the clock retries are scheduled on.
-    ///   - adapter: the adapter to use; nil for the first that can advertise.
+    ///   - adapter: the adapter to use, by name (`hci0`) or by address (`AdapterChoice`, Peripheral); nil
+    ///     for the first that can advertise.
     ///   - powerOn: whether to power the adapter on when it is off.
     ///   - retry: the backoff for transient failures.
     ///   - counters: where encrypted BTHome's counters come from; without it an advertisement
@@ -149,7 +150,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         self.auditDelay = auditDelay
         self.manager = manager
         self.clock = clock
-        self.configuredAdapter = adapter
+        self.configuredAdapter = adapter.map(AdapterChoice.init)
         self.powerOnAllowed = powerOn
         self.retry = retry
         self.counters = counters
@@ -432,7 +433,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 adapterInUse = nil
                 await reconcile()
             case .adapterAdded(let adapter, _):
-                guard configuredAdapter == nil || configuredAdapter == adapter else { return }
+                guard configuredAdapter?.mayBe(adapter) ?? true else { return }
                 adapterInUse = nil
                 await moveToEarlier(adapter)
                 await reconcile()
@@ -444,7 +445,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 for key in registrations.keys { lost(key, of: generation, onAdapter: adapter, waitAll: false) }
             case .adapterPowered(let adapter, true, _):
                 stack.powered(adapter, true, settleUntil: clock.now)
-                guard configuredAdapter == nil || configuredAdapter == adapter else { return }
+                guard configuredAdapter?.mayBe(adapter) ?? true else { return }
                 adapterInUse = nil
                 await reconcile()
             case .adapterPowered(let adapter, false, let generation):
@@ -618,10 +619,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// The adapter to register on, powered on if it may be; throws ``NotNow`` when the stack
     /// view says nothing may be tried now.
     private func resolveAdapter() async throws -> AdapterCapabilities {
-        if let refusal = stack.refusal(on: adapterInUse?.name ?? configuredAdapter) { throw NotNow(reason: refusal) }
+        if let refusal = stack.refusal(on: adapterInUse?.name ?? configuredAdapter?.name) { throw NotNow(reason: refusal) }
         if let adapterInUse { return adapterInUse }
         let adapters = try await manager.adapters()
-        let chosen = configuredAdapter.flatMap { name in adapters.first { $0.name == name } }
+        let chosen = configuredAdapter.flatMap { choice in adapters.first(where: choice.matches) }
             ?? (configuredAdapter == nil ? adapters.first : nil)
         guard let adapter = chosen else {
             throw PeripheralError(.noAdapter, configuredAdapter.map { "adapter \($0) is not present or cannot advertise" }

@@ -44,3 +44,52 @@ public struct AdapterCapabilities: Hashable, Sendable {
         self.actsOnParameters = actsOnParameters
     }
 }
+
+/// The adapter a config names: by its name (`hci0`), which the kernel gives in the order it
+/// finds controllers (a USB dongle can come up as hci0 one boot and hci1 the next), or by its
+/// address, which stays with the controller.
+public enum AdapterChoice: Hashable, Sendable, CustomStringConvertible {
+    /// The adapter of this name.
+    case name(String)
+    /// The adapter with this address (upper case, as BlueZ writes `Adapter1.Address`).
+    case address(String)
+
+    /// `text` as an address when it is one (six pairs of hex digits with colons, any case),
+    /// else as a name.
+    public init(_ text: String) {
+        self = Self.isAddress(text) ? .address(text.uppercased()) : .name(text)
+    }
+
+    /// Whether `text` is an address: six pairs of hex digits with colons.
+    public static func isAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
+    }
+
+    /// Whether `adapter` is the one chosen.
+    public func matches(_ adapter: AdapterCapabilities) -> Bool {
+        switch self {
+        case .name(let name): adapter.name == name
+        case .address(let address): adapter.address?.uppercased() == address
+        }
+    }
+
+    /// Whether the adapter named `name` may be the one chosen: by name, only that one; by
+    /// address, any, until its address is read.
+    public func mayBe(_ name: String) -> Bool {
+        if case .name(let chosen) = self { chosen == name } else { true }
+    }
+
+    /// The name, when the choice is by name.
+    public var name: String? {
+        if case .name(let name) = self { name } else { nil }
+    }
+
+    /// The name or the address, as the config gave it.
+    public var description: String {
+        switch self {
+        case .name(let name): name
+        case .address(let address): address
+        }
+    }
+}

@@ -38,7 +38,7 @@ struct Bleadvd: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("The config file.", valueName: "path"))
     var config: String = DaemonConfig.defaultPath
 
-    @Option(help: ArgumentHelp("The adapter to use, e.g. hci0 (overrides the config's adapter).", valueName: "name"))
+    @Option(help: ArgumentHelp("The adapter to use, by name (hci0) or address (00:1A:7D:DA:71:13); overrides the config's adapter.", valueName: "adapter"))
     var adapter: String?
 
     @Option(help: ArgumentHelp("The lowest level logged: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
@@ -88,8 +88,8 @@ struct Bleadvd: ParsableCommand {
     }
 
     func validate() throws {
-        if let adapter, !DaemonConfig.isAdapterName(adapter) {
-            throw ValidationError("--adapter \(Untrusted.quoted(adapter)) is not an adapter name (expected e.g. hci0)")
+        if let adapter, !DaemonConfig.isAdapter(adapter) {
+            throw ValidationError("--adapter \(DaemonConfig.notAnAdapter(adapter))")
         }
     }
 

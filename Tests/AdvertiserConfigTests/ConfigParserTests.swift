@@ -72,6 +72,13 @@ struct ConfigParserTests: ReadsConfigText {
         #expect(config.advertisements["b"]?.advertisement == (try beacon.advertisement()))
     }
 
+    @Test("an adapter may be named by its address, which stays with the controller whatever the kernel names it")
+    func adapterByAddress() throws {
+        let config = try parse("adapter = \"00:1a:7d:da:71:13\"\n")
+
+        #expect(config.adapter == "00:1a:7d:da:71:13")
+    }
+
     @Test("errors name the file, the line and the key", arguments: [
         ("colour = \"red\"\n", "test.toml:1: colour: unknown key; known keys: adapter, advertisement, improv, pairing, power_on, service"),
         ("[advertisement.a]\nlocal_name = \"A\"\nlocal_nam = \"B\"\n", "test.toml:3: advertisement.a.local_nam: unknown key"),
@@ -89,6 +96,7 @@ struct ConfigParserTests: ReadsConfigText {
          "test.toml:2: advertisement.door.local_name: cannot be combined with the ibeacon preset"),
         ("[advertisement.\"bad name\"]\nlocal_name = \"x\"\n", "test.toml:1: advertisement.bad name: names may use letters"),
         ("[advertisement.a\n", "test.toml:1: "),
+        ("adapter = \"00:1A:7D:DA:71\"\n", "test.toml:1: adapter: \"00:1A:7D:DA:71\" is neither an adapter name (hci0) nor an address (00:1A:7D:DA:71:13)"),
     ])
     func locatedErrors(text: String, expected: String) {
         let message = error(text)

@@ -74,9 +74,9 @@ struct ProcessTests {
     }
 
     @Test("a bad command line exits 2 with one line, the argument escaped", arguments: [
-        (["--adapter", ""], "bleadvd: --adapter \"\" is not an adapter name (expected e.g. hci0) (see 'bleadvd --help')\n"),
-        (["--adapter", "hci 0"], "bleadvd: --adapter \"hci 0\" is not an adapter name (expected e.g. hci0) (see 'bleadvd --help')\n"),
-        (["--adapter", "hci0\n"], "bleadvd: --adapter \"hci0\\n\" is not an adapter name (expected e.g. hci0) (see 'bleadvd --help')\n"),
+        (["--adapter", ""], "bleadvd: --adapter \"\" is neither an adapter name (hci0) nor an address (00:1A:7D:DA:71:13) (see 'bleadvd --help')\n"),
+        (["--adapter", "hci 0"], "bleadvd: --adapter \"hci 0\" is neither an adapter name (hci0) nor an address (00:1A:7D:DA:71:13) (see 'bleadvd --help')\n"),
+        (["--adapter", "hci0\n"], "bleadvd: --adapter \"hci0\\n\" is neither an adapter name (hci0) nor an address (00:1A:7D:DA:71:13) (see 'bleadvd --help')\n"),
         (["--log-level", "\u{1B}]0;PWNED\u{7}"],
          "bleadvd: The value '\\u{1B}]0;PWNED\\u{7}' is invalid for '--log-level <level>'. Please provide one of the following:\\n  - trace\\n  - debug\\n  - info\\n  - notice\\n  - warning\\n  - error\\n  - critical (see 'bleadvd --help')\n"),
     ])

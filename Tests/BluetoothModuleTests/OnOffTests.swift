@@ -100,6 +100,28 @@ struct OnOffTests {
         #expect(h.mock.calls.started.map(\.adapter) == ["hci1"])
     }
 
+    @Test("an adapter configured by its address is used, whatever the kernel named it (a dongle that came up as hci0 after a reboot)", arguments: [
+        ([AdapterCapabilities(name: "hci0", address: "DC:A6:32:00:00:01"), AdapterCapabilities(name: "hci1", address: "00:1A:7D:DA:71:13")], "hci1"),
+        ([AdapterCapabilities(name: "hci0", address: "00:1A:7D:DA:71:13"), AdapterCapabilities(name: "hci1", address: "DC:A6:32:00:00:01")], "hci0"),
+    ])
+    func adapterByAddress(adapters: [AdapterCapabilities], expected: String) async throws {
+        let h = await Harness(adapter: "00:1a:7d:da:71:13", adapters: adapters)
+
+        try await h.module.on("heart")
+
+        #expect(h.mock.calls.started.map(\.adapter) == [expected])
+    }
+
+    @Test("an address no adapter has registers nothing, and says which address it waits for")
+    func adapterAddressAbsent() async throws {
+        let h = await Harness(adapter: "00:1A:7D:DA:71:13", adapters: [AdapterCapabilities(name: "hci0", address: "DC:A6:32:00:00:01")])
+
+        let error = await #expect(throws: PeripheralError.self) { try await h.module.on("heart") }
+
+        #expect(h.mock.startAdvertisingCallCount == 0)
+        #expect(error?.message.contains("adapter 00:1A:7D:DA:71:13 is not present") == true, "\(String(describing: error))")
+    }
+
     @Test("changing an advertisement that is on air updates it in place")
     func configureUpdatesInPlace() async throws {
         let h = await Harness()
