@@ -33,9 +33,9 @@ public struct DaemonConfig: Hashable, Sendable {
     public var names: [String] { advertisements.keys.sorted() }
 
     /// Whether `text` can choose an adapter: its name (``isAdapterName(_:)``) or its address
-    /// (`AdapterChoice.isAddress(_:)`, Peripheral).
+    /// (`Bond.isAddress(_:)`, Peripheral).
     public static func isAdapter(_ text: String) -> Bool {
-        isAdapterName(text) || AdapterChoice.isAddress(text)
+        isAdapterName(text) || Bond.isAddress(text)
     }
 
     /// What `adapter` and `--adapter` say when they are neither.

@@ -103,22 +103,7 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         var pieces = [password, password.filter { $0 != 0 }] + password.split(whereSeparator: { $0 == 0 || $0 == 10 }).map(Array.init)
         pieces = pieces.filter { $0.count >= 4 }.sorted { $0.count > $1.count }
         let mark = Array("(the password)".utf8)
-        var text = output
-        for piece in pieces {
-            var result: [UInt8] = []
-            var index = 0
-            while index < text.count {
-                if text.count - index >= piece.count, text[index..<(index + piece.count)].elementsEqual(piece) {
-                    result += mark
-                    index += piece.count
-                } else {
-                    result.append(text[index])
-                    index += 1
-                }
-            }
-            text = result
-        }
-        return text
+        return pieces.reduce(output) { text, piece in text.replacing(piece, with: mark) }
     }
 
     private static func drain(_ socket: Int32, into output: inout [UInt8]) {

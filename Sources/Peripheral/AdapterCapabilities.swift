@@ -54,16 +54,10 @@ public enum AdapterChoice: Hashable, Sendable, CustomStringConvertible {
     /// The adapter with this address (upper case, as BlueZ writes `Adapter1.Address`).
     case address(String)
 
-    /// `text` as an address when it is one (six pairs of hex digits with colons, any case),
-    /// else as a name.
+    /// `text` as an address when it is one (``Bond/isAddress(_:)``: six pairs of hex digits with
+    /// colons, any case), else as a name.
     public init(_ text: String) {
-        self = Self.isAddress(text) ? .address(text.uppercased()) : .name(text)
-    }
-
-    /// Whether `text` is an address: six pairs of hex digits with colons.
-    public static func isAddress(_ text: String) -> Bool {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
+        self = Bond.isAddress(text) ? .address(text.uppercased()) : .name(text)
     }
 
     /// Whether `adapter` is the one chosen.

@@ -127,6 +127,10 @@ struct Bleadvd: ParsableCommand {
             logger.critical("\(error)")
             throw ExitCode(2)
         }
+        if joinHelper, settings.improv?.joiner != .networkManager {
+            logger.error("join helper: refused: the config offers no Improv joining through NetworkManager ([improv], join = \"networkmanager\")")
+            throw ExitCode(2)
+        }
         let connection: DBusConnection
         do {
             connection = try await DBusConnection.connect(to: .system, on: loop)
@@ -135,7 +139,7 @@ struct Bleadvd: ParsableCommand {
             throw ExitCode(1)
         }
         if joinHelper {
-            try await Self.serveJoin(settings: settings, connection: connection, loop: loop, logger: logger)
+            try await Self.serveJoin(connection: connection, loop: loop, logger: logger)
             return
         }
         logger.debug("dropped \(released / 1024) KiB of the dynamic loader's tables in bleadvd's file")
@@ -170,13 +174,9 @@ struct Bleadvd: ParsableCommand {
         }
     }
 
-    /// `--join-helper`: one join for bleadvd, as root (``JoinHelper``); nothing unless the config
-    /// joins through NetworkManager.
-    static func serveJoin(settings: DaemonConfig, connection: DBusConnection, loop: EventLoop, logger: Logger) async throws {
-        guard settings.improv?.joiner == .networkManager else {
-            logger.error("join helper: refused: the config offers no Improv joining through NetworkManager ([improv], join = \"networkmanager\")")
-            throw ExitCode(2)
-        }
+    /// `--join-helper`: one join for bleadvd, as root (``JoinHelper``), once the config was found
+    /// to join through NetworkManager (before the bus is touched).
+    static func serveJoin(connection: DBusConnection, loop: EventLoop, logger: Logger) async throws {
         let clock = LoopClock(on: loop)
         do {
             try await JoinHelper.serve(on: connection, joiner: NetworkManagerJoiner(connection: connection, clock: clock), clock: clock, logger: logger)
