@@ -109,22 +109,23 @@ central() {
     hci_since "$started" | sed 's/^/    /' || true
   fi
 }
-# hci_since HH:MM:SS.N: btmon's record from that time on, its link, ATT and connection lines.
-hci_since() {
+# record_since HH:MM:SS.N: btmon's decoded record (hci.btsnoop) from that time on.
+record_since() {
   btmon -T -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null \
-    | awk -v since="$1" 'match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+$/) { now = substr($0, RSTART) } now >= since' \
+    | awk -v since="$1" 'match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+$/) { now = substr($0, RSTART) } now >= since' || true
+}
+# hci_since HH:MM:SS.N: the record from that time on, its link, ATT and connection lines.
+hci_since() {
+  record_since "$1" \
     | grep -E "Connect|Disconnect|ATT|Handle:|Reason|Status: [^S]|Role|already|LE Address|Encryption|Long Term" \
     | grep -vE "Number of Completed|RAW (Open|Close)" | awk 'NR <= 120' || true
 }
-# flood_record HH:MM:SS.N: what the HCI record has of a flood since then: how many ATT Write
+# flood_record HH:MM:SS.N: what the record has of a flood since then: how many ATT Write
 # Commands each controller's host sent (<) and received (>), and every read request and
 # response, error and disconnection with its header (direction, controller, time).
 flood_record() {
-  btmon -T -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null \
-    | awk -v since="$1" '
-        match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+$/) { now = substr($0, RSTART) }
-        now < since { next }
-        /^[<>] / { header = $0; next }
+  record_since "$1" \
+    | awk '/^[<>] / { header = $0; next }
         /ATT: Write Command/ { split(header, h, /[][]/); count[substr(header, 1, 1) " " h[2]]++ }
         /ATT: (Read Request|Read Response|Error Response)|Disconnect/ { print header; print $0 }
         END { for (k in count) printf "ATT Write Commands %s: %d\n", k, count[k] }' || true

@@ -103,9 +103,13 @@ echo "3. authorized: a wrong password, then the right one"
 # did not make), not set to start by itself: no join may take it away.
 nmcli connection add type wifi con-name "admin-$ssid" ifname "$station" ssid "$ssid" \
   wifi-sec.key-mgmt wpa-psk wifi-sec.psk "$password" connection.autoconnect no > /dev/null
+# connection_path NAME: NetworkManager's object of the saved connection NAME.
+connection_path() {
+  busctl call org.freedesktop.NetworkManager /org/freedesktop/NetworkManager/Settings \
+    org.freedesktop.NetworkManager.Settings GetConnectionByUuid s "$(nmcli -g connection.uuid connection show "$1")" | awk '{ print $2 }' | tr -d '"'
+}
 # What bleadvd's user may ask of NetworkManager: not that connection's secrets (its PSK).
-admin_path=$(busctl call org.freedesktop.NetworkManager /org/freedesktop/NetworkManager/Settings \
-  org.freedesktop.NetworkManager.Settings GetConnectionByUuid s "$(nmcli -g connection.uuid connection show "admin-$ssid")" | awk '{ print $2 }' | tr -d '"')
+admin_path=$(connection_path "admin-$ssid")
 status=0
 secrets=$(setpriv --reuid=bleadvd --regid=bleadvd --init-groups busctl call org.freedesktop.NetworkManager "$admin_path" \
   org.freedesktop.NetworkManager.Settings.Connection GetSecrets s 802-11-wireless-security 2>&1) || status=$?
@@ -128,9 +132,7 @@ echo "    NetworkManager: $station $(nmcli -g GENERAL.STATE device show "$statio
 [[ "$redirect" == "http://${got%/*}:8123/" ]] || fail "the redirect $redirect does not carry NetworkManager's address $got"
 [[ "$(nmcli -t -f NAME connection show | grep -c "^$ssid$")" == 1 ]] || fail "NetworkManager keeps $(nmcli -t -f NAME connection show | grep -c "^$ssid$") connections named $ssid, not 1"
 # The mark that tells bleadvd's own connections from others, as NetworkManager keeps it.
-marked_path=$(busctl call org.freedesktop.NetworkManager /org/freedesktop/NetworkManager/Settings \
-  org.freedesktop.NetworkManager.Settings GetConnectionByUuid s "$(nmcli -g connection.uuid connection show "$ssid")" | awk '{ print $2 }' | tr -d '"')
-settings=$(busctl call org.freedesktop.NetworkManager "$marked_path" org.freedesktop.NetworkManager.Settings.Connection GetSettings)
+settings=$(busctl call org.freedesktop.NetworkManager "$(connection_path "$ssid")" org.freedesktop.NetworkManager.Settings.Connection GetSettings)
 [[ "$settings" == *'"user"'*'"org.bleadvd.improv"'* ]] || fail "the connection bleadvd added does not carry its mark: $settings"
 echo "    bleadvd's connection $ssid carries its mark: $(grep -o '"org.bleadvd.improv" "[^"]*"' <<< "$settings")"
 # Made by the join helper, as root, once for each join; it is not running once it answered.
