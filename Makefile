@@ -211,7 +211,7 @@ bench-dbus: deps ## D-Bus round trips: our layer against the same loop in C
 bench-set: build ## bleadvd's own share of a set (Set received -> PropertiesChanged sent), natively, against BlueZ's stand-in
 	scripts/bench-set.sh
 
-bench-improv: build ## what a central's flood of Improv frames costs bleadvd (programs started, notifications, journal lines, CPU, RSS), natively against BlueZ's stand-in
+bench-improv: build ## what a central's flood of Improv frames costs bleadvd (programs started, NetworkManager calls, notifications, journal lines, CPU, RSS), natively against stand-ins of BlueZ and NetworkManager
 	scripts/bench-improv.sh
 
 bench-hostile: build ## what hostile input costs bleadvd: RSS over refused reloads, RSS and time for 30 MB calls

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # `make bench-improv`: what a central's flood of Improv frames costs bleadvd, natively: the
 # release bleadvd on a private dbus-daemon with BlueZ's stand-in
-# (Tests/TestSupport/Peers/bluez_standin.py) playing bluetoothd, COUNT frames of each kind at
-# RATE a second (testbed/bench/improv_flood.py): identify frames (the identify program counts
-# its starts and runs 2 s), malformed frames, and credentials while Improv waits for an
-# authorization. For each: programs started, notifications, journal lines, CPU, RSS.
+# (Tests/TestSupport/Peers/bluez_standin.py) playing bluetoothd and NetworkManager's
+# (Tests/TestSupport/Peers/networkmanager_standin.py: five access points, a scan refused as user
+# bleadvd is refused it), COUNT frames of each kind at RATE a second
+# (testbed/bench/improv_flood.py): identify frames (the identify program counts its starts and
+# runs 2 s), scan frames, malformed frames, and credentials while Improv waits for an
+# authorization. For each: programs started, NetworkManager calls, notifications, journal
+# lines, CPU, RSS.
 #   scripts/bench-improv.sh [COUNT] [RATE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +16,14 @@ rate=${2:-1000}
 . scripts/private-bus.sh
 start_bench_bus
 start_bluez_standin "$work"
+/usr/bin/python3 Tests/TestSupport/Peers/networkmanager_standin.py "$bus_address" > "$work/nm" 2>&1 &
+echo $! >> "$work/pids"
+until grep -qs '^ready' "$work/nm"; do kill -0 "$(tail -n1 "$work/pids")" || { cat "$work/nm"; exit 1; }; sleep 0.1; done
+# NetworkManager's calls so far, all members summed.
+nm_calls() {
+  DBUS_SYSTEM_BUS_ADDRESS=$bus_address busctl --system call org.freedesktop.NetworkManager /test test.StandIn Calls \
+    | awk '{ for (i = 4; i <= NF; i += 2) sum += $i } END { print sum + 0 }'
+}
 cat > "$work/identify" <<SH
 #!/bin/sh
 echo started >> "$work/identified"
@@ -21,7 +32,6 @@ SH
 chmod +x "$work/identify"
 cat > "$work/config.toml" <<CONF
 [improv]
-join = "/bin/false"
 identify = ["$work/identify"]
 authorization = "bleadvctl"
 device_name = "bench"
@@ -31,12 +41,12 @@ pid=$bleadvd_pid
 ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
 echo "bleadvd $(.build/release/bleadvd --version 2>/dev/null || true); $count frames of each kind at $rate/s from one central"
-for kind in identify malformed wifi; do
-  ticks_before=$(ticks); rss_before=$(rss); lines_before=$(grep -c . "$work/log")
+for kind in identify scan malformed wifi; do
+  ticks_before=$(ticks); rss_before=$(rss); lines_before=$(grep -c . "$work/log"); nm_before=$(nm_calls)
   spawned_before=$(grep -c . "$work/identified" 2>/dev/null || true)
   line=$(/usr/bin/python3 testbed/bench/improv_flood.py "$bus_address" "$kind" "$count" "$rate")
   sleep 2.5  # an identify program started last ends
   echo "$line; programs started $(( $(grep -c . "$work/identified" 2>/dev/null || true) - spawned_before ));" \
-    "journal lines $(( $(grep -c . "$work/log") - lines_before )); bleadvd CPU $(( $(ticks) - ticks_before )) ticks (100/s);" \
+    "NetworkManager calls $(( $(nm_calls) - nm_before )); journal lines $(( $(grep -c . "$work/log") - lines_before )); bleadvd CPU $(( $(ticks) - ticks_before )) ticks (100/s);" \
     "RSS $rss_before -> $(rss) KiB"
 done

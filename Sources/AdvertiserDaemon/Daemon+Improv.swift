@@ -50,6 +50,9 @@ struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == D
     var identifying = false
     /// Whether a scan is under way: its result answers every scan asked meanwhile.
     var scanning = false
+    /// The last scan's networks and when they came: they answer every scan asked within
+    /// ``Daemon/improvScanReuse`` of it, without asking NetworkManager again.
+    var lastScan: (networks: [Improv.Network], at: Instant)?
     /// When each central's last journal line about its frames was written, and how many were
     /// held back since: at most one a central every interval, as GATT writes are announced.
     var lines: [String: (at: Instant, held: Int)] = [:]
@@ -177,6 +180,7 @@ extension Daemon {
         let held = run.mayLog(central, at: clock.now, every: Self.updateInterval)
         let more = held.map { $0 > 0 ? " (and \($0) more frame(s) from it since its last line)" : "" }
         var work: ImprovWork?
+        var answer = step
         switch step {
         case .join(let credentials):
             logger.notice("improv: \(who) sent Wi-Fi settings for \(credentials); joining")
@@ -190,6 +194,9 @@ extension Daemon {
             work = .identify
         case .scan where run.scanning:
             if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range while a scan runs; its result answers\(more)") }
+        case .scan where run.lastScan.map { clock.now < $0.at.advanced(by: Self.improvScanReuse) } == true:
+            if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range; the last scan answers\(more)") }
+            answer = run.session.scanned(run.lastScan!.networks)
         case .scan:
             run.scanning = true
             if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range\(more)") }
@@ -203,8 +210,8 @@ extension Daemon {
         if let work { post.yield(.improv(work)) }
         // An identify or scan answered by the work already under way changes nothing a client
         // could wait for: nothing is notified. Errors are, each time: a client waits for them.
-        if work == nil, unchanged, step == .identify || step == .scan { return }
-        await showImprov(step)
+        if work == nil, unchanged, answer == .identify || answer == .scan { return }
+        await showImprov(answer)
     }
 
     /// Asks the loop for a timer at the next partial frame's limit, unless one is set: a limit
@@ -301,6 +308,7 @@ extension Daemon {
         do {
             networks = try await networkJoiner(config).networks()
             logger.info("improv: \(networks.count) Wi-Fi network(s) in range")
+            improv?.lastScan = (networks, clock.now)
         } catch {
             logger.warning("improv: could not list the Wi-Fi networks in range: \(error)")
         }
@@ -341,6 +349,9 @@ extension Daemon {
     /// How long Improv stays on air after it provisioned the device: the client reads the
     /// result, then the service stops, as Improv's specification says.
     static var improvWithdrawDelay: Duration { .seconds(30) }
+    /// How long a scan's networks answer later scans: NetworkManager's list changes with its
+    /// own scans, minutes apart, so a flood of scan frames asks it once in this time.
+    static var improvScanReuse: Duration { .seconds(10) }
 
     /// How often, and how many times, the Wi-Fi is asked about again when the joiner could not
     /// tell (NetworkManager still starting at boot, say): every 15 s for 2 minutes.

@@ -52,7 +52,8 @@ struct ImprovDaemonTests {
     /// NetworkManager, which the private bus does not have; or by the program `program`
     /// writes into the bus's folder).
     func session(
-        authorization: String = "none", status: Int = 0, networkManager: Bool = false, program: ((URL) throws -> String)? = nil
+        authorization: String = "none", status: Int = 0, networkManager: Bool = false, program: ((URL) throws -> String)? = nil,
+        joiner: (any NetworkJoining)? = nil
     ) async throws -> DaemonSession {
         let bus = try PrivateBus()
         let program = try program?(bus.folder) ?? Self.joinProgram(in: bus.folder, status: status)
@@ -68,7 +69,7 @@ struct ImprovDaemonTests {
             hardware = "Raspberry Pi 4"
             redirect_url = "http://{address}:8123/"
             """
-        return try await DaemonSession(config: config, bus: bus) { mock in
+        return try await DaemonSession(config: config, bus: bus, joiner: joiner) { mock in
             mock.scriptRegisterApplication(.always(.success(Self.app)))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptUpdateValue(.always(.success(())))
@@ -281,6 +282,53 @@ struct ImprovDaemonTests {
 
         #expect(notified(session, Self.result) == [Improv.scanResult([])])
         #expect(session.logs.all.contains { $0.contains("could not list the Wi-Fi networks in range: NetworkManager refused GetDevices") })
+    }
+
+    /// A joiner that counts the scans it is asked for, each finding one network; it cannot tell
+    /// whether the Wi-Fi is connected (Improv stays offered).
+    final class Scanner: NetworkJoining, @unchecked Sendable {
+        private let lock = NSLock()
+        private var scans = 0
+        var scanCount: Int { lock.withLock { scans } }
+
+        func join(_ credentials: Improv.Credentials) async throws -> String? { nil }
+        func networks() async throws -> [Improv.Network] {
+            lock.withLock { scans += 1 }
+            return [Improv.Network(ssid: Array("Home".utf8), rssi: -40, security: .wpa2)]
+        }
+        func wifi() async throws -> WifiWatch? { nil }
+    }
+
+    @Test("scans asked within 10 s of the last are answered from it, each at once, without asking NetworkManager again")
+    func scanReused() async throws {
+        let scanner = Scanner()
+        let session = try await session(networkManager: true, joiner: scanner)
+        let scan: [UInt8] = [0x04, 0x00, 0x04]
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
+        while notified(session, Self.result).isEmpty { await Task.yield() }
+
+        for _ in 1...50 {
+            session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
+        }
+        while notified(session, Self.result).count < 51 { await Task.yield() }
+
+        #expect(scanner.scanCount == 1)
+        #expect(Set(notified(session, Self.result)).count == 1)
+    }
+
+    @Test("a scan asked 10 s after the last asks NetworkManager again")
+    func scanAgainAfterReuse() async throws {
+        let scanner = Scanner()
+        let session = try await session(networkManager: true, joiner: scanner)
+        let scan: [UInt8] = [0x04, 0x00, 0x04]
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
+        while notified(session, Self.result).isEmpty { await Task.yield() }
+
+        session.clock.advance(by: .seconds(10))
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
+        while notified(session, Self.result).count < 2 { await Task.yield() }
+
+        #expect(scanner.scanCount == 2)
     }
 
     @Test("a stranger's 01 FF (a frame's start announcing 255 bytes) does not hold back another central's frame: it is provisioned at once")

@@ -7,8 +7,8 @@ characteristics meanwhile (PropertiesChanged to the stand-in, seen by eavesdropp
 
   improv_flood.py ADDRESS KIND COUNT RATE
 
-KIND: identify (02 00 02), malformed (a bad checksum), wifi (credentials; refused while
-Improv waits for an authorization). Prints one line: frames sent, the rate reached, the writes
+KIND: identify (02 00 02), scan (04 00 04: the Wi-Fi networks in range), malformed (a bad
+checksum), wifi (credentials; refused while Improv waits for an authorization). Prints one line: frames sent, the rate reached, the writes
 bleadvd answered, the notifications."""
 import sys
 import time
@@ -28,6 +28,7 @@ def frame(command, data):
 
 FRAMES = {
     "identify": frame(0x02, []),
+    "scan": frame(0x04, []),
     "malformed": [0x02, 0x00, 0x00],
     "wifi": frame(0x01, [4] + list(b"Home") + [8] + list(b"hunter22")),
 }
