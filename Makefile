@@ -29,7 +29,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix test-pairing test-improv unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak
+.PHONY: help deps build test test-matrix test-pairing test-improv unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-hostile fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -213,6 +213,9 @@ bench-set: build ## bleadvd's own share of a set (Set received -> PropertiesChan
 
 bench-improv: build ## what a central's flood of Improv frames costs bleadvd (programs started, NetworkManager calls, notifications, journal lines, CPU, RSS), natively against stand-ins of BlueZ and NetworkManager
 	scripts/bench-improv.sh
+
+bench-write: build ## what a central's GATT writes cost bleadvd (CPU per write, writes a core can take, journal lines, RSS), natively against BlueZ's stand-in
+	scripts/bench-write.sh
 
 bench-hostile: build ## what hostile input costs bleadvd: RSS over refused reloads, RSS and time for 30 MB calls
 	scripts/bench-hostile.sh
