@@ -27,12 +27,10 @@ struct ImprovDaemonTests {
     }()
 
     /// A join program that keeps what it was given in `folder` and exits `status`, printing
-    /// the address it "got". Written through a descriptor closed on exec: a process another
-    /// test starts meanwhile must not keep it open for writing, or running it fails with
-    /// ETXTBSY.
+    /// the address it "got".
     static func joinProgram(in folder: URL, status: Int) throws -> String {
         let path = folder.appendingPathComponent("join-wifi").path
-        let script = Array("""
+        try writeExecutable("""
             #!/bin/sh
             printf '%s' "$IMPROV_SSID" > '\(folder.path)/ssid'
             echo run >> '\(folder.path)/runs'
@@ -40,11 +38,7 @@ struct ImprovDaemonTests {
             echo 192.168.4.2
             exit \(status)
 
-            """.utf8)
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-        #expect(descriptor >= 0)
-        _ = script.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        close(descriptor)
+            """, to: path)
         return path
     }
 
@@ -58,8 +52,7 @@ struct ImprovDaemonTests {
         let bus = try PrivateBus()
         let program = try program?(bus.folder) ?? Self.joinProgram(in: bus.folder, status: status)
         let identify = bus.folder.appendingPathComponent("identify").path
-        try "#!/bin/sh\necho run >> '\(bus.folder.path)/identified'\nsleep 1\n".write(toFile: identify, atomically: true, encoding: .utf8)
-        chmod(identify, 0o755)
+        try writeExecutable("#!/bin/sh\necho run >> '\(bus.folder.path)/identified'\nsleep 1\n", to: identify)
         let config = """
             [improv]
             join = "\(networkManager ? "networkmanager" : program)"

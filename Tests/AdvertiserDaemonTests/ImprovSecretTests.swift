@@ -57,9 +57,7 @@ struct ImprovSecretTests {
     /// error, and exits `status`.
     static func echoingProgram(in folder: URL, status: Int) throws -> String {
         let path = folder.appendingPathComponent("join-echo").path
-        try "#!/bin/sh\nread -r password\necho \"$password\"\necho \"$password\" >&2\nexit \(status)\n"
-            .write(toFile: path, atomically: true, encoding: .utf8)
-        chmod(path, 0o755)
+        try writeExecutable("#!/bin/sh\nread -r password\necho \"$password\"\necho \"$password\" >&2\nexit \(status)\n", to: path)
         return path
     }
 

@@ -22,9 +22,7 @@ struct ProgramJoinerTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let program = folder.appendingPathComponent("join").path
         let started = folder.appendingPathComponent("background").path
-        try "#!/bin/sh\nsleep 300 &\necho $! > '\(started).new' && mv '\(started).new' '\(started)'\nsleep 300\n"
-            .write(toFile: program, atomically: true, encoding: .utf8)
-        chmod(program, 0o755)
+        try writeExecutable("#!/bin/sh\nsleep 300 &\necho $! > '\(started).new' && mv '\(started).new' '\(started)'\nsleep 300\n", to: program)
         let clock = ManualClock()
         let joiner = ProgramJoiner(program: program, clock: clock)
         let outcome = Recorder<String>()

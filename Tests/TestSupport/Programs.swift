@@ -14,6 +14,19 @@ public struct ProgramResult: Sendable {
     public var errors: String
 }
 
+/// Writes an executable script (mode 0755) to `path` through a descriptor closed on exec: a
+/// child another test spawns meanwhile must not inherit it open for writing, or running the
+/// script fails with ETXTBSY for as long as that child lives (Foundation's atomic write leaves
+/// its descriptor open across such a spawn).
+public func writeExecutable(_ script: String, to path: String) throws {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    guard descriptor >= 0 else { throw TestFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    let bytes = Array(script.utf8)
+    let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    guard written == bytes.count else { throw TestFailure("cannot write \(path)") }
+}
+
 /// The folder this package's executables are built into (next to the test binary).
 public var productsDirectory: URL {
     let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
