@@ -16,6 +16,9 @@ ARM64_SCENARIOS = testbed/scenarios/40-bthome.sh testbed/scenarios/50-crash-loop
 BINDIR       = $(PREFIX)/bin
 SBINDIR      = $(PREFIX)/sbin
 MANDIR       = $(PREFIX)/share/man
+# Improv's join program for wpa_supplicant, and the unit drop-in it needs (an example).
+LIBEXECDIR   = $(PREFIX)/libexec/bleadvd
+EXAMPLEDIR   = $(PREFIX)/share/doc/bleadvd/examples
 # The control interface's introspection, for readers and code generators.
 IFACEDIR     = $(PREFIX)/share/dbus-1/interfaces
 # Where systemd and the bus look, whatever PREFIX is.
@@ -87,10 +90,10 @@ test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookwor
 	testbed/run.sh $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
 	testbed/run.sh --systemd --stack trixie --legacy $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
 
-test-improv: deb ## scenario 66, Improv Wi-Fi with Home Assistant's client, NetworkManager and a hostapd access point, on bookworm and on trixie without extended advertising; about 6 minutes
+test-improv: deb ## scenarios 66 and 67, Improv Wi-Fi with Home Assistant's client against a hostapd access point, joining through NetworkManager (66) and through wpa_supplicant with join-wpa-supplicant in bleadvd's sandbox (67), on bookworm and on trixie without extended advertising; about 12 minutes
 	testbed/setup.sh bookworm trixie
-	testbed/run.sh --systemd testbed/systemd-scenarios/66-*.sh
-	testbed/run.sh --systemd --stack trixie --legacy testbed/systemd-scenarios/66-*.sh
+	testbed/run.sh --systemd testbed/systemd-scenarios/66-*.sh testbed/systemd-scenarios/67-*.sh
+	testbed/run.sh --systemd --stack trixie --legacy testbed/systemd-scenarios/66-*.sh testbed/systemd-scenarios/67-*.sh
 
 testbed-homeassistant-test: $(TESTBED_PACKAGED) ## Home Assistant's own libraries against bleadvd on Debian 12 under systemd: bthome-ble decodes BTHome, beacontools the beacon presets (40, 41), py-improv-ble-client puts the box on Wi-Fi through Improv against a hostapd access point (66)
 	$(TESTBED_SETUP)
@@ -140,6 +143,8 @@ install: ## install stripped binaries, units, D-Bus policy, interface and activa
 	install -Dm644 systemd/org.bleadvd.Advertiser1.xml $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml
 	@# The config is the admin's: never overwrite one that exists.
 	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm644 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
+	install -Dm755 systemd/join-wpa-supplicant $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant
+	install -Dm644 systemd/join-wpa-supplicant.conf $(DESTDIR)$(EXAMPLEDIR)/join-wpa-supplicant.conf
 	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
 	install -Dm644 systemd/man/bleadvctl.1 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1
 	install -Dm644 systemd/man/bleadvd.toml.5 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5
@@ -162,7 +167,9 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 	  $(DESTDIR)$(UNITDIR)/bleadvd-join.service $(DESTDIR)$(DBUSSERVICEDIR)/org.bleadvd.Join.service \
 	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml \
 	  $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
-	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
+	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl \
+	  $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant $(DESTDIR)$(EXAMPLEDIR)/join-wpa-supplicant.conf
+	rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(PREFIX)/share/doc/bleadvd 2>/dev/null || true
 	if [ -z "$(DESTDIR)" ]; then \
 	  systemctl daemon-reload 2>/dev/null || true; \
 	  busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig 2>/dev/null || true; \

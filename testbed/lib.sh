@@ -147,6 +147,61 @@ install_policy() {
     org.freedesktop.DBus.ReloadConfig > /dev/null
 }
 
+# install_package: bleadvd's package installed with apt, unless bleadvd runs already (a scenario
+# before this one in the same boot installed it). A config make uninstall left (63) is kept, as
+# dpkg keeps an admin's: the scenario writes its own.
+install_package() {
+  [[ "$(systemctl is-active bleadvd 2>/dev/null)" != active ]] || return 0
+  local deb; deb=$(ls "$TESTBED_BUILD"/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-confold "$deb" > "$TESTBED_WORK/apt-install.out" 2>&1 \
+    || { cat "$TESTBED_WORK/apt-install.out"; fail "apt install ./$(basename "$deb") failed"; }
+}
+
+# wifi_access_point SSID PASSWORD ADDRESS: two mac80211_hwsim radios; on the first ($ap),
+# hostapd's WPA2 access point SSID at ADDRESS/24 with dnsmasq for DHCP; the second ($station)
+# is left to the scenario's Wi-Fi client. What a Wi-Fi scenario before it in the same boot left
+# (NetworkManager, the access point, the radios) is stopped and removed first.
+wifi_access_point() {
+  systemctl stop NetworkManager 2> /dev/null || true
+  local daemon
+  for daemon in hostapd dnsmasq; do
+    [[ -f "$TESTBED_WORK/$daemon.pid" ]] && kill "$(cat "$TESTBED_WORK/$daemon.pid")" 2> /dev/null || true
+  done
+  modprobe -r mac80211_hwsim 2> /dev/null || true
+  modprobe mac80211_hwsim radios=2
+  wait_for 10 "two Wi-Fi interfaces" '[ "$(ls /sys/class/ieee80211 | wc -l)" -ge 2 ]'
+  local wlans; mapfile -t wlans < <(for phy in /sys/class/ieee80211/*; do ls "$phy/device/net"; done | sort)
+  ap=${wlans[0]} station=${wlans[1]}
+  cat > "$TESTBED_WORK/hostapd.conf" <<CONF
+interface=$ap
+driver=nl80211
+ssid=$1
+hw_mode=g
+channel=6
+wpa=2
+wpa_key_mgmt=WPA-PSK
+rsn_pairwise=CCMP
+wpa_passphrase=$2
+CONF
+  ip addr add "$3/24" dev "$ap"
+  hostapd -B -P "$TESTBED_WORK/hostapd.pid" -f "$TESTBED_WORK/hostapd.log" "$TESTBED_WORK/hostapd.conf" > /dev/null
+  local prefix=${3%.*}
+  dnsmasq --interface="$ap" --bind-interfaces --except-interface=lo --port=0 --user=root \
+    --dhcp-range="$prefix.10,$prefix.50,1h" --pid-file="$TESTBED_WORK/dnsmasq.pid" --log-facility="$TESTBED_WORK/dnsmasq.log"
+}
+
+# improv_client ADDRESS STEP...: Home Assistant's Improv client on hci1
+# (testbed/improv_client.py) against the device at ADDRESS; when a step failed, how its
+# connections went (bleak's and bleak-retry-connector's log) follows.
+improv_client() {
+  local address=$1 status=0; shift
+  timeout 180 "$(decoders_python)" "$TESTBED_ROOT/testbed/improv_client.py" --address "$address" "$@" 2> "$TESTBED_WORK/client.err" || status=$?
+  if ((status)); then
+    echo "the client exited $status; its log:"
+    grep -vE "dbus_fast|Received|Sending|ProPERTIES" "$TESTBED_WORK/client.err" | tail -n 40
+  fi
+}
+
 # on_exit COMMAND: COMMAND run when the scenario exits, after those given before it (once each).
 ON_EXIT=()
 on_exit() {

@@ -28,33 +28,10 @@ ssid=bleadvd-test-ap
 password=correct-horse-battery
 ap_address=192.168.77.1
 
-if [[ "$(systemctl is-active bleadvd 2>/dev/null)" != active ]]; then
-  deb=$(ls "$TESTBED_BUILD"/bleadvd_*-1_"$(dpkg --print-architecture)".deb | tail -n1)
-  # A config make uninstall left (63) is kept, as dpkg keeps an admin's: this writes its own.
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-confold "$deb" > "$TESTBED_WORK/apt-install.out" 2>&1 \
-    || { cat "$TESTBED_WORK/apt-install.out"; fail "apt install ./$(basename "$deb") failed"; }
-fi
+install_package
 
 echo "1. Wi-Fi: two mac80211_hwsim radios, hostapd's WPA2 access point on one, NetworkManager on the other"
-modprobe mac80211_hwsim radios=2
-wait_for 10 "two Wi-Fi interfaces" '[ "$(ls /sys/class/ieee80211 | wc -l)" -ge 2 ]'
-mapfile -t wlans < <(for phy in /sys/class/ieee80211/*; do ls "$phy/device/net"; done | sort)
-ap=${wlans[0]} station=${wlans[1]}
-cat > "$TESTBED_WORK/hostapd.conf" <<CONF
-interface=$ap
-driver=nl80211
-ssid=$ssid
-hw_mode=g
-channel=6
-wpa=2
-wpa_key_mgmt=WPA-PSK
-rsn_pairwise=CCMP
-wpa_passphrase=$password
-CONF
-ip addr add "$ap_address/24" dev "$ap"
-hostapd -B -P "$TESTBED_WORK/hostapd.pid" -f "$TESTBED_WORK/hostapd.log" "$TESTBED_WORK/hostapd.conf" > /dev/null
-dnsmasq --interface="$ap" --bind-interfaces --except-interface=lo --port=0 --user=root \
-  --dhcp-range=192.168.77.10,192.168.77.50,1h --pid-file="$TESTBED_WORK/dnsmasq.pid" --log-facility="$TESTBED_WORK/dnsmasq.log"
+wifi_access_point "$ssid" "$password" "$ap_address"
 mkdir -p /etc/NetworkManager/conf.d
 printf '[keyfile]\nunmanaged-devices=interface-name:%s\n' "$ap" > /etc/NetworkManager/conf.d/testbed.conf
 systemctl start NetworkManager
@@ -75,17 +52,7 @@ authorization_seconds = 300
 TOML
 systemctl restart bleadvd
 address=$(adapter_address)
-# central_steps STEP...: Home Assistant's client on hci1 (testbed/improv_client.py); when a step
-# failed, how its connections went (bleak's and bleak-retry-connector's log) follows.
-central_steps() {
-  local status=0
-  timeout 180 "$(decoders_python)" "$TESTBED_ROOT/testbed/improv_client.py" --address "$address" "$@" 2> "$TESTBED_WORK/client.err" || status=$?
-  if ((status)); then
-    echo "the client exited $status; its log:"
-    grep -vE "dbus_fast|Received|Sending|ProPERTIES" "$TESTBED_WORK/client.err" | tail -n 40
-  fi
-}
-out=$(central_steps need-authorization info scan "provision:$ssid:$password" raw:010001ff raw:01030541428c raw:090009 state)
+out=$(improv_client "$address" need-authorization info scan "provision:$ssid:$password" raw:010001ff raw:01030541428c raw:090009 state)
 echo "$out" | sed 's/^/    /'
 expect_line "state AUTHORIZATION_REQUIRED, capabilities <Capabilities.DEVICE_INFO|SCAN_WIFI" "$out"
 expect_line "need authorization: True" "$out"
@@ -118,7 +85,7 @@ echo "    user bleadvd's GetSecrets of the admin's connection: exit $status: ${s
 bleadvctl improv authorize | sed 's/^/    bleadvctl improv authorize: /'
 # Between the two, the start of a frame announcing 255 bytes that never come, and the link
 # dropped: the frame goes with the central, and the next credentials are taken at once.
-out=$(central_steps "provision:$ssid:wrong-password-1" state partial:01ff disconnect "provision:$ssid:$password")
+out=$(improv_client "$address" "provision:$ssid:wrong-password-1" state partial:01ff disconnect "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
 expect_line "provisioning $ssid failed: UNABLE_TO_CONNECT" "$out"
 expect_line "state: AUTHORIZED, error: UNABLE_TO_CONNECT" "$out"
@@ -149,7 +116,7 @@ nmcli device disconnect "$station" > /dev/null
 systemctl restart bleadvd
 bleadvctl improv authorize > /dev/null
 since=$(date '+%Y-%m-%d %H:%M:%S')
-central_steps "provision:$ssid:$password" > "$TESTBED_WORK/killed.out" &
+improv_client "$address" "provision:$ssid:$password" > "$TESTBED_WORK/killed.out" &
 client=$!
 wait_for 60 "the join to start" "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -q 'improv: .* joining'"
 restart_bluetoothd
