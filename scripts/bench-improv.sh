@@ -37,16 +37,13 @@ authorization = "bleadvctl"
 device_name = "bench"
 CONF
 start_release_bleadvd "$work" "$work/config.toml"
-pid=$bleadvd_pid
-ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
-rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
 echo "bleadvd $(.build/release/bleadvd --version 2>/dev/null || true); $count frames of each kind at $rate/s from one central"
 for kind in identify scan malformed wifi; do
-  ticks_before=$(ticks); rss_before=$(rss); lines_before=$(grep -c . "$work/log"); nm_before=$(nm_calls)
+  cpu_before=$(bleadvd_cpu_ns); rss_before=$(bleadvd_rss); lines_before=$(bleadvd_lines); nm_before=$(nm_calls)
   spawned_before=$(grep -c . "$work/identified" 2>/dev/null || true)
   line=$(/usr/bin/python3 testbed/bench/improv_flood.py "$bus_address" "$kind" "$count" "$rate")
   sleep 2.5  # an identify program started last ends
   echo "$line; programs started $(( $(grep -c . "$work/identified" 2>/dev/null || true) - spawned_before ));" \
-    "NetworkManager calls $(( $(nm_calls) - nm_before )); journal lines $(( $(grep -c . "$work/log") - lines_before )); bleadvd CPU $(( $(ticks) - ticks_before )) ticks (100/s);" \
-    "RSS $rss_before -> $(rss) KiB"
+    "NetworkManager calls $(( $(nm_calls) - nm_before )); journal lines $(( $(bleadvd_lines) - lines_before ));" \
+    "bleadvd CPU $(( ($(bleadvd_cpu_ns) - cpu_before) / 1000000 )) ms; RSS $rss_before -> $(bleadvd_rss) KiB"
 done

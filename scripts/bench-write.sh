@@ -34,17 +34,14 @@ local_name = "Lamp"
 services = ["lamp"]
 CONF
 start_release_bleadvd "$work" "$work/config.toml"
-pid=$bleadvd_pid
-cpu_ns() { awk '{ print $1 }' "/proc/$pid/schedstat"; }
-rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
 echo "bleadvd $(.build/release/bleadvd --version 2>/dev/null || true); $count writes of each kind from one central, 32 in flight; $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)"
 for kind in "state 6e400002-b5a3-f393-e0a9-e50e24dcca9e 6f6e" "dimmer 6e400003-b5a3-f393-e0a9-e50e24dcca9e 2a"; do
   read -r name uuid value <<< "$kind"
   sleep 0.5  # the last announcement of the kind before
-  cpu_before=$(cpu_ns); rss_before=$(rss); lines_before=$(grep -c . "$work/log")
+  cpu_before=$(bleadvd_cpu_ns); rss_before=$(bleadvd_rss); lines_before=$(bleadvd_lines)
   line=$(/usr/bin/python3 testbed/bench/write_flood.py "$bus_address" "$uuid" "$value" "$count")
   sleep 0.2  # the last announcement (within 100 ms)
-  cpu=$(( $(cpu_ns) - cpu_before ))
+  cpu=$(( $(bleadvd_cpu_ns) - cpu_before ))
   echo "$name: $line; bleadvd $((cpu / count / 1000)).$(( (cpu / count / 100) % 10 )) µs of CPU a write ($((count * 1000000000 / cpu)) writes/s on one core);" \
-    "journal lines $(( $(grep -c . "$work/log") - lines_before )); RSS $rss_before -> $(rss) KiB"
+    "journal lines $(( $(bleadvd_lines) - lines_before )); RSS $rss_before -> $(bleadvd_rss) KiB"
 done

@@ -52,3 +52,10 @@ start_release_bleadvd() {
     sleep 0.1
   done
 }
+
+# bleadvd_cpu_ns: the CPU time the started bleadvd has used, in nanoseconds (schedstat).
+bleadvd_cpu_ns() { awk '{ print $1 }' "/proc/$bleadvd_pid/schedstat"; }
+# bleadvd_rss: its resident set, in KiB.
+bleadvd_rss() { awk '/^VmRSS/ { print $2 }' "/proc/$bleadvd_pid/status"; }
+# bleadvd_lines: the lines it has logged so far.
+bleadvd_lines() { grep -c . "$work/log"; }
