@@ -59,7 +59,9 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # host-root guest every Python start reads its modules through the 9p share, and beside make
 # test's other lane they took up to 255 s and over 420 s there, against about 100 s on a disk
 # image.
-SCENARIOS = $(filter-out testbed/scenarios/56-%,$(sort $(wildcard testbed/scenarios/*.sh)))
+# 68 needs a third controller for its second central (testbed/run.sh --controllers 3), and waits
+# for #50: while one central is connected, bleadvd is not on air for a second (RELIABILITY).
+SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 MAKE_TEST_SCENARIOS = $(filter-out testbed/scenarios/40-% testbed/scenarios/41-%,$(SCENARIOS))
 
 # make test makes what its test bed lanes need once, before they start (testbed-prepare), and

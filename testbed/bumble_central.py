@@ -10,7 +10,8 @@ resets the emulated controller. It reads one run a line on standard input,
 
   OUT<TAB>[--io just-works|passkey|confirm] [--code N | --code-from FILE] [--no-bonding]
           [--legacy]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
-                                              flood:UUID=COUNT, pause:SECONDS)
+                                              flood:UUID=COUNT, pause:SECONDS, touch:FILE,
+                                              await:FILE)
 
 connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
 disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
@@ -23,14 +24,17 @@ it could not connect or a step it does not know was asked):
   wrote UUID | write UUID: ATT error NAME
   flood COUNT writes in S s (N/s)     (writes without response of 0, 1, ...)
 
-It prints `ready` once it has hci1. Usage: bumble_central.py ADDRESS [--keys FILE]; the keys
-file is read at each use, so removing it makes the central forget its bonds.
+touch:FILE creates FILE and await:FILE waits (up to 30 s) until it exists: two centrals order
+their steps by them. It prints `ready` once it has its controller. Usage: bumble_central.py
+ADDRESS [--transport hci-socket:N] [--keys FILE] (hci1 unless told); the keys file is read at
+each use, so removing it makes the central forget its bonds.
 --code-from reads the 6-digit code from a file as bleadvctl pair prints it ("type NNNNNN on the
 central"), waiting up to 20 s for it. --no-bonding asks to pair without the Bonding flag (an
 encrypted link, no keys kept); --legacy pairs without LE Secure Connections.
 """
 import argparse
 import asyncio
+import os
 import re
 import sys
 import time
@@ -194,6 +198,15 @@ async def do_step(run, link, step):
         run.say("flood %s writes in %.2f s (%.0f/s)" % (count, seconds, int(count) / seconds))
     elif kind == "pause":
         await asyncio.sleep(float(what))
+    elif kind == "touch":
+        open(what, "w").close()
+    elif kind == "await":
+        deadline = time.monotonic() + 30
+        while not os.path.exists(what):
+            if time.monotonic() > deadline:
+                run.say("await %s: timed out" % what)
+                break
+            await asyncio.sleep(0.05)
     else:
         raise ValueError("unknown step " + step)
 

@@ -9,6 +9,7 @@ export TESTBED_WORK=/tmp/testbed
 # btvirt's default LE 5.2 ones, or without extended advertising (TESTBED_CONTROLLERS=legacy).
 export TESTBED_BLUETOOTHD=hand
 export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
+export TESTBED_CONTROLLER_COUNT=${TESTBED_CONTROLLER_COUNT:-2}
 mkdir -p "$TESTBED_WORK"
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 . "$here/lib.sh"
@@ -40,25 +41,25 @@ adapter_ready() { # adapter_ready hciN: bluetoothd offers LEAdvertisingManager1 
 }
 # Under software emulation the kernel's first HCI Reset of a new virtual controller can time
 # out while btvirt is still creating the next one ("hci0: Opcode 0x0c03 failed: -110"); such a
-# controller never reaches bluetoothd. Recreate both until both are ready.
+# controller never reaches bluetoothd. Recreate them all until all are ready.
 for attempt in 1 2 3 4; do
   btvirt $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
-  wait_for 30 "hci0 and hci1" '[ -e /sys/class/bluetooth/hci0 ] && [ -e /sys/class/bluetooth/hci1 ]' \
-    || fail_setup "btvirt did not create hci0 and hci1"
+  wait_for 30 "$(controller_names)" controllers_present \
+    || fail_setup "btvirt did not create $(controller_names)"
   sleep 2
   start_bluetoothd
-  if wait_for 20 "hci0 and hci1 in bluetoothd" 'adapter_ready hci0 && adapter_ready hci1'; then
+  if wait_for 20 "$(controller_names)in bluetoothd" controllers_ready; then
     break
   fi
-  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on hci0 and hci1"
-  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating both"
+  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
+  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating them"
   pkill -x bluetoothd; pkill -x btvirt
-  wait_for 10 "the controllers to go" '[ ! -e /sys/class/bluetooth/hci0 ] && [ ! -e /sys/class/bluetooth/hci1 ]' || true
+  wait_for 10 "the controllers to go" controllers_gone || true
 done
 # The HCI capture starts once BlueZ is up; the scenarios only need what happens after that.
 btmon -w "$TESTBED_WORK/hci.btsnoop" > /dev/null 2>&1 &
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
-for hci in hci0 hci1; do
+for hci in $(controller_names); do
   dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$hci" org.freedesktop.DBus.Properties.Set \
     string:org.bluez.Adapter1 string:Powered variant:boolean:true > /dev/null || fail_setup "cannot power $hci on"
 done

@@ -202,6 +202,82 @@ improv_client() {
   fi
 }
 
+# Centrals on hosts of their own: testbed/bumble_central.py owns a controller through the HCI
+# user channel (its steps and output: that file). Each is started once for a scenario (under
+# emulation Bumble takes 20-30 s to start, and each start and end of the user channel resets the
+# emulated controller) and takes its runs from a pipe; its files are $TESTBED_WORK/NAME.*: its
+# stderr (Bumble's notes about the emulated controller) in NAME.err, every run's lines in
+# NAME.out.
+declare -gA CENTRAL_PIDS CENTRAL_FDS
+# start_central NAME HCI PERIPHERAL [ARGS...]: the central NAME on hciHCI (taken from
+# bluetoothd) for the peripheral at address PERIPHERAL, with bumble_central.py's ARGS (--keys).
+start_central() {
+  local name=$1 hci=$2 peripheral=$3 fd; shift 3
+  free_hci "$hci"
+  rm -f "$TESTBED_WORK/$name.runs"
+  mkfifo "$TESTBED_WORK/$name.runs"
+  exec {fd}<> "$TESTBED_WORK/$name.runs"
+  CENTRAL_FDS[$name]=$fd
+  "$(decoders_python)" -u "$TESTBED_ROOT/testbed/bumble_central.py" "$peripheral" --transport "hci-socket:$hci" "$@" \
+    < "$TESTBED_WORK/$name.runs" > "$TESTBED_WORK/$name.started" 2> "$TESTBED_WORK/$name.err" &
+  CENTRAL_PIDS[$name]=$!
+  on_exit stop_centrals
+  wait_for 120 "the central $name on hci$hci" "grep -q '^ready' '$TESTBED_WORK/$name.started' || ! kill -0 ${CENTRAL_PIDS[$name]}" || true
+  grep -q '^ready' "$TESTBED_WORK/$name.started" \
+    || fail "the central $name did not start: $(tail -n 20 "$TESTBED_WORK/$name.err")"
+  sed "s/^/    $name: /" "$TESTBED_WORK/$name.started"
+}
+# stop_centrals: each central's pipe closed (it disconnected after its last run) and its
+# controller back in bluetoothd for the scenarios after this one.
+stop_centrals() {
+  local name fd
+  for name in "${!CENTRAL_PIDS[@]}"; do
+    fd=${CENTRAL_FDS[$name]}
+    exec {fd}>&-
+    kill "${CENTRAL_PIDS[$name]}" 2> /dev/null || true
+    wait "${CENTRAL_PIDS[$name]}" 2> /dev/null || true
+  done
+}
+# central_run NAME ARGS... STEP...: one run of the central NAME (bumble_central.py's options and
+# steps); prints its lines and keeps them in NAME.out. When it fails: its notes and the HCI record.
+central_run() {
+  local name=$1 out status started; shift
+  out=$(mktemp "$TESTBED_WORK/$name.run.XXXXXX")
+  started=$(date '+%H:%M:%S.%N')
+  (IFS=$'\t'; printf '%s\t%s\n' "$out" "$*") >&"${CENTRAL_FDS[$name]}"
+  wait_for 90 "the central $name's run ($*)" "grep -q '^exit ' '$out' || ! kill -0 ${CENTRAL_PIDS[$name]}" || true
+  status=$(sed -n 's/^exit //p' "$out"); status=${status:-124}
+  grep -v '^exit ' "$out" | tee -a "$TESTBED_WORK/$name.out" | sed 's/^/    /'
+  if ((status)); then
+    echo "    the central $name's run ended $status:"; tail -n 20 "$TESTBED_WORK/$name.err" | sed 's/^/    /'
+    echo "    what the HCI record has since it started (links, ATT, MGMT connection events):"
+    hci_since "$started" | sed 's/^/    /' || true
+  fi
+}
+# central ARGS... STEP...: a run of the central named central (the scenario's one).
+central() { central_run central "$@"; }
+# record_since HH:MM:SS.N: btmon's decoded record (hci.btsnoop) from that time on.
+record_since() {
+  btmon -T -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null \
+    | awk -v since="$1" 'match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+$/) { now = substr($0, RSTART) } now >= since' || true
+}
+# hci_since HH:MM:SS.N: the record from that time on, its link, ATT and connection lines.
+hci_since() {
+  record_since "$1" \
+    | grep -E "Connect|Disconnect|ATT|Handle:|Reason|Status: [^S]|Role|already|LE Address|Encryption|Long Term" \
+    | grep -vE "Number of Completed|RAW (Open|Close)" | awk 'NR <= 120' || true
+}
+# free_hci N: hciN powered off behind bluetoothd (testbed/mgmt.py: 5.82's btmgmt runs nothing
+# without a terminal), so that Bumble can take it through the HCI user channel; bluetoothd
+# powers it on again when the channel closes (the adapter comes back).
+free_hci() {
+  wait_for 10 "bluetoothd to have hci$1 back" \
+    "busctl get-property org.bluez /org/bluez/hci$1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q true" || true
+  python3 "$TESTBED_ROOT/testbed/mgmt.py" "$1" power off > /dev/null
+  wait_for 10 "hci$1 to be off" \
+    "busctl get-property org.bluez /org/bluez/hci$1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q false"
+}
+
 # on_exit COMMAND: COMMAND run when the scenario exits, after those given before it (once each).
 ON_EXIT=()
 on_exit() {
@@ -303,11 +379,35 @@ crash_loop() {
 }
 
 # --- the stack --------------------------------------------------------------------------------
-# btvirt_options: two controllers, LE without extended advertising when TESTBED_CONTROLLERS is
-# legacy (btvirt -L: LE-only too, where a Raspberry Pi's radio keeps BR/EDR), else btvirt's
-# default LE 5.2 ones.
+# btvirt_options: TESTBED_CONTROLLER_COUNT controllers (two unless run.sh --controllers says
+# three), LE without extended advertising when TESTBED_CONTROLLERS is legacy (btvirt -L: LE-only
+# too, where a Raspberry Pi's radio keeps BR/EDR), else btvirt's default LE 5.2 ones.
 btvirt_options() {
-  if [[ "${TESTBED_CONTROLLERS:-extended}" == legacy ]]; then echo "-L -l2"; else echo "-l2"; fi
+  if [[ "${TESTBED_CONTROLLERS:-extended}" == legacy ]]; then echo "-L -l${TESTBED_CONTROLLER_COUNT:-2}"; else echo "-l${TESTBED_CONTROLLER_COUNT:-2}"; fi
+}
+
+# controller_names: hci0 hci1 (and hci2 with three controllers).
+controller_names() {
+  local n
+  for ((n = 0; n < ${TESTBED_CONTROLLER_COUNT:-2}; n++)); do printf 'hci%d ' "$n"; done
+}
+
+# controllers_ready: bluetoothd offers advertising on every controller (each guest's adapter_ready).
+controllers_ready() {
+  local hci
+  for hci in $(controller_names); do adapter_ready "$hci" || return 1; done
+}
+
+# controllers_present: the kernel has every controller.
+controllers_present() {
+  local hci
+  for hci in $(controller_names); do [[ -e /sys/class/bluetooth/$hci ]] || return 1; done
+}
+
+# controllers_gone: no controller left in the kernel.
+controllers_gone() {
+  local hci
+  for hci in $(controller_names); do [[ ! -e /sys/class/bluetooth/$hci ]] || return 1; done
 }
 
 # stack_banner: the suite, kernel, BlueZ, D-Bus and systemd versions, how bluetoothd runs and
@@ -346,15 +446,15 @@ start_bluetoothd() {
   fi
 }
 
-# fresh_bluetoothd [HCI...]: bluetoothd stopped and started again with its adapters (hci0 and
-# hci1 unless named: not one a central holds through the user channel) powered and advertising,
+# fresh_bluetoothd [HCI...]: bluetoothd stopped and started again with its adapters (every
+# controller unless named: not one a central holds through the user channel) powered and advertising,
 # as the test bed boots: for a scenario after one that crashed or stopped it.
 fresh_bluetoothd() {
   pkill -x bluetoothd || true
   wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
   start_bluetoothd
   local hci adapters=("$@")
-  ((${#adapters[@]})) || adapters=(hci0 hci1)
+  ((${#adapters[@]})) || read -r -a adapters <<< "$(controller_names)"
   for hci in "${adapters[@]}"; do
     wait_for 20 "$hci's advertising manager" \
       "busctl get-property org.bluez /org/bluez/$hci org.bluez.LEAdvertisingManager1 ActiveInstances > /dev/null 2>&1"

@@ -16,7 +16,8 @@
 # scenarios from testbed/systemd-guest.sh: testbed/systemd-scenarios/ install the package,
 # testbed/scenarios/ run the release binaries. Its writes are thrown away.
 # --legacy makes the two controllers without extended advertising (btvirt -L; they are LE-only
-# too, where a Raspberry Pi's onboard radio keeps BR/EDR).
+# too, where a Raspberry Pi's onboard radio keeps BR/EDR). --controllers 3 makes a third, hci2,
+# for a second central beside hci1's.
 # Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
 # testbed/setup.sh, or while another run is under way in the same lane.
 # Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM,
@@ -30,13 +31,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid|SUITE-arm64]] [--legacy] SCENARIO.sh..."
-systemd=0 suite=bookworm controllers=extended
+usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid|SUITE-arm64]] [--legacy] [--controllers 2|3] SCENARIO.sh..."
+systemd=0 suite=bookworm controllers=extended count=2
 while [[ "${1:-}" == --* ]]; do
   case "$1" in
     --systemd) systemd=1; shift ;;
     --stack) [[ "${2:-}" =~ ^(bookworm|trixie|sid)(-arm64)?$ ]] || { echo "$usage" >&2; exit 2; }; suite=$2; shift 2 ;;
     --legacy) controllers=legacy; shift ;;
+    --controllers) [[ "${2:-}" =~ ^[23]$ ]] || { echo "$usage" >&2; exit 2; }; count=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -62,9 +64,9 @@ if ((systemd)); then
   done
   mode=(--systemd --root-disk "$image" --root-fstype ext4 --rw
         --qemu-opts "-snapshot -virtfs local,path=$TESTBED_ROOT,mount_tag=bleadvd-repo,security_model=none,readonly=on"
-        --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.stack=$suite bleadvd_testbed.controllers=$controllers bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}") ${BLEADVD_TESTBED_APPEND:-}")
+        --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.stack=$suite bleadvd_testbed.controllers=$controllers bleadvd_testbed.count=$count bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}") ${BLEADVD_TESTBED_APPEND:-}")
 else
-  mode=(--exec "env TESTBED_CONTROLLERS=$controllers $here/guest.sh ${scenarios[*]}")
+  mode=(--exec "env TESTBED_CONTROLLERS=$controllers TESTBED_CONTROLLER_COUNT=$count $here/guest.sh ${scenarios[*]}")
 fi
 
 # Two runs at once would write the same console and result files: a second one at once is given

@@ -15,6 +15,8 @@ export SYSTEMD_COLORS=0  # the console is a tty: keep escape codes out of the lo
 export TESTBED_BLUETOOTHD=service
 TESTBED_CONTROLLERS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.controllers=//p')
 export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
+TESTBED_CONTROLLER_COUNT=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.count=//p')
+export TESTBED_CONTROLLER_COUNT=${TESTBED_CONTROLLER_COUNT:-2}
 . "$here/lib.sh"
 . "$here/harness.sh"
 trap 'systemctl poweroff --no-block' EXIT
@@ -38,20 +40,20 @@ modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 # btvirt creates the next one. Recreate both until bluetoothd offers advertising on both.
 for attempt in 1 2 3 4; do
   systemd-run --quiet --unit=testbed-btvirt btvirt $(btvirt_options) || fail_setup "btvirt"
-  if wait_for 40 "hci0 and hci1 in bluetooth.service" 'adapter_ready hci0 && adapter_ready hci1'; then
+  if wait_for 40 "$(controller_names)in bluetooth.service" controllers_ready; then
     break
   fi
-  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on hci0 and hci1"
-  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating both"
+  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
+  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating them"
   systemctl stop bluetooth testbed-btvirt
-  wait_for 10 "the controllers to go" '[ ! -e /sys/class/bluetooth/hci0 ] && [ ! -e /sys/class/bluetooth/hci1 ]' || true
+  wait_for 10 "the controllers to go" controllers_gone || true
 done
 systemd-run --quiet --unit=testbed-btmon btmon -w "$TESTBED_WORK/hci.btsnoop"
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
-for hci in hci0 hci1; do
+for hci in $(controller_names); do
   busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true || fail_setup "cannot power $hci on"
 done
-echo "testbed: $(stack_banner), bluetooth.service up on hci0 and hci1 $(cut -d' ' -f1 /proc/uptime) s after boot"
+echo "testbed: $(stack_banner), bluetooth.service up on $(controller_names)$(cut -d' ' -f1 /proc/uptime) s after boot"
 
 scenarios=()
 IFS=, read -r -a names <<< "$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.scenarios=//p')"

@@ -67,59 +67,6 @@ state=6e400011-b5a3-f393-e0a9-e50e24dcca9e
 dimmer=6e400012-b5a3-f393-e0a9-e50e24dcca9e
 code=6e400013-b5a3-f393-e0a9-e50e24dcca9e
 keys="$TESTBED_WORK/central-keys.json"
-# start_central: testbed/bumble_central.py on hci1, started once for the whole scenario (under
-# emulation Bumble takes 20-30 s to start, and each start and end of the user channel resets
-# the emulated controller); it takes its runs from a pipe held open on fd 7. Its keys are kept
-# between runs ($keys; removing the file makes it forget its bonds); its stderr (Bumble's notes
-# about the emulated controller) in central.err.
-start_central() {
-  free_hci1
-  rm -f "$TESTBED_WORK/central.runs"
-  mkfifo "$TESTBED_WORK/central.runs"
-  exec 7<> "$TESTBED_WORK/central.runs"
-  "$(decoders_python)" -u "$TESTBED_ROOT/testbed/bumble_central.py" "$address" --keys "$keys" \
-    < "$TESTBED_WORK/central.runs" > "$TESTBED_WORK/central.started" 2> "$TESTBED_WORK/central.err" &
-  CENTRAL_PID=$!
-  on_exit stop_central
-  wait_for 120 "the central on hci1" "grep -q '^ready' '$TESTBED_WORK/central.started' || ! kill -0 $CENTRAL_PID" || true
-  grep -q '^ready' "$TESTBED_WORK/central.started" \
-    || fail "the central did not start: $(tail -n 20 "$TESTBED_WORK/central.err")"
-  sed 's/^/    central: /' "$TESTBED_WORK/central.started"
-}
-# stop_central: the central's pipe closed (it disconnected after its last run) and hci1 back in
-# bluetoothd for the scenarios after this one.
-stop_central() {
-  exec 7>&-
-  kill "$CENTRAL_PID" 2> /dev/null || true
-  wait "$CENTRAL_PID" 2> /dev/null || true
-}
-# central ARGS... STEP...: one run of the central (bumble_central.py's options and steps); prints
-# its lines and keeps them in central.out. When it fails: its notes and the HCI record.
-central() {
-  local out status started
-  out=$(mktemp "$TESTBED_WORK/central.run.XXXXXX")
-  started=$(date '+%H:%M:%S.%N')
-  (IFS=$'\t'; printf '%s\t%s\n' "$out" "$*") >&7
-  wait_for 90 "the central's run ($*)" "grep -q '^exit ' '$out' || ! kill -0 $CENTRAL_PID" || true
-  status=$(sed -n 's/^exit //p' "$out"); status=${status:-124}
-  grep -v '^exit ' "$out" | tee -a "$TESTBED_WORK/central.out" | sed 's/^/    /'
-  if ((status)); then
-    echo "    the central's run ended $status:"; tail -n 20 "$TESTBED_WORK/central.err" | sed 's/^/    /'
-    echo "    what the HCI record has since it started (links, ATT, MGMT connection events):"
-    hci_since "$started" | sed 's/^/    /' || true
-  fi
-}
-# record_since HH:MM:SS.N: btmon's decoded record (hci.btsnoop) from that time on.
-record_since() {
-  btmon -T -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null \
-    | awk -v since="$1" 'match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+$/) { now = substr($0, RSTART) } now >= since' || true
-}
-# hci_since HH:MM:SS.N: the record from that time on, its link, ATT and connection lines.
-hci_since() {
-  record_since "$1" \
-    | grep -E "Connect|Disconnect|ATT|Handle:|Reason|Status: [^S]|Role|already|LE Address|Encryption|Long Term" \
-    | grep -vE "Number of Completed|RAW (Open|Close)" | awk 'NR <= 120' || true
-}
 # flood_record HH:MM:SS.N: what the record has of a flood since then: how many ATT Write
 # Commands each controller's host sent (<) and received (>), and every read request and
 # response, error and disconnection with its header (direction, controller, time).
@@ -129,16 +76,6 @@ flood_record() {
         /ATT: Write Command/ { split(header, h, /[][]/); count[substr(header, 1, 1) " " h[2]]++ }
         /ATT: (Read Request|Read Response|Error Response)|Disconnect/ { print header; print $0 }
         END { for (k in count) printf "ATT Write Commands %s: %d\n", k, count[k] }' || true
-}
-# free_hci1: hci1 powered off behind bluetoothd (testbed/mgmt.py: 5.82's btmgmt runs nothing
-# without a terminal), so that Bumble can take it through the HCI user channel; bluetoothd
-# powers it on again when the channel closes (the adapter comes back).
-free_hci1() {
-  wait_for 10 "bluetoothd to have hci1 back" \
-    'busctl get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q true' || true
-  python3 "$TESTBED_ROOT/testbed/mgmt.py" 1 power off > /dev/null
-  wait_for 10 "hci1 to be off" \
-    'busctl get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q false'
 }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 bonds() { bleadvctl bonds | tr '\n' ' '; }
@@ -165,7 +102,7 @@ rm -f "$TESTBED_WORK"/pair*.out "$TESTBED_WORK"/vanish-*.out "$TESTBED_WORK"/flo
 start_bleadvd "$config" --state-directory "$state_dir"
 address=$(adapter_address)
 echo "bleadvd on hci0 ($address); Bumble on hci1 ($central_address)"
-start_central
+start_central central 1 "$address" --keys "$keys"
 
 echo "1, 2. unpaired: read and write of an encrypted characteristic; pairing outside a window"
 out=$(central "read:$state" "write:$state=6f70656e" pair "read:$state")

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# testbed-timeout: 600
+# Improv's frames from two centrals at once (#49): Bumble on hci1 and on hci2 (run.sh
+# --controllers 3), each on a host stack of its own, write Improv frames to bleadvd on hci0 in
+# two pieces each, interleaved (A's first, B's first, A's second, B's second, as hci0's HCI record
+# shows them): A asks the device to identify itself, B sends Wi-Fi credentials. Each central's
+# pieces are joined into its own frame: the identify program runs, the join program is given B's
+# network and password, no frame is malformed. Before frames were joined per central, the two
+# interleaved frames became one broken frame.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+[[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
+command=00467768-6228-2272-4663-277478268003
+identify=020002
+credentials=010e04486f6d650868756e74657232329e  # "Home", "hunter22"
+
+fresh_bluetoothd hci0 hci1 hci2
+cat > "$TESTBED_WORK/identify" <<SH
+#!/bin/sh
+echo run >> "$TESTBED_WORK/identified"
+SH
+cat > "$TESTBED_WORK/join-wifi" <<SH
+#!/bin/sh
+printf '%s' "\$IMPROV_SSID" > "$TESTBED_WORK/joined-ssid"
+cat > "$TESTBED_WORK/joined-password"
+echo 192.168.4.2
+SH
+chmod +x "$TESTBED_WORK/identify" "$TESTBED_WORK/join-wifi"
+rm -f "$TESTBED_WORK/identified" "$TESTBED_WORK/joined-ssid" "$TESTBED_WORK/joined-password"
+config="$TESTBED_WORK/improv.toml"
+cat > "$config" <<TOML
+adapter = "hci0"
+
+[improv]
+join = "$TESTBED_WORK/join-wifi"
+identify = ["$TESTBED_WORK/identify"]
+authorization = "none"
+device_name = "two-centrals"
+TOML
+start_bleadvd "$config"
+address=$(adapter_address hci0)
+a=$(adapter_address hci1) b=$(adapter_address hci2)
+
+echo "1. two centrals, A on hci1 ($a) and B on hci2 ($b)"
+start_central a 1 "$address"
+start_central b 2 "$address"
+
+echo "2. their frames in two pieces each, interleaved"
+# Each reads Improv's state first (so that its services are discovered before its first piece),
+# and they take turns by files: each piece follows the other central's last.
+state=00467768-6228-2272-4663-277478268001
+turn=$TESTBED_WORK/turn
+rm -rf "$turn"; mkdir -p "$turn"
+started=$(date '+%H:%M:%S.%N')
+central_run a "read:$state" "await:$turn/b-ready" "write:$command=${identify:0:2}" "touch:$turn/a1" \
+  "await:$turn/b1" "write:$command=${identify:2}" "touch:$turn/a2" > "$TESTBED_WORK/a.lines" &
+a_run=$!
+central_run b "read:$state" "touch:$turn/b-ready" "await:$turn/a1" "write:$command=${credentials:0:16}" "touch:$turn/b1" \
+  "await:$turn/a2" "write:$command=${credentials:16}" > "$TESTBED_WORK/b.lines"
+wait "$a_run" || true
+sed 's/^/    A:/' "$TESTBED_WORK/a.lines"; sed 's/^/    B:/' "$TESTBED_WORK/b.lines"
+# The writes as hci0 received them, in order: each with the link it came on.
+record_since "$started" | awk '
+  /^> ACL Data RX: Handle/ && /\[hci0\]/ { handle = $5; next }
+  /ATT: Write Request/ { want = 1; next }
+  want && /Data:/ { printf "link %s wrote %s\n", handle, $2; want = 0 }' > "$TESTBED_WORK/writes"
+sed 's/^/    hci0 received: /' "$TESTBED_WORK/writes"
+order=$(awk '{ print $4 }' "$TESTBED_WORK/writes" | tr '\n' ' ')
+[[ "$order" == "${identify:0:2} ${credentials:0:16} ${identify:2} ${credentials:16} " ]] \
+  || fail "the pieces did not reach hci0 interleaved (A, B, A, B): $order"
+
+echo "3. each central's frame, whole"
+wait_for 20 "the join program's run" "[ -s '$TESTBED_WORK/joined-password' ]" || true
+grep "improv:" "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /'
+grep -q "improv: $a asked the device to identify itself" "$TESTBED_WORK/bleadvd.log" || fail "A's identify frame was not taken"
+grep -q "improv: $b sent Wi-Fi settings for \"Home\"" "$TESTBED_WORK/bleadvd.log" || fail "B's credentials were not taken"
+[[ -s "$TESTBED_WORK/identified" ]] || fail "the identify program did not run"
+[[ "$(cat "$TESTBED_WORK/joined-ssid" 2> /dev/null)" == Home && "$(cat "$TESTBED_WORK/joined-password" 2> /dev/null)" == hunter22 ]] \
+  || fail "the join program was not given B's network and password"
+! grep -qi "malformed\|invalid" "$TESTBED_WORK/bleadvd.log" || fail "a frame was taken as malformed"
+echo "    the identify program ran; the join program was given \"Home\" and B's password; no frame malformed"
+stop_bleadvd
