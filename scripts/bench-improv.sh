@@ -16,9 +16,7 @@ rate=${2:-1000}
 . scripts/private-bus.sh
 start_bench_bus
 start_bluez_standin "$work"
-/usr/bin/python3 Tests/TestSupport/Peers/networkmanager_standin.py "$bus_address" > "$work/nm" 2>&1 &
-echo $! >> "$work/pids"
-until grep -qs '^ready' "$work/nm"; do kill -0 "$(tail -n1 "$work/pids")" || { cat "$work/nm"; exit 1; }; sleep 0.1; done
+start_networkmanager_standin "$work"
 # NetworkManager's calls so far, all members summed.
 nm_calls() {
   DBUS_SYSTEM_BUS_ADDRESS=$bus_address busctl --system call org.freedesktop.NetworkManager /test test.StandIn Calls \

@@ -27,18 +27,26 @@ start_bench_bus() {
   start_private_bus "$work"
 }
 
-# start_bluez_standin WORK: BlueZ's stand-in (Tests/TestSupport/Peers/bluez_standin.py, one
-# adapter, hci0) on the bus, its PID added to WORK/pids once it is ready.
-start_bluez_standin() {
-  local work=$1
-  /usr/bin/python3 Tests/TestSupport/Peers/bluez_standin.py "$bus_address" hci0 > "$work/standin" 2>&1 &
-  local standin=$!
-  echo $standin >> "$work/pids"
-  until grep -q '^ready' "$work/standin"; do
-    kill -0 "$standin" || { cat "$work/standin"; exit 1; }
+# start_peer WORK NAME SCRIPT [ARGS...]: a stand-in (a Python script of
+# Tests/TestSupport/Peers) on the bus, its output in WORK/NAME, its PID added to WORK/pids once
+# it said ready.
+start_peer() {
+  local work=$1 name=$2 script=$3; shift 3
+  /usr/bin/python3 "Tests/TestSupport/Peers/$script" "$bus_address" "$@" > "$work/$name" 2>&1 &
+  local peer=$!
+  echo $peer >> "$work/pids"
+  until grep -qs '^ready' "$work/$name"; do
+    kill -0 "$peer" || { cat "$work/$name"; exit 1; }
     sleep 0.1
   done
 }
+
+# start_bluez_standin WORK: BlueZ's stand-in (bluez_standin.py, one adapter, hci0) on the bus.
+start_bluez_standin() { start_peer "$1" standin bluez_standin.py hci0; }
+
+# start_networkmanager_standin WORK: NetworkManager's stand-in (networkmanager_standin.py: one
+# Wi-Fi device, five access points, every call counted) on the bus.
+start_networkmanager_standin() { start_peer "$1" nm networkmanager_standin.py; }
 
 # start_release_bleadvd WORK CONFIG: the release bleadvd on the bus with CONFIG (its state in
 # WORK, its log in WORK/log), its PID in $bleadvd_pid and WORK/pids, once it said ready.

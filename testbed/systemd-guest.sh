@@ -37,7 +37,7 @@ echo "testbed: systemd $(systemctl --version | head -n1 | cut -d' ' -f2) is PID 
 systemctl --failed --no-legend --plain | sed 's/^/testbed: failed unit: /'
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 # As with guest.sh: under emulation a new virtual controller's first reset can time out while
-# btvirt creates the next one. Recreate both until bluetoothd offers advertising on both.
+# btvirt creates the next one. Recreate them all until bluetoothd offers advertising on each.
 for attempt in 1 2 3 4; do
   systemd-run --quiet --unit=testbed-btvirt btvirt $(btvirt_options) || fail_setup "btvirt"
   if wait_for 40 "$(controller_names)in bluetooth.service" controllers_ready; then
