@@ -21,6 +21,9 @@ public struct AdvertisementState: Hashable, Sendable {
         case retrying
         /// Waiting for bluetoothd or an adapter.
         case waiting
+        /// Held by bleadvd but off air because a central is connected: the controller took it
+        /// off air for the link and refused it beside the link; back when the link ends.
+        case paused
         /// Refused for good until it is changed or turned on again.
         case failed
     }

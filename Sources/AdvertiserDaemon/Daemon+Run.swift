@@ -100,10 +100,7 @@ extension Daemon {
                         await self.centralPaired(central)
                         continue
                     }
-                    if case .disconnected(let central, _) = event {
-                        await self.improvCentralLeft(central)
-                        continue
-                    }
+                    if case .disconnected(let central, _) = event { await self.improvCentralLeft(central) }
                     if case .gatt(let central) = event {
                         await self.centralDid(central)
                         // Of what centrals do, only a write changes what the module keeps.

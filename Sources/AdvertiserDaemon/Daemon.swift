@@ -273,6 +273,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             state.id = id.rawValue
         case .off: state.state = .off
         case .waiting: state.state = .waiting
+        case .paused(let adapter):
+            state.state = .paused
+            state.error = "a central is connected on \(adapter)" + (status.lastError.map { " (\($0.message))" } ?? "")
         case .failed: state.state = .failed
         case .retrying(let at, _):
             state.state = .retrying

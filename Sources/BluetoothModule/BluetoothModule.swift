@@ -104,6 +104,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// each registration of the agent, which makes BlueZ's adapters pairable.
     private var pairable = false
     private var announced: [String: Status] = [:]
+    /// The links up on each adapter, by the other side's address, as the events told them.
+    private var links: [String: Set<String>] = [:]
 
     /// How long after an in-place update the module asks BlueZ whether it still holds the
     /// advertisement: long enough for bluetoothd to have heard the kernel's answer.
@@ -214,7 +216,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         case .failed where registration.status.desired:
             move(key, to: .waiting)
             await attempt(key)
-        case .off, .waiting, .retrying, .failed:
+        case .off, .waiting, .retrying, .failed, .paused:
             break
         }
     }
@@ -230,7 +232,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             guard let registration = registrations[key] else { throw PeripheralError.unknownName(name) }
             registrations[key]!.status.desired = true
             switch registration.status.phase {
-            case .on: return
+            case .on, .paused: return
             case .off, .failed: move(key, to: .waiting)
             case .waiting, .retrying: break
             }
@@ -418,7 +420,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public func handle(_ event: PeripheralEvent) async {
         try? await exclusively {
             switch event {
-            case .gatt, .paired, .disconnected: logger.debug("event: \(event)")
+            case .gatt, .paired: logger.debug("event: \(event)")
+            case .connected, .disconnected: logger.info("event: \(event)")
             default:
                 logger.info("event: \(event)")
                 scheduleAudit()
@@ -426,6 +429,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             switch event {
             case .bluezVanished(let generation):
                 adapterInUse = nil
+                linksEnded(on: nil)
                 let wasCurrent = stack.vanished(generation)
                 for key in registrations.keys { lost(key, of: generation, onAdapter: nil, waitAll: wasCurrent) }
             case .bluezAppeared(let generation):
@@ -439,6 +443,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 await reconcile()
             case .adapterRemoved(let adapter, let generation):
                 if adapterInUse?.name == adapter { adapterInUse = nil }
+                linksEnded(on: adapter)
                 // They wait for it, even when another adapter remains: bluetoothd removes every
                 // adapter when it stops, and registering on another then races its shutdown
                 // (the controller can be left with instances nobody holds; seen in the test bed).
@@ -450,6 +455,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 await reconcile()
             case .adapterPowered(let adapter, false, let generation):
                 adapterInUse = nil
+                linksEnded(on: adapter)
                 stack.powered(adapter, false, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
                 // Advertisements leave the air with the power; BlueZ keeps the GATT application.
                 for key in registrations.keys.sorted() {
@@ -460,7 +466,14 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 // They wait, saying why; once the adapter settled (retryDue), it is powered on
                 // again (power_on = true) and they are registered again, or the status says why not.
                 await reconcile()
-            case .paired, .disconnected:
+            case .connected(let central, let adapter):
+                guard links[adapter, default: []].insert(central).inserted else { return }
+                await linkCameUp(on: adapter, from: central)
+            case .disconnected(let central, let adapter):
+                guard links[adapter]?.remove(central) != nil, links[adapter]!.isEmpty else { return }
+                links[adapter] = nil
+                await lastLinkEnded(on: adapter)
+            case .paired:
                 break
             case .gatt(let event):
                 // A central's write was checked and taken below: it is the value in force now,
@@ -479,6 +492,50 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                     await attempt(key)
                 }
             }
+        }
+    }
+
+    // MARK: Links
+
+    /// A link came up on `adapter`. The controller took advertising off air for it: it ends the
+    /// advertising set the connection came from (the kernel enables that set again only when the
+    /// link ends), and one without extended advertising stops advertising altogether (as does the
+    /// test bed's emulator with every connectable set). So every advertisement on air there is
+    /// registered again now: the kernel enables a new registration beside the link where the
+    /// controller's LE states allow it. One the stack refuses is paused until the adapter's last
+    /// central has left.
+    private func linkCameUp(on adapter: String, from central: String) async {
+        let onAir = registrations.keys.sorted().filter { key in
+            guard case .advertisement = key, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
+            return true
+        }
+        guard !onAir.isEmpty else { return }
+        logger.notice("\(central) connected on \(adapter), which takes advertising off air there: registering \(onAir.map(\.description).joined(separator: ", ")) again beside the link")
+        for key in onAir {
+            await takeOff(key)
+            guard let failure = await attempt(key), registrations[key]?.status.phase.failures != nil else { continue }
+            move(key, to: .paused(adapter: adapter))
+            logger.notice("\(key): paused: a central is connected on \(adapter), and the stack refused it beside the link (\(failure.message)); registering it again when the link ends")
+        }
+    }
+
+    /// The last link on `adapter` ended: what it paused is registered again.
+    private func lastLinkEnded(on adapter: String) async {
+        for key in registrations.keys.sorted() {
+            guard case .paused(adapter)? = registrations[key]?.status.phase else { continue }
+            logger.notice("\(key): the last central on \(adapter) left; registering it again")
+            move(key, to: .waiting)
+            await attempt(key)
+        }
+    }
+
+    /// The links on `adapter` (every adapter when nil) ended with it, or with bluetoothd: what
+    /// they paused waits for the adapter, as everything else there does.
+    private func linksEnded(on adapter: String?) {
+        if let adapter { links[adapter] = nil } else { links = [:] }
+        for key in registrations.keys {
+            guard case .paused(let on)? = registrations[key]?.status.phase, adapter == nil || adapter == on else { continue }
+            move(key, to: .waiting)
         }
     }
 
@@ -514,7 +571,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             guard let status = registrations[key]?.status, status.desired else { continue }
             switch status.phase {
             case .waiting, .retrying: await attempt(key)
-            case .off, .on, .failed: break
+            case .off, .on, .failed, .paused: break
             }
         }
     }

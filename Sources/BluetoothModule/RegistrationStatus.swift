@@ -15,6 +15,10 @@ public struct RegistrationStatus<Instant: InstantProtocol & Sendable>: Sendable,
         case retrying(at: Instant, failures: Int)
         /// Waiting for BlueZ or for an adapter that can advertise; an event brings it back.
         case waiting
+        /// Off air because of a link on this adapter: the connection took it off air and the
+        /// controller refused it again beside the link. Registered again when the adapter's
+        /// last central has left. An advertisement's only.
+        case paused(adapter: String)
         /// Refused for good (e.g. BlueZ could not parse it); waits for a new `on` (an
         /// advertisement) or a new configuration (the GATT application).
         case failed(PeripheralError)

@@ -39,6 +39,12 @@ public enum PeripheralEvent: Hashable, Sendable {
     case gatt(GATTEvent)
     /// A central finished pairing with an adapter (its address, the adapter).
     case paired(central: String, adapter: String)
+    /// A link with an adapter came up (the other side's address, the adapter): a connection
+    /// from one of the adapter's connectable advertisements, which takes advertising off air
+    /// (the controller ends the set it came from; a controller without extended advertising
+    /// stops advertising altogether), or one the box made as a central, which D-Bus does not
+    /// tell apart.
+    case connected(central: String, adapter: String)
     /// A central's link with an adapter ended (its address, the adapter): what it left half
     /// done (a command frame written in pieces) is to be dropped.
     case disconnected(central: String, adapter: String)

@@ -6,7 +6,7 @@ extension BlueZPeripheralManager {
     /// What BlueZ says on the bus, as `PeripheralEvent`s: bluetoothd leaving and coming back
     /// (`NameOwnerChanged`), adapters that can advertise appearing and going
     /// (`InterfacesAdded`/`InterfacesRemoved` of `LEAdvertisingManager1`), `Powered` changes,
-    /// a central's `Paired` turning true and its `Connected` false, and `Release` of one of our advertisements. All come through one subscription, so they keep
+    /// a central's `Paired` turning true and its `Connected` changing, and `Release` of one of our advertisements. All come through one subscription, so they keep
     /// the bus's order, and each names the bluetoothd it came from: the owner changes here, in
     /// that order, and calls go to the owner announced last. When the bus connection ends, a
     /// last `bluezVanished` and the stream ends.
@@ -126,6 +126,12 @@ extension BlueZPeripheralManager {
         // BlueZ announces an adapter's advertising manager once when it comes and once when it
         // goes. These are the only source of the events: a reply to adapters() that already lists
         // the adapter may be handled before the signal that announced it.
+        // A device that appears connected: BlueZ makes the object of a central it never saw
+        // when the central connects, with Connected already true (no PropertiesChanged follows).
+        case "InterfacesAdded" where body.count == 2 && body[0].objectPath.flatMap(BlueZ.device(at:)) != nil:
+            let device = BlueZ.device(at: body[0].objectPath!)!
+            let properties = body[1].dictionaryEntries?.first { $0.key.string == BlueZ.deviceInterface }?.value.variantDictionary
+            if properties?["Connected"]?.boolean == true { publish(.connected(central: device.address, adapter: device.adapter)) }
         case "InterfacesAdded" where body.count == 2:
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].dictionaryEntries?.compactMap(\.key.string),
@@ -139,11 +145,15 @@ extension BlueZPeripheralManager {
             await forget { $0.adapter == name && $0.generation == generation }
             publish(.adapterRemoved(name, generation))
         case "PropertiesChanged" where body.count >= 2 && body[0].string == BlueZ.deviceInterface:
-            // A central that finished pairing (its Paired turns true), or whose link ended
-            // (Connected turns false).
+            // A central that finished pairing (its Paired turns true), whose link came up or
+            // ended (Connected turns true or false).
             guard let path = message.path, let device = BlueZ.device(at: path), let changed = body[1].variantDictionary else { return }
             if changed["Paired"]?.boolean == true { publish(.paired(central: device.address, adapter: device.adapter)) }
-            if changed["Connected"]?.boolean == false { publish(.disconnected(central: device.address, adapter: device.adapter)) }
+            switch changed["Connected"]?.boolean {
+            case true?: publish(.connected(central: device.address, adapter: device.adapter))
+            case false?: publish(.disconnected(central: device.address, adapter: device.adapter))
+            case nil: break
+            }
         case "PropertiesChanged" where body.count >= 2:
             guard let path = message.path, let name = BlueZ.adapterName(of: path),
                   let powered = body[1].variantDictionary?["Powered"]?.boolean else { return }

@@ -46,7 +46,7 @@ extension Bleadvctl {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the state of each advertisement and GATT service.",
-            discussion: "Kinds: advertisement, service (a GATT service: its state is the services' registration). States: on (on air, or registered), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), failed (refused until changed).")
+            discussion: "Kinds: advertisement, service (a GATT service: its state is the services' registration). States: on (on air, or registered), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), paused (a central's link took it off air and the controller refused it beside the link; back when the link ends), failed (refused until changed).")
         @OptionGroup var bus: BusOptions
         @Flag(help: "Print JSON: {name: {kind, desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, ignored?, mismatch?, values}}.")
         var json = false

@@ -187,6 +187,29 @@ struct ControlTests {
         #expect(next == [.string("door"), .string("off")])
     }
 
+    @Test("an advertisement a central's link took off air and the stack refused beside it: paused in StateChanged, status and the journal, on again when the link ends")
+    func pausedByALink() async throws {
+        let session = try await DaemonSession()
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        var signals = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name)).makeAsyncIterator()
+        session.mock.scriptStart(.always(.failure(PeripheralError(.failed, "Failed to register advertisement"))))
+
+        session.mock.emit(.connected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
+        let paused = await signals.next()?.body
+        let status = try await session.ctl("status")
+        let json = try await session.ctl("status", "--json")
+        session.mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/2"))))
+        session.mock.emit(.disconnected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
+        let back = await signals.next()?.body
+
+        #expect(paused == [.string("heart"), .string("paused")])
+        #expect(status.output.contains("heart  advertisement  paused  on      0s     a central is connected on hci0 (Failed to register advertisement)"))
+        #expect(json.output.contains("\"heart\": {\"kind\": \"advertisement\", \"desired\": true, \"state\": \"paused\""))
+        #expect(session.logs.all.contains { $0.contains("heart: paused: a central is connected on hci0") })
+        #expect(back == [.string("heart"), .string("on")])
+    }
+
     @Test("with no daemon on the bus, bleadvctl exits 3")
     func notRunning() async throws {
         let bus = try PrivateBus()

@@ -192,6 +192,27 @@ struct BlueZPairingContractTests {
         #expect(try await events.next() == .paired(central: Self.phone, adapter: "hci0"))
     }
 
+    @Test("a central bluetoothd never saw, whose object appears connected, is a connected event")
+    func newCentralConnectedIsAnEvent() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+
+        try await session.control("Connect", [.string("hci0"), .string(Self.phone)])
+
+        #expect(try await events.next() == .connected(central: Self.phone, adapter: "hci0"))
+    }
+
+    @Test("a known central whose Connected turns true is a connected event")
+    func knownCentralConnectedIsAnEvent() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(false)])
+
+        try await session.control("Connect", [.string("hci0"), .string(Self.phone)])
+
+        #expect(try await events.next() == .connected(central: Self.phone, adapter: "hci0"))
+    }
+
     @Test("a central whose Connected turns false is a disconnected event, with its address and adapter")
     func disconnectedIsAnEvent() async throws {
         let session = try await StandInSession()

@@ -25,7 +25,8 @@ It behaves like bluetoothd 5.66 where it matters to an advertiser:
   Adapter1.Pairable is read-write; devices (Device1 with Address, Paired, Bonded, Name) under
   an adapter, removed with Adapter1.RemoveDevice; when told to, it asks the default agent as a
   central's pairing makes bluetoothd ask (RequestAuthorization, DisplayPasskey with no reply
-  expected, RequestConfirmation), turns a device's Paired true, and its Connected false.
+  expected, RequestConfirmation), turns a device's Paired true, and its Connected true (a new central's object appearing
+  connected) or false.
 
 A control object at /test (interface test.StandIn) lets a test drive it and read what it saw.
 Usage: bluez_standin.py BUS_ADDRESS [ADAPTER...]   (no adapter: none until AddAdapter)
@@ -546,6 +547,22 @@ class Control(dbus.service.Object):
         self.standin.adapters[adapter].devices[path].update({"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)})
         emitter = Devices(self.standin.bus, path)
         emitter.PropertiesChanged(DEVICE, {"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)}, [])
+        emitter.remove_from_connection()
+
+    @dbus.service.method(CONTROL, in_signature="ss")
+    def Connect(self, adapter, address):
+        """A central's link came up. One bluetoothd never saw gets its object then, Connected
+        already true (InterfacesAdded, no PropertiesChanged); a known one's Connected turns true."""
+        path = "/org/bluez/%s/dev_%s" % (adapter, address.replace(":", "_"))
+        devices = self.standin.adapters[adapter].devices
+        if path not in devices:
+            devices[path] = {"Address": address, "Paired": dbus.Boolean(False), "Bonded": dbus.Boolean(False),
+                             "Connected": dbus.Boolean(True), "Adapter": dbus.ObjectPath("/org/bluez/" + adapter)}
+            self.standin.root.InterfacesAdded(path, {DEVICE: devices[path]})
+            return
+        devices[path]["Connected"] = dbus.Boolean(True)
+        emitter = Devices(self.standin.bus, path)
+        emitter.PropertiesChanged(DEVICE, {"Connected": dbus.Boolean(True)}, [])
         emitter.remove_from_connection()
 
     @dbus.service.method(CONTROL, in_signature="ss")
