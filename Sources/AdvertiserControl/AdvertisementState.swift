@@ -38,6 +38,10 @@ public struct AdvertisementState: Hashable, Sendable {
     public var sinceSeconds: Double
     /// BlueZ's identity of the registration (the object path), when on air.
     public var id: String?
+    /// The adapter it is registered on (on air) or paused on, by name.
+    public var adapter: String?
+    /// That adapter's address, where BlueZ said it.
+    public var adapterAddress: String?
     /// The last error, when there is one.
     public var error: String?
     /// The last error's code (a `PeripheralError.Code` raw value).
@@ -79,6 +83,8 @@ public struct AdvertisementState: Hashable, Sendable {
             "since_seconds": .double(sinceSeconds),
         ]
         if let id { fields["id"] = .string(id) }
+        if let adapter { fields["adapter"] = .string(adapter) }
+        if let adapterAddress { fields["adapter_address"] = .string(adapterAddress) }
         if let error { fields["error"] = .string(error) }
         if let errorCode { fields["error_code"] = .string(errorCode) }
         if let retryInSeconds { fields["retry_in_seconds"] = .double(retryInSeconds) }
@@ -104,5 +110,7 @@ public struct AdvertisementState: Hashable, Sendable {
                 if let key = entry.key.string, let value = entry.value.string { result[key] = value }
             },
             ignored: fields["ignored"]?.stringArray ?? [], mismatch: fields["mismatch"]?.string)
+        adapter = fields["adapter"]?.string
+        adapterAddress = fields["adapter_address"]?.string
     }
 }

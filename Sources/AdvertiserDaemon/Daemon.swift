@@ -268,13 +268,17 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             error: status.lastError?.message, errorCode: status.lastError?.code.rawValue, ignored: status.ignored,
             mismatch: status.mismatch)
         switch status.phase {
-        case .on(let id, _):
+        case .on(let id, let adapter):
             state.state = .on
             state.id = id.rawValue
+            state.adapter = adapter
+            state.adapterAddress = status.adapterAddress
         case .off: state.state = .off
         case .waiting: state.state = .waiting
         case .paused(let adapter):
             state.state = .paused
+            state.adapter = adapter
+            state.adapterAddress = status.adapterAddress
             state.error = "a central is connected on \(adapter)" + (status.lastError.map { " (\($0.message))" } ?? "")
         case .failed: state.state = .failed
         case .retrying(let at, _):

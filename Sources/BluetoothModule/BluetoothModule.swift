@@ -602,6 +602,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             }
             registrations[key]?.status.lastError = nil
             registrations[key]?.status.ignored = ignored
+            registrations[key]?.status.adapterAddress = adapter.address
             move(key, to: .on(id, adapter: adapter.name))
             if !ignored.isEmpty {
                 logger.warning("\(key): bluetoothd ignores \(ignored.joined(separator: ", ")): BlueZ before 5.77 acts on them only when bluetoothd runs with --experimental (-E)")

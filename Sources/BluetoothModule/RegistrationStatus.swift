@@ -38,6 +38,9 @@ public struct RegistrationStatus<Instant: InstantProtocol & Sendable>: Sendable,
     /// What the last audit found on its adapter and could not repair, while it is on air there
     /// (``BluetoothModule/discrepancies()``); nil when BlueZ agrees. An advertisement's only.
     public var mismatch: String?
+    /// The address of the adapter it was last registered on (`Adapter1.Address`), where BlueZ
+    /// said: the name (hci0) can change between boots, the address stays with the controller.
+    public var adapterAddress: String?
 
     /// A status.
     public init(desired: Bool, phase: Phase, lastError: PeripheralError? = nil, since: Instant) {

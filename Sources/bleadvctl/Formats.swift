@@ -8,6 +8,9 @@ enum StatusFormat {
         var rows = [["NAME", "KIND", "STATE", "WANTED", "SINCE", "DETAIL"]]
         for (name, state) in states.sorted(by: { $0.key < $1.key }) {
             var detail = state.id ?? ""
+            if state.state == .on, let adapter = state.adapter {
+                detail += " on " + adapter + (state.adapterAddress.map { " (\($0))" } ?? "")
+            }
             if let retry = state.retryInSeconds { detail = "next try in \(duration(retry))" }
             if let error = state.error, state.state != .on { detail += (detail.isEmpty ? "" : ": ") + error }
             let measurements = state.values.filter { $0.key.hasPrefix("bthome.") && $0.key != "bthome.local_name" }
@@ -37,6 +40,8 @@ enum StatusFormat {
                 "\"since_seconds\": \(number(state.sinceSeconds))",
             ]
             if let id = state.id { fields.append("\"id\": \(quote(id))") }
+            if let adapter = state.adapter { fields.append("\"adapter\": \(quote(adapter))") }
+            if let address = state.adapterAddress { fields.append("\"adapter_address\": \(quote(address))") }
             if let error = state.error { fields.append("\"error\": \(quote(error))") }
             if let code = state.errorCode { fields.append("\"error_code\": \(quote(code))") }
             if let retry = state.retryInSeconds { fields.append("\"retry_in_seconds\": \(number(retry))") }

@@ -187,6 +187,17 @@ struct ControlTests {
         #expect(next == [.string("door"), .string("off")])
     }
 
+    @Test("status names the adapter an advertisement is on and its address (which stays with the controller when its name changes)")
+    func statusShowsTheAdapter() async throws {
+        let session = try await DaemonSession()
+
+        let table = try await session.ctl("status")
+        let json = try await session.ctl("status", "--json")
+
+        #expect(table.output.contains("/org/bleadvd/advertisement/1 on hci0 (\(DaemonSession.address))"))
+        #expect(json.output.contains("\"adapter\": \"hci0\", \"adapter_address\": \"\(DaemonSession.address)\""))
+    }
+
     @Test("an advertisement a central's link took off air and the stack refused beside it: paused in StateChanged, status and the journal, on again when the link ends")
     func pausedByALink() async throws {
         let session = try await DaemonSession()

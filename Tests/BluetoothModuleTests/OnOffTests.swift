@@ -112,6 +112,15 @@ struct OnOffTests {
         #expect(h.mock.calls.started.map(\.adapter) == [expected])
     }
 
+    @Test("the status of an advertisement on air names its adapter's address")
+    func statusNamesTheAddress() async throws {
+        let h = await Harness(adapters: [AdapterCapabilities(name: "hci1", address: "00:1A:7D:DA:71:13")])
+
+        try await h.module.on("heart")
+
+        #expect(await h.status()?.adapterAddress == "00:1A:7D:DA:71:13")
+    }
+
     @Test("an address no adapter has registers nothing, and says which address it waits for")
     func adapterAddressAbsent() async throws {
         let h = await Harness(adapter: "00:1A:7D:DA:71:13", adapters: [AdapterCapabilities(name: "hci0", address: "DC:A6:32:00:00:01")])
