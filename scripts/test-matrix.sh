@@ -34,11 +34,12 @@ run() {
   grep -aE '^(PASS|FAIL) |^testbed: stack ' "$out/$name.log" | sed 's/^/    /'
   echo "    ($((SECONDS - started)) s)"
 }
-run host-bookworm-extended "${scenarios[@]}"
-run host-bookworm-legacy --legacy "${scenarios[@]}"
+# Three controllers: 68 and 69 have two centrals beside bleadvd.
+run host-bookworm-extended --controllers 3 "${scenarios[@]}"
+run host-bookworm-legacy --legacy --controllers 3 "${scenarios[@]}"
 for suite in bookworm trixie sid; do
   for controllers in extended legacy; do
-    run "systemd-$suite-$controllers" --systemd --stack "$suite" $([[ $controllers == legacy ]] && echo --legacy) \
+    run "systemd-$suite-$controllers" --systemd --stack "$suite" --controllers 3 $([[ $controllers == legacy ]] && echo --legacy) \
       "${scenarios[@]}" testbed/systemd-scenarios/*.sh
   done
 done

@@ -11,7 +11,7 @@ resets the emulated controller. It reads one run a line on standard input,
   OUT<TAB>[--io just-works|passkey|confirm] [--code N | --code-from FILE] [--no-bonding]
           [--legacy]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
-                                              await:FILE)
+                                              await:FILE, scan:SECONDS)
 
 connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
 disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
@@ -25,7 +25,11 @@ it could not connect or a step it does not know was asked):
   flood COUNT writes in S s (N/s)     (writes without response of 0, 1, ...)
 
 touch:FILE creates FILE and await:FILE waits (up to 30 s) until it exists: two centrals order
-their steps by them. It prints `ready` once it has its controller. Usage: bumble_central.py
+their steps by them. scan:SECONDS is a scanner's view of the air, from this controller: it scans
+passively for that long, starting the scan anew every second (Debian 12's emulated controllers
+report an advertiser once per scan start), and prints one line per advertising payload heard,
+  heard ADDRESS HEX N                   (N reports of it)
+or `heard nothing`. A run with --no-link does its steps without connecting (a scanner's runs). It prints `ready` once it has its controller. Usage: bumble_central.py
 ADDRESS [--transport hci-socket:N] [--keys FILE] (hci1 unless told); the keys file is read at
 each use, so removing it makes the central forget its bonds.
 --code-from reads the 6-digit code from a file as bleadvctl pair prints it ("type NNNNNN on the
@@ -100,6 +104,7 @@ RUN.add_argument("--code", type=int, default=None)
 RUN.add_argument("--code-from", default=None)
 RUN.add_argument("--no-bonding", action="store_true")
 RUN.add_argument("--legacy", action="store_true")
+RUN.add_argument("--no-link", action="store_true")
 
 
 class Run:
@@ -116,6 +121,10 @@ class Run:
 
 
 async def run_steps(device, address, run):
+    if run.no_link:
+        for step in run.steps:
+            await do_step(run, None, step)
+        return
     started = time.monotonic()
     connection = await device.connect(Address(address, Address.PUBLIC_DEVICE_ADDRESS),
                                       own_address_type=OwnAddressType.PUBLIC, timeout=15)
@@ -196,6 +205,8 @@ async def do_step(run, link, step):
             await characteristic.write_value(bytes([i % 256]), with_response=False)
         seconds = time.monotonic() - started
         run.say("flood %s writes in %.2f s (%.0f/s)" % (count, seconds, int(count) / seconds))
+    elif kind == "scan":
+        await scan(run, float(what))
     elif kind == "pause":
         await asyncio.sleep(float(what))
     elif kind == "touch":
@@ -211,7 +222,33 @@ async def do_step(run, link, step):
         raise ValueError("unknown step " + step)
 
 
+DEVICE = None  # the Bumble device, once main made it
+HEARD = None  # while a scan step runs: reports by (address, payload)
+
+
+def heard(advertisement):
+    if HEARD is not None:
+        key = (str(advertisement.address).replace("/P", ""), bytes(advertisement.data_bytes).hex())
+        HEARD[key] = HEARD.get(key, 0) + 1
+
+
+async def scan(run, seconds):
+    global HEARD
+    HEARD = {}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await DEVICE.start_scanning(active=False, filter_duplicates=False)
+        await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        await DEVICE.stop_scanning()
+    reports, HEARD = HEARD, None
+    for (address, data), count in sorted(reports.items()):
+        run.say("heard %s %s %d" % (address, data, count))
+    if not reports:
+        run.say("heard nothing")
+
+
 async def main():
+    global DEVICE
     parser = argparse.ArgumentParser()
     parser.add_argument("address")
     parser.add_argument("--transport", default="hci-socket:1")
@@ -219,7 +256,8 @@ async def main():
     args = parser.parse_args()
 
     async with await open_transport(args.transport) as (source, sink):
-        device = Device.with_hci("bleadvd-test-central", Address("F0:F1:F2:F3:F4:F5"), source, sink)
+        device = DEVICE = Device.with_hci("bleadvd-test-central", Address("F0:F1:F2:F3:F4:F5"), source, sink)
+        device.on("advertisement", heard)
         if args.keys:
             device.keystore = JsonKeyStore(namespace="bleadvd", filename=args.keys)
         current = None

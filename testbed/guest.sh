@@ -35,15 +35,11 @@ modprobe bluetooth || fail_setup "modprobe bluetooth"
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 mkdir -p /run/dbus
 dbus-daemon --system --fork || fail_setup "dbus-daemon"
-adapter_ready() { # adapter_ready hciN: bluetoothd offers LEAdvertisingManager1 on it
-  dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
-    org.freedesktop.DBus.Introspectable.Introspect 2>/dev/null | grep -q LEAdvertisingManager1
-}
 # Under software emulation the kernel's first HCI Reset of a new virtual controller can time
 # out while btvirt is still creating the next one ("hci0: Opcode 0x0c03 failed: -110"); such a
 # controller never reaches bluetoothd. Recreate them all until all are ready.
 for attempt in 1 2 3 4; do
-  btvirt $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
+  "$(btvirt_program)" $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
   wait_for 30 "$(controller_names)" controllers_present \
     || fail_setup "btvirt did not create $(controller_names)"
   sleep 2
@@ -53,7 +49,7 @@ for attempt in 1 2 3 4; do
   fi
   ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
   echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating them"
-  pkill -x bluetoothd; pkill -x btvirt
+  pkill -x bluetoothd; pkill -x "$(basename "$(btvirt_program)")"
   wait_for 10 "the controllers to go" controllers_gone || true
 done
 # The HCI capture starts once BlueZ is up; the scenarios only need what happens after that.

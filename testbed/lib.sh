@@ -386,13 +386,26 @@ btvirt_options() {
   if [[ "${TESTBED_CONTROLLERS:-extended}" == legacy ]]; then echo "-L -l${TESTBED_CONTROLLER_COUNT:-2}"; else echo "-l${TESTBED_CONTROLLER_COUNT:-2}"; fi
 }
 
+# btvirt_program: the emulator of the virtual controllers: BlueZ's btvirt of this stack's release
+# with testbed/btvirt/btdev-links.patch (testbed/setup.sh builds it), or the packaged one where
+# there is none (an Arm guest).
+btvirt_program() {
+  local built=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/btvirt-$(stack_suite)
+  if [[ -x "$built" && "$(uname -m)" == x86_64 ]]; then echo "$built"; else command -v btvirt; fi
+}
+
 # controller_names: hci0 hci1 (and hci2 with three controllers).
 controller_names() {
   local n
   for ((n = 0; n < ${TESTBED_CONTROLLER_COUNT:-2}; n++)); do printf 'hci%d ' "$n"; done
 }
 
-# controllers_ready: bluetoothd offers advertising on every controller (each guest's adapter_ready).
+# adapter_ready hciN: bluetoothd offers LEAdvertisingManager1 on it.
+adapter_ready() {
+  busctl get-property org.bluez "/org/bluez/$1" org.bluez.LEAdvertisingManager1 SupportedInstances > /dev/null 2>&1
+}
+
+# controllers_ready: bluetoothd offers advertising on every controller.
 controllers_ready() {
   local hci
   for hci in $(controller_names); do adapter_ready "$hci" || return 1; done
@@ -402,6 +415,26 @@ controllers_ready() {
 controllers_present() {
   local hci
   for hci in $(controller_names); do [[ -e /sys/class/bluetooth/$hci ]] || return 1; done
+}
+
+# remove_controllers: every virtual controller removed (btvirt stopped), as a USB radio pulled out.
+remove_controllers() {
+  pkill -x "$(basename "$(btvirt_program)")" || true
+  wait_for 20 "the controllers to go" controllers_gone
+}
+# make_controllers [VAR=VALUE...]: the virtual controllers made again (btvirt run with those
+# variables in its environment, e.g. BTVIRT_SWAP=1); returns once bluetoothd offers advertising
+# on each. Under emulation a new controller's first reset can time out while btvirt makes the
+# next one, and such a controller never reaches bluetoothd: all are made again then, as the
+# guests do at boot.
+make_controllers() {
+  local attempt
+  for attempt in 1 2 3 4; do
+    env "$@" "$(btvirt_program)" $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
+    if wait_for 30 "$(controller_names)in bluetoothd" controllers_ready; then return 0; fi
+    ((attempt < 4)) || return 1
+    remove_controllers || true
+  done
 }
 
 # controllers_gone: no controller left in the kernel.
@@ -418,7 +451,7 @@ stack_banner() {
     "$([[ $TESTBED_BLUETOOTHD == service ]] && echo "bluetooth.service" || echo "by hand, -E")" \
     "$(dbus-daemon --version | head -n1 | awk '{print $NF}')" \
     "$([[ -d /run/systemd/system ]] && echo ", systemd $(systemctl --version | head -n1 | cut -d' ' -f2) as PID 1")" \
-    "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")"
+    "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")$([[ "$(btvirt_program)" == */btvirt-* ]] && echo ", btdev-links.patch")"
 }
 
 # stack_suite: the guest's Debian suite, as its os-release names it (unstable's names testing's

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A seeded chaos soak of the installed bleadvd under systemd, in the test bed guest.
 
-    soak.py --seed N --steps N [--btvirt "OPTIONS"]
+    soak.py --seed N --steps N [--btvirt "PROGRAM OPTIONS"]
 
 Draws a schedule of STEPS steps from SEED (printed first, so that a run can be repeated), then
 runs it: bluetoothd restarted as `systemctl restart bluetooth` does (stopped gracefully, with
@@ -207,7 +207,7 @@ class Soak:
             while os.path.exists("/sys/class/bluetooth/hci0") and time.monotonic() < deadline:
                 time.sleep(0.2)
             run("systemctl", "reset-failed", "testbed-btvirt")
-            run("systemd-run", "--quiet", "--unit=testbed-btvirt", "btvirt", *self.btvirt.split(), check=True)
+            run("systemd-run", "--quiet", "--unit=testbed-btvirt", *self.btvirt.split(), check=True)
             deadline = time.monotonic() + 40
             while time.monotonic() < deadline:
                 if all(self.active_instances(a) is not None for a in ("hci0", "hci1")):
@@ -344,7 +344,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--btvirt", default="-l2")
+    parser.add_argument("--btvirt", default="btvirt -l2")
     parser.add_argument("--progress", help="where progress goes as it happens too (make soak: /dev/console)")
     args = parser.parse_args()
     schedule = draw(args.seed, args.steps)

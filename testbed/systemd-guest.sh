@@ -29,9 +29,6 @@ fail_setup() {
   echo "testbed: 0 passed, 1 failed"
   exit 1
 }
-adapter_ready() { # adapter_ready hciN: bluetoothd offers LEAdvertisingManager1 on it
-  busctl get-property org.bluez "/org/bluez/$1" org.bluez.LEAdvertisingManager1 SupportedInstances > /dev/null 2>&1
-}
 
 echo "testbed: systemd $(systemctl --version | head -n1 | cut -d' ' -f2) is PID 1; system $(systemctl is-system-running)"
 systemctl --failed --no-legend --plain | sed 's/^/testbed: failed unit: /'
@@ -39,7 +36,7 @@ modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 # As with guest.sh: under emulation a new virtual controller's first reset can time out while
 # btvirt creates the next one. Recreate them all until bluetoothd offers advertising on each.
 for attempt in 1 2 3 4; do
-  systemd-run --quiet --unit=testbed-btvirt btvirt $(btvirt_options) || fail_setup "btvirt"
+  systemd-run --quiet --unit=testbed-btvirt "$(btvirt_program)" $(btvirt_options) || fail_setup "btvirt"
   if wait_for 40 "$(controller_names)in bluetooth.service" controllers_ready; then
     break
   fi

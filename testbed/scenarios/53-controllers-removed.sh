@@ -9,7 +9,6 @@
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-adapter_ready() { busctl get-property org.bluez "/org/bluez/$1" org.bluez.LEAdvertisingManager1 SupportedInstances > /dev/null 2>&1; }
 config="$TESTBED_WORK/two.toml"
 cat > "$config" <<'TOML'
 [advertisement.first]
@@ -25,20 +24,11 @@ start_bleadvd "$config"
 wait_for 30 "both on air" '[[ "$(active_instances)" == 2 ]]'
 for round in 1 2 3; do
   removed_at=$(date +%s.%N)
-  pkill -x btvirt
-  wait_for 20 "the controllers to go" '[ ! -e /sys/class/bluetooth/hci0 ] && [ ! -e /sys/class/bluetooth/hci1 ]'
+  remove_controllers
   wait_for 20 "bleadvd to say both wait" '[[ "$(bleadvctl status | awk '"'"'$1 == "first" || $1 == "second" { print $3 }'"'"' | sort -u)" == waiting ]]'
   kill -0 "$BLEADVD_PID" || fail "bleadvd exited when the controllers went"
   status=$(bleadvctl status | grep '^first')
-  # Under emulation a new controller's first reset can time out while btvirt makes the next one:
-  # such a controller never reaches bluetoothd; recreate both (as testbed/guest.sh does).
-  for attempt in 1 2 3 4; do
-    btvirt -l2 >> "$TESTBED_WORK/btvirt.log" 2>&1 &
-    back_at=$(date +%s.%N)
-    if wait_for 30 "hci0 and hci1 back in bluetoothd" 'adapter_ready hci0 && adapter_ready hci1'; then break; fi
-    ((attempt < 4)) || fail "the controllers did not come back"
-    pkill -x btvirt; wait_for 20 "the controllers to go" '[ ! -e /sys/class/bluetooth/hci0 ] && [ ! -e /sys/class/bluetooth/hci1 ]' || true
-  done
+  make_controllers || fail "the controllers did not come back"
   ready_at=$(date +%s.%N)
   for hci in hci0 hci1; do busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true 2> /dev/null || true; done
   wait_for 30 "both registered on hci0 again" '[[ "$(active_instances)" == 2 ]]' || { bleadvctl status >&2; fail "round $round: not registered again"; }

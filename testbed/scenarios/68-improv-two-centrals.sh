@@ -2,11 +2,12 @@
 # testbed-timeout: 600
 # Improv's frames from two centrals at once (#49): Bumble on hci1 and on hci2 (run.sh
 # --controllers 3), each on a host stack of its own, write Improv frames to bleadvd on hci0 in
-# two pieces each, interleaved (A's first, B's first, A's second, B's second, as hci0's HCI record
-# shows them): A asks the device to identify itself, B sends Wi-Fi credentials. Each central's
+# two pieces each, interleaved (A's first, B's first, A's second, B's second: each piece written
+# with a response, the next central's waiting for it): A asks the device to identify itself, B sends Wi-Fi credentials. Each central's
 # pieces are joined into its own frame: the identify program runs, the join program is given B's
 # network and password, no frame is malformed. Before frames were joined per central, the two
-# interleaved frames became one broken frame.
+# interleaved frames became one broken frame; before #50, B found nothing of bleadvd's on air
+# while A was connected.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -52,23 +53,28 @@ echo "2. their frames in two pieces each, interleaved"
 state=00467768-6228-2272-4663-277478268001
 turn=$TESTBED_WORK/turn
 rm -rf "$turn"; mkdir -p "$turn"
-started=$(date '+%H:%M:%S.%N')
-central_run a "read:$state" "await:$turn/b-ready" "write:$command=${identify:0:2}" "touch:$turn/a1" \
+central_run a "read:$state" "touch:$turn/a-connected" "await:$turn/b-ready" "write:$command=${identify:0:2}" "touch:$turn/a1" \
   "await:$turn/b1" "write:$command=${identify:2}" "touch:$turn/a2" > "$TESTBED_WORK/a.lines" &
 a_run=$!
+# B connects once A's link took Improv's advertisement off air and bleadvd registered it again
+# beside the link: the emulated controllers fail (legacy) or never complete (extended) a
+# connection asked while nothing connectable is on air, where a radio keeps trying.
+wait_for 60 "A's link" "[ -e '$turn/a-connected' ]"
+wait_for 20 "bleadvd to register Improv's advertisement again beside A's link" \
+  "sed -n '/which takes advertising off air there/,\$p' '$TESTBED_WORK/bleadvd.log' | grep -q 'on air on hci0'"
 central_run b "read:$state" "touch:$turn/b-ready" "await:$turn/a1" "write:$command=${credentials:0:16}" "touch:$turn/b1" \
   "await:$turn/a2" "write:$command=${credentials:16}" > "$TESTBED_WORK/b.lines"
 wait "$a_run" || true
 sed 's/^/    A:/' "$TESTBED_WORK/a.lines"; sed 's/^/    B:/' "$TESTBED_WORK/b.lines"
-# The writes as hci0 received them, in order: each with the link it came on.
-record_since "$started" | awk '
-  /^> ACL Data RX: Handle/ && /\[hci0\]/ { handle = $5; next }
-  /ATT: Write Request/ { want = 1; next }
-  want && /Data:/ { printf "link %s wrote %s\n", handle, $2; want = 0 }' > "$TESTBED_WORK/writes"
-sed 's/^/    hci0 received: /' "$TESTBED_WORK/writes"
-order=$(awk '{ print $4 }' "$TESTBED_WORK/writes" | tr '\n' ' ')
-[[ "$order" == "${identify:0:2} ${credentials:0:16} ${identify:2} ${credentials:16} " ]] \
-  || fail "the pieces did not reach hci0 interleaved (A, B, A, B): $order"
+# The order hci0 got the pieces in follows from the centrals' own: each write waits for its
+# response (bleadvd has the piece), and the other central's next piece waits for that (touch,
+# await). btmon's record is not read here: Debian 12's btmon crashes in these boots, and 5.82's
+# prints ATT writes differently.
+for central in a b; do
+  [[ "$(grep -c "wrote $command" "$TESTBED_WORK/$central.lines")" == 2 ]] || fail "central ${central^^} did not write both its pieces"
+  ! grep -q "timed out" "$TESTBED_WORK/$central.lines" || fail "central ${central^^} did not get its turns: $(grep "timed out" "$TESTBED_WORK/$central.lines")"
+done
+echo "    each central wrote its two pieces in turn: A, B, A, B"
 
 echo "3. each central's frame, whole"
 wait_for 20 "the join program's run" "[ -s '$TESTBED_WORK/joined-password' ]" || true

@@ -5,7 +5,7 @@
 # powered off; the controllers removed and added; on, off, set and reload alone and during
 # those; bleadvd restarted and killed. After every step: on hci0 exactly the advertisements
 # wanted on, the GATT application once, `bleadvctl status` agreeing, nothing else exported.
-# Steps: 25 (make soak runs 1,000); the seed is drawn anew each run and printed. `make soak
+# Steps: 15 (make soak runs 1,000); the seed is drawn anew each run and printed. `make soak
 # SEED=N STEPS=N` sets both (the kernel command line's bleadvd_soak.seed and .steps).
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
@@ -18,5 +18,5 @@ steps=$(soak_arg steps)
 live=()
 # make soak's long runs show their progress on the console as they go.
 [[ -n "$steps" ]] && live=(--progress /dev/console)
-steps=${steps:-25}
-python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_options)" "${live[@]}"
+steps=${steps:-15}
+python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_program) $(btvirt_options)" "${live[@]}"
