@@ -123,15 +123,17 @@ extension BlueZPeripheralManager {
         // longer the owner (sent before it left) concerns nothing held now.
         case _ where bluetoothd == nil || message.sender != bluetoothd?.name:
             logger.debug("ignored \(message.member ?? "a signal") from \(message.sender ?? "?"), which is not the current bluetoothd")
+        // A device that appears connected: BlueZ (5.66, 5.82) makes the object of a central it
+        // never saw when the central connects, with Connected already true and no
+        // PropertiesChanged after.
+        case "InterfacesAdded" where body.count == 2 && body[0].objectPath.flatMap(BlueZ.device(at:)) != nil:
+            guard let device = body[0].objectPath.flatMap(BlueZ.device(at:)),
+                  let properties = body[1].dictionaryEntries?.first(where: { $0.key.string == BlueZ.deviceInterface })?.value.variantDictionary,
+                  properties["Connected"]?.boolean == true else { return }
+            publish(.connected(central: device.address, adapter: device.adapter))
         // BlueZ announces an adapter's advertising manager once when it comes and once when it
         // goes. These are the only source of the events: a reply to adapters() that already lists
         // the adapter may be handled before the signal that announced it.
-        // A device that appears connected: BlueZ makes the object of a central it never saw
-        // when the central connects, with Connected already true (no PropertiesChanged follows).
-        case "InterfacesAdded" where body.count == 2 && body[0].objectPath.flatMap(BlueZ.device(at:)) != nil:
-            let device = BlueZ.device(at: body[0].objectPath!)!
-            let properties = body[1].dictionaryEntries?.first { $0.key.string == BlueZ.deviceInterface }?.value.variantDictionary
-            if properties?["Connected"]?.boolean == true { publish(.connected(central: device.address, adapter: device.adapter)) }
         case "InterfacesAdded" where body.count == 2:
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].dictionaryEntries?.compactMap(\.key.string),
