@@ -29,7 +29,8 @@ their steps by them. scan:SECONDS is a scanner's view of the air, from this cont
 passively for that long, starting the scan anew every second (Debian 12's emulated controllers
 report an advertiser once per scan start), and prints one line per advertising payload heard,
   heard ADDRESS HEX N                   (N reports of it)
-or `heard nothing`. A run with --no-link does its steps without connecting (a scanner's runs). It prints `ready` once it has its controller. Usage: bumble_central.py
+or `heard nothing`. A run with --no-link does its steps without connecting (a scanner's runs).
+It prints `ready` once it has its controller. Usage: bumble_central.py
 ADDRESS [--transport hci-socket:N] [--keys FILE] (hci1 unless told); the keys file is read at
 each use, so removing it makes the central forget its bonds.
 --code-from reads the 6-digit code from a file as bleadvctl pair prints it ("type NNNNNN on the

@@ -8,9 +8,8 @@
 # 3. B connects too, reads the GATT value and scans during the two links: each central served,
 #    both advertisements heard.
 # 4. Both leave: both heard again.
-# 5. One advertisement alone (the kernel rotates two on a controller without extended
-#    advertising, which brings them back after a link on its own; one is not rotated): heard
-#    during A's link too.
+# 5. One advertisement alone (on a controller with extended advertising, the set A connected
+#    through is the only one, so nothing else kept the air): heard during A's link too.
 # The scanner counts reports per payload (bumble_central.py's scan: step, passive): BTHome's
 # service data 0xFCD2, and the lamp service's UUID that the gateway advertisement lists (its name
 # goes in the scan response, which a passive scan does not ask for).
