@@ -298,6 +298,21 @@ start_bleadvd() {
     || { cat "$TESTBED_WORK/bleadvd.log"; return 1; }
 }
 
+# relinks: how many times bleadvd (start_bleadvd's) said it registered advertisements again
+# beside a central's link.
+relinks() { grep -c 'took advertising there off air' "$TESTBED_WORK/bleadvd.log" || true; }
+
+# relinked BEFORE: returns once what a central's link took off air is on air again: with
+# extended advertising, bleadvd registers it again once the link has lasted 2 s (relinks goes past
+# BEFORE, its count when the link was asked); without, the kernel enables advertising again by
+# itself. Then a second for the controller to send.
+relinked() {
+  if [[ "${TESTBED_CONTROLLERS:-extended}" != legacy ]]; then
+    wait_for 20 "bleadvd to register the advertisements again beside the link" "[ \$(relinks) -gt $1 ]"
+  fi
+  sleep 1
+}
+
 # stop_bleadvd: SIGTERM, wait for it to exit, and take the policy install_policy put in /etc.
 stop_bleadvd() {
   if kill -TERM "$BLEADVD_PID" 2>/dev/null; then

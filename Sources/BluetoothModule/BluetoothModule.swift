@@ -106,6 +106,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private var announced: [String: Status] = [:]
     /// The links up on each adapter, by the other side's address, as the events told them.
     private var links: [String: Set<String>] = [:]
+    /// When what the links on each adapter took off air is to be registered again, and when it
+    /// last was (``linkSettle``, ``relinkSpacing``).
+    private var relinkAt: [String: C.Instant] = [:]
+    private var lastRelink: [String: C.Instant] = [:]
 
     /// How long after an in-place update the module asks BlueZ whether it still holds the
     /// advertisement: long enough for bluetoothd to have heard the kernel's answer.
@@ -118,6 +122,15 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// How many audits in a row may repair something before the module stops auditing until
     /// the next change: a difference that comes back after each repair is reported, not fought.
     public static var maximumRepairingAudits: Int { 3 }
+
+    /// How long a new link is left alone before what it took off air is registered again:
+    /// the central's service discovery and the peripheral's own (bluetoothd's) come first, and
+    /// a link over by then needs nothing (the kernel enables the set again at the disconnect).
+    public static var linkSettle: Duration { .seconds(2) }
+
+    /// The least time between two such registrations on one adapter: a central in radio range
+    /// that connects again and again costs at most one per this, whatever its rate.
+    public static var relinkSpacing: Duration { .seconds(5) }
 
     /// How long an adapter settles after it is reported powered off, unless its Powered event
     /// comes first: nothing is tried on it for this long (bluetoothd powers every adapter off as
@@ -285,7 +298,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             if case .retrying(let at, _) = registration.status.phase { at } else { nil }
         } + checks.values
         if let settle = stack.nextSettle { due.append(settle) }
-        return due.min()
+        return (due + relinkAt.values).min()
     }
 
     /// When the next audit is due, if one is (``auditDelay`` after the last change).
@@ -302,6 +315,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             if !stack.settled(at: now).isEmpty {
                 adapterInUse = nil
                 await reconcile()
+            }
+            for (adapter, at) in relinkAt.sorted(by: { $0.key < $1.key }) where at <= now {
+                relinkAt[adapter] = nil
+                lastRelink[adapter] = now
+                await linkSettled(on: adapter)
             }
             for key in registrations.keys.sorted() {
                 if let at = checks[key], at <= now {
@@ -420,8 +438,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public func handle(_ event: PeripheralEvent) async {
         try? await exclusively {
             switch event {
-            case .gatt, .paired: logger.debug("event: \(event)")
-            case .connected, .disconnected: logger.info("event: \(event)")
+            // A central in radio range decides how often these come.
+            case .gatt, .paired, .connected, .disconnected: logger.debug("event: \(event)")
             default:
                 logger.info("event: \(event)")
                 scheduleAudit()
@@ -467,11 +485,13 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 // again (power_on = true) and they are registered again, or the status says why not.
                 await reconcile()
             case .connected(let central, let adapter):
-                guard links[adapter, default: []].insert(central).inserted else { return }
-                await linkCameUp(on: adapter, from: central)
+                guard links[adapter, default: []].insert(central).inserted, relinkAt[adapter] == nil else { return }
+                let settled = clock.now.advanced(by: Self.linkSettle)
+                relinkAt[adapter] = lastRelink[adapter].map { max(settled, $0.advanced(by: Self.relinkSpacing)) } ?? settled
             case .disconnected(let central, let adapter):
                 guard links[adapter]?.remove(central) != nil, links[adapter]!.isEmpty else { return }
                 links[adapter] = nil
+                relinkAt[adapter] = nil
                 await lastLinkEnded(on: adapter)
             case .paired:
                 break
@@ -497,20 +517,21 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     // MARK: Links
 
-    /// A link came up on `adapter`. The controller took advertising off air for it: it ends the
-    /// advertising set the connection came from (the kernel enables that set again only when the
-    /// link ends), and one without extended advertising stops advertising altogether (as does the
-    /// test bed's emulator with every connectable set). So every advertisement on air there is
-    /// registered again now: the kernel enables a new registration beside the link where the
-    /// controller's LE states allow it. One the stack refuses is paused until the adapter's last
-    /// central has left.
-    private func linkCameUp(on adapter: String, from central: String) async {
+    /// Links on `adapter` have settled (``linkSettle``). On a controller with extended
+    /// advertising each link ended the advertising set it came from, and the kernel enables that
+    /// set again only when the link ends; so every advertisement on air there is registered
+    /// again, which the kernel enables beside the links where the controller's LE states allow.
+    /// One the stack refuses is paused until the adapter's last central has left. Without
+    /// extended advertising the kernel enables advertising again by itself: nothing to do.
+    private func linkSettled(on adapter: String) async {
         let onAir = registrations.keys.sorted().filter { key in
             guard case .advertisement = key, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
             return true
         }
-        guard !onAir.isEmpty else { return }
-        logger.notice("\(central) connected on \(adapter), which takes advertising off air there: registering \(onAir.map(\.description).joined(separator: ", ")) again beside the link")
+        guard let centrals = links[adapter], !centrals.isEmpty, !onAir.isEmpty,
+              let capabilities = try? await capabilities(of: adapter), !capabilities.secondaryChannels.isEmpty else { return }
+        let said = centrals.count == 1 ? ("a link", "it") : ("\(centrals.count) links", "them")
+        logger.notice("\(said.0) on \(adapter) took advertising there off air: registering \(onAir.map(\.description).joined(separator: ", ")) again beside \(said.1)")
         for key in onAir {
             await takeOff(key)
             guard let failure = await attempt(key), registrations[key]?.status.phase.failures != nil else { continue }
@@ -532,7 +553,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// The links on `adapter` (every adapter when nil) ended with it, or with bluetoothd: what
     /// they paused waits for the adapter, as everything else there does.
     private func linksEnded(on adapter: String?) {
-        if let adapter { links[adapter] = nil } else { links = [:] }
+        if let adapter { links[adapter] = nil; relinkAt[adapter] = nil } else { links = [:]; relinkAt = [:] }
         for key in registrations.keys {
             guard case .paused(let on)? = registrations[key]?.status.phase, adapter == nil || adapter == on else { continue }
             move(key, to: .waiting)

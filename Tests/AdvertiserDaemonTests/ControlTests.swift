@@ -1,5 +1,6 @@
 import AdvertiserControl
 import AdvertiserDaemon
+import BluetoothModule
 import DBus
 import Foundation
 import Peripheral
@@ -200,13 +201,17 @@ struct ControlTests {
 
     @Test("an advertisement a central's link took off air and the stack refused beside it: paused in StateChanged, status and the journal, on again when the link ends")
     func pausedByALink() async throws {
-        let session = try await DaemonSession()
+        let session = try await DaemonSession { mock in
+            mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: DaemonSession.address, secondaryChannels: [.oneM])])))
+        }
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         var signals = try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name)).makeAsyncIterator()
         session.mock.scriptStart(.always(.failure(PeripheralError(.failed, "Failed to register advertisement"))))
 
         session.mock.emit(.connected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
+        await session.clock.waitForSleepers()
+        session.clock.advance(by: BluetoothModule<ManualClock>.linkSettle)
         let paused = await signals.next()?.body
         let status = try await session.ctl("status")
         let json = try await session.ctl("status", "--json")

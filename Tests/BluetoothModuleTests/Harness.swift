@@ -24,6 +24,12 @@ struct Harness {
         await module.configure(["heart": Self.heart])
     }
 
+    /// Time passes: the clock advances by `duration` and the module does what came due.
+    func after(_ duration: Duration) async {
+        clock.advance(by: duration)
+        await module.retryDue()
+    }
+
     func status(_ name: String = "heart") async -> BluetoothModule<ManualClock>.Status? {
         await module.status()[name]
     }

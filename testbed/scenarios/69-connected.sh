@@ -75,10 +75,11 @@ sed 's/^/    /' "$TESTBED_WORK/scan.lines"
 expect_heard "$heard" "before any link"
 
 echo "2. A (hci1) connects and holds its link"
+before=$(relinks)
 central_run a "read:$brightness" "touch:$hold/a-connected" "await:$hold/a-release" > "$TESTBED_WORK/a.lines" &
 a_run=$!
 wait_for 60 "A's link" "[ -e '$hold/a-connected' ]"
-sleep 1
+relinked "$before"
 during=$(scan 5); during_states=$(states)
 echo "    during A's link hci2 heard $during; status: $during_states"
 
@@ -102,10 +103,11 @@ after=$(scan 5); echo "    after the links hci2 heard $after; status: $(states)"
 
 echo "5. one advertisement alone (gateway), A connects and holds its link"
 bleadvctl off kitchen > /dev/null
+before=$(relinks)
 central_run a "read:$brightness" "touch:$hold/a-again" "await:$hold/a-again-release" > "$TESTBED_WORK/a2.lines" &
 a_run=$!
 wait_for 60 "A's link" "[ -e '$hold/a-again' ]"
-sleep 1
+relinked "$before"
 alone=$(scan 5); echo "    during A's link hci2 heard $alone; status: $(states)"
 touch "$hold/a-again-release"
 wait "$a_run" || true
