@@ -40,9 +40,10 @@ help: ## list the targets
 deps: ## install the Debian packages the build and tests need (apt-get update first)
 	@scripts/install-deps.sh
 
-build: deps ## build release binaries (static Swift runtime): .build/release/bleadvd, bleadvctl
+build: deps ## build the release binary (static Swift runtime): .build/release/bleadvd, and bleadvctl a link to it
 	$(SWIFT) build $(BUILD_FLAGS) --product bleadvd
-	$(SWIFT) build $(BUILD_FLAGS) --product bleadvctl
+	@# One executable for both commands: bleadvd runs as bleadvctl when called by that name.
+	ln -sfn bleadvd $(RELEASE)/bleadvctl
 
 unit-test: deps ## unit, bus, daemon and CLI tests (private dbus-daemon, no radio)
 	$(SWIFT) test --disable-xctest
@@ -138,7 +139,8 @@ demo: build ## boot the test bed and run bleadvd from the example config; see wh
 install: ## install stripped binaries, units, D-Bus policy, interface and activation file, sysusers, example config, man pages, completions
 	@# Nothing is written into .build: `sudo make install` leaves no root-owned files in your tree.
 	install -Dm755 -s $(RELEASE)/bleadvd $(DESTDIR)$(SBINDIR)/bleadvd
-	install -Dm755 -s $(RELEASE)/bleadvctl $(DESTDIR)$(BINDIR)/bleadvctl
+	install -d $(DESTDIR)$(BINDIR)
+	ln -sfr $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(BINDIR)/bleadvctl
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	sed 's|/usr/local/sbin/bleadvd|$(SBINDIR)/bleadvd|; s|/usr/local/bin/bleadvctl|$(BINDIR)/bleadvctl|' systemd/bleadvd.service > $(DESTDIR)$(UNITDIR)/bleadvd.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/bleadvd.service
@@ -157,8 +159,8 @@ install: ## install stripped binaries, units, D-Bus policy, interface and activa
 	install -Dm644 systemd/man/bleadvctl.1 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1
 	install -Dm644 systemd/man/bleadvd.toml.5 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5
 	@# A completion is sourced, not run: no #! line.
-	$(RELEASE)/bleadvctl --generate-completion-script bash | sed '1{/^#!/d}' > $(DESTDIR)$(BASHCOMPDIR)/bleadvctl
-	$(RELEASE)/bleadvctl --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
+	$(DESTDIR)$(BINDIR)/bleadvctl --generate-completion-script bash | sed '1{/^#!/d}' > $(DESTDIR)$(BASHCOMPDIR)/bleadvctl
+	$(DESTDIR)$(BINDIR)/bleadvctl --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
 	chmod 644 $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
 	@# On a live system (no DESTDIR): create the user, reload the bus policy and systemd.
 	if [ -z "$(DESTDIR)" ]; then \

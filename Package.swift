@@ -75,11 +75,24 @@ let package = Package(
             ]
         ),
 
-        // The executables: thin mains.
+        // bleadvctl's commands: synchronous clients of the daemon's D-Bus API, and `preview`.
+        .target(
+            name: "BleadvctlCommands",
+            dependencies: [
+                "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus", "Events",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/bleadvctl"
+        ),
+
+        // The executable: a thin main, and both commands. bleadvctl is a link to bleadvd (one
+        // copy of the Swift runtime and Foundation on disk, not two), and runs as bleadvctl when
+        // called by that name.
         .executableTarget(
             name: "bleadvd",
             dependencies: [
                 "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus", "Events", "CLinux",
+                "BleadvctlCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -87,21 +100,6 @@ let package = Package(
             // binary afterwards, and bleadvd drops their pages (CLinux, docs/BENCHMARKS.md).
             linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "now"])]
         ),
-        .executableTarget(
-            name: "bleadvctl",
-            dependencies: [
-                "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus", "Events",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            // A position-dependent executable: the dynamic loader has 480 relocations to apply
-            // instead of 40,000, which took a third of a command's start under emulation
-            // (docs/BENCHMARKS.md). The daemon stays position-independent (ASLR): it lives long
-            // and reads the bus; the CLI runs for a moment as the user who typed it. Release
-            // only, and meant with the static Swift runtime (`make build`): against the shared
-            // one, glibc warns at every start about references to its protected functions.
-            linkerSettings: [.unsafeFlags(["-Xclang-linker", "-no-pie"], .when(configuration: .release))]
-        ),
-
         // Benchmarks (not installed): `make bench-dbus`.
         .target(name: "CDBusBenchLoop", dependencies: ["CDBus"], path: "Benchmarks/CDBusBenchLoop"),
         .executableTarget(
@@ -123,8 +121,8 @@ let package = Package(
             dependencies: [
                 "AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "PeripheralMocks", "PeripheralBlueZ",
                 "TestSupport",
-                // Built for the tests, which run them as programs.
-                "bleadvd", "bleadvctl",
+                // Built for the tests, which run it as a program (as bleadvd and as bleadvctl).
+                "bleadvd",
             ]
         ),
     ]

@@ -116,9 +116,9 @@ for step in "${steps[@]}"; do
     build) multiarch=$(dpkg-architecture -a"$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
            flags="-c release --static-swift-stdlib -Xswiftc -use-ld=gold -Xswiftc -Xclang-linker -Xswiftc --sysroot=$sysroot"
            in_chroot "export PKG_CONFIG_SYSROOT_DIR=$sysroot PKG_CONFIG_LIBDIR=$sysroot/usr/lib/$multiarch/pkgconfig:$sysroot/usr/share/pkgconfig
-                      swift build $flags --product bleadvd && swift build $flags --product bleadvctl"
-           in_chroot 'for b in bleadvd bleadvctl; do printf "%s asks glibc for %s\n" $b "$(objdump -T .build/release/$b | grep -o "GLIBC_[0-9.]*" | sort -uV | tail -n1)"; done' >&2
-           cp "$root$src/.build/release/bleadvd" "$root$src/.build/release/bleadvctl" "$out/release/" ;;
+                      swift build $flags --product bleadvd && ln -sfn bleadvd .build/release/bleadvctl"
+           in_chroot 'printf "bleadvd asks glibc for %s\n" "$(objdump -T .build/release/bleadvd | grep -o "GLIBC_[0-9.]*" | sort -uV | tail -n1)"' >&2
+           cp "$root$src/.build/release/bleadvd" "$out/release/" && ln -sfn bleadvd "$out/release/bleadvctl" ;;
     # Debian's swiftlang 6.2.3 ships the _Testing_Foundation overlay's module but not its
     # library, which a test importing both Testing and Foundation links to: leave it out.
     test)  in_chroot 'swift test --disable-xctest -Xswiftc -Xfrontend -Xswiftc -disable-cross-import-overlays 2>&1 | grep -aE "^(✘|error)|Test run with"' ;;

@@ -18,30 +18,24 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/n
 rm -rf "$stage"
 make --no-print-directory install DESTDIR="$PWD/$stage" PREFIX=/usr UNITDIR=/usr/lib/systemd/system > /dev/null
 gzip -9n "$stage"/usr/share/man/man*/*
-# Each binary is about 16 MB stripped. Foundation's Thread, FileHandle and the like link ICU and
-# its 34 MB of data (bleadvd grew to 61 MB that way): keep them out.
-for binary in "$stage/usr/sbin/bleadvd" "$stage/usr/bin/bleadvctl"; do
-  size=$(stat -c %s "$binary")
-  if ((size > 24 * 1024 * 1024)); then
-    echo "make-deb: $(basename "$binary") is $((size / 1024 / 1024)) MB stripped (at most 24): did something link ICU? (nm | grep icudt)" >&2
-    exit 1
-  fi
-done
+# One executable, about 18 MB stripped, and bleadvctl a link to it. Foundation's Thread,
+# FileHandle and the like link ICU and its 34 MB of data (bleadvd grew to 61 MB that way): keep
+# them out.
+size=$(stat -c %s "$stage/usr/sbin/bleadvd")
+if ((size > 24 * 1024 * 1024)); then
+  echo "make-deb: bleadvd is $((size / 1024 / 1024)) MB stripped (at most 24): did something link ICU? (nm | grep icudt)" >&2
+  exit 1
+fi
+if [[ "$(readlink "$stage/usr/bin/bleadvctl")" != ../sbin/bleadvd ]]; then
+  echo "make-deb: /usr/bin/bleadvctl is not the link ../sbin/bleadvd" >&2
+  exit 1
+fi
 doc=$stage/usr/share/doc/bleadvd
 install -d "$doc"
-# A deliberate deviation, stated where lintian and packagers look for it.
-install -d "$stage/usr/share/lintian/overrides"
-cat > "$stage/usr/share/lintian/overrides/bleadvd" <<'OVERRIDES'
-# bleadvctl is linked position-dependent on purpose (Package.swift): the loader's 40,000
-# relocations of a position-independent build cost a third of a command's start on slow
-# boards (docs/BENCHMARKS.md). It is not setuid and acts for the user who runs it; the
-# daemon, bleadvd, stays position-independent.
-bleadvd: hardening-no-pie [usr/bin/bleadvctl]
-OVERRIDES
 cat > "$doc/copyright" <<'COPYRIGHT'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: bleadvd
-Comment: The binaries link these statically, fetched by SwiftPM into .build/checkouts/ or
+Comment: The binary links these statically, fetched by SwiftPM into .build/checkouts/ or
  taken from the Swift toolchain: the Swift runtime and Foundation, swift-log and
  swift-argument-parser (Apache-2.0), TOMLKit and the toml++ it bundles (MIT).
 
@@ -111,12 +105,12 @@ COPYRIGHT
   printf ' -- bleadvd developers <dev@bleadvd.invalid>  %s\n' "$(date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n > "$doc/changelog.Debian.gz"
 
-# Depends: what dpkg-shlibdeps finds the binaries need, libcrypto, and bluetoothd itself.
+# Depends: what dpkg-shlibdeps finds the binary needs, libcrypto, and bluetoothd itself.
 shlibs=$(
   work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
   mkdir "$work/debian"; printf 'Source: bleadvd\n\nPackage: bleadvd\nArchitecture: any\n' > "$work/debian/control"
-  bins=("$PWD/$stage/usr/sbin/bleadvd" "$PWD/$stage/usr/bin/bleadvctl")
-  cd "$work" && dpkg-shlibdeps -O -e"${bins[0]}" -e"${bins[1]}" 2> /dev/null | sed -n 's/^shlibs:Depends=//p'
+  binary=$PWD/$stage/usr/sbin/bleadvd
+  cd "$work" && dpkg-shlibdeps -O -e"$binary" 2> /dev/null | sed -n 's/^shlibs:Depends=//p'
 )
 [[ -n "$shlibs" ]] || { echo "make-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 # libcrypto is loaded at run time, by encrypted BTHome only (Sources/CCrypto), so

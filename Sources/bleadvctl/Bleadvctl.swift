@@ -7,8 +7,17 @@ import Peripheral
 import Glibc
 #endif
 
+/// `bleadvctl`, the command: bleadvd's executable runs it when called by that name (a link to
+/// it; one executable on disk for both, docs/BENCHMARKS.md).
+public enum BleadvctlCommand {
+    /// Runs `bleadvctl` with the process's arguments, and exits.
+    public static func main() -> Never {
+        Bleadvctl.main()
+        exit(0)
+    }
+}
+
 /// `bleadvctl`: switches bleadvd's advertisements on and off, shows their state, previews bytes.
-@main
 struct Bleadvctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bleadvctl",

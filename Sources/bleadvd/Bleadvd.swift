@@ -2,6 +2,7 @@ import AdvertiserConfig
 import AdvertiserControl
 import AdvertiserDaemon
 import ArgumentParser
+import BleadvctlCommands
 import CLinux
 import DBus
 import Events
@@ -61,6 +62,10 @@ struct Bleadvd: ParsableCommand {
     /// line and exit 2 (bleadvd(8), EXIT STATUS); ArgumentParser's own would print the argument
     /// raw, exit 64.
     static func main() {
+        // One executable for both commands: bleadvctl is a link to this one.
+        if CommandLine.arguments.first?.split(separator: "/").last == "bleadvctl" {
+            BleadvctlCommand.main()
+        }
         let command: Bleadvd
         do {
             command = try parse()

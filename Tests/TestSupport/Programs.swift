@@ -33,9 +33,15 @@ public var productsDirectory: URL {
     return URL(fileURLWithPath: exe).deletingLastPathComponent()
 }
 
-/// The path of one of this package's executables, e.g. `bleadvctl`.
+/// The path of one of this package's executables, e.g. `bleadvd`. `bleadvctl` is a link to
+/// bleadvd, as `make build` and the package make it: made here beside the test build's bleadvd.
 public func product(_ name: String) -> String {
-    productsDirectory.appendingPathComponent(name).path
+    let path = productsDirectory.appendingPathComponent(name).path
+    if name == "bleadvctl", (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != "bleadvd" {
+        try? FileManager.default.removeItem(atPath: path)
+        try? FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "bleadvd")
+    }
+    return path
 }
 
 /// Runs a program to completion on a thread of its own and returns what it did, whatever its
