@@ -2,7 +2,7 @@
 # `sudo make install` and `make uninstall` under systemd, as the README tells a user who builds
 # from source, after 62 purged the package:
 # - make install; systemctl enable --now bleadvd: active once the example's advertisement is
-#   registered, as user bleadvd, /usr/local/bin/bleadvctl answers;
+#   registered, as user bleadvd, /usr/local/bin/bleadvctl (a link to bleadvd) answers;
 # - make uninstall: the unit stopped and disabled, nothing registered; left: the config and the
 #   state directory (they go together: encrypted BTHome's counters belong with its keys).
 set -euo pipefail
@@ -19,8 +19,10 @@ echo "make install; systemctl enable --now bleadvd: active in $(elapsed "$starte
 [[ "$(ps -o user= -p "$(unit_property MainPID)")" == bleadvd ]] || fail "not running as bleadvd"
 [[ "$(unit_property ExecStart)" == *"path=/usr/local/sbin/bleadvd"* ]] || fail "the unit does not run /usr/local/sbin/bleadvd"
 /usr/local/bin/bleadvctl status | grep -qE '^heart +advertisement +on' || fail "bleadvctl status does not show heart on"
+[[ "$(readlink /usr/local/bin/bleadvctl)" == ../sbin/bleadvd ]] \
+  || fail "/usr/local/bin/bleadvctl is not the link ../sbin/bleadvd: $(ls -l /usr/local/bin/bleadvctl)"
 if readelf -S /usr/local/sbin/bleadvd | grep -q '\.symtab'; then fail "make install did not strip bleadvd"; fi
-echo "    as bleadvd, from /usr/local/sbin (stripped: $(du -h /usr/local/sbin/bleadvd | cut -f1)); bleadvctl status: heart on"
+echo "    as bleadvd, from /usr/local/sbin (stripped: $(du -h /usr/local/sbin/bleadvd | cut -f1)); bleadvctl, a link to it: status shows heart on"
 
 make --no-print-directory -C "$TESTBED_ROOT" uninstall > "$TESTBED_WORK/make-uninstall.out" 2>&1 \
   || { cat "$TESTBED_WORK/make-uninstall.out"; fail "make uninstall failed"; }
