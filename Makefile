@@ -32,7 +32,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix test-pairing test-improv test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-hostile fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak
+.PHONY: help deps build test test-matrix test-pairing test-improv test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-hostile fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -61,9 +61,11 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # test's other lane they took up to 255 s and over 420 s there, against about 100 s on a disk
 # image.
 # 68, 69 and 70 need a third controller (testbed/run.sh --controllers 3), whose boots run the
-# patched emulator (testbed/btvirt): make test-connections. Not in make test yet: in the one
-# make test that had them, 66 failed beside them (see RELIABILITY, "Not done yet").
-SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-%,$(sort $(wildcard testbed/scenarios/*.sh)))
+# patched emulator (testbed/btvirt): make test-connections; 71, the connection soak, too: make
+# soak-connections. Not in make test yet: in the one make test that had them, 66 failed beside
+# them (since explained: not the emulator's), and a boot more does not fit the lanes' time (see
+# RELIABILITY, "Not done yet").
+SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 MAKE_TEST_SCENARIOS = $(filter-out testbed/scenarios/40-% testbed/scenarios/41-%,$(SCENARIOS))
 
 # make test makes what its test bed lanes need once, before they start (testbed-prepare), and
@@ -204,6 +206,14 @@ fuzz: deps ## libFuzzer on the config parser, AD encoder and D-Bus message reade
 
 fuzz-smoke: deps ## a short run of each fuzz target (make test runs it)
 	scripts/fuzz.sh --smoke $(or $(RUNS),20000)
+
+soak-connections: deb ## CYCLES=N (default 1000) cycles of two centrals connecting, reading, subscribing, notified, writing and leaving (scenario 71, three controllers) on each of STACKS (default "trixie-legacy bookworm"); after each, both advertisements heard, values intact, no stray; RSS slope printed
+	testbed/setup.sh bookworm trixie
+	for stack in $(or $(STACKS),trixie-legacy bookworm); do \
+	  options="--systemd --controllers 3 --stack $${stack%-legacy}"; case $$stack in *-legacy) options="$$options --legacy" ;; esac; \
+	  BLEADVD_TESTBED_APPEND="bleadvd_connections.cycles=$(or $(CYCLES),1000) bleadvd_testbed.timeout=$$(( $(or $(CYCLES),1000) * 30 + 600 ))" \
+	    testbed/run.sh $$options testbed/scenarios/71-connection-soak.sh || exit 1; \
+	done
 
 soak: deb ## the seeded chaos soak for long runs: SEED=N (default drawn, printed) STEPS=N (default 1000) on each of STACKS (default "trixie-legacy bookworm"); about 7 s a step; docs/RELIABILITY.md
 	testbed/setup.sh bookworm trixie

@@ -11,7 +11,8 @@ resets the emulated controller. It reads one run a line on standard input,
   OUT<TAB>[--io just-works|passkey|confirm] [--code N | --code-from FILE] [--no-bonding]
           [--legacy]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
-                                              await:FILE, scan:SECONDS)
+                                              await:FILE, scan:SECONDS, subscribe:UUID,
+                                              notified:UUID=HEX)
 
 connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
 disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
@@ -23,12 +24,17 @@ it could not connect or a step it does not know was asked):
   encrypted with the stored key in S s | encryption failed: REASON
   wrote UUID | write UUID: ATT error NAME
   flood COUNT writes in S s (N/s)     (writes without response of 0, 1, ...)
+  subscribed UUID | subscribe UUID: ATT error NAME
+  notified UUID: HEX | notified UUID: nothing in 10 s   (waits for a notification of HEX)
+  disconnected at T                   (Unix time, in s; when the central ended the link)
 
 touch:FILE creates FILE and await:FILE waits (up to 30 s) until it exists: two centrals order
-their steps by them. scan:SECONDS is a scanner's view of the air, from this controller: it scans
-passively for that long, starting the scan anew every second (Debian 12's emulated controllers
-report an advertiser once per scan start), and prints one line per advertising payload heard,
-  heard ADDRESS HEX N                   (N reports of it)
+their steps by them. scan:SECONDS[/EVERY] is a scanner's view of the air, from this controller:
+it scans passively for that long, starting the scan anew every EVERY seconds (default 1: Debian
+12's emulated controllers report an advertiser once per scan start), and prints one line per
+advertising payload heard,
+  scanning from T                       (Unix time, in s)
+  heard ADDRESS HEX N FIRST             (N reports of it, the first at FIRST: Unix time, in s)
 or `heard nothing`. A run with --no-link does its steps without connecting (a scanner's runs).
 It prints `ready` once it has its controller. Usage: bumble_central.py
 ADDRESS [--transport hci-socket:N] [--keys FILE] (hci1 unless told); the keys file is read at
@@ -141,6 +147,7 @@ async def run_steps(device, address, run):
         if connection.handle in device.connections:
             try:
                 await asyncio.wait_for(connection.disconnect(), 10)
+                run.say("disconnected at %.3f" % time.time())
             except (Exception, asyncio.CancelledError) as error:
                 run.say("disconnect failed: %s" % att_name(error))
 
@@ -155,6 +162,7 @@ class Link:
     def __init__(self, connection):
         self.connection = connection
         self.peer = None
+        self.notified = {}  # UUID -> the values notified, in order
 
     async def characteristic(self, uuid):
         if self.peer is None:
@@ -206,8 +214,24 @@ async def do_step(run, link, step):
             await characteristic.write_value(bytes([i % 256]), with_response=False)
         seconds = time.monotonic() - started
         run.say("flood %s writes in %.2f s (%.0f/s)" % (count, seconds, int(count) / seconds))
+    elif kind == "subscribe":
+        try:
+            await (await link.characteristic(what)).subscribe(
+                lambda value, uuid=what: link.notified.setdefault(uuid, []).append(bytes(value).hex()))
+            run.say("subscribed %s" % what)
+        except STEP_ERRORS as error:
+            run.say("subscribe %s: ATT error %s" % (what, att_name(error)))
+    elif kind == "notified":
+        uuid, _, hex_value = what.partition("=")
+        deadline = time.monotonic() + 10
+        while hex_value not in link.notified.get(uuid, []) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if hex_value in link.notified.get(uuid, []):
+            run.say("notified %s: %s" % (uuid, hex_value))
+        else:
+            run.say("notified %s: nothing in 10 s (%s)" % (uuid, ", ".join(link.notified.get(uuid, [])) or "none"))
     elif kind == "scan":
-        await scan(run, float(what))
+        await scan(run, what)
     elif kind == "pause":
         await asyncio.sleep(float(what))
     elif kind == "touch":
@@ -230,20 +254,24 @@ HEARD = None  # while a scan step runs: reports by (address, payload)
 def heard(advertisement):
     if HEARD is not None:
         key = (str(advertisement.address).replace("/P", ""), bytes(advertisement.data_bytes).hex())
-        HEARD[key] = HEARD.get(key, 0) + 1
+        count, first = HEARD.get(key, (0, time.time()))
+        HEARD[key] = (count + 1, first)
 
 
-async def scan(run, seconds):
+async def scan(run, what):
     global HEARD
+    seconds, _, every = what.partition("/")
+    seconds, every = float(seconds), float(every or 1)
     HEARD = {}
+    run.say("scanning from %.3f" % time.time())
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         await DEVICE.start_scanning(active=False, filter_duplicates=False)
-        await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        await asyncio.sleep(min(every, max(0.0, deadline - time.monotonic())))
         await DEVICE.stop_scanning()
     reports, HEARD = HEARD, None
-    for (address, data), count in sorted(reports.items()):
-        run.say("heard %s %s %d" % (address, data, count))
+    for (address, data), (count, first) in sorted(reports.items()):
+        run.say("heard %s %s %d %.3f" % (address, data, count, first))
     if not reports:
         run.say("heard nothing")
 

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# testbed-timeout: 1800
+# A soak of connections (#50): CYCLES (default 40) cycles of two centrals on host stacks of
+# their own, Bumble on hci1 (A) and on hci2 (B), against bleadvd on hci0 with a BTHome sensor
+# and a connectable advertisement naming a GATT service. In each cycle:
+# - A connects, reads and subscribes to brightness; B connects beside it, reads and subscribes
+#   too; a `bleadvctl set` reaches both as a notification; A writes brightness, B writes level;
+#   both disconnect.
+# - Then, at once: a 1-s scan from hci2 hears both advertisements, BlueZ holds exactly the two
+#   (no stray), status says both on and shows the two values written (values intact).
+# Prints the cycles' times, how soon after the links the scan began and how soon after its start
+# it heard both (the kernel enables a connection's set again at the disconnect: a scan that
+# hears both at once found them on air), and bleadvd's RSS after each cycle with its slope
+# (least squares, KiB a cycle). Fails at the first cycle whose check
+# does not hold, with the central's lines and the journal.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+# CYCLES from the environment or the kernel's command line (make soak-connections CYCLES=N).
+cycles=${CYCLES:-$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_connections.cycles=//p')}
+cycles=${cycles:-40}
+[[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
+fresh_bluetoothd hci0
+config="$TESTBED_WORK/connection-soak.toml"
+cat > "$config" <<'TOML'
+adapter = "hci0"
+
+[advertisement.kitchen.bthome]
+temperature = 21.5
+
+[service.lamp]
+uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+
+[service.lamp.characteristic.brightness]
+uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write", "notify"]
+security = "none"
+value = 10
+
+[service.lamp.characteristic.level]
+uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write"]
+security = "none"
+value = 0
+
+[advertisement.gateway]
+local_name = "Gateway"
+services = ["lamp"]
+TOML
+brightness=6e400002-b5a3-f393-e0a9-e50e24dcca9e
+level=6e400003-b5a3-f393-e0a9-e50e24dcca9e
+start_bleadvd "$config"
+address=$(adapter_address hci0)
+start_central a 1 "$address"
+start_central b 2 "$address"
+hold=$TESTBED_WORK/hold
+rm -rf "$hold"; mkdir -p "$hold"
+
+# back_after FILE T: seconds from T (Unix time: the scan's start) to when the scan in FILE first
+# heard the later of the two advertisements from hci0's address (BTHome's service data 0xFCD2; the lamp
+# service's UUID in the gateway's payload), or nothing when it did not hear both.
+back_after() {
+  awk -v address="$address" -v since="$2" '
+    $1 == "heard" && $2 == address {
+      if ($3 ~ /16d2fc/ && (k == "" || $5 < k)) k = $5
+      if ($3 ~ /9ecadc240ee5a9e093f3a3b50100406e/ && (g == "" || $5 < g)) g = $5
+    }
+    END { if (k != "" && g != "") printf "%.2f", (k > g ? k : g) - since }' "$1"
+}
+# cycle_failed I WHY: the cycle's lines, the journal's last lines, and fail.
+cycle_failed() {
+  echo "    cycle $1: A:"; sed 's/^/      /' "$TESTBED_WORK/a.lines"
+  echo "    cycle $1: B:"; sed 's/^/      /' "$TESTBED_WORK/b.lines"
+  tail -n 20 "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /'
+  fail "cycle $1: $2"
+}
+
+rss=()
+times=()
+backs=()
+starts=()
+pid=$BLEADVD_PID
+for ((i = 1; i <= cycles; i++)); do
+  started=$(date +%s.%N)
+  set_value=$(( (i * 7) % 200 + 20 ))      # what bleadvctl set sends: notified to both
+  a_value=$(( (i * 7) % 200 + 21 ))        # what A writes to brightness
+  b_value=$(( i % 250 ))                   # what B writes to level
+  hex_set=$(printf %02x "$set_value"); hex_a=$(printf %02x "$a_value"); hex_b=$(printf %02x "$b_value")
+  central_run a "read:$brightness" "subscribe:$brightness" "touch:$hold/a-$i" "await:$hold/set-$i" \
+    "notified:$brightness=$hex_set" "write:$brightness=$hex_a" > "$TESTBED_WORK/a.lines" &
+  a_run=$!
+  wait_for 60 "A's link in cycle $i" "[ -e '$hold/a-$i' ]" || cycle_failed "$i" "A did not connect and subscribe"
+  central_run b "read:$level" "subscribe:$brightness" "touch:$hold/b-$i" "await:$hold/set-$i" \
+    "notified:$brightness=$hex_set" "write:$level=$hex_b" > "$TESTBED_WORK/b.lines" &
+  b_run=$!
+  wait_for 60 "B's link in cycle $i" "[ -e '$hold/b-$i' ]" || { touch "$hold/set-$i"; wait "$a_run" || true; cycle_failed "$i" "B did not connect and subscribe beside A"; }
+  bleadvctl set lamp brightness="$set_value" > /dev/null
+  touch "$hold/set-$i"
+  wait "$a_run" || true
+  wait "$b_run" || true
+  grep -q "notified $brightness: $hex_set" "$TESTBED_WORK/a.lines" || cycle_failed "$i" "A was not notified of the set ($set_value)"
+  grep -q "notified $brightness: $hex_set" "$TESTBED_WORK/b.lines" || cycle_failed "$i" "B was not notified of the set ($set_value)"
+  grep -q "wrote $brightness" "$TESTBED_WORK/a.lines" || cycle_failed "$i" "A's write was not taken"
+  grep -q "wrote $level" "$TESTBED_WORK/b.lines" || cycle_failed "$i" "B's write was not taken"
+
+  links_ended=$(sed -n 's/.*disconnected at //p' "$TESTBED_WORK/a.lines" "$TESTBED_WORK/b.lines" | sort -n | tail -n1)
+  [[ -n "$links_ended" ]] || cycle_failed "$i" "a central did not end its link"
+
+  # On air again: a scan from hci2 as the links end (3 s, started anew every 0.25 s).
+  central_run b --no-link "scan:3/0.25" > "$TESTBED_WORK/scan.lines"
+  scan_from=$(sed -n 's/.*scanning from //p' "$TESTBED_WORK/scan.lines")
+  back=$(back_after "$TESTBED_WORK/scan.lines" "$scan_from")
+  [[ -n "$back" ]] || { cat "$TESTBED_WORK/scan.lines" >> "$TESTBED_WORK/b.lines"; cycle_failed "$i" "a 3-s scan after the links did not hear both advertisements"; }
+  starts+=("$(awk -v a="$links_ended" -v b="$scan_from" 'BEGIN { printf "%.2f", b - a }')")
+  backs+=("$back")
+  [[ "$(active_instances hci0)" == 2 ]] || cycle_failed "$i" "BlueZ holds $(active_instances hci0) advertisement(s) on hci0, not 2"
+  status=$(bleadvctl status --json)
+  states=$(python3 -c '
+import json, sys
+print(" ".join("%s=%s" % (name, entry["state"]) for name, entry in sorted(json.load(sys.stdin).items()) if entry["kind"] == "advertisement"))' <<< "$status")
+  [[ "$states" == "gateway=on kitchen=on" ]] || cycle_failed "$i" "status says $states, not both on"
+  grep -q "\"brightness\": \"$a_value\"" <<< "$status" || cycle_failed "$i" "status does not show A's brightness $a_value: $status"
+  grep -q "\"level\": \"$b_value\"" <<< "$status" || cycle_failed "$i" "status does not show B's level $b_value: $status"
+  kill -0 "$pid" || cycle_failed "$i" "bleadvd is gone"
+  rss+=("$(ps -o rss= -p "$pid" | tr -d ' ')")
+  times+=("$(elapsed "$started")")
+  echo "    cycle $i: $(elapsed "$started") s; the scan began ${starts[-1]} s after the last link ended and heard both in ${back} s; RSS ${rss[-1]} KiB"
+done
+
+echo "$cycles cycles of two centrals: each connected, read, subscribed, was notified, wrote and left"
+printf '%s\n' "${times[@]}" | awk '{ s += $1; if ($1 > m) m = $1 } END { printf "    cycle time: mean %.1f s, worst %.1f s\n", s / NR, m }'
+# summary WHAT VALUES...: median and worst of VALUES, and how many are within 1 s.
+summary() {
+  local what=$1; shift
+  printf '%s\n' "$@" | sort -n | awk -v what="$what" '
+    { v[NR] = $1; if ($1 <= 1) within++ }
+    END { printf "    %s: median %.2f s, worst %.2f s; %d of %d within 1 s\n", what, v[int((NR + 1) / 2)], v[NR], within, NR }'
+}
+summary "the scanner on hci2 began, after the last link ended" "${starts[@]}"
+summary "both advertisements heard, after the scan began" "${backs[@]}"
+printf '%s\n' "${rss[@]}" | awk '
+  { n++; x += n; y += $1; xx += n * n; xy += n * $1; if (n == 1) first = $1; last = $1 }
+  END {
+    slope = n > 1 ? (n * xy - x * y) / (n * xx - x * x) : 0
+    printf "    bleadvd RSS: %d KiB after the first cycle, %d after the last; slope %.2f KiB a cycle\n", first, last, slope
+  }'
+echo "    re-registrations beside a link: $(relinks); journal warnings and errors: $(grep -cE '^<[0-4]>' "$TESTBED_WORK/bleadvd.log" || true)"
+grep -E '^<[0-4]>' "$TESTBED_WORK/bleadvd.log" | awk 'NR <= 10' | sed 's/^/    journal: /' || true
