@@ -119,6 +119,14 @@ active_instances() {
   busctl get-property org.bluez "/org/bluez/${1:-hci0}" org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $2}'
 }
 
+# advertisement_states: each advertisement's state as `bleadvctl status --json` shows it, on one
+# line, by name: "gateway=on kitchen=paused".
+advertisement_states() {
+  bleadvctl status --json | python3 -c '
+import json, sys
+print(" ".join("%s=%s" % (name, entry["state"]) for name, entry in sorted(json.load(sys.stdin).items()) if entry["kind"] == "advertisement"))'
+}
+
 # unit_property NAME: bleadvd.service's property NAME, as systemctl shows it.
 unit_property() {
   systemctl show -P "$1" bleadvd.service

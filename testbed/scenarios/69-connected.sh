@@ -58,19 +58,13 @@ scan() {
   central_run b --no-link "scan:$1" > "$TESTBED_WORK/scan.lines"
   counted "$TESTBED_WORK/scan.lines"
 }
-# states: each advertisement's state as bleadvctl status --json shows it, on one line.
-states() {
-  bleadvctl status --json | python3 -c '
-import json, sys
-print(" ".join("%s=%s" % (name, entry["state"]) for name, entry in sorted(json.load(sys.stdin).items()) if entry["kind"] == "advertisement"))'
-}
 # expect_heard COUNTS WHAT: fails unless both advertisements were heard in COUNTS.
 expect_heard() {
   [[ "$1" =~ kitchen=[1-9].*gateway=[1-9] ]] || fail "$2: the scanner on hci2 did not hear both advertisements ($1)"
 }
 
 echo "1. before any link"
-heard=$(scan 5); echo "    hci2 heard $heard; status: $(states)"
+heard=$(scan 5); echo "    hci2 heard $heard; status: $(advertisement_states)"
 sed 's/^/    /' "$TESTBED_WORK/scan.lines"
 expect_heard "$heard" "before any link"
 
@@ -80,7 +74,7 @@ central_run a "read:$brightness" "touch:$hold/a-connected" "await:$hold/a-releas
 a_run=$!
 wait_for 60 "A's link" "[ -e '$hold/a-connected' ]"
 relinked "$before"
-during=$(scan 5); during_states=$(states)
+during=$(scan 5); during_states=$(advertisement_states)
 echo "    during A's link hci2 heard $during; status: $during_states"
 
 echo "3. B (hci2) connects too, reads and scans during both links"
@@ -92,14 +86,14 @@ if ! grep -q "read $brightness: 0a" "$TESTBED_WORK/b.lines"; then
   hci_since "$b_started" | grep -E "hci0|Handle|ATT|Connect|Disconnect" | awk 'NR <= 80' | sed 's/^/    /'
 fi
 both=$(counted "$TESTBED_WORK/b.lines")
-echo "    during both links hci2 heard $both; status: $(states)"
+echo "    during both links hci2 heard $both; status: $(advertisement_states)"
 
 echo "4. both leave"
 touch "$hold/a-release"
 wait "$a_run" || true
 sed 's/^/    A: /' "$TESTBED_WORK/a.lines"
 sleep 1
-after=$(scan 5); echo "    after the links hci2 heard $after; status: $(states)"
+after=$(scan 5); echo "    after the links hci2 heard $after; status: $(advertisement_states)"
 
 echo "5. one advertisement alone (gateway), A connects and holds its link"
 bleadvctl off kitchen > /dev/null
@@ -108,7 +102,7 @@ central_run a "read:$brightness" "touch:$hold/a-again" "await:$hold/a-again-rele
 a_run=$!
 wait_for 60 "A's link" "[ -e '$hold/a-again' ]"
 relinked "$before"
-alone=$(scan 5); echo "    during A's link hci2 heard $alone; status: $(states)"
+alone=$(scan 5); echo "    during A's link hci2 heard $alone; status: $(advertisement_states)"
 touch "$hold/a-again-release"
 wait "$a_run" || true
 grep -E "^<[0-6]>" "$TESTBED_WORK/bleadvd.log" | grep -vE "GATT|starting|ready" | sed 's/^/    journal: /'

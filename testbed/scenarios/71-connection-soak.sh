@@ -117,9 +117,7 @@ for ((i = 1; i <= cycles; i++)); do
   backs+=("$back")
   [[ "$(active_instances hci0)" == 2 ]] || cycle_failed "$i" "BlueZ holds $(active_instances hci0) advertisement(s) on hci0, not 2"
   status=$(bleadvctl status --json)
-  states=$(python3 -c '
-import json, sys
-print(" ".join("%s=%s" % (name, entry["state"]) for name, entry in sorted(json.load(sys.stdin).items()) if entry["kind"] == "advertisement"))' <<< "$status")
+  states=$(advertisement_states)
   [[ "$states" == "gateway=on kitchen=on" ]] || cycle_failed "$i" "status says $states, not both on"
   grep -q "\"brightness\": \"$a_value\"" <<< "$status" || cycle_failed "$i" "status does not show A's brightness $a_value: $status"
   grep -q "\"level\": \"$b_value\"" <<< "$status" || cycle_failed "$i" "status does not show B's level $b_value: $status"
