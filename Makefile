@@ -32,7 +32,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test test-matrix test-pairing test-improv test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-hostile fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections
+.PHONY: help deps build test figures test-matrix test-pairing test-improv test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-hostile fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -131,8 +131,11 @@ test-matrix: deb ## every scenario on every stack (bookworm, trixie, sid; both k
 	scripts/make-deb.sh $(VERSION) 2
 	scripts/test-matrix.sh $(RUNS)
 
-test: ## everything: unit, bus, daemon, unit file and end-to-end tests
+test: ## everything: unit, bus, daemon, unit file and end-to-end tests; each step's time in .build/test-figures.tsv (it changes no tracked file)
 	@scripts/test-all.sh
+
+figures: ## write the figures of the last make test, if everything passed, into the README
+	@scripts/readme-figures.sh
 
 demo: build ## boot the test bed and run bleadvd from the example config; see what hci1 hears
 	testbed/setup.sh
@@ -215,9 +218,9 @@ soak-connections: deb ## CYCLES=N (default 1000) cycles of two centrals connecti
 	    testbed/run.sh $$options testbed/scenarios/71-connection-soak.sh || exit 1; \
 	done
 
-soak: deb ## the seeded chaos soak for long runs: SEED=N (default drawn, printed) STEPS=N (default 1000) on each of STACKS (default "trixie-legacy bookworm"); about 7 s a step; docs/RELIABILITY.md
+soak: deb ## the seeded chaos soak for long runs: SEED=N (default drawn, printed) STEPS=N (default 1000) on each of STACKS (default "trixie-legacy bookworm"), half of the steps connection cycles of two centrals (three controllers; CENTRALS=0 for the schedule of make test's 61); about 10 s a step; docs/RELIABILITY.md
 	testbed/setup.sh bookworm trixie
-	SEED="$(SEED)" STEPS="$(STEPS)" STACKS="$(STACKS)" scripts/soak.sh
+	SEED="$(SEED)" STEPS="$(STEPS)" STACKS="$(STACKS)" CENTRALS="$(CENTRALS)" scripts/soak.sh
 
 bench: build ## bleadvd side by side with busctl, bluetoothctl and BlueZ's example in the test bed: the table of docs/BENCHMARKS.md
 	testbed/setup.sh
