@@ -110,7 +110,7 @@ let package = Package(
 
         // Tests: a private bus, child processes, the Python peers.
         .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["Peers"]),
-        .testTarget(name: "EventsTests", dependencies: ["Events"]),
+        .testTarget(name: "EventsTests", dependencies: ["Events", "TestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),

@@ -111,10 +111,10 @@ struct ControlTests {
         await session.clock.waitForSleepers()
         session.clock.advance(by: .seconds(1))
         var json: [String: [String: Any]]?
-        for _ in 0..<100 where json?["heart"]?["mismatch"] == nil {
+        try? await eventually("status reports heart's mismatch", within: .seconds(5), every: .milliseconds(50)) {
             let result = try await session.ctl("status", "--json")
             json = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: [String: Any]]
-            try await Task.sleep(for: .milliseconds(50))
+            return json?["heart"]?["mismatch"] != nil
         }
         let table = try await session.ctl("status").output
 

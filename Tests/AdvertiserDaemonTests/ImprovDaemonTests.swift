@@ -184,7 +184,7 @@ struct ImprovDaemonTests {
         // Events are handled in order: once another central's malformed frame is answered, the
         // 200 were.
         session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "11:22:33:44:55:66")))
-        while notified(session, Self.error).last != [0x01] { try await Task.sleep(for: .milliseconds(1)) }
+        try await eventually("the malformed frame is answered", every: .milliseconds(1)) { notified(session, Self.error).last == [0x01] }
         let file = session.bus.folder.appendingPathComponent("identified").path
         await advance(session) { FileManager.default.fileExists(atPath: file) }
 
@@ -200,10 +200,10 @@ struct ImprovDaemonTests {
         for _ in 1...100 {
             session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "AA:BB:CC:DD:EE:FF")))
         }
-        while notified(session, Self.error).count < 100 { try await Task.sleep(for: .milliseconds(1)) }
+        try await eventually("the 100 frames are answered", every: .milliseconds(1)) { notified(session, Self.error).count >= 100 }
         session.clock.advance(by: .milliseconds(100))
         session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "AA:BB:CC:DD:EE:FF")))
-        while notified(session, Self.error).count < 101 { try await Task.sleep(for: .milliseconds(1)) }
+        try await eventually("the 101st frame is answered", every: .milliseconds(1)) { notified(session, Self.error).count >= 101 }
 
         let lines = session.logs.all.filter { $0.contains("improv: AA:BB:CC:DD:EE:FF: a malformed frame") }
         #expect(lines.count == 2, "\(lines)")
@@ -370,13 +370,13 @@ struct ImprovDaemonTests {
         let phone = "AA:BB:CC:DD:EE:FF"
         let due = session.clock.now.advanced(by: .seconds(5))
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Array(Self.wifi[..<10]), .bytes([])), central: phone)))
-        while !session.clock.deadlines.contains(due) { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the partial frame's deadline is armed") { session.clock.deadlines.contains(due) }
 
         session.clock.advance(by: .milliseconds(4_900))
         try await Task.sleep(for: .milliseconds(50))
         let early = session.logs.all.contains { $0.contains("partial frame") }
         session.clock.advance(by: .milliseconds(100))
-        while !session.logs.all.contains(where: { $0.contains("partial frame") }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the journal says the partial frame was dropped") { session.logs.all.contains { $0.contains("partial frame") } }
 
         #expect(!early)
         #expect(session.logs.all.contains { $0.contains("improv: dropped \(phone)'s partial frame (10 bytes): no next part within 5 s") })

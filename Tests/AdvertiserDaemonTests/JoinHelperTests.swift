@@ -41,7 +41,7 @@ struct JoinHelperTests {
         let served = Task { try await JoinHelper.serve(on: helperSide, joiner: joiner, clock: clock, logger: Logger(label: "test")) }
         let bleadvdSide = try await DBusConnection.connect(to: .address(bus.address))
         // The name is taken last, once the helper answers.
-        while try await bleadvdSide.nameOwner(JoinHelper.busName) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the join helper owns its name") { try await bleadvdSide.nameOwner(JoinHelper.busName) != nil }
         return (HelperJoiner(connection: bleadvdSide, clock: clock), served)
     }
 

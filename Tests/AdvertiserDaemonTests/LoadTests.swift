@@ -122,9 +122,9 @@ struct LoadTests {
         try client.reload()
         // The config check runs on a thread of its own, which ends with it.
         var afterReload = running.threads
-        for _ in 0..<40 where afterReload != ["bleadvd"] {
-            try await Task.sleep(for: .milliseconds(50))
+        try? await eventually("the config check's thread has ended", within: .seconds(2), every: .milliseconds(50)) {
             afterReload = running.threads
+            return afterReload == ["bleadvd"]
         }
 
         #expect(toggled.allSatisfy { $0.output == "done 250\n" })

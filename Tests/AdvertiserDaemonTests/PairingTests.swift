@@ -177,7 +177,7 @@ struct PairingTests {
 
         session.clock.advance(by: .seconds(30))
         let line = "pairing: \(Self.phone) did not bond (no bond within 30 s: a wrong code, or it gave up)"
-        while !session.logs.all.contains(where: { $0.contains(line) }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the journal says it did not bond") { session.logs.all.contains { $0.contains(line) } }
 
         #expect(session.logs.all.filter { $0.contains("did not bond") }.count == 1)
     }
@@ -200,9 +200,9 @@ struct PairingTests {
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
 
         // Until the daemon holds the request, Confirm finds nothing to answer.
-        while (try? await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
-                                      member: "Confirm", [.string(Self.phone), .boolean(true)])) == nil {
-            try await Task.sleep(for: .milliseconds(20))
+        try await eventually("Confirm finds the request to answer", every: .milliseconds(20)) {
+            (try? await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                    member: "Confirm", [.string(Self.phone), .boolean(true)])) != nil
         }
 
         #expect(await asking.value == true)
@@ -392,7 +392,7 @@ struct PairingTests {
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
         // The window's end (sooner than the request's time out), once the question is asked.
         await session.clock.waitForSleepers(1)
-        while !session.logs.all.contains(where: { $0.contains("does it show 654321?") }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the journal asks whether the phone shows 654321") { session.logs.all.contains { $0.contains("does it show 654321?") } }
 
         session.clock.advance(by: .seconds(5))
 

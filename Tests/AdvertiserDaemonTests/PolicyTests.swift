@@ -249,7 +249,7 @@ struct PolicyTests {
         let helper = try await DBusConnection.connect(to: .address(bus.address))
         let served = Task { try await JoinHelper.serve(on: helper, joiner: JoinHelperTests.Joiner(.success(nil)), clock: ManualClock(), logger: Logger(label: "test")) }
         defer { served.cancel() }
-        while try await helper.nameOwner(JoinHelper.busName) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the join helper owns its name") { try await helper.nameOwner(JoinHelper.busName) != nil }
 
         let other = try await callJoin(bus, as: "daemon")
         let bleadvd = try await callJoin(bus, as: "nobody")

@@ -34,7 +34,7 @@ struct ProgramJoinerTests {
                 await outcome.record("\(error)")
             }
         }
-        while !FileManager.default.fileExists(atPath: started) { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the join program started its background child") { FileManager.default.fileExists(atPath: started) }
         let background = Int32(try String(contentsOfFile: started, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))!
         #expect(Self.running(background))
 
@@ -45,7 +45,6 @@ struct ProgramJoinerTests {
         }
 
         #expect(await outcome.values.first?.contains("did not finish within 90 s; killed") == true)
-        for _ in 0..<200 where Self.running(background) { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(!Self.running(background))
+        try await eventually("the background child is gone", within: .seconds(2)) { !Self.running(background) }
     }
 }

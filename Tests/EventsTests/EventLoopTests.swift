@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import Events
+import TestSupport
 
 /// The one-thread loop bleadvd runs on: work, timers, watches and the clock's sleeps, each on
 /// the loop's thread.
@@ -109,7 +110,7 @@ struct EventLoopTests {
         try await Task.sleep(for: .milliseconds(50))
         let whilePaused = heard.withLock { $0 }
         try await onLoop(loop) { Result { () throws(EventLoopError) in try loop.update(watch, to: .readable) } }.get()
-        for _ in 0..<100 where heard.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the resumed watch is heard") { heard.withLock { $0 } != 0 }
 
         #expect(whilePaused == 0)
         #expect(heard.withLock { $0 } == 1)

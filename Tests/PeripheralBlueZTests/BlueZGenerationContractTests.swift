@@ -26,7 +26,7 @@ struct BlueZGenerationContractTests {
         defer { try? FileManager.default.removeItem(at: marker) }
         _ = try await session.manager.events()
         session.standIn.crash()
-        try await waitUntil { try await session.connection.nameOwner(BlueZ.service) == nil }
+        try await eventually("the stand-in has left the bus") { try await session.connection.nameOwner(BlueZ.service) == nil }
 
         let error = await #expect(throws: PeripheralError.self) { try await session.manager.adapters() }
 
@@ -41,7 +41,7 @@ struct BlueZGenerationContractTests {
         defer { try? FileManager.default.removeItem(at: marker) }
         _ = try await session.manager.events()
         session.standIn.crash()
-        try await waitUntil { try await session.connection.nameOwner(BlueZ.service) == nil }
+        try await eventually("the stand-in has left the bus") { try await session.connection.nameOwner(BlueZ.service) == nil }
 
         let error = await #expect(throws: PeripheralError.self) {
             try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
@@ -98,7 +98,7 @@ struct BlueZGenerationContractTests {
         let session = try await StandInSession()
         try await session.control("SilenceNextRegistration")
         let registering = Task { try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0") }
-        try await waitUntil { try await !session.advertisements().isEmpty }
+        try await eventually("the stand-in holds an advertisement") { try await !session.advertisements().isEmpty }
 
         registering.cancel()
         let outcome = await registering.result
@@ -150,7 +150,7 @@ struct BlueZAuditContractTests {
         let id = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
         try await session.control("IgnoreNextUnregistration")
         let stopping = Task { try await session.manager.stopAdvertising(id) }
-        try await waitUntil { try await session.calls().contains("ignored UnregisterAdvertisement \(id.rawValue)") }
+        try await eventually("the stand-in ignored an UnregisterAdvertisement") { try await session.calls().contains("ignored UnregisterAdvertisement \(id.rawValue)") }
         stopping.cancel()
         _ = await stopping.result
         let strayBefore = try await session.advertisements().keys.sorted()
@@ -169,7 +169,7 @@ struct BlueZAuditContractTests {
         let id = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
         try await session.control("IgnoreNextUnregistration")
         let stopping = Task { try await session.manager.stopAdvertising(id) }
-        try await waitUntil { try await session.calls().contains("ignored UnregisterAdvertisement \(id.rawValue)") }
+        try await eventually("the stand-in ignored an UnregisterAdvertisement") { try await session.calls().contains("ignored UnregisterAdvertisement \(id.rawValue)") }
 
         session.standIn.crash()
 
@@ -178,11 +178,3 @@ struct BlueZAuditContractTests {
     }
 }
 
-/// Polls `condition` every 20 ms for at most 10 s.
-func waitUntil(_ condition: () async throws -> Bool) async throws {
-    for _ in 0..<500 {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    throw TestFailure("timed out waiting for a condition")
-}

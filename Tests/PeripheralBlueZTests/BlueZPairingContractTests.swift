@@ -22,7 +22,7 @@ private actor Recording: PairingDecider {
 
     /// The requests, once `count` came (bluetoothd's DisplayPasskey is sent with no reply).
     func requests(_ count: Int) async throws -> [PairingRequest] {
-        for _ in 0..<500 where asked.count < count { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("\(count) pairing request(s) came", within: .seconds(5)) { asked.count >= count }
         return asked
     }
 }

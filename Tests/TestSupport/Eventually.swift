@@ -1,0 +1,26 @@
+/// Polls `condition` every `interval` until it holds; throws a `TestFailure` saying what was
+/// awaited if it does not within `limit`. It runs on the caller's actor, so `condition` may
+/// read the caller's state.
+///
+/// For what runs in its own time — a real dbus-daemon, a child process, a task the test does
+/// not drive. A test on an injected clock advances the clock instead of waiting on this.
+///
+/// ```swift
+/// try await eventually("the helper owns its bus name") {
+///     try await connection.nameOwner(JoinHelper.busName) != nil
+/// }
+/// ```
+public func eventually(
+    _ what: String,
+    within limit: Duration = .seconds(10),
+    every interval: Duration = .milliseconds(10),
+    isolation: isolated (any Actor)? = #isolation,
+    _ condition: () async throws -> Bool
+) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: limit)
+    while try await !condition() {
+        guard clock.now < deadline else { throw TestFailure("timed out after \(limit) waiting until \(what)") }
+        try await Task.sleep(for: interval)
+    }
+}
