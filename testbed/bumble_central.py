@@ -29,10 +29,11 @@ it could not connect or a step it does not know was asked):
   disconnected at T                   (Unix time, in s; when the central ended the link)
 
 touch:FILE creates FILE and await:FILE waits (up to 30 s) until it exists: two centrals order
-their steps by them. scan:SECONDS[/EVERY] is a scanner's view of the air, from this controller:
-it scans passively for that long, starting the scan anew every EVERY seconds (default 1: Debian
-12's emulated controllers report an advertiser once per scan start), and prints one line per
-advertising payload heard,
+their steps by them. scan:SECONDS[/EVERY[/HEX,HEX...]] is a scanner's view of the air, from
+this controller: it scans passively for that long, starting the scan anew every EVERY seconds
+(default 1: Debian 12's emulated controllers report an advertiser once per scan start), or
+until every HEX has been heard within some payload (a soak's check ends as soon as it holds),
+and prints one line per advertising payload heard,
   scanning from T                       (Unix time, in s)
   heard ADDRESS HEX N FIRST             (N reports of it, the first at FIRST: Unix time, in s)
 or `heard nothing`. A run with --no-link does its steps without connecting (a scanner's runs).
@@ -260,8 +261,9 @@ def heard(advertisement):
 
 async def scan(run, what):
     global HEARD
-    seconds, _, every = what.partition("/")
-    seconds, every = float(seconds), float(every or 1)
+    seconds, _, rest = what.partition("/")
+    every, _, until = rest.partition("/")
+    seconds, every, until = float(seconds), float(every or 1), [part for part in until.split(",") if part]
     HEARD = {}
     run.say("scanning from %.3f" % time.time())
     deadline = time.monotonic() + seconds
@@ -269,6 +271,8 @@ async def scan(run, what):
         await DEVICE.start_scanning(active=False, filter_duplicates=False)
         await asyncio.sleep(min(every, max(0.0, deadline - time.monotonic())))
         await DEVICE.stop_scanning()
+        if until and all(any(part in data for (_, data) in HEARD) for part in until):
+            break
     reports, HEARD = HEARD, None
     for (address, data), (count, first) in sorted(reports.items()):
         run.say("heard %s %s %d %.3f" % (address, data, count, first))

@@ -264,9 +264,10 @@ central_run() {
 }
 # central ARGS... STEP...: a run of the central named central (the scenario's one).
 central() { central_run central "$@"; }
-# record_since HH:MM:SS.N: btmon's decoded record (hci.btsnoop) from that time on.
+# record_since HH:MM:SS.N: btmon's decoded record (hci.btsnoop) from that time on, each
+# packet's line whole (its name, controller and time; btmon cuts them at 80 columns otherwise).
 record_since() {
-  btmon -T -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null \
+  btmon -T -C 250 -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null \
     | awk -v since="$1" 'match($0, /[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]+$/) { now = substr($0, RSTART) } now >= since' || true
 }
 # hci_since HH:MM:SS.N: the record from that time on, its link, ATT and connection lines.

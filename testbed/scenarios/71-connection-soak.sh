@@ -6,7 +6,7 @@
 # - A connects, reads and subscribes to brightness; B connects beside it, reads and subscribes
 #   too; a `bleadvctl set` reaches both as a notification; A writes brightness, B writes level;
 #   both disconnect.
-# - Then, at once: a 1-s scan from hci2 hears both advertisements, BlueZ holds exactly the two
+# - Then, at once: a scan from hci2 (up to 3 s) hears both advertisements, BlueZ holds exactly the two
 #   (no stray), status says both on and shows the two values written (values intact).
 # Prints the cycles' times, how soon after the links the scan began and how soon after its start
 # it heard both (the kernel enables a connection's set again at the disconnect: a scan that
@@ -74,6 +74,12 @@ cycle_failed() {
   echo "    cycle $1: A:"; sed 's/^/      /' "$TESTBED_WORK/a.lines"
   echo "    cycle $1: B:"; sed 's/^/      /' "$TESTBED_WORK/b.lines"
   tail -n 20 "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /'
+  # Every controller's record from B's run on (or the cycle's start): when hci0 advertised,
+  # when each central asked for a link and what its controller answered.
+  echo "    cycle $1: the HCI record from ${b_began:-$cycle_began} on (advertising switched, links asked and made):"
+  record_since "${b_began:-$cycle_began}" \
+    | grep -E "HCI (Command|Event).*(Advertis|Create Conn|Connection Complete|Disconnect)|Advertising: (En|Dis)|Status: [^S]" \
+    | awk 'NR <= 80' | sed 's/^/      /' || true
   fail "cycle $1: $2"
 }
 
@@ -84,6 +90,7 @@ starts=()
 pid=$BLEADVD_PID
 for ((i = 1; i <= cycles; i++)); do
   started=$(date +%s.%N)
+  cycle_began=$(date '+%H:%M:%S.%N') b_began=
   set_value=$(( (i * 7) % 200 + 20 ))      # what bleadvctl set sends: notified to both
   a_value=$(( (i * 7) % 200 + 21 ))        # what A writes to brightness
   b_value=$(( i % 250 ))                   # what B writes to level
@@ -92,6 +99,7 @@ for ((i = 1; i <= cycles; i++)); do
     "notified:$brightness=$hex_set" "write:$brightness=$hex_a" > "$TESTBED_WORK/a.lines" &
   a_run=$!
   wait_for 60 "A's link in cycle $i" "[ -e '$hold/a-$i' ]" || cycle_failed "$i" "A did not connect and subscribe"
+  b_began=$(date '+%H:%M:%S.%N')
   central_run b "read:$level" "subscribe:$brightness" "touch:$hold/b-$i" "await:$hold/set-$i" \
     "notified:$brightness=$hex_set" "write:$level=$hex_b" > "$TESTBED_WORK/b.lines" &
   b_run=$!
@@ -108,8 +116,9 @@ for ((i = 1; i <= cycles; i++)); do
   links_ended=$(sed -n 's/.*disconnected at //p' "$TESTBED_WORK/a.lines" "$TESTBED_WORK/b.lines" | sort -n | tail -n1)
   [[ -n "$links_ended" ]] || cycle_failed "$i" "a central did not end its link"
 
-  # On air again: a scan from hci2 as the links end (3 s, started anew every 0.25 s).
-  central_run b --no-link "scan:3/0.25" > "$TESTBED_WORK/scan.lines"
+  # On air again: a scan from hci2 as the links end (up to 3 s, started anew every 0.25 s,
+  # over once it has heard both).
+  central_run b --no-link "scan:3/0.25/16d2fc,9ecadc240ee5a9e093f3a3b50100406e" > "$TESTBED_WORK/scan.lines"
   scan_from=$(sed -n 's/.*scanning from //p' "$TESTBED_WORK/scan.lines")
   back=$(back_after "$TESTBED_WORK/scan.lines" "$scan_from")
   [[ -n "$back" ]] || { cat "$TESTBED_WORK/scan.lines" >> "$TESTBED_WORK/b.lines"; cycle_failed "$i" "a 3-s scan after the links did not hear both advertisements"; }
