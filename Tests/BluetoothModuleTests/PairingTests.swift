@@ -3,23 +3,6 @@ import Peripheral
 import PeripheralMocks
 import Testing
 
-/// A decider that answers what it was told and remembers what it was asked.
-private final class Answering: PairingDecider, @unchecked Sendable {
-    let answer: Bool
-    var asked: [PairingRequest] = []
-
-    init(_ answer: Bool) {
-        self.answer = answer
-    }
-
-    func decide(_ request: PairingRequest) async -> Bool {
-        asked.append(request)
-        return answer
-    }
-
-    func cancel() async {}
-}
-
 private enum Agent {
     static let id = RegistrationID("/org/bleadvd/agent")
 
@@ -37,7 +20,7 @@ struct PairingTests {
     @Test("offering a method registers the agent for it, with its decider")
     func offerRegisters() async {
         let h = await Agent.harness()
-        let decider = Answering(true)
+        let decider = RecordingDecider(true)
 
         await h.module.offerPairing(.passkey, decider: decider)
 
@@ -51,7 +34,7 @@ struct PairingTests {
     func registeringClosesTheAdapter() async {
         let h = await Agent.harness()
 
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
         #expect(h.mock.calls.pairable.map(\.pairable) == [false])
         #expect(h.mock.calls.pairable.map(\.adapter) == ["hci0"])
@@ -60,7 +43,7 @@ struct PairingTests {
     @Test("an open window is sent again when the agent registers again after bluetoothd restarts")
     func windowSurvivesRestart() async throws {
         let h = await Agent.harness()
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
         try await h.module.setPairable(true)
 
         await h.module.handle(.bluezVanished())
@@ -74,9 +57,9 @@ struct PairingTests {
     @Test("the same method offered again changes nothing")
     func sameMethodIsKept() async {
         let h = await Agent.harness()
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
         #expect(h.mock.calls.registeredAgents.count == 1)
         #expect(h.mock.calls.unregisteredAgents.isEmpty)
@@ -85,9 +68,9 @@ struct PairingTests {
     @Test("another method unregisters the agent and registers it anew")
     func newMethodReregisters() async {
         let h = await Agent.harness()
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
-        await h.module.offerPairing(.passkey, decider: Answering(true))
+        await h.module.offerPairing(.passkey, decider: RecordingDecider(true))
 
         #expect(h.mock.calls.unregisteredAgents == [Agent.id])
         #expect(h.mock.calls.registeredAgents.map(\.method) == [.justWorks, .passkey])
@@ -96,9 +79,9 @@ struct PairingTests {
     @Test("no method unregisters the agent: no new bonds")
     func offMeansNoAgent() async {
         let h = await Agent.harness()
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
-        await h.module.offerPairing(nil, decider: Answering(true))
+        await h.module.offerPairing(nil, decider: RecordingDecider(true))
 
         #expect(h.mock.calls.unregisteredAgents == [Agent.id])
         #expect(await h.module.agentStatus() == nil)
@@ -107,7 +90,7 @@ struct PairingTests {
     @Test("an agent bluetoothd released is registered again")
     func releasedAgentComesBack() async {
         let h = await Agent.harness()
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
         await h.module.handle(.released(Agent.id))
 
@@ -120,7 +103,7 @@ struct PairingTests {
         let h = await Agent.harness()
         try await h.module.setPairable(true)
 
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
         #expect(h.mock.calls.pairable.map(\.pairable) == [true])
     }
@@ -130,7 +113,7 @@ struct PairingTests {
         let h = await Harness()
         h.mock.scriptRegisterAgent(.sequence([.failure(PeripheralError(.failed, "busy")), .success(Agent.id)]))
         h.mock.scriptSetPairable(.always(.success(())))
-        await h.module.offerPairing(.justWorks, decider: Answering(true))
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
 
         h.clock.advance(by: .seconds(1))
         await h.module.retryDue()

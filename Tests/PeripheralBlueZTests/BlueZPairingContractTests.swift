@@ -1,25 +1,11 @@
 import DBus
 import Peripheral
 import PeripheralBlueZ
+import PeripheralMocks
 import TestSupport
 import Testing
 
-/// A decider that answers what it was told and records what bluetoothd asked.
-private actor Recording: PairingDecider {
-    let answer: Bool
-    private(set) var asked: [PairingRequest] = []
-
-    init(_ answer: Bool) {
-        self.answer = answer
-    }
-
-    func decide(_ request: PairingRequest) async -> Bool {
-        asked.append(request)
-        return answer
-    }
-
-    func cancel() async {}
-
+extension RecordingDecider {
     /// The requests, once `count` came (bluetoothd's DisplayPasskey is sent with no reply).
     func requests(_ count: Int) async throws -> [PairingRequest] {
         try await eventually("\(count) pairing request(s) came", within: .seconds(5)) { asked.count >= count }
@@ -41,7 +27,7 @@ struct BlueZPairingContractTests {
     func registerAgent(method: PairingMethod, capability: String) async throws {
         let session = try await StandInSession()
 
-        let id = try await session.manager.registerAgent(method, decider: Recording(true))
+        let id = try await session.manager.registerAgent(method, decider: RecordingDecider(true))
 
         #expect(id.rawValue == "/org/bleadvd/agent")
         #expect(try await session.calls() == ["RegisterAgent /org/bleadvd/agent \(capability)", "RequestDefaultAgent /org/bleadvd/agent"])
@@ -51,9 +37,9 @@ struct BlueZPairingContractTests {
     @Test("registering again for the same method keeps the agent: one registration")
     func registerTwice() async throws {
         let session = try await StandInSession()
-        let first = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+        let first = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
 
-        let second = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+        let second = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
 
         #expect(first == second)
         #expect(try await session.calls().filter { $0.hasPrefix("RegisterAgent") }.count == 1)
@@ -62,19 +48,19 @@ struct BlueZPairingContractTests {
     @Test("bluetoothd's RequestAuthorization asks the decider about the central; yes lets it pair")
     func authorizationAllowed() async throws {
         let session = try await StandInSession()
-        let decider = Recording(true)
+        let decider = RecordingDecider(true)
         _ = try await session.manager.registerAgent(.justWorks, decider: decider)
 
         let reply = try await session.control("AskAgent", [.string("authorize"), .string(Self.device), .uint32(0)])
 
         #expect(reply == [.string("")])
-        #expect(await decider.asked == [PairingRequest(central: Self.phone, .authorize)])
+        #expect(decider.asked == [PairingRequest(central: Self.phone, .authorize)])
     }
 
     @Test("a refusal is org.bluez.Error.Rejected, which bluetoothd turns into a failed pairing")
     func authorizationRefused() async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerAgent(.justWorks, decider: Recording(false))
+        _ = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(false))
 
         let reply = try await session.control("AskAgent", [.string("authorize"), .string(Self.device), .uint32(0)])
 
@@ -84,7 +70,7 @@ struct BlueZPairingContractTests {
     @Test("DisplayPasskey, sent with no reply expected, gives the decider the code")
     func passkeyShown() async throws {
         let session = try await StandInSession()
-        let decider = Recording(true)
+        let decider = RecordingDecider(true)
         _ = try await session.manager.registerAgent(.passkey, decider: decider)
 
         try await session.control("AskAgent", [.string("passkey"), .string(Self.device), .uint32(4_213)])
@@ -95,19 +81,19 @@ struct BlueZPairingContractTests {
     @Test("RequestConfirmation gives the decider the code to compare; its answer is the reply")
     func confirmation() async throws {
         let session = try await StandInSession()
-        let decider = Recording(false)
+        let decider = RecordingDecider(false)
         _ = try await session.manager.registerAgent(.numericComparison, decider: decider)
 
         let reply = try await session.control("AskAgent", [.string("confirm"), .string(Self.device), .uint32(654_321)])
 
         #expect(reply == [.string("org.bluez.Error.Rejected")])
-        #expect(await decider.asked == [PairingRequest(central: Self.phone, .confirm(654_321))])
+        #expect(decider.asked == [PairingRequest(central: Self.phone, .confirm(654_321))])
     }
 
     @Test("a request from a process other than bluetoothd is refused, and the decider is not asked")
     func forgedRequestRefused() async throws {
         let session = try await StandInSession()
-        let decider = Recording(true)
+        let decider = RecordingDecider(true)
         _ = try await session.manager.registerAgent(.justWorks, decider: decider)
         let name = await session.connection.uniqueName
 
@@ -116,13 +102,13 @@ struct BlueZPairingContractTests {
         }
 
         #expect(forged?.description.contains("Access denied") == true, "\(forged?.description ?? "")")
-        #expect(await decider.asked.isEmpty)
+        #expect(decider.asked.isEmpty)
     }
 
     @Test("setPairable sets the adapter's Pairable, which the default agent had turned on")
     func pairable() async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+        _ = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
         let opened = try await session.control("Pairable", [.string("hci0")])
 
         try await session.manager.setPairable(false, adapter: "hci0")
@@ -134,7 +120,7 @@ struct BlueZPairingContractTests {
     @Test("unregistering the agent tells bluetoothd, which closes the adapters")
     func unregister() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+        let id = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
 
         try await session.manager.unregisterAgent(id)
 
@@ -146,9 +132,9 @@ struct BlueZPairingContractTests {
     @Test("an agent registered again after unregistering (a new method) keeps its object: bluetoothd's requests reach it")
     func reregisteredAgentAnswers() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerAgent(.justWorks, decider: Recording(true))
+        let id = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
         try await session.manager.unregisterAgent(id)
-        let decider = Recording(true)
+        let decider = RecordingDecider(true)
         _ = try await session.manager.registerAgent(.passkey, decider: decider)
 
         try await session.control("AskAgent", [.string("passkey"), .string(Self.device), .uint32(4_213)])
