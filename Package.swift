@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "EventsTests", dependencies: ["Events", "TestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
-        .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks"]),
+        .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig"], exclude: ["Corpus"]),
         .testTarget(

@@ -32,7 +32,7 @@ struct DeadlineTests {
         // (a dbus-daemon) alive past the test, and the process.
         let daemon = session.daemon
         let stuck = Task { try await daemon.on(["door"]) }
-        while session.mock.startAdvertisingCallCount < 2 { await Task.yield() }
+        try await eventually("a second advertisement is started", every: .milliseconds(1)) { session.mock.startAdvertisingCallCount >= 2 }
 
         session.requests.yield(.stop)
         await session.clock.waitForSleepers()

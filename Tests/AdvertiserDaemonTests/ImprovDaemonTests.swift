@@ -130,7 +130,7 @@ struct ImprovDaemonTests {
         let session = try await session(authorization: "bleadvctl")
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
-        while notified(session, Self.error).isEmpty { await Task.yield() }
+        try await eventually("an error is notified", every: .milliseconds(1)) { !notified(session, Self.error).isEmpty }
 
         #expect(notified(session, Self.error) == [[0x04]])
         #expect(notified(session, Self.state) == [[0x01]])
@@ -154,14 +154,14 @@ struct ImprovDaemonTests {
     func reloadDuringJoin() async throws {
         let session = try await session()
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
-        while notified(session, Self.state).last != [0x03] { await Task.yield() }
+        try await eventually("the state notified is provisioning", every: .milliseconds(1)) { notified(session, Self.state).last == [0x03] }
         let config = try String(contentsOfFile: session.configPath, encoding: .utf8)
         try config.replacingOccurrences(of: "device_name = \"kitchen\"", with: "device_name = \"pantry\"")
             .write(toFile: session.configPath, atomically: true, encoding: .utf8)
 
         let reload = try await session.ctl("reload")
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "11:22:33:44:55:66")))
-        while notified(session, Self.error).last != [0xFF] { await Task.yield() }
+        try await eventually("the error notified is unknown", every: .milliseconds(1)) { notified(session, Self.error).last == [0xFF] }
         await advance(session) { notified(session, Self.result).count == 1 }
 
         #expect(reload.status == 0, "\(reload.errors)")
@@ -225,7 +225,7 @@ struct ImprovDaemonTests {
         let session = try await session()
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x03, 0x00, 0x03], .bytes([0x03, 0x00, 0x03])), central: "")))
-        while notified(session, Self.result).isEmpty { await Task.yield() }
+        try await eventually("a result is notified", every: .milliseconds(1)) { !notified(session, Self.result).isEmpty }
 
         #expect(notified(session, Self.result) == [Improv.result(of: 0x03, ["bleadvd", ControlAPI.version, "Raspberry Pi 4", "kitchen"])!])
     }
@@ -238,7 +238,7 @@ struct ImprovDaemonTests {
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(frame, .bytes(frame)), central: "")))
         // The error is set first, then the state (each its own call): both, before looking.
-        while notified(session, Self.state).isEmpty, !Task.isCancelled { await Task.yield() }
+        try await eventually("a state is notified", every: .milliseconds(1)) { !notified(session, Self.state).isEmpty }
 
         #expect(notified(session, Self.error) == [[0x01]])
         #expect(notified(session, Self.state) == [[0x02]])
@@ -259,7 +259,7 @@ struct ImprovDaemonTests {
         let session = try await session(networkManager: true)
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
-        while notified(session, Self.error).last != [0x03] { await Task.yield() }
+        try await eventually("the error notified is unable to connect", every: .milliseconds(1)) { notified(session, Self.error).last == [0x03] }
 
         #expect(notified(session, Self.state).last == [0x02])
         #expect(session.logs.all.contains { $0.contains("could not join \"Home\"") && $0.contains("NetworkManager refused GetDevices") && $0.contains("ServiceUnknown") },
@@ -271,7 +271,7 @@ struct ImprovDaemonTests {
         let session = try await session(networkManager: true)
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x04, 0x00, 0x04], .bytes([0x04, 0x00, 0x04])), central: "")))
-        while notified(session, Self.result).isEmpty { await Task.yield() }
+        try await eventually("a result is notified", every: .milliseconds(1)) { !notified(session, Self.result).isEmpty }
 
         #expect(notified(session, Self.result) == [Improv.scanResult([])])
         #expect(session.logs.all.contains { $0.contains("could not list the Wi-Fi networks in range: NetworkManager refused GetDevices") })
@@ -298,12 +298,12 @@ struct ImprovDaemonTests {
         let session = try await session(networkManager: true, joiner: scanner)
         let scan: [UInt8] = [0x04, 0x00, 0x04]
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
-        while notified(session, Self.result).isEmpty { await Task.yield() }
+        try await eventually("a result is notified", every: .milliseconds(1)) { !notified(session, Self.result).isEmpty }
 
         for _ in 1...50 {
             session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
         }
-        while notified(session, Self.result).count < 51 { await Task.yield() }
+        try await eventually("51 results are notified", every: .milliseconds(1)) { notified(session, Self.result).count >= 51 }
 
         #expect(scanner.scanCount == 1)
         #expect(Set(notified(session, Self.result)).count == 1)
@@ -315,11 +315,11 @@ struct ImprovDaemonTests {
         let session = try await session(networkManager: true, joiner: scanner)
         let scan: [UInt8] = [0x04, 0x00, 0x04]
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
-        while notified(session, Self.result).isEmpty { await Task.yield() }
+        try await eventually("a result is notified", every: .milliseconds(1)) { !notified(session, Self.result).isEmpty }
 
         session.clock.advance(by: .seconds(10))
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(scan, .bytes(scan)), central: "AA:BB:CC:DD:EE:FF")))
-        while notified(session, Self.result).count < 2 { await Task.yield() }
+        try await eventually("a second result is notified", every: .milliseconds(1)) { notified(session, Self.result).count >= 2 }
 
         #expect(scanner.scanCount == 2)
     }

@@ -71,8 +71,8 @@ struct ImprovWifiTests {
 
     /// Waits until the daemon logged a line holding `text` (it runs on a thread of its own):
     /// what it does after a change of the Wi-Fi, the clock must not pass before.
-    func logged(_ text: String, by session: DaemonSession) async {
-        while !session.logs.all.contains(where: { $0.contains(text) }) { await Task.yield() }
+    func logged(_ text: String, by session: DaemonSession) async throws {
+        try await eventually("the journal has a line with \(text)", every: .milliseconds(1)) { session.logs.all.contains(where: { $0.contains(text) }) }
     }
 
     /// Moves the clock on by `duration` and lets what is due run. The daemon sets a timer
@@ -107,7 +107,7 @@ struct ImprovWifiTests {
     func disconnectedAtStart() async throws {
         let session = try await session(Wifi(connected: false))
 
-        #expect(session.mock.calls.started.count == 1)
+        #expect(session.mock.startAdvertisingCallCount == 1)
         #expect(session.mock.calls.registeredApplications.map { $0.application.services.map(\.uuid) } == [[Improv.serviceUUID]])
     }
 
@@ -119,10 +119,10 @@ struct ImprovWifiTests {
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
         }
 
-        while session.mock.calls.started.isEmpty { await Task.yield() }
+        try await eventually("an advertisement is started", every: .milliseconds(1)) { !session.mock.calls.started.isEmpty }
         let beforeTheAnswer = session.mock.calls.started.map(\.advertisement.localName)
         release.yield()
-        while session.mock.calls.started.count < 2 { await Task.yield() }
+        try await eventually("a second advertisement is started", every: .milliseconds(1)) { session.mock.startAdvertisingCallCount >= 2 }
 
         #expect(beforeTheAnswer == ["Thermo-1"])
         #expect(session.mock.calls.started.last?.advertisement.serviceUUIDs == [Improv.serviceUUID])
@@ -134,14 +134,14 @@ struct ImprovWifiTests {
         let session = try await session(wifi)
 
         wifi.change.yield(false)
-        await logged("Improv is offered in 30 s", by: session)
+        try await logged("Improv is offered in 30 s", by: session)
         await pass(.seconds(29), in: session)
-        let before = session.mock.calls.started.count
+        let before = session.mock.startAdvertisingCallCount
         await pass(.seconds(1), in: session)
-        await logged("improv: offered", by: session)
+        try await logged("improv: offered", by: session)
 
         #expect(before == 0)
-        #expect(session.mock.calls.started.count == 1)
+        #expect(session.mock.startAdvertisingCallCount == 1)
         #expect(session.mock.calls.registeredApplications.count == 1)
     }
 
@@ -151,10 +151,10 @@ struct ImprovWifiTests {
         let session = try await session(wifi)
 
         wifi.change.yield(false)
-        await logged("Improv is offered in 30 s", by: session)
+        try await logged("Improv is offered in 30 s", by: session)
         await pass(.seconds(10), in: session)
         wifi.change.yield(true)
-        await logged("improv: this machine's Wi-Fi connected", by: session)
+        try await logged("improv: this machine's Wi-Fi connected", by: session)
         await pass(.seconds(40), in: session)
 
         #expect(session.mock.calls.started.isEmpty)
@@ -166,9 +166,9 @@ struct ImprovWifiTests {
         let session = try await session(wifi)
 
         wifi.change.yield(true)
-        await logged("improv: no longer offered", by: session)
+        try await logged("improv: no longer offered", by: session)
 
-        #expect(session.mock.calls.stopped.count == 1)
+        #expect(session.mock.stopAdvertisingCallCount == 1)
         #expect(session.mock.calls.unregisteredApplications.count == 1)
         #expect(session.logs.all.contains { $0.contains("improv: no longer offered: this machine's Wi-Fi is connected") })
     }
@@ -180,16 +180,16 @@ struct ImprovWifiTests {
         let frame = ImprovDaemonTests.wifi
 
         session.mock.emit(.gatt(GATTEvent(ImprovDaemonTests.command, .written(frame, .bytes(frame)), central: "AA:BB:CC:DD:EE:FF")))
-        await logged("improv: joined", by: session)
+        try await logged("improv: joined", by: session)
         wifi.change.yield(true)
-        await logged("improv: this machine's Wi-Fi connected", by: session)
+        try await logged("improv: this machine's Wi-Fi connected", by: session)
         await pass(.seconds(29), in: session)
-        let before = session.mock.calls.stopped.count
+        let before = session.mock.stopAdvertisingCallCount
         await pass(.seconds(1), in: session)
-        await logged("improv: no longer offered: the device was provisioned 30 s ago", by: session)
+        try await logged("improv: no longer offered: the device was provisioned 30 s ago", by: session)
 
         #expect(before == 0)
-        #expect(session.mock.calls.stopped.count == 1)
+        #expect(session.mock.stopAdvertisingCallCount == 1)
     }
 
     @Test("a Wi-Fi that cannot be told of at start leaves Improv on air, and told connected later takes it off")
@@ -197,15 +197,15 @@ struct ImprovWifiTests {
         let wifi = Wifi(connected: true, refusals: 2)
         let session = try await session(wifi)
 
-        let offeredAtStart = session.mock.calls.started.count
+        let offeredAtStart = session.mock.startAdvertisingCallCount
         await passOnceAsleep(.seconds(15), in: session)
-        while wifi.askedCount < 2 { await Task.yield() }
+        try await eventually("the Wi-Fi state is asked a second time", every: .milliseconds(1)) { wifi.askedCount >= 2 }
         await passOnceAsleep(.seconds(15), in: session)
-        await logged("improv: no longer offered: this machine's Wi-Fi is connected", by: session)
+        try await logged("improv: no longer offered: this machine's Wi-Fi is connected", by: session)
 
         #expect(offeredAtStart == 1)
         #expect(wifi.askedCount == 3)
-        #expect(session.mock.calls.stopped.count == 1)
+        #expect(session.mock.stopAdvertisingCallCount == 1)
         #expect(session.logs.all.contains { $0.contains("improv: offered until it can be told whether the Wi-Fi is connected") && $0.contains("NetworkManager is starting") })
     }
 
@@ -215,10 +215,10 @@ struct ImprovWifiTests {
         let session = try await session(wifi)
 
         for asked in 1...8 {
-            while wifi.askedCount < asked { await Task.yield() }
+            try await eventually("the Wi-Fi state is asked again", every: .milliseconds(1)) { wifi.askedCount >= asked }
             await passOnceAsleep(.seconds(15), in: session)
         }
-        await logged("could not be told", by: session)
+        try await logged("could not be told", by: session)
         await pass(.seconds(60), in: session)
 
         #expect(wifi.askedCount == 9)

@@ -159,7 +159,7 @@ struct ServiceTests {
         }
         let first = await written.next()
         // Every write taken (the newest is in force) before the interval ends.
-        while await session.daemon.status()["lamp"]?.values["brightness"] != "50" { await Task.yield() }
+        try await eventually("status shows brightness 50", every: .milliseconds(1)) { await session.daemon.status()["lamp"]?.values["brightness"] == "50" }
         await session.clock.waitForSleepers()
         session.clock.advance(by: .milliseconds(100))
         let second = await written.next()
@@ -314,7 +314,7 @@ struct ServiceTests {
             session.mock.emit(.gatt(GATTEvent(brightness, .written([UInt8(level)], .number(Double(level))), central: "AA:BB:CC:DD:EE:FF")))
         }
         _ = await written.next()
-        while await session.daemon.status()["lamp"]?.values["brightness"] != "3" { await Task.yield() }
+        try await eventually("status shows brightness 3", every: .milliseconds(1)) { await session.daemon.status()["lamp"]?.values["brightness"] == "3" }
         try (DaemonSession.config + "\n[service.power.battery]\nlevel = 80\n").write(toFile: session.configPath, atomically: true, encoding: .utf8)
         try await session.daemon.reload()
 

@@ -1,6 +1,7 @@
 import BluetoothModule
 import Peripheral
 import PeripheralMocks
+import TestSupport
 import Testing
 
 @Suite("The module's phases, its own retry timer, and its queue", .timeLimit(.minutes(1)))
@@ -50,11 +51,11 @@ struct PhaseTests {
     }
 
     @Test("a task waiting for its turn behind a BlueZ that never answers leaves the queue when cancelled")
-    func waitingForTheModuleIsCancellable() async {
+    func waitingForTheModuleIsCancellable() async throws {
         let h = await Harness()
         h.mock.scriptStart(.neverAnswers)
         let holder = Task { try await h.module.on("heart") }
-        while h.mock.startAdvertisingCallCount == 0 { await Task.yield() }
+        try await eventually("an advertisement is started", every: .milliseconds(1)) { h.mock.startAdvertisingCallCount > 0 }
         let waiter = Task { try await h.module.off("heart") }
 
         waiter.cancel()
