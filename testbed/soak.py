@@ -34,6 +34,7 @@ import sys
 import time
 
 CONFIG = "/etc/bleadvd/bleadvd.toml"
+HERE = os.path.dirname(os.path.abspath(__file__))
 # Two configs the schedule reloads between. Each wants at most three advertisements on at once:
 # btvirt's LE 5.2 controllers hold three advertising sets.
 CONFIGS = {
@@ -50,6 +51,20 @@ manufacturer_data = { "0xFFFF" = "b2" }
 temperature = 21.5
 [service.power.battery]
 level = 87
+[service.dial]
+uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
+[service.dial.characteristic.level]
+uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write", "notify"]
+security = "none"
+value = 0
+[service.dial.characteristic.mode]
+uuid = "6e400012-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write"]
+security = "none"
+value = 0
 """,
     "y": """power_on = true
 [advertisement.alpha]
@@ -70,11 +85,31 @@ uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
 format = "uint8"
 flags = ["read", "notify"]
 value = 10
+[service.dial]
+uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
+[service.dial.characteristic.level]
+uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write", "notify"]
+security = "none"
+value = 0
+[service.dial.characteristic.mode]
+uuid = "6e400012-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write"]
+security = "none"
+value = 0
 """,
 }
 NAMES = {"x": ["alpha", "beta", "sensor"], "y": ["alpha", "gamma", "sensor"]}
 ENABLED = {"x": {"alpha", "sensor"}, "y": {"alpha", "gamma", "sensor"}}
-SERVICES = {"x": ["power"], "y": ["lamp", "power"]}
+SERVICES = {"x": ["dial", "power"], "y": ["dial", "lamp", "power"]}
+# The dial's characteristics, which the centrals read, subscribe to and write.
+LEVEL = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
+MODE = "6e400012-b5a3-f393-e0a9-e50e24dcca9e"
+# What a scanner finds of each advertisement in its payload (hex): the manufacturer data
+# (0xFF, company 0xFFFF, the byte) of the broadcasts and BTHome's service data (0x16, 0xFCD2).
+PAYLOADS = {"alpha": "ffffffa1", "beta": "ffffffb2", "gamma": "ffffffc3", "sensor": "16d2fc"}
 
 FAULTS = ["bluetooth-restart", "bluetooth-kill", "bluetooth-restart-twice", "bluetooth-stop-start",
           "power-cycle", "controllers-replug", "bleadvd-restart", "bleadvd-kill"]
@@ -83,18 +118,24 @@ OVERLAPPABLE = ["bluetooth-restart", "bluetooth-kill", "bluetooth-restart-twice"
 CONTROLS = ["on", "off", "set", "reload"]
 
 
-def draw(seed, steps):
-    """The schedule: a list of steps, each a dict, from the seed alone."""
+def draw(seed, steps, centrals=False):
+    """The schedule: a list of steps, each a dict, from the seed (and whether centrals take part)
+    alone. With centrals, half the steps are connection cycles ("link"), one in five of them
+    during a fault ("link-overlap"); the controllers are not replugged (the centrals own two of
+    them)."""
     rng = random.Random(seed)
     schedule = []
     for _ in range(steps):
-        kind = rng.choices(["fault", "control", "overlap"], weights=[5, 3, 3])[0]
+        if centrals:
+            kind = rng.choices(["fault", "control", "overlap", "link", "link-overlap"], weights=[5, 3, 3, 9, 2])[0]
+        else:
+            kind = rng.choices(["fault", "control", "overlap"], weights=[5, 3, 3])[0]
         step = {"kind": kind, "pause": round(rng.uniform(0.0, 1.5), 2), "back": rng.random() < 0.5,
                 "name": rng.choice(["alpha", "beta", "gamma", "sensor"]), "value": round(rng.uniform(-10, 40), 1),
                 "control": rng.choice(CONTROLS)}
         if kind == "fault":
-            step["fault"] = rng.choices(FAULTS, weights=[4, 3, 2, 2, 3, 1, 1, 1])[0]
-        elif kind == "overlap":
+            step["fault"] = rng.choices(FAULTS, weights=[4, 3, 2, 2, 3, 0 if centrals else 1, 1, 1])[0]
+        elif kind in ("overlap", "link-overlap"):
             step["fault"] = rng.choice(OVERLAPPABLE)
         schedule.append(step)
     return schedule
@@ -106,6 +147,10 @@ def describe(step):
         return control
     if step["kind"] == "overlap":
         return "%s during %s" % (control, step["fault"])
+    if step["kind"] == "link":
+        return "two centrals connect"
+    if step["kind"] == "link-overlap":
+        return "two centrals connect during %s" % step["fault"]
     return step["fault"]
 
 
@@ -120,6 +165,65 @@ class SoakError(Exception):
     pass
 
 
+class Central:
+    """A central on a host stack of its own (testbed/bumble_central.py, Bumble) on hciN, taken
+    from bluetoothd: started once (its start takes 20-30 s under emulation), it then does one run
+    at a time, each a line of steps; `start` hands it a run, `finish` waits for its lines."""
+
+    def __init__(self, python, hci, peripheral, work):
+        self.name, self.work, self.runs = "hci%d" % hci, work, 0
+        # Taken from bluetoothd once it has set the controller up (powered), as lib.sh's free_hci.
+        self.powered(hci, "true", 10)
+        run("python3", os.path.join(HERE, "mgmt.py"), str(hci), "power", "off", check=True)
+        if not self.powered(hci, "false", 10):
+            raise SoakError("bluetoothd did not power %s off for the central" % self.name)
+        self.errors = open(os.path.join(work, "central-hci%d.err" % hci), "w")
+        self.process = subprocess.Popen([python, "-u", os.path.join(HERE, "bumble_central.py"), peripheral,
+                                         "--transport", "hci-socket:%d" % hci],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True)
+        ready = self.process.stdout.readline()
+        if not ready.startswith("ready"):
+            raise SoakError("the central on %s did not start: %s" % (self.name, open(self.errors.name).read()[-2000:]))
+        self.out = None
+
+    @staticmethod
+    def powered(hci, value, seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            out = run("busctl", "get-property", "org.bluez", "/org/bluez/hci%d" % hci, "org.bluez.Adapter1", "Powered").stdout
+            if out.split()[-1:] == [value]:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def notes(self):
+        """The last lines the central wrote to its standard error (Bumble's warnings)."""
+        self.errors.flush()
+        return open(self.errors.name).read().splitlines()[-10:]
+
+    def start(self, *words):
+        self.runs += 1
+        self.out = os.path.join(self.work, "%s-%d.lines" % (self.name, self.runs))
+        self.process.stdin.write("\t".join((self.out,) + words) + "\n")
+        self.process.stdin.flush()
+
+    def finish(self, limit=90):
+        """The run's lines (without its `exit N`) and whether it ended 0."""
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and self.process.poll() is None:
+            lines = open(self.out).read().splitlines() if os.path.exists(self.out) else []
+            if lines and lines[-1].startswith("exit "):
+                return lines[:-1], lines[-1] == "exit 0"
+            time.sleep(0.1)
+        raise SoakError("the central on %s did not finish its run in %d s (%s)" % (
+            self.name, limit, "running" if self.process.poll() is None else "gone"))
+
+    def stop(self):
+        self.process.stdin.close()
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
 class Soak:
     def __init__(self, btvirt):
         self.btvirt = btvirt
@@ -129,6 +233,11 @@ class Soak:
         self.settles = []
         self.strays = 0
         self.losses = 0
+        self.centrals = None    # (A on hci1, B on hci2) when the schedule has connection cycles
+        self.cycles = 0         # connection cycles whose links all did what they were asked
+        self.cut = 0            # connection cycles during a fault whose links the fault cut
+        self.heard = []         # per cycle: (seconds from the last link's end to the scan's start, to all heard)
+        self.rss = []           # per cycle: (bleadvd's PID, its RSS in KiB)
 
     # --- the system ------------------------------------------------------------------------
     def active_instances(self, adapter):
@@ -249,12 +358,104 @@ class Soak:
             return finish
         finish()
 
+    def link(self, step, during_fault=False):
+        """A connection cycle of the two centrals: A connects, reads the dial's level and
+        subscribes; B connects beside it, reads and subscribes; a `bleadvctl set` of the level
+        reaches both as a notification; A writes the level, B the mode; both leave. Then a scan
+        from hci2 must hear every advertisement wanted on (up to 8 s, ended once it has: without
+        extended advertising the kernel shows three advertisements in turn, 2 s each), and
+        status show both values written. During a fault the links may be cut: counted, and the
+        invariant after the step is all that is asked."""
+        a, b = self.centrals
+        self.link_began = time.strftime("%H:%M:%S")
+        if "sensor" not in self.wanted:
+            # The centrals connect through the sensor's advertisement (BTHome goes out connectable).
+            run("bleadvctl", "on", "sensor", check=True)
+            self.wanted.add("sensor")
+        number = a.runs + 1
+        hold = os.path.join(a.work, "hold-%d" % number)
+        os.makedirs(hold, exist_ok=True)
+        told, a_value, b_value = number * 7 % 200 + 20, number * 7 % 200 + 21, number % 250
+        a.start("read:" + LEVEL, "subscribe:" + LEVEL, "touch:%s/a" % hold, "await:%s/set" % hold,
+                "notified:%s=%02x" % (LEVEL, told), "write:%s=%02x" % (LEVEL, a_value))
+        fault = None
+        if during_fault:
+            time.sleep(step["pause"] * 2)
+            self.fault(step)
+        if self.await_file(os.path.join(hold, "a"), 20 if during_fault else 60):
+            b.start("read:" + MODE, "subscribe:" + LEVEL, "touch:%s/b" % hold, "await:%s/set" % hold,
+                    "notified:%s=%02x" % (LEVEL, told), "write:%s=%02x" % (MODE, b_value))
+            b_linked = self.await_file(os.path.join(hold, "b"), 20 if during_fault else 60)
+        else:
+            b_linked = None
+        if b_linked:
+            set_result = run("bleadvctl", "set", "dial", "level=%d" % told)
+            if set_result.returncode != 0 and not during_fault:
+                raise SoakError("bleadvctl set dial level=%d exited %d: %s" % (told, set_result.returncode, set_result.stderr.strip()))
+        open(os.path.join(hold, "set"), "w").close()
+        a_lines, a_done = a.finish()
+        b_lines, b_done = b.finish() if b_linked is not None else (["not started: A had no link"], False)
+        lines = "A: %s; B: %s" % (" | ".join(a_lines), " | ".join(b_lines))
+        expected = ["notified %s: %02x" % (LEVEL, told), "wrote " + LEVEL]
+        held = a_done and b_done and all(e in a_lines for e in expected) \
+            and "notified %s: %02x" % (LEVEL, told) in b_lines and "wrote " + MODE in b_lines
+        if not held:
+            if during_fault:
+                self.cut += 1
+                return
+            raise SoakError("the centrals' cycle did not hold: %s\n---- A's notes: %s\n---- B's notes: %s%s" % (
+                lines, " | ".join(a.notes()), " | ".join(b.notes()), record_of_links(self.link_began)))
+        self.cycles += 1
+        status = self.status() or {}
+        values = status.get("dial", {}).get("values", {})
+        if values.get("level") != str(a_value) or values.get("mode") != str(b_value):
+            raise SoakError("status shows the dial's values %s, not level %d and mode %d as written" % (values, a_value, b_value))
+        ended = max(float(line.split()[-1]) for line in a_lines + b_lines if line.startswith("disconnected at "))
+        self.scan(ended)
+        pid = run("systemctl", "show", "-P", "MainPID", "bleadvd").stdout.strip()
+        rss = run("ps", "-o", "rss=", "-p", pid).stdout.strip()
+        if rss:
+            self.rss.append((pid, int(rss)))
+
+    def scan(self, ended):
+        """A scan from hci2 (B's controller) hears every advertisement wanted on; records how
+        soon after `ended` (Unix time) the scan began and heard the last of them."""
+        wanted = [PAYLOADS[name] for name in sorted(self.wanted)]
+        _, b = self.centrals
+        b.start("--no-link", "scan:8/0.25/" + ",".join(wanted))
+        lines, _ = b.finish()
+        began = float(next(line.split()[-1] for line in lines if line.startswith("scanning from ")))
+        firsts = {}
+        for line in lines:
+            words = line.split()
+            if words[0] == "heard" and len(words) == 5:
+                for payload in wanted:
+                    if payload in words[2]:
+                        firsts[payload] = min(firsts.get(payload, float(words[4])), float(words[4]))
+        missing = [name for name in sorted(self.wanted) if PAYLOADS[name] not in firsts]
+        if missing:
+            raise SoakError("an 8-s scan from hci2 after the links did not hear %s: %s" % (", ".join(missing), " | ".join(lines)))
+        self.heard.append((began - ended, max(firsts.values()) - ended))
+
+    @staticmethod
+    def await_file(path, seconds):
+        deadline = time.monotonic() + seconds
+        while not os.path.exists(path):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     def step(self, step):
         self.reset_failed()
         if step["kind"] == "fault":
             self.fault(step)
         elif step["kind"] == "control":
             self.control(step)
+        elif step["kind"] == "link":
+            self.link(step)
+        elif step["kind"] == "link-overlap":
+            self.link(step, during_fault=True)
         else:
             finish = self.control(step, background=True)
             time.sleep(step["pause"] / 4)
@@ -265,10 +466,10 @@ class Soak:
     def violations(self):
         found = []
         want = len(self.wanted)
-        hci0, hci1 = self.active_instances("hci0"), self.active_instances("hci1")
+        hci0, hci1 = self.active_instances("hci0"), self.active_instances("hci1")  # hci1: the central A's when centrals take part
         if hci0 != want:
             found.append("hci0 has %s registered, %d wanted (%s)" % (hci0, want, ", ".join(sorted(self.wanted)) or "none"))
-        if hci1 not in (0,):
+        if hci1 not in (0,) and not self.centrals:
             found.append("hci1 has %s registered, 0 wanted" % hci1)
         status = self.status()
         if status is None:
@@ -335,6 +536,47 @@ def progress(line, live):
             pass
 
 
+def record_of_links(since):
+    """The test bed's HCI record (btmon's capture, every controller) from `since` (HH:MM:SS) on:
+    the links asked for and made, advertising switched, and every command that failed."""
+    capture = os.path.join(os.environ.get("TESTBED_WORK", "/tmp/testbed"), "hci.btsnoop")
+    if not os.path.exists(capture):
+        return ""
+    decoded = run("btmon", "-T", "-C", "250", "-r", capture, timeout=120).stdout.splitlines()
+    wanted = re.compile(r"HCI (Command|Event).*(Advertis|Create Conn|Connection Complete|Disconnect|Scan)|Status: [^S]")
+    lines, on = [], False
+    for line in decoded:
+        stamp = re.search(r"(\d\d:\d\d:\d\d)\.\d+\s*$", line)
+        if stamp:
+            on = stamp.group(1) >= since
+        if on and wanted.search(line):
+            lines.append(" ".join(line.split()))
+    return "\n---- the HCI record from %s on (links, advertising, failed commands):\n%s" % (since, "\n".join(lines[:120]))
+
+
+def rss_summary(samples):
+    """bleadvd's RSS after each connection cycle, samples of (PID, KiB): the first and last, and
+    the slope (least squares, KiB a cycle) over the longest stretch of one process (the
+    schedule restarts bleadvd now and then)."""
+    if not samples:
+        return "no samples"
+    stretches, current = [], []
+    for pid, kib in samples:
+        if current and current[-1][0] != pid:
+            stretches.append(current)
+            current = []
+        current.append((pid, kib))
+    stretches.append(current)
+    longest = [kib for _, kib in max(stretches, key=len)]
+    n = len(longest)
+    slope = 0.0
+    if n > 1:
+        mean_x, mean_y = (n + 1) / 2, sum(longest) / n
+        slope = sum((i + 1 - mean_x) * (y - mean_y) for i, y in enumerate(longest)) / sum((i + 1 - mean_x) ** 2 for i in range(n))
+    return "%d KiB after the first cycle, %d after the last; over the longest run of one process (%d cycles) " \
+           "%d to %d KiB, slope %.2f KiB a cycle" % (samples[0][1], samples[-1][1], n, longest[0], longest[-1], slope)
+
+
 def journal(since):
     return run("journalctl", "-u", "bleadvd", "-u", "bluetooth", "--no-pager", "-o", "short-unix",
                "--since", "@%d" % since).stdout.splitlines()[-80:]
@@ -346,10 +588,16 @@ def main():
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--btvirt", default="btvirt -l2")
     parser.add_argument("--progress", help="where progress goes as it happens too (make soak: /dev/console)")
+    parser.add_argument("--centrals", metavar="PYTHON",
+                        help="connection cycles in the schedule: two Bumble centrals on hci1 and hci2, run by PYTHON "
+                             "(Bumble's); needs a third controller")
+    parser.add_argument("--work", default="/tmp", help="where the centrals' lines go")
     args = parser.parse_args()
-    schedule = draw(args.seed, args.steps)
-    progress("soak: seed %d, %d steps (make soak SEED=%d STEPS=%d repeats it)" % (args.seed, args.steps, args.seed, args.steps),
-             args.progress)
+    schedule = draw(args.seed, args.steps, centrals=bool(args.centrals))
+    again = "make soak SEED=%d STEPS=%%d%s" % (args.seed, "" if args.centrals else " CENTRALS=0")
+    progress("soak: seed %d, %d steps%s (%s repeats it)" % (
+        args.seed, args.steps, ", %d of them connection cycles" % sum(s["kind"].startswith("link") for s in schedule)
+        if args.centrals else "", again % args.steps), args.progress)
     soak = Soak(args.btvirt)
     original = open(CONFIG).read()
     with open(CONFIG, "w") as f:
@@ -358,6 +606,10 @@ def main():
     started = time.time()
     failed = None
     try:
+        if args.centrals:
+            address = run("busctl", "get-property", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "Address",
+                          check=True).stdout.split()[1].strip('"')
+            soak.centrals = (Central(args.centrals, 1, address, args.work), Central(args.centrals, 2, address, args.work))
         soak.settle()
         for index, step in enumerate(schedule, 1):
             step_started = time.time()
@@ -372,6 +624,8 @@ def main():
                 progress("soak: %d/%d steps, last %s, settled in %.1f s" % (index, len(schedule), describe(step), took),
                          args.progress)
     finally:
+        for central in soak.centrals or ():
+            central.stop()
         with open(CONFIG, "w") as f:
             f.write(original)
         run("systemctl", "reset-failed", "bleadvd")
@@ -382,11 +636,22 @@ def main():
     if soak.settles:
         print("soak: settle median %.2f s, worst %.2f s; strays %d, losses %d" % (
             statistics.median(soak.settles), max(soak.settles), soak.strays, soak.losses))
+    if soak.centrals:
+        print("soak: %d connection cycles of two centrals held (connected, read, subscribed, notified, wrote, left); "
+              "%d during a fault had their links cut" % (soak.cycles, soak.cut))
+        if soak.heard:
+            began = sorted(h[0] for h in soak.heard)
+            heard = sorted(h[1] - h[0] for h in soak.heard)
+            print("soak: after the last link ended, the scanner on hci2 began in median %.2f s (worst %.2f s); from its "
+                  "start it heard every advertisement wanted in median %.2f s, worst %.2f s, %d of %d within 1 s" % (
+                      statistics.median(began), began[-1], statistics.median(heard), heard[-1],
+                      sum(h <= 1 for h in heard), len(heard)))
+        print("soak: bleadvd's RSS over connection cycles: %s" % rss_summary(soak.rss))
     if failed:
         index, step, error, step_started = failed
         print("soak: FAILED at step %d (%s): %s" % (index, describe(step), error), file=sys.stderr)
         print("soak: seed %d; the shortest failing prefix is its first %d steps (the invariant held after each "
-              "shorter one): make soak SEED=%d STEPS=%d" % (args.seed, index, args.seed, index), file=sys.stderr)
+              "shorter one): %s" % (args.seed, index, again % index), file=sys.stderr)
         for number, earlier in enumerate(schedule[:index], 1):
             print("    %3d %s" % (number, describe(earlier)), file=sys.stderr)
         print("---- journal of bleadvd and bluetooth since step %d" % index, file=sys.stderr)

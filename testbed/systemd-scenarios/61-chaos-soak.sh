@@ -6,7 +6,11 @@
 # those; bleadvd restarted and killed. After every step: on hci0 exactly the advertisements
 # wanted on, the GATT application once, `bleadvctl status` agreeing, nothing else exported.
 # Steps: 15 (make soak runs 1,000); the seed is drawn anew each run and printed. `make soak
-# SEED=N STEPS=N` sets both (the kernel command line's bleadvd_soak.seed and .steps).
+# SEED=N STEPS=N` sets both (the kernel command line's bleadvd_soak.seed and .steps). make
+# soak's schedule also has connection cycles (bleadvd_soak.centrals=1, three controllers): two
+# Bumble centrals connect, read, subscribe, are notified, write and leave, alone and during a
+# fault; after each, a scan from hci2 hears every advertisement wanted and status shows the
+# values written (testbed/soak.py).
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -19,4 +23,11 @@ live=()
 # make soak's long runs show their progress on the console as they go.
 [[ -n "$steps" ]] && live=(--progress /dev/console)
 steps=${steps:-15}
-python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_program) $(btvirt_options)" "${live[@]}"
+# make soak's connection cycles (bleadvd_soak.centrals=1): two Bumble centrals on hci1 and hci2.
+centrals=()
+if [[ "$(soak_arg centrals)" == 1 ]]; then
+  [[ -e /sys/class/bluetooth/hci2 ]] || fail "connection cycles need three controllers (testbed/run.sh --controllers 3)"
+  centrals=(--centrals "$(decoders_python)" --work "$TESTBED_WORK")
+fi
+python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_program) $(btvirt_options)" \
+  "${live[@]}" "${centrals[@]}"
