@@ -67,7 +67,7 @@ lanes=$(mktemp -d)
 first=$!
 (
   export BLEADVD_TESTBED_LANE=2
-  step "the package under systemd (PID 1) in the VM test bed" make --no-print-directory testbed-systemd-test PREPARED=1
+  step "the package under systemd (PID 1) in the VM test bed, after 40 cycles of two centrals connecting" make --no-print-directory testbed-systemd-test PREPARED=1
   step "the other stacks in the VM test bed: trixie, controllers without extended advertising" make --no-print-directory testbed-stacks-test PREPARED=1
 ) > "$lanes/2" 2>&1 &
 second=$!

@@ -412,8 +412,7 @@ btvirt_options() {
 
 # btvirt_program: the emulator of the virtual controllers. With three controllers (two centrals
 # beside bleadvd): BlueZ's btvirt of this stack's release with testbed/btvirt/btdev-links.patch
-# (testbed/setup.sh builds it); else, and on an Arm guest, the packaged one. (The patched one in
-# every boot made 66 fail once, mechanism not yet captured: RELIABILITY, "Not done yet".)
+# (testbed/setup.sh builds it); else, and on an Arm guest, the packaged one.
 btvirt_program() {
   local built=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/btvirt-$(stack_suite)
   if [[ "${TESTBED_CONTROLLER_COUNT:-2}" == 3 && -x "$built" && "$(uname -m)" == x86_64 ]]; then echo "$built"; else command -v btvirt; fi

@@ -238,6 +238,7 @@ class Soak:
         self.cut = 0            # connection cycles during a fault whose links the fault cut
         self.heard = []         # per cycle: (seconds from the last link's end to the scan's start, to all heard)
         self.rss = []           # per cycle: (bleadvd's PID, its RSS in KiB)
+        self.lost_below = 0     # writes bleadvd took whose response a central never got
 
     # --- the system ------------------------------------------------------------------------
     def active_instances(self, adapter):
@@ -396,6 +397,15 @@ class Soak:
         a_lines, a_done = a.finish()
         b_lines, b_done = b.finish() if b_linked is not None else (["not started: A had no link"], False)
         lines = "A: %s; B: %s" % (" | ".join(a_lines), " | ".join(b_lines))
+        # A write the central never saw answered, though bleadvd took it (its journal says so):
+        # on Debian 12 in the bed a Write Response is now and then lost below bleadvd as the other
+        # central's link ends (docs/RELIABILITY.md, "A soak of connections"). Counted, not failed.
+        for central, uuid, value, them in ((a, LEVEL, a_value, a_lines), (b, MODE, b_value, b_lines)):
+            if "write %s: ATT error TimeoutError: GATT timeout for ATT_WRITE_REQUEST" % uuid in them \
+                    and self.bleadvd_took(them, uuid, value):
+                them[:] = [line for line in them if not line.startswith("write %s:" % uuid)] + ["wrote " + uuid]
+                self.lost_below += 1
+                a_done, b_done = (True if central is a else a_done), (True if central is b else b_done)
         expected = ["notified %s: %02x" % (LEVEL, told), "wrote " + LEVEL]
         held = a_done and b_done and all(e in a_lines for e in expected) \
             and "notified %s: %02x" % (LEVEL, told) in b_lines and "wrote " + MODE in b_lines
@@ -436,6 +446,18 @@ class Soak:
         if missing:
             raise SoakError("an 8-s scan from hci2 after the links did not hear %s: %s" % (", ".join(missing), " | ".join(lines)))
         self.heard.append((began - ended, max(firsts.values()) - ended))
+
+    @staticmethod
+    def bleadvd_took(lines, uuid, value):
+        """Whether bleadvd's journal has the write of `value` to the dial by the central whose
+        run printed `lines` (bleadvd logs it once it has taken a write, just before it answers
+        bluetoothd)."""
+        found = [re.search(r" from ([0-9A-F:]{17})", line) for line in lines if line.startswith("connected to ")]
+        if not found or not found[0]:
+            return False
+        name = "level" if uuid == LEVEL else "mode"
+        journal = run("journalctl", "-u", "bleadvd", "--no-pager", "-o", "cat", "--since", "@%d" % (time.time() - 120)).stdout
+        return any(line.startswith("dial.%s: %s wrote %d" % (name, found[0].group(1), value)) for line in journal.splitlines())
 
     @staticmethod
     def await_file(path, seconds):
@@ -638,7 +660,8 @@ def main():
             statistics.median(soak.settles), max(soak.settles), soak.strays, soak.losses))
     if soak.centrals:
         print("soak: %d connection cycles of two centrals held (connected, read, subscribed, notified, wrote, left); "
-              "%d during a fault had their links cut" % (soak.cycles, soak.cut))
+              "%d during a fault had their links cut; %d writes bleadvd took whose response the central never got "
+              "(lost below bleadvd)" % (soak.cycles, soak.cut, soak.lost_below))
         if soak.heard:
             began = sorted(h[0] for h in soak.heard)
             heard = sorted(h[1] - h[0] for h in soak.heard)

@@ -21,6 +21,11 @@ cycles=${CYCLES:-$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_connections.
 cycles=${cycles:-40}
 [[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
 fresh_bluetoothd hci0
+# bleadvd_connections.debug=1: bluetoothd's debug lines (SIGUSR2 turns them on) in its journal,
+# printed with a failed cycle.
+if tr ' ' '\n' < /proc/cmdline | grep -qx 'bleadvd_connections.debug=1'; then
+  pkill -USR2 -x bluetoothd && echo "    bluetoothd's debug lines are on"
+fi
 config="$TESTBED_WORK/connection-soak.toml"
 cat > "$config" <<'TOML'
 adapter = "hci0"
@@ -52,6 +57,8 @@ TOML
 brightness=6e400002-b5a3-f393-e0a9-e50e24dcca9e
 level=6e400003-b5a3-f393-e0a9-e50e24dcca9e
 start_bleadvd "$config"
+record_bus "$TESTBED_WORK/bus.log" "$TESTBED_WORK/owners.log"
+on_exit stop_bus_record
 address=$(adapter_address hci0)
 start_central a 1 "$address"
 start_central b 2 "$address"
@@ -80,7 +87,44 @@ cycle_failed() {
   record_since "${b_began:-$cycle_began}" \
     | grep -E "HCI (Command|Event).*(Advertis|Create Conn|Connection Complete|Disconnect)|Advertising: (En|Dis)|Status: [^S]" \
     | awk 'NR <= 80' | sed 's/^/      /' || true
+  # The bus meanwhile: bluetoothd's calls of bleadvd's characteristics and bleadvd's of
+  # LEAdvertisingManager1, each with when its reply came.
+  echo "    cycle $1: the bus from ${b_began_epoch:-$started} on (calls, and the reply to each):"
+  awk -F'\t' -v since="${b_began_epoch:-$started}" '
+    $2 < since { next }
+    $1 == "mc" && $8 ~ /^(WriteValue|ReadValue|StartNotify|StopNotify|RegisterAdvertisement|UnregisterAdvertisement)$/ {
+      asked[$4 " " $3] = $8; printf "      %.3f %s -> %s %s %s\n", $2, $4, $5, $8, $6 }
+    ($1 == "mr" || $1 == "err") && (($5 " " $6) in asked) {
+      printf "      %.3f %s to %s (%s)\n", $2, ($1 == "mr" ? "reply" : "error"), asked[$5 " " $6], $5 }
+  ' "$TESTBED_WORK/bus.log" | awk 'NR <= 80' || true
+  echo "    cycle $1: bluetoothd's journal from ${b_began:-$cycle_began} on:"
+  journalctl -u bluetooth -o short-precise --no-pager --since "$(date '+%Y-%m-%d') $(cut -c1-15 <<< "${b_began:-$cycle_began}")" 2> /dev/null \
+    | grep -E "att\.c|gatt-server|gatt-database|disconnect|Disconnect|device\.c|l2cap|write|Write" | grep -vE "sap|Sap|advertising\.c|mgmt\.c" \
+    | awk '/ATT PDU received: 0x12|Write Req/ { w = 1 } w' | awk 'NR <= 120' | sed 's/^/      /' || true
   fail "cycle $1: $2"
+}
+
+# write_taken NAME UUID CHAR I: the central NAME's write of UUID (bleadvd's object .../CHAR)
+# in cycle I was answered. On Debian 12 (kernel 6.1, BlueZ 5.66) in the bed, a Write Response
+# now and then never reaches a central whose write bluetoothd completed as the other central's
+# link ended (captured: bleadvd replied to WriteValue in 12-44 ms, bluetoothd logged "Write
+# Complete: err 0" for it, and the other link went 6-35 ms later; docs/RELIABILITY.md): that
+# write is counted as lost below bleadvd, when the bus shows bleadvd's reply within 1 s; any
+# other unanswered write fails the cycle.
+lost_below=0
+write_taken() {
+  local name=$1 uuid=$2 char=$3 cycle=$4 replied
+  grep -q "wrote $uuid" "$TESTBED_WORK/$name.lines" && return 0
+  grep -q "write $uuid: ATT error TimeoutError" "$TESTBED_WORK/$name.lines" \
+    || cycle_failed "$cycle" "${name^^}'s write was not taken"
+  replied=$(awk -F'\t' -v since="$b_began_epoch" -v char="/$char" '
+    $2 < since { next }
+    $1 == "mc" && $8 == "WriteValue" && substr($6, length($6) - length(char) + 1) == char { asked[$4 " " $3] = $2 }
+    $1 == "mr" && (($5 " " $6) in asked) { printf "%d\n", ($2 - asked[$5 " " $6]) * 1000 }' "$TESTBED_WORK/bus.log" | tail -n1)
+  [[ -n "$replied" && "$replied" -lt 1000 ]] \
+    || cycle_failed "$cycle" "${name^^}'s write was not answered, and the bus has no reply of bleadvd's to it"
+  lost_below=$((lost_below + 1))
+  echo "    cycle $cycle: ${name^^}'s write timed out at the central; bleadvd had answered WriteValue in $replied ms (a response lost below bleadvd)"
 }
 
 rss=()
@@ -90,7 +134,7 @@ starts=()
 pid=$BLEADVD_PID
 for ((i = 1; i <= cycles; i++)); do
   started=$(date +%s.%N)
-  cycle_began=$(date '+%H:%M:%S.%N') b_began=
+  cycle_began=$(date '+%H:%M:%S.%N') b_began= b_began_epoch=
   set_value=$(( (i * 7) % 200 + 20 ))      # what bleadvctl set sends: notified to both
   a_value=$(( (i * 7) % 200 + 21 ))        # what A writes to brightness
   b_value=$(( i % 250 ))                   # what B writes to level
@@ -99,7 +143,7 @@ for ((i = 1; i <= cycles; i++)); do
     "notified:$brightness=$hex_set" "write:$brightness=$hex_a" > "$TESTBED_WORK/a.lines" &
   a_run=$!
   wait_for 60 "A's link in cycle $i" "[ -e '$hold/a-$i' ]" || cycle_failed "$i" "A did not connect and subscribe"
-  b_began=$(date '+%H:%M:%S.%N')
+  b_began=$(date '+%H:%M:%S.%N') b_began_epoch=$(date +%s.%N)
   central_run b "read:$level" "subscribe:$brightness" "touch:$hold/b-$i" "await:$hold/set-$i" \
     "notified:$brightness=$hex_set" "write:$level=$hex_b" > "$TESTBED_WORK/b.lines" &
   b_run=$!
@@ -110,8 +154,8 @@ for ((i = 1; i <= cycles; i++)); do
   wait "$b_run" || true
   grep -q "notified $brightness: $hex_set" "$TESTBED_WORK/a.lines" || cycle_failed "$i" "A was not notified of the set ($set_value)"
   grep -q "notified $brightness: $hex_set" "$TESTBED_WORK/b.lines" || cycle_failed "$i" "B was not notified of the set ($set_value)"
-  grep -q "wrote $brightness" "$TESTBED_WORK/a.lines" || cycle_failed "$i" "A's write was not taken"
-  grep -q "wrote $level" "$TESTBED_WORK/b.lines" || cycle_failed "$i" "B's write was not taken"
+  write_taken a "$brightness" char0 "$i"
+  write_taken b "$level" char1 "$i"
 
   links_ended=$(sed -n 's/.*disconnected at //p' "$TESTBED_WORK/a.lines" "$TESTBED_WORK/b.lines" | sort -n | tail -n1)
   [[ -n "$links_ended" ]] || cycle_failed "$i" "a central did not end its link"
@@ -153,5 +197,6 @@ printf '%s\n' "${rss[@]}" | awk '
     slope = n > 1 ? (n * xy - x * y) / (n * xx - x * x) : 0
     printf "    bleadvd RSS: %d KiB after the first cycle, %d after the last; slope %.2f KiB a cycle\n", first, last, slope
   }'
+echo "    writes answered by bleadvd whose response a central never got (below bleadvd): $lost_below"
 echo "    re-registrations beside a link: $(relinks); journal warnings and errors: $(grep -cE '^<[0-4]>' "$TESTBED_WORK/bleadvd.log" || true)"
 grep -E '^<[0-4]>' "$TESTBED_WORK/bleadvd.log" | awk 'NR <= 10' | sed 's/^/    journal: /' || true
