@@ -8,11 +8,15 @@ runs it: bluetoothd restarted as `systemctl restart bluetooth` does (stopped gra
 bus activation of org.bluez in place), killed with -9, restarted twice in a row, stopped and
 started again later; hci0 powered off (and on again, or left to bleadvd); both controllers
 removed and added; `on`, `off`, `set` and `reload` alone and interleaved with those faults;
-bleadvd restarted and killed with -9. After every step it waits for things to settle and
-checks the invariant, twice, 2.5 s apart (a stray registration comes late):
+bleadvd restarted and killed with -9. With --centrals (make soak; a third controller) half
+the steps are connection cycles of two Bumble centrals on hci1 and hci2 (connect, read,
+subscribe, notified of a set, write, leave), one in five during a fault, each followed by a scan
+that must hear every advertisement wanted and a status that must show both values written.
+After every step it waits for things to settle and checks the invariant, twice, 2.5 s apart (a
+stray registration comes late):
 
 - on hci0 (the adapter bleadvd uses), BlueZ's ActiveInstances equals the number of
-  advertisements the schedule wants on; on hci1, 0;
+  advertisements the schedule wants on; on hci1, 0 (unless a central holds it);
 - `bleadvctl status --json` says on for exactly those, off for the rest, the GATT service on,
   and no mismatch;
 - bleadvd exports one object per advertisement on air and one GATT application, nothing else.
@@ -35,6 +39,23 @@ import time
 
 CONFIG = "/etc/bleadvd/bleadvd.toml"
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The dial: a service whose level and mode the centrals of make soak's connection cycles read,
+# subscribe to and write; in both configs.
+DIAL = """[service.dial]
+uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
+[service.dial.characteristic.level]
+uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write", "notify"]
+security = "none"
+value = 0
+[service.dial.characteristic.mode]
+uuid = "6e400012-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write"]
+security = "none"
+value = 0
+"""
 # Two configs the schedule reloads between. Each wants at most three advertisements on at once:
 # btvirt's LE 5.2 controllers hold three advertising sets.
 CONFIGS = {
@@ -51,21 +72,7 @@ manufacturer_data = { "0xFFFF" = "b2" }
 temperature = 21.5
 [service.power.battery]
 level = 87
-[service.dial]
-uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
-[service.dial.characteristic.level]
-uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write", "notify"]
-security = "none"
-value = 0
-[service.dial.characteristic.mode]
-uuid = "6e400012-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write"]
-security = "none"
-value = 0
-""",
+""" + DIAL,
     "y": """power_on = true
 [advertisement.alpha]
 type = "broadcast"
@@ -85,21 +92,7 @@ uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
 format = "uint8"
 flags = ["read", "notify"]
 value = 10
-[service.dial]
-uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
-[service.dial.characteristic.level]
-uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write", "notify"]
-security = "none"
-value = 0
-[service.dial.characteristic.mode]
-uuid = "6e400012-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write"]
-security = "none"
-value = 0
-""",
+""" + DIAL,
 }
 NAMES = {"x": ["alpha", "beta", "sensor"], "y": ["alpha", "gamma", "sensor"]}
 ENABLED = {"x": {"alpha", "sensor"}, "y": {"alpha", "gamma", "sensor"}}
@@ -379,7 +372,6 @@ class Soak:
         told, a_value, b_value = number * 7 % 200 + 20, number * 7 % 200 + 21, number % 250
         a.start("read:" + LEVEL, "subscribe:" + LEVEL, "touch:%s/a" % hold, "await:%s/set" % hold,
                 "notified:%s=%02x" % (LEVEL, told), "write:%s=%02x" % (LEVEL, a_value))
-        fault = None
         if during_fault:
             time.sleep(step["pause"] * 2)
             self.fault(step)
@@ -400,12 +392,10 @@ class Soak:
         # A write the central never saw answered, though bleadvd took it (its journal says so):
         # on Debian 12 in the bed a Write Response is now and then lost below bleadvd as the other
         # central's link ends (docs/RELIABILITY.md, "A soak of connections"). Counted, not failed.
-        for central, uuid, value, them in ((a, LEVEL, a_value, a_lines), (b, MODE, b_value, b_lines)):
-            if "write %s: ATT error TimeoutError: GATT timeout for ATT_WRITE_REQUEST" % uuid in them \
-                    and self.bleadvd_took(them, uuid, value):
-                them[:] = [line for line in them if not line.startswith("write %s:" % uuid)] + ["wrote " + uuid]
-                self.lost_below += 1
-                a_done, b_done = (True if central is a else a_done), (True if central is b else b_done)
+        if self.lost_below_bleadvd(a_lines, LEVEL, a_value):
+            a_done = True
+        if self.lost_below_bleadvd(b_lines, MODE, b_value):
+            b_done = True
         expected = ["notified %s: %02x" % (LEVEL, told), "wrote " + LEVEL]
         held = a_done and b_done and all(e in a_lines for e in expected) \
             and "notified %s: %02x" % (LEVEL, told) in b_lines and "wrote " + MODE in b_lines
@@ -446,6 +436,16 @@ class Soak:
         if missing:
             raise SoakError("an 8-s scan from hci2 after the links did not hear %s: %s" % (", ".join(missing), " | ".join(lines)))
         self.heard.append((began - ended, max(firsts.values()) - ended))
+
+    def lost_below_bleadvd(self, lines, uuid, value):
+        """Whether the central whose run printed `lines` timed out on its write of `value` to
+        `uuid` though bleadvd took it; if so, counts it and makes `lines` say it was written."""
+        if "write %s: ATT error TimeoutError: GATT timeout for ATT_WRITE_REQUEST" % uuid not in lines \
+                or not self.bleadvd_took(lines, uuid, value):
+            return False
+        lines[:] = [line for line in lines if not line.startswith("write %s:" % uuid)] + ["wrote " + uuid]
+        self.lost_below += 1
+        return True
 
     @staticmethod
     def bleadvd_took(lines, uuid, value):

@@ -120,11 +120,11 @@ write_taken() {
   replied=$(awk -F'\t' -v since="$b_began_epoch" -v char="/$char" '
     $2 < since { next }
     $1 == "mc" && $8 == "WriteValue" && substr($6, length($6) - length(char) + 1) == char { asked[$4 " " $3] = $2 }
-    $1 == "mr" && (($5 " " $6) in asked) { printf "%d\n", ($2 - asked[$5 " " $6]) * 1000 }' "$TESTBED_WORK/bus.log" | tail -n1)
-  [[ -n "$replied" && "$replied" -lt 1000 ]] \
+    $1 == "mr" && (($5 " " $6) in asked) { printf "%d\n", ($2 - asked[$5 " " $6]) * 1000000 }' "$TESTBED_WORK/bus.log" | tail -n1)
+  [[ -n "$replied" && "$replied" -lt 1000000 ]] \
     || cycle_failed "$cycle" "${name^^}'s write was not answered, and the bus has no reply of bleadvd's to it"
   lost_below=$((lost_below + 1))
-  echo "    cycle $cycle: ${name^^}'s write timed out at the central; bleadvd had answered WriteValue in $replied ms (a response lost below bleadvd)"
+  echo "    cycle $cycle: ${name^^}'s write timed out at the central; bleadvd had answered WriteValue in $replied µs (a response lost below bleadvd)"
 }
 
 rss=()
