@@ -76,6 +76,20 @@ back_after() {
     }
     END { if (k != "" && g != "") printf "%.2f", (k > g ? k : g) - since }' "$1"
 }
+# bus_calls SINCE: from record_bus's log, each call since SINCE (Unix time) of bleadvd's
+# characteristics by bluetoothd and of LEAdvertisingManager1 by bleadvd, a line each: its time,
+# caller, callee, member and object, then "reply" or "error" and how many µs after the call it
+# came ("none" when none did).
+bus_calls() {
+  awk -F'\t' -v since="$1" '
+    $2 < since { next }
+    $1 == "mc" && $8 ~ /^(WriteValue|ReadValue|StartNotify|StopNotify|RegisterAdvertisement|UnregisterAdvertisement)$/ {
+      key = $4 " " $3; order[++n] = key; at[key] = $2; call[key] = sprintf("%.3f %s %s %s %s", $2, $4, $5, $8, $6) }
+    ($1 == "mr" || $1 == "err") && (($5 " " $6) in call) && !(($5 " " $6) in answer) {
+      answer[$5 " " $6] = sprintf("%s %d", ($1 == "mr" ? "reply" : "error"), ($2 - at[$5 " " $6]) * 1000000) }
+    END { for (i = 1; i <= n; i++) print call[order[i]], (order[i] in answer ? answer[order[i]] : "none") }
+  ' "$TESTBED_WORK/bus.log"
+}
 # cycle_failed I WHY: the cycle's lines, the journal's last lines, and fail.
 cycle_failed() {
   echo "    cycle $1: A:"; sed 's/^/      /' "$TESTBED_WORK/a.lines"
@@ -89,14 +103,8 @@ cycle_failed() {
     | awk 'NR <= 80' | sed 's/^/      /' || true
   # The bus meanwhile: bluetoothd's calls of bleadvd's characteristics and bleadvd's of
   # LEAdvertisingManager1, each with when its reply came.
-  echo "    cycle $1: the bus from ${b_began_epoch:-$started} on (calls, and the reply to each):"
-  awk -F'\t' -v since="${b_began_epoch:-$started}" '
-    $2 < since { next }
-    $1 == "mc" && $8 ~ /^(WriteValue|ReadValue|StartNotify|StopNotify|RegisterAdvertisement|UnregisterAdvertisement)$/ {
-      asked[$4 " " $3] = $8; printf "      %.3f %s -> %s %s %s\n", $2, $4, $5, $8, $6 }
-    ($1 == "mr" || $1 == "err") && (($5 " " $6) in asked) {
-      printf "      %.3f %s to %s (%s)\n", $2, ($1 == "mr" ? "reply" : "error"), asked[$5 " " $6], $5 }
-  ' "$TESTBED_WORK/bus.log" | awk 'NR <= 80' || true
+  echo "    cycle $1: the bus from ${b_began_epoch:-$started} on (time, caller, callee, call, object, then reply or error, µs after):"
+  bus_calls "${b_began_epoch:-$started}" | awk 'NR <= 80' | sed 's/^/      /' || true
   echo "    cycle $1: bluetoothd's journal from ${b_began:-$cycle_began} on:"
   journalctl -u bluetooth -o short-precise --no-pager --since "$(date '+%Y-%m-%d') $(cut -c1-15 <<< "${b_began:-$cycle_began}")" 2> /dev/null \
     | grep -E "att\.c|gatt-server|gatt-database|disconnect|Disconnect|device\.c|l2cap|write|Write" | grep -vE "sap|Sap|advertising\.c|mgmt\.c" \
@@ -117,10 +125,8 @@ write_taken() {
   grep -q "wrote $uuid" "$TESTBED_WORK/$name.lines" && return 0
   grep -q "write $uuid: ATT error TimeoutError" "$TESTBED_WORK/$name.lines" \
     || cycle_failed "$cycle" "${name^^}'s write was not taken"
-  replied=$(awk -F'\t' -v since="$b_began_epoch" -v char="/$char" '
-    $2 < since { next }
-    $1 == "mc" && $8 == "WriteValue" && substr($6, length($6) - length(char) + 1) == char { asked[$4 " " $3] = $2 }
-    $1 == "mr" && (($5 " " $6) in asked) { printf "%d\n", ($2 - asked[$5 " " $6]) * 1000000 }' "$TESTBED_WORK/bus.log" | tail -n1)
+  replied=$(bus_calls "$b_began_epoch" | awk -v char="/$char" '
+    $4 == "WriteValue" && substr($5, length($5) - length(char) + 1) == char && $6 == "reply" { print $7 }' | tail -n1)
   [[ -n "$replied" && "$replied" -lt 1000000 ]] \
     || cycle_failed "$cycle" "${name^^}'s write was not answered, and the bus has no reply of bleadvd's to it"
   lost_below=$((lost_below + 1))
