@@ -35,23 +35,10 @@ modprobe bluetooth || fail_setup "modprobe bluetooth"
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 mkdir -p /run/dbus
 dbus-daemon --system --fork || fail_setup "dbus-daemon"
-# Under software emulation the kernel's first HCI Reset of a new virtual controller can time
-# out while btvirt is still creating the next one ("hci0: Opcode 0x0c03 failed: -110"); such a
-# controller never reaches bluetoothd. Recreate them all until all are ready.
-for attempt in 1 2 3 4; do
-  "$(btvirt_program)" $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
-  wait_for 30 "$(controller_names)" controllers_present \
-    || fail_setup "btvirt did not create $(controller_names)"
-  sleep 2
-  start_bluetoothd
-  if wait_for 20 "$(controller_names)in bluetoothd" controllers_ready; then
-    break
-  fi
-  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
-  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating them"
-  pkill -x bluetoothd; pkill -x "$(basename "$(btvirt_program)")"
-  wait_for 10 "the controllers to go" controllers_gone || true
-done
+# bluetoothd first, so that its start is not among what the new controllers wait for.
+start_bluetoothd
+wait_for 20 "org.bluez" 'busctl status org.bluez > /dev/null 2>&1' || fail_setup "bluetoothd did not start"
+make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
 # The HCI capture starts once BlueZ is up; the scenarios only need what happens after that.
 btmon -w "$TESTBED_WORK/hci.btsnoop" > /dev/null 2>&1 &
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A seeded chaos soak of the installed bleadvd under systemd, in the test bed guest.
 
-    soak.py --seed N --steps N [--btvirt "PROGRAM OPTIONS"]
+    soak.py --seed N --steps N
 
 Draws a schedule of STEPS steps from SEED (printed first, so that a run can be repeated), then
 runs it: bluetoothd restarted as `systemctl restart bluetooth` does (stopped gracefully, with
@@ -218,8 +218,7 @@ class Central:
 
 
 class Soak:
-    def __init__(self, btvirt):
-        self.btvirt = btvirt
+    def __init__(self):
         self.config = "x"
         self.wanted = set(ENABLED["x"])
         self.faults = {}
@@ -302,22 +301,14 @@ class Soak:
 
     def replug(self):
         """Both virtual controllers removed (btvirt stopped) and made again, as a USB radio
-        unplugged and plugged back; the bed's own flakiness (a first reset that times out under
-        emulation) is retried, as the bed's setup does."""
-        for attempt in range(4):
-            run("systemctl", "stop", "testbed-btvirt")
-            deadline = time.monotonic() + 15
-            while os.path.exists("/sys/class/bluetooth/hci0") and time.monotonic() < deadline:
-                time.sleep(0.2)
-            run("systemctl", "reset-failed", "testbed-btvirt")
-            run("systemd-run", "--quiet", "--unit=testbed-btvirt", *self.btvirt.split(), check=True)
-            deadline = time.monotonic() + 40
-            while time.monotonic() < deadline:
-                if all(self.active_instances(a) is not None for a in ("hci0", "hci1")):
-                    return
-                time.sleep(0.3)
-            print("    (the bed: a virtual controller failed its setup, attempt %d; making both again)" % (attempt + 1))
-        raise SoakError("the bed could not make its controllers again")
+        unplugged and plugged back, by the bed's own make_controllers (lib.sh), which makes them
+        again when the kernel gave up on one's setup (under emulation)."""
+        made = run("bash", "-c", '. "$TESTBED_ROOT/testbed/lib.sh" && remove_controllers && make_controllers', timeout=200)
+        for line in made.stderr.splitlines():
+            if line.startswith("testbed: "):
+                print("    (the bed: %s)" % line[len("testbed: "):])
+        if made.returncode != 0:
+            raise SoakError("the bed could not make its controllers again")
 
     def control(self, step, background=False):
         name, kind = step["name"], step["control"]
@@ -608,7 +599,6 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--btvirt", default="btvirt -l2")
     parser.add_argument("--progress", help="where progress goes as it happens too (make soak: /dev/console)")
     parser.add_argument("--centrals", metavar="PYTHON",
                         help="connection cycles in the schedule: two Bumble centrals on hci1 and hci2, run by PYTHON "
@@ -620,7 +610,7 @@ def main():
     progress("soak: seed %d, %d steps%s (%s repeats it)" % (
         args.seed, args.steps, ", %d of them connection cycles" % sum(s["kind"].startswith("link") for s in schedule)
         if args.centrals else "", again % args.steps), args.progress)
-    soak = Soak(args.btvirt)
+    soak = Soak()
     original = open(CONFIG).read()
     with open(CONFIG, "w") as f:
         f.write(CONFIGS["x"])

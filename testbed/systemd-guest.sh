@@ -33,18 +33,10 @@ fail_setup() {
 echo "testbed: systemd $(systemctl --version | head -n1 | cut -d' ' -f2) is PID 1; system $(systemctl is-system-running)"
 systemctl --failed --no-legend --plain | sed 's/^/testbed: failed unit: /'
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"
-# As with guest.sh: under emulation a new virtual controller's first reset can time out while
-# btvirt creates the next one. Recreate them all until bluetoothd offers advertising on each.
-for attempt in 1 2 3 4; do
-  systemd-run --quiet --unit=testbed-btvirt "$(btvirt_program)" $(btvirt_options) || fail_setup "btvirt"
-  if wait_for 40 "$(controller_names)in bluetooth.service" controllers_ready; then
-    break
-  fi
-  ((attempt < 4)) || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
-  echo "testbed: a virtual controller failed its setup (attempt $attempt); recreating them"
-  systemctl stop bluetooth testbed-btvirt
-  wait_for 10 "the controllers to go" controllers_gone || true
-done
+# bluetooth.service first (udev would start it at the first controller), so that its start is
+# not among what the new controllers wait for; then the controllers (lib.sh).
+systemctl start bluetooth.service || fail_setup "bluetooth.service did not start"
+make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
 systemd-run --quiet --unit=testbed-btmon btmon -w "$TESTBED_WORK/hci.btsnoop"
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
 for hci in $(controller_names); do

@@ -29,5 +29,5 @@ if [[ "$(soak_arg centrals)" == 1 ]]; then
   [[ -e /sys/class/bluetooth/hci2 ]] || fail "connection cycles need three controllers (testbed/run.sh --controllers 3)"
   centrals=(--centrals "$(decoders_python)" --work "$TESTBED_WORK")
 fi
-python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" --btvirt="$(btvirt_program) $(btvirt_options)" \
+python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" \
   "${live[@]}" "${centrals[@]}"
