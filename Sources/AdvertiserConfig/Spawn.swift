@@ -61,6 +61,25 @@ public enum Spawn {
         return pid
     }
 
+    /// Waits for `pid` to exit, looking every `poll` on `clock` once `each` ran (the caller's
+    /// work with the child between looks: feeding it, reading it), for at most `limit`: its
+    /// status, reaped. Nil when `limit` passed first or the waiting task was cancelled: it is
+    /// killed then (with its group, see ``stop(_:)``) and reaped.
+    public static func exit<C: Clock>(
+        of pid: Int32, within limit: Duration, polling poll: Duration, on clock: C, each: () -> Void = {}
+    ) async -> Int32? where C.Duration == Duration {
+        var waited = Duration.zero
+        while true {
+            each()
+            if let status = reaped(pid) { return status }
+            guard waited < limit, (try? await clock.sleep(for: poll)) != nil else {
+                stop(pid)
+                return nil
+            }
+            waited += poll
+        }
+    }
+
     /// Whether `pid` has exited: reaps it (its status), or nil while it runs.
     public static func reaped(_ pid: Int32) -> Int32? {
         var status: Int32 = 0

@@ -144,14 +144,8 @@ extension Daemon {
             logger.warning("improv: could not run \(Untrusted.quoted(command[0])): \(String(cString: strerror(error.code)))")
             return
         }
-        var waited = Duration.zero
-        while Spawn.reaped(pid) == nil {
-            guard waited < Self.identifyWait, (try? await clock.sleep(for: .milliseconds(100))) != nil else {
-                Spawn.stop(pid)
-                logger.warning("improv: \(Untrusted.quoted(command[0])) still ran after \(Self.identifyWait.components.seconds) s; killed")
-                return
-            }
-            waited += .milliseconds(100)
+        if await Spawn.exit(of: pid, within: Self.identifyWait, polling: .milliseconds(100), on: clock) == nil {
+            logger.warning("improv: \(Untrusted.quoted(command[0])) still ran after \(Self.identifyWait.components.seconds) s; killed")
         }
     }
 

@@ -53,8 +53,7 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         var input = credentials.password
         if input.isEmpty { shutdown(parent, Int32(SHUT_WR)) }
         var output: [UInt8] = []
-        var waited = Duration.zero
-        while true {
+        let exited = await Spawn.exit(of: pid, within: Self.timeout, polling: Self.poll, on: clock) {
             if !input.isEmpty {
                 let sent = input.withUnsafeBytes { send(parent, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 if sent > 0 { input.removeFirst(sent) }
@@ -63,26 +62,22 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
                 if input.isEmpty { shutdown(parent, Int32(SHUT_WR)) }
             }
             Self.drain(parent, into: &output)
-            if let status = Spawn.reaped(pid) {
-                Self.drain(parent, into: &output)
-                // What the program says reaches the journal and the client (its address, its
-                // error): never the password it was given, should it repeat it.
-                let text = String(decoding: Self.redacted(output, password: credentials.password), as: UTF8.self)
-                let signal = status & 0x7F, code = (status >> 8) & 0xFF
-                guard signal == 0, code == 0 else {
-                    let said = text.split(separator: "\n").first.map { ": \(Untrusted.quoted($0, limit: 120))" } ?? ""
-                    throw Failure(description: "\(Untrusted.quoted(program)) \(signal != 0 ? "was killed by signal \(signal)" : "exited \(code)")\(said)")
-                }
-                let first = text.split(separator: "\n").first.map { String($0).trimmingPrefix(" ") }.map(String.init)
-                // A first line that repeated the password is no address.
-                return first.flatMap { $0.isEmpty || $0.contains("(the password)") ? nil : Untrusted.shown($0, limit: 64) }
-            }
-            guard waited < Self.timeout, (try? await clock.sleep(for: Self.poll)) != nil else {
-                Spawn.stop(pid)
-                throw Failure(description: "\(Untrusted.quoted(program)) did not finish within \(Self.timeout.components.seconds) s; killed")
-            }
-            waited += Self.poll
         }
+        guard let status = exited else {
+            throw Failure(description: "\(Untrusted.quoted(program)) did not finish within \(Self.timeout.components.seconds) s; killed")
+        }
+        Self.drain(parent, into: &output)
+        // What the program says reaches the journal and the client (its address, its error):
+        // never the password it was given, should it repeat it.
+        let text = String(decoding: Self.redacted(output, password: credentials.password), as: UTF8.self)
+        let signal = status & 0x7F, code = (status >> 8) & 0xFF
+        guard signal == 0, code == 0 else {
+            let said = text.split(separator: "\n").first.map { ": \(Untrusted.quoted($0, limit: 120))" } ?? ""
+            throw Failure(description: "\(Untrusted.quoted(program)) \(signal != 0 ? "was killed by signal \(signal)" : "exited \(code)")\(said)")
+        }
+        let first = text.split(separator: "\n").first.map { String($0).trimmingPrefix(" ") }.map(String.init)
+        // A first line that repeated the password is no address.
+        return first.flatMap { $0.isEmpty || $0.contains("(the password)") ? nil : Untrusted.shown($0, limit: 64) }
     }
 
     /// A program only joins: the scan capability is not offered with one.
