@@ -42,7 +42,7 @@ struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == D
     var session: ImprovSession<Instant>
     var frames = ImprovFrames<Instant>()
     /// The instant the partial frames' timer is set for, if it is.
-    var framesTimer: Instant?
+    var framesAlarm = Alarm<Instant>()
     /// Whether Improv is on air (its advertisement and its service): not while this machine's
     /// Wi-Fi is connected, nor from ``Daemon/improvWithdrawDelay`` after it was provisioned.
     var offered = true
@@ -212,15 +212,15 @@ extension Daemon {
     /// only moves later (a part comes, a newer central starts), so the one set fires first and
     /// sets the next; one sleeping task however fast centrals write.
     func scheduleImprovFramesTimer() {
-        guard improv?.framesTimer == nil, let due = improv?.frames.nextDue else { return }
-        improv?.framesTimer = due
+        guard improv?.framesAlarm.at == nil, let due = improv?.frames.nextDue else { return }
+        _ = improv?.framesAlarm.arm(due)
         post.yield(.improv(.due(.frame, due)))
     }
 
     /// The timer at `at` fired: partial frames whose next part did not come in time are dropped.
     func improvFramesDue(_ at: C.Instant) async {
         guard improv != nil else { return }
-        if improv?.framesTimer == at { improv?.framesTimer = nil }
+        improv?.framesAlarm.fired(at)
         for (central, bytes) in improv!.frames.expire(at: clock.now) {
             logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): no next part within \(ImprovFrames<C.Instant>.partLimit.components.seconds) s")
         }

@@ -183,15 +183,14 @@ extension Daemon {
 
     /// Asks the loop for a timer at the window's next due instant, unless one is set for it.
     func schedulePairingTimer() {
-        guard let due = window.nextDue(timeout: Self.pairingTimeout), due != pairingTimer else { return }
-        pairingTimer = due
+        guard let due = window.nextDue(timeout: Self.pairingTimeout), pairingAlarm.arm(due) else { return }
         post.yield(.pairingDue(due))
     }
 
     /// The timer at `at` fired: requests that got no bond in time failed; a window whose time
     /// ran out closes.
     func pairingTimerFired(_ at: C.Instant) async {
-        if pairingTimer == at { pairingTimer = nil }
+        pairingAlarm.fired(at)
         let now = clock.now
         for central in window.expire(at: now, timeout: Self.pairingTimeout) {
             await failed(central, because: "no bond within \(Self.pairingTimeout.components.seconds) s: a wrong code, or it gave up")

@@ -73,7 +73,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// Whether a local user (by id) may see the values of secured characteristics.
     let trusts: @Sendable (UInt32) -> Bool
     /// The instant the pairing timer is set for, if it is.
-    var pairingTimer: C.Instant?
+    var pairingAlarm = Alarm<C.Instant>()
     /// Improv Wi-Fi, when the config offers it.
     var improv: ImprovRun<C.Instant>?
     /// Whether this machine's Wi-Fi was connected when last heard of, and since when; nil while

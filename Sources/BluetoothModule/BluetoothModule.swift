@@ -87,7 +87,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private var busy = false
     private var queued: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextWaiter = 0
-    private var retryTimer: (at: C.Instant, task: Task<Void, Never>)?
+    /// The one timer, for the earliest retry or audit, and the task sleeping until it.
+    private var retryAlarm = Alarm<C.Instant>()
+    private var retryTask: Task<Void, Never>?
     /// When each advertisement updated in place is to be confirmed with BlueZ.
     private var checks: [Key: C.Instant] = [:]
     /// When the next audit is due (after the last change), and how many audits in a row
@@ -173,7 +175,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     }
 
     deinit {
-        retryTimer?.task.cancel()
+        retryTask?.cancel()
         for listener in listeners.values { listener.finish() }
     }
 
@@ -949,18 +951,18 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Keeps one timer armed for the earliest retry or audit.
     private func scheduleRetry() {
         let next = [nextRetry, auditAt].compactMap { $0 }.min()
-        guard next != retryTimer?.at else { return }
-        retryTimer?.task.cancel()
-        retryTimer = next.map { at in
-            (at, Task(executorPreference: executor) { [clock, weak self] in
+        guard retryAlarm.arm(next) else { return }
+        retryTask?.cancel()
+        retryTask = next.map { at in
+            Task(executorPreference: executor) { [clock, weak self] in
                 guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
                 await self?.retryTimerFired(at)
-            })
+            }
         }
     }
 
     private func retryTimerFired(_ at: C.Instant) async {
-        if retryTimer?.at == at { retryTimer = nil }
+        if retryAlarm.fired(at) { retryTask = nil }
         await retryDue()
         await auditDue()
     }

@@ -194,7 +194,7 @@ struct BlueZContractTests {
         var advertisement = Self.thermometer
         advertisement.txPower = 0
         let id = try await session.manager.startAdvertising(advertisement, on: "hci0")
-        let name = await session.connection.uniqueName
+        let name = session.connection.uniqueName
 
         let set = await #expect(throws: TestFailure.self) {
             try await busctl(session.bus, ["set-property", name, id.rawValue, BlueZ.advertisementInterface, "TxPower", "n", "--", "-6"])

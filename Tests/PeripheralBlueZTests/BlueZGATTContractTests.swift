@@ -192,7 +192,7 @@ struct BlueZGATTContractTests {
         let events = await EventLog.reading(try await session.manager.events())
         _ = try await session.manager.registerApplication(Self.application, on: "hci0")
         let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
-        let name = await session.connection.uniqueName
+        let name = session.connection.uniqueName
 
         let forged = await #expect(throws: TestFailure.self) {
             try await busctl(session.bus, ["call", name, path, BlueZ.characteristicInterface, "WriteValue", "aya{sv}", "1", "99",
@@ -210,7 +210,7 @@ struct BlueZGATTContractTests {
         let session = try await StandInSession()
         _ = try await session.manager.registerApplication(Self.application, on: "hci0")
         let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
-        let name = await session.connection.uniqueName
+        let name = session.connection.uniqueName
         let arguments = member == "ReadValue" ? ["a{sv}", "0"] : []
 
         let refused = await #expect(throws: TestFailure.self) {

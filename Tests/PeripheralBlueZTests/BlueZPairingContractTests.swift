@@ -95,7 +95,7 @@ struct BlueZPairingContractTests {
         let session = try await StandInSession()
         let decider = RecordingDecider(true)
         _ = try await session.manager.registerAgent(.justWorks, decider: decider)
-        let name = await session.connection.uniqueName
+        let name = session.connection.uniqueName
 
         let forged = await #expect(throws: TestFailure.self) {
             try await busctl(session.bus, ["call", name, "/org/bleadvd/agent", "org.bluez.Agent1", "RequestAuthorization", "o", Self.device])
