@@ -39,6 +39,10 @@ dbus-daemon --system --fork || fail_setup "dbus-daemon"
 start_bluetoothd
 wait_for 20 "org.bluez" 'busctl status org.bluez > /dev/null 2>&1' || fail_setup "bluetoothd did not start"
 make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
+# bluetoothd started again, so that it takes the controllers in their order: its first adapter
+# (bluetoothctl's default, and BlueZ's examples') is hci0. Made again after a failed setup, hci1
+# can reach a running bluetoothd first (10 and 11 then advertised on hci1, in one make test).
+fresh_bluetoothd
 # The HCI capture starts once BlueZ is up; the scenarios only need what happens after that.
 btmon -w "$TESTBED_WORK/hci.btsnoop" > /dev/null 2>&1 &
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"

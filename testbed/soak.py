@@ -303,7 +303,7 @@ class Soak:
         """Both virtual controllers removed (btvirt stopped) and made again, as a USB radio
         unplugged and plugged back, by the bed's own make_controllers (lib.sh), which makes them
         again when the kernel gave up on one's setup (under emulation)."""
-        made = run("bash", "-c", '. "$TESTBED_ROOT/testbed/lib.sh" && remove_controllers && make_controllers', timeout=200)
+        made = run("bash", "-c", '. "$TESTBED_ROOT/testbed/lib.sh" && remove_controllers && make_controllers', timeout=300)
         for line in made.stderr.splitlines():
             if line.startswith("testbed: "):
                 print("    (the bed: %s)" % line[len("testbed: "):])

@@ -37,6 +37,10 @@ modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 # not among what the new controllers wait for; then the controllers (lib.sh).
 systemctl start bluetooth.service || fail_setup "bluetooth.service did not start"
 make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
+# bluetoothd started again, so that it takes the controllers in their order: its first adapter
+# (bluetoothctl's default, and BlueZ's examples') is hci0. Made again after a failed setup, hci1
+# can reach a running bluetoothd first (10 and 11 then advertised on hci1, in one make test).
+fresh_bluetoothd
 systemd-run --quiet --unit=testbed-btmon btmon -w "$TESTBED_WORK/hci.btsnoop"
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
 for hci in $(controller_names); do
