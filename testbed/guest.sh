@@ -35,7 +35,8 @@ modprobe bluetooth || fail_setup "modprobe bluetooth"
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"
 mkdir -p /run/dbus
 dbus-daemon --system --fork || fail_setup "dbus-daemon"
-# bluetoothd first, so that its start is not among what the new controllers wait for.
+# bluetoothd first: make_controllers asks it whether each controller is ready. (It does not keep
+# hci0's first reset from timing out; that was tried.)
 start_bluetoothd
 wait_for 20 "org.bluez" 'busctl status org.bluez > /dev/null 2>&1' || fail_setup "bluetoothd did not start"
 make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"

@@ -33,8 +33,9 @@ fail_setup() {
 echo "testbed: systemd $(systemctl --version | head -n1 | cut -d' ' -f2) is PID 1; system $(systemctl is-system-running)"
 systemctl --failed --no-legend --plain | sed 's/^/testbed: failed unit: /'
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"
-# bluetooth.service first (udev would start it at the first controller), so that its start is
-# not among what the new controllers wait for; then the controllers (lib.sh).
+# bluetooth.service first (udev would start it at the first controller): make_controllers (lib.sh)
+# asks it whether each controller is ready. (It does not keep hci0's first reset from timing
+# out; that was tried.)
 systemctl start bluetooth.service || fail_setup "bluetooth.service did not start"
 make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 on $(controller_names)"
 # bluetoothd started again, so that it takes the controllers in their order: its first adapter
