@@ -60,11 +60,8 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
         do {
             try await activated(active, on: device, failure: failure)
         } catch {
-            _ = try? await connection.call(
-                destination: Self.service, path: Self.managerPath, interface: Self.service,
-                member: "DeactivateConnection", [.objectPath(active)])
-            _ = try? await connection.call(
-                destination: Self.service, path: saved, interface: "org.freedesktop.NetworkManager.Settings.Connection", member: "Delete")
+            _ = try? await object(Self.managerPath).call(Self.service, "DeactivateConnection", [.objectPath(active)])
+            _ = try? await object(saved).call("org.freedesktop.NetworkManager.Settings.Connection", "Delete")
             throw error
         }
         await deleteOthers(for: credentials.ssid, keeping: saved)
@@ -87,9 +84,7 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
         var accessPoints: [[String: DBusValue]] = []
         for path in paths {
             // An access point gone since the list was made is left out.
-            guard let properties = try? await connection.call(
-                destination: Self.service, path: path, interface: "org.freedesktop.DBus.Properties", member: "GetAll",
-                [.string("org.freedesktop.NetworkManager.AccessPoint")], expecting: "a{sv}")[0].variantDictionary else { continue }
+            guard let properties = try? await object(path).properties(of: "org.freedesktop.NetworkManager.AccessPoint") else { continue }
             accessPoints.append(properties)
         }
         return NetworkManager.networks(from: accessPoints)
@@ -133,14 +128,12 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
     /// whoever asks for a join to their network.
     func deleteOthers(for ssid: [UInt8], keeping saved: DBusObjectPath) async {
         let settings = "org.freedesktop.NetworkManager.Settings"
-        guard let paths = try? await connection.call(
-            destination: Self.service, path: "/org/freedesktop/NetworkManager/Settings", interface: settings,
-            member: "ListConnections", expecting: "ao")[0].arrayElements?.compactMap(\.objectPath) else { return }
+        guard let paths = try? await object("/org/freedesktop/NetworkManager/Settings").call(
+            settings, "ListConnections", expecting: "ao")[0].arrayElements?.compactMap(\.objectPath) else { return }
         for path in paths where path != saved {
-            guard let values = try? await connection.call(
-                destination: Self.service, path: path, interface: "\(settings).Connection", member: "GetSettings", expecting: "a{sa{sv}}")[0],
+            guard let values = try? await object(path).call("\(settings).Connection", "GetSettings", expecting: "a{sa{sv}}")[0],
                   NetworkManager.isReplaced(values, byJoinTo: ssid) else { continue }
-            _ = try? await connection.call(destination: Self.service, path: path, interface: "\(settings).Connection", member: "Delete")
+            _ = try? await object(path).call("\(settings).Connection", "Delete")
         }
     }
 
@@ -180,15 +173,25 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
     /// A property's value.
     /// - Throws: ``Failure`` when NetworkManager refuses (`NetworkManager refused Get: …`).
     func property(_ path: DBusObjectPath, _ interface: String, _ name: String) async throws -> DBusValue? {
-        try await ask(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)], expecting: "v")[0].variantValue
+        try await refused("Get") { try await object(path).property(name, of: interface) }
+    }
+
+    /// NetworkManager's object at `path`.
+    private func object(_ path: DBusObjectPath) -> DBusProxy {
+        DBusProxy(connection, destination: Self.service, path: path)
     }
 
     /// Calls NetworkManager; its refusal (polkit's no among them) becomes a ``Failure``.
     private func ask(
         _ path: DBusObjectPath, _ interface: String, _ member: String, _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil
     ) async throws -> [DBusValue] {
+        try await refused(member) { try await object(path).call(interface, member, arguments, expecting: expecting) }
+    }
+
+    /// `body`'s result; NetworkManager's refusal of `member` becomes a ``Failure``.
+    private func refused<T>(_ member: String, _ body: () async throws -> T) async throws -> T {
         do {
-            return try await connection.call(destination: Self.service, path: path, interface: interface, member: member, arguments, expecting: expecting)
+            return try await body()
         } catch let error as DBusError {
             throw Failure(description: "NetworkManager refused \(member): \(Untrusted.shown(error.description, limit: 200))")
         }

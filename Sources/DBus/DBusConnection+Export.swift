@@ -2,7 +2,7 @@ internal import CDBus
 
 /// The standard interface names this connection implements for exported objects.
 enum StandardInterface {
-    static let properties = "org.freedesktop.DBus.Properties"
+    static let properties = DBusProperties.interface
     static let introspectable = "org.freedesktop.DBus.Introspectable"
     static let objectManager = "org.freedesktop.DBus.ObjectManager"
     static let peer = "org.freedesktop.DBus.Peer"
@@ -91,7 +91,7 @@ extension DBusConnection {
         guard always || value != property.value else { return }
         objects[path]!.interfaces[interface]!.properties[index].value = value
         if property.emitsChanged && property.access.isReadable {
-            try emit(path: path, interface: StandardInterface.properties, member: "PropertiesChanged",
+            try emit(path: path, interface: StandardInterface.properties, member: DBusProperties.changed,
                      [.string(interface), .variantDictionary([property.name: value]), .strings([])], to: objects[path]!.caller)
         }
     }

@@ -87,7 +87,7 @@ package enum BlueZ {
             case .registerAgent, .requestDefaultAgent, .unregisterAgent: BlueZ.agentManagerInterface
             case .removeDevice: BlueZ.adapterInterface
             case .getManagedObjects: BlueZ.objectManagerInterface
-            case .setProperty: BlueZ.propertiesInterface
+            case .setProperty: DBusProperties.interface
             }
         }
 
@@ -108,7 +108,6 @@ package enum BlueZ {
     }
 
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
-    static let propertiesInterface = "org.freedesktop.DBus.Properties"
     /// The signature of `GetManagedObjects`' reply.
     static let managedObjectsSignature: DBusSignature = "a{oa{sa{sv}}}"
 

@@ -40,10 +40,10 @@ extension BlueZPeripheralManager {
             DBusMatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded"),
             DBusMatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved"),
             DBusMatchRule(
-                sender: BlueZ.service, interface: BlueZ.propertiesInterface, member: "PropertiesChanged",
+                sender: BlueZ.service, interface: DBusProperties.interface, member: DBusProperties.changed,
                 arg0: BlueZ.adapterInterface),
             DBusMatchRule(
-                sender: BlueZ.service, interface: BlueZ.propertiesInterface, member: "PropertiesChanged",
+                sender: BlueZ.service, interface: DBusProperties.interface, member: DBusProperties.changed,
                 arg0: BlueZ.deviceInterface),
         ]
     }
@@ -146,7 +146,7 @@ extension BlueZPeripheralManager {
             let generation = bluetoothd!
             await forget { $0.adapter == name && $0.generation == generation }
             publish(.adapterRemoved(name, generation))
-        case "PropertiesChanged" where body.count >= 2 && body[0].string == BlueZ.deviceInterface:
+        case DBusProperties.changed where body.count >= 2 && body[0].string == BlueZ.deviceInterface:
             // A central that finished pairing (its Paired turns true), whose link came up or
             // ended (Connected turns true or false).
             guard let path = message.path, let device = BlueZ.device(at: path), let changed = body[1].variantDictionary else { return }
@@ -156,7 +156,7 @@ extension BlueZPeripheralManager {
             case false?: publish(.disconnected(central: device.address, adapter: device.adapter))
             case nil: break
             }
-        case "PropertiesChanged" where body.count >= 2:
+        case DBusProperties.changed where body.count >= 2:
             guard let path = message.path, let name = BlueZ.adapterName(of: path),
                   let powered = body[1].variantDictionary?["Powered"]?.boolean else { return }
             publish(.adapterPowered(name, powered, bluetoothd!))

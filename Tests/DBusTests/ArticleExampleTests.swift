@@ -17,7 +17,7 @@ struct ArticleExampleTests {
         return peer
     }
 
-    @Test("the example finds bluetoothd's owner and objects, serves Hello, and hears InterfacesAdded")
+    @Test("the example finds bluetoothd's owner, objects and adapter address, serves Hello, and hears InterfacesAdded")
     func example() async throws {
         let bus = try PrivateBus()
         let peer = try await bluez(on: bus)
@@ -27,6 +27,8 @@ struct ArticleExampleTests {
         let reply = try await connection.call(
             destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
             member: "GetManagedObjects", expecting: "a{oa{sa{sv}}}", timeout: .seconds(5))
+        let address = try await DBusProxy(connection, destination: "org.bluez", path: "/org/bluez/hci0")
+            .property("Address", of: "org.bluez.Adapter1")
         let hello = DBusMethod("Hello", inputs: [DBusArgument("name", .string)], outputs: [DBusArgument("greeting", .string)]) { call in
             [.string("hello, " + (call.arguments[0].string ?? "?"))]
         }
@@ -46,6 +48,7 @@ struct ArticleExampleTests {
 
         #expect(owner == peer.uniqueName)
         #expect(reply[0].dictionaryEntries?.map(\.key) == [.objectPath("/org/bluez/hci0")])
+        #expect(address == .string("54:48:E6:8F:80:A5"))
         #expect(greeting == [.string("hello, world")])
         #expect(added.first == .objectPath("/org/bluez/hci1"))
     }

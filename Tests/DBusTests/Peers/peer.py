@@ -13,6 +13,7 @@ from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
 
 IFACE = "test.Peer"
+PROPERTIES = "org.freedesktop.DBus.Properties"
 NESTED = "ybnqiuxtdsogva{sv}(iasv)aa{oa{sv}}a{ya(by)}"
 
 
@@ -20,6 +21,34 @@ class Peer(dbus.service.Object):
     def __init__(self, bus):
         super().__init__(bus, "/peer")
         self.bus = bus
+        # test.Peer's properties, served through PROPERTIES by hand (dbus-python has none).
+        self.properties = {"Name": dbus.String("peer"), "Level": dbus.Int32(3)}
+
+    def _interface(self, interface):
+        if interface != IFACE:
+            raise dbus.exceptions.DBusException(
+                "no interface " + interface, name="org.freedesktop.DBus.Error.UnknownInterface")
+
+    @dbus.service.method(PROPERTIES, in_signature="ss", out_signature="v")
+    def Get(self, interface, name):
+        self._interface(interface)
+        if name not in self.properties:
+            raise dbus.exceptions.DBusException(
+                "no property " + name, name="org.freedesktop.DBus.Error.UnknownProperty")
+        return self.properties[name]
+
+    @dbus.service.method(PROPERTIES, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, interface):
+        self._interface(interface)
+        return dbus.Dictionary(self.properties, signature="sv")
+
+    @dbus.service.method(PROPERTIES, in_signature="ssv", out_signature="")
+    def Set(self, interface, name, value):
+        self._interface(interface)
+        if name not in self.properties:
+            raise dbus.exceptions.DBusException(
+                "no property " + name, name="org.freedesktop.DBus.Error.UnknownProperty")
+        self.properties[name] = value
 
     @dbus.service.method(IFACE, in_signature="v", out_signature="v")
     def Echo(self, value):
