@@ -112,7 +112,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["Peers"]),
         .testTarget(name: "EventsTests", dependencies: ["Events", "TestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
-        .testTarget(name: "PeripheralTests", dependencies: ["Peripheral"]),
+        .testTarget(name: "PeripheralTests", dependencies: ["Peripheral", "TestSupport"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig"], exclude: ["Corpus"]),

@@ -83,9 +83,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let joiner: (any NetworkJoining)?
     /// Where the daemon is in its life.
     var lifecycle = Lifecycle.starting
-    /// Whether a reload is running; the next ones wait here, in the order asked for.
-    var reloading = false
-    var waitingReloads: [CheckedContinuation<Void, Never>] = []
+    /// One reload at a time; the next ones wait here, in the order asked for.
+    let reloads = Turnstile()
     /// What the loop reacts to; anything in the daemon may post to it.
     let events: AsyncStream<Event>
     let post: AsyncStream<Event>.Continuation
@@ -192,11 +191,13 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     package func reload() async throws(ReloadError) {
         // One at a time, in the order asked for: a slow reload of an older file must never be
         // applied after a newer one.
-        if reloading { await withCheckedContinuation { waitingReloads.append($0) } }
-        reloading = true
-        defer {
-            if waitingReloads.isEmpty { reloading = false } else { waitingReloads.removeFirst().resume() }
+        do {
+            try await reloads.enter()
+        } catch {
+            logger.warning("reload refused: bleadvd is stopping")
+            throw ReloadError("bleadvd is stopping; nothing was reloaded")
         }
+        defer { reloads.leave() }
         guard lifecycle != .stopping else {
             logger.warning("reload refused: bleadvd is stopping")
             throw ReloadError("bleadvd is stopping; nothing was reloaded")

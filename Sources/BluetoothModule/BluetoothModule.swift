@@ -84,9 +84,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     private var adapterInUse: AdapterCapabilities?
     /// BlueZ and the adapters as the events described them.
     private var stack = StackView<C.Instant>()
-    private var busy = false
-    private var queued: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
-    private var nextWaiter = 0
+    /// One operation at a time, in the order called.
+    private let turnstile = Turnstile()
+    private var nextListener = 0
     /// The one timer, for the earliest retry or audit, and the task sleeping until it.
     private var retryAlarm = Alarm<C.Instant>()
     private var retryTask: Task<Void, Never>?
@@ -280,8 +280,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// gets the newest state, not every step.
     public func changes() -> AsyncStream<[String: Status]> {
         let (stream, continuation) = AsyncStream<[String: Status]>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id = nextWaiter
-        nextWaiter += 1
+        let id = nextListener
+        nextListener += 1
         listeners[id] = continuation
         continuation.onTermination = { [weak self] _ in
             Task(executorPreference: self?.executor) { await self?.removeListener(id) }
@@ -922,30 +922,13 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Runs `body` when no other operation is running, then arms the retry timer and announces
     /// what changed.
     private func exclusively<T>(_ body: () async throws -> T) async throws -> T {
-        if busy {
-            let id = nextWaiter
-            nextWaiter += 1
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    queued.append((id, continuation))
-                }
-            } onCancel: {
-                Task(executorPreference: self.executor) { await self.leaveQueue(id) }
-            }
-        }
-        busy = true
+        try await turnstile.enter()
         defer {
-            if queued.isEmpty { busy = false } else { queued.removeFirst().continuation.resume() }
+            turnstile.leave()
             scheduleRetry()
             announce()
         }
         return try await body()
-    }
-
-    /// A cancelled waiter that has not had its turn yet leaves the queue.
-    private func leaveQueue(_ id: Int) {
-        guard let index = queued.firstIndex(where: { $0.id == id }) else { return }
-        queued.remove(at: index).continuation.resume(throwing: CancellationError())
     }
 
     /// Keeps one timer armed for the earliest retry or audit.
