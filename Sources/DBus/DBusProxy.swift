@@ -1,7 +1,9 @@
 /// The standard interface through which a peer's properties are read and written
 /// (`Get`, `GetAll`, `Set`, and the `PropertiesChanged` signal).
 public enum DBusProperties {
+    /// The interface's name.
     public static let interface = "org.freedesktop.DBus.Properties"
+    /// The signal an object sends when its properties change.
     public static let changed = "PropertiesChanged"
 }
 
@@ -9,14 +11,18 @@ public enum DBusProperties {
 /// through ``DBusProperties``, whose members and signatures are written here once for every
 /// peer a client calls.
 public struct DBusProxy: Sendable {
+    /// The connection the calls go through.
     public let connection: DBusConnection
     /// The peer: a well-known name (`org.freedesktop.NetworkManager`) or a unique one (`:1.42`).
     public let destination: String
+    /// The object's path at the peer.
     public let path: DBusObjectPath
+    /// How long each call waits for its reply.
     public let timeout: Duration
     /// Whether a call may start the destination by bus activation (``DBusMessage/autoStart``).
     public let autoStart: Bool
 
+    /// The object at `path` of `destination`, called through `connection`.
     public init(
         _ connection: DBusConnection, destination: String, path: DBusObjectPath,
         timeout: Duration = DBusConnection.defaultTimeout, autoStart: Bool = true

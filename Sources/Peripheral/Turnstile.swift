@@ -21,6 +21,7 @@ public final class Turnstile: Sendable {
 
     private let state = Mutex(State())
 
+    /// A free turnstile.
     public init() {}
 
     /// Whether someone is through and has not left yet.
