@@ -1,0 +1,133 @@
+import Logging
+public import Peripheral
+
+/// BlueZ's events, reconciled with the registrations, and the links that take advertising off air.
+extension BluetoothModule {
+    // MARK: Events
+
+    /// Reconciles after something happened below.
+    public func handle(_ event: PeripheralEvent) async {
+        try? await exclusively {
+            switch event {
+            // A central in radio range decides how often these come.
+            case .gatt, .paired, .connected, .disconnected: logger.debug("event: \(event)")
+            default:
+                logger.info("event: \(event)")
+                scheduleAudit()
+            }
+            switch event {
+            case .bluezVanished(let generation):
+                adapterInUse = nil
+                linksEnded(on: nil)
+                let wasCurrent = stack.vanished(generation)
+                for key in registrations.keys { lost(key, of: generation, onAdapter: nil, waitAll: wasCurrent) }
+            case .bluezAppeared(let generation):
+                stack.appeared(generation)
+                adapterInUse = nil
+                await reconcile()
+            case .adapterAdded(let adapter, _):
+                guard configuredAdapter?.mayBe(adapter) ?? true else { return }
+                adapterInUse = nil
+                await moveToEarlier(adapter)
+                await reconcile()
+            case .adapterRemoved(let adapter, let generation):
+                if adapterInUse?.name == adapter { adapterInUse = nil }
+                linksEnded(on: adapter)
+                // They wait for it, even when another adapter remains: bluetoothd removes every
+                // adapter when it stops, and registering on another then races its shutdown
+                // (the controller can be left with instances nobody holds; seen in the test bed).
+                for key in registrations.keys { lost(key, of: generation, onAdapter: adapter, waitAll: false) }
+            case .adapterPowered(let adapter, true, _):
+                stack.powered(adapter, true, settleUntil: clock.now)
+                guard configuredAdapter?.mayBe(adapter) ?? true else { return }
+                adapterInUse = nil
+                await reconcile()
+            case .adapterPowered(let adapter, false, let generation):
+                adapterInUse = nil
+                linksEnded(on: adapter)
+                stack.powered(adapter, false, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
+                // Advertisements leave the air with the power; BlueZ keeps the GATT application.
+                for key in registrations.keys.sorted() {
+                    guard case .advertisement = key, case .on(let id, adapter)? = registrations[key]?.status.phase,
+                          id.generation == generation else { continue }
+                    await takeOff(key)
+                }
+                // They wait, saying why; once the adapter settled (retryDue), it is powered on
+                // again (power_on = true) and they are registered again, or the status says why not.
+                await reconcile()
+            case .connected(let central, let adapter):
+                guard links[adapter, default: []].insert(central).inserted, relinkAt[adapter] == nil else { return }
+                let settled = clock.now.advanced(by: Self.linkSettle)
+                relinkAt[adapter] = lastRelink[adapter].map { max(settled, $0.advanced(by: Self.relinkSpacing)) } ?? settled
+            case .disconnected(let central, let adapter):
+                guard links[adapter]?.remove(central) != nil, links[adapter]!.isEmpty else { return }
+                links[adapter] = nil
+                relinkAt[adapter] = nil
+                await lastLinkEnded(on: adapter)
+            case .paired:
+                break
+            case .gatt(let event):
+                // A central's write was checked and taken below: it is the value in force now,
+                // and the one registered again after bluetoothd restarts.
+                if case .written(let bytes, _) = event.kind { changeApplication { $0[event.characteristic]?.value = bytes } }
+            case .released(let id):
+                guard let key = registrations.first(where: { $0.value.status.phase.id == id })?.key else { return }
+                if case .advertisement(let advertisement)? = registrations[key]?.subject, advertisement.timeout != nil {
+                    logger.info("\(key): its timeout ran out; it is off now")
+                    registrations[key]!.status.desired = false
+                    move(key, to: .off)
+                    await slotFreed()
+                } else {
+                    logger.notice("\(key): BlueZ released it; registering it again")
+                    move(key, to: .waiting)
+                    await attempt(key)
+                }
+            }
+        }
+    }
+
+    // MARK: Links
+
+    /// Links on `adapter` have settled (``linkSettle``). On a controller with extended
+    /// advertising each link ended the advertising set it came from, and the kernel enables that
+    /// set again only when the link ends; so every advertisement on air there is registered
+    /// again, which the kernel enables beside the links where the controller's LE states allow.
+    /// One the stack refuses is paused until the adapter's last central has left. Without
+    /// extended advertising the kernel enables advertising again by itself: nothing to do.
+    func linkSettled(on adapter: String) async {
+        let onAir = registrations.keys.sorted().filter { key in
+            guard case .advertisement = key, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
+            return true
+        }
+        guard let centrals = links[adapter], !centrals.isEmpty, !onAir.isEmpty,
+              let capabilities = try? await capabilities(of: adapter), !capabilities.secondaryChannels.isEmpty else { return }
+        let said = centrals.count == 1 ? ("a link", "it") : ("\(centrals.count) links", "them")
+        logger.notice("\(said.0) on \(adapter) took advertising there off air: registering \(onAir.map(\.description).joined(separator: ", ")) again beside \(said.1)")
+        for key in onAir {
+            await takeOff(key)
+            guard let failure = await attempt(key), registrations[key]?.status.phase.failures != nil else { continue }
+            move(key, to: .paused(adapter: adapter))
+            logger.notice("\(key): paused: a central is connected on \(adapter), and the stack refused it beside the link (\(failure.message)); registering it again when the link ends")
+        }
+    }
+
+    /// The last link on `adapter` ended: what it paused is registered again.
+    func lastLinkEnded(on adapter: String) async {
+        for key in registrations.keys.sorted() {
+            guard case .paused(adapter)? = registrations[key]?.status.phase else { continue }
+            logger.notice("\(key): the last central on \(adapter) left; registering it again")
+            move(key, to: .waiting)
+            await attempt(key)
+        }
+    }
+
+    /// The links on `adapter` (every adapter when nil) ended with it, or with bluetoothd: what
+    /// they paused waits for the adapter, as everything else there does.
+    func linksEnded(on adapter: String?) {
+        if let adapter { links[adapter] = nil; relinkAt[adapter] = nil } else { links = [:]; relinkAt = [:] }
+        for key in registrations.keys {
+            guard case .paused(let on)? = registrations[key]?.status.phase, adapter == nil || adapter == on else { continue }
+            move(key, to: .waiting)
+        }
+    }
+}

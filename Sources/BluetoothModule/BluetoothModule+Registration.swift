@@ -1,0 +1,234 @@
+import Logging
+import Peripheral
+
+/// Registering and unregistering: attempts, failures sorted, the adapter in use.
+extension BluetoothModule {
+    // MARK: Doing it
+
+    /// One of our advertisements left its slot: those waiting for a free slot are tried now, in
+    /// name order, rather than at their next retry (which still comes, for a slot that another
+    /// program frees).
+    func slotFreed() async {
+        for key in registrations.keys.sorted() {
+            guard case .retrying? = registrations[key]?.status.phase,
+                  registrations[key]?.status.lastError?.code == .noFreeInstance else { continue }
+            await attempt(key)
+        }
+    }
+
+    /// With no adapter configured, registrations belong on the first adapter that can
+    /// advertise, by name. When `adapter` comes and sorts before the one they are on (after
+    /// bluetoothd restarts, whichever adapter's advertising manager comes first is taken), they
+    /// move to it, so where they end up does not depend on that race.
+    func moveToEarlier(_ adapter: String) async {
+        guard configuredAdapter == nil else { return }
+        for key in registrations.keys.sorted() {
+            guard case .on(_, let on)? = registrations[key]?.status.phase, adapter < on else { continue }
+            logger.notice("\(key): moving from \(on) to \(adapter), the first adapter that can advertise")
+            await takeOff(key)
+        }
+    }
+
+    /// Tries what should be registered and waits for BlueZ or an adapter, or for its retry.
+    func reconcile() async {
+        for key in registrations.keys.sorted() {
+            guard let status = registrations[key]?.status, status.desired else { continue }
+            switch status.phase {
+            case .waiting, .retrying: await attempt(key)
+            case .off, .on, .failed, .paused: break
+            }
+        }
+    }
+
+    /// Tries to register `key` once and records what happened: registered, or why not (a retry
+    /// scheduled for a transient failure). Only the call itself differs by kind. Returns the
+    /// failure, if any.
+    @discardableResult
+    func attempt(_ key: Key) async -> PeripheralError? {
+        guard let subject = registrations[key]?.subject else { return nil }
+        do {
+            let adapter = try await resolveAdapter()
+            let id: RegistrationID
+            var ignored: [String] = []
+            switch subject {
+            case .advertisement(let advertisement):
+                try advertisement.validate(for: adapter)
+                id = try await manager.startAdvertising(sealed(advertisement, for: adapter), on: adapter.name)
+                ignored = advertisement.fieldsIgnored(on: adapter)
+                logger.info("\(key): on air on \(adapter.name) as \(id)")
+            case .application(let application):
+                id = try await manager.registerApplication(application, on: adapter.name)
+                logger.info("GATT: \(application.services.count) service(s) registered on \(adapter.name) as \(id)")
+            case .agent(let method, let decider):
+                id = try await manager.registerAgent(method, decider: decider)
+                logger.info("pairing: agent registered for \(method.rawValue) as \(id)")
+                await sendPairable(on: adapter.name)
+            }
+            registrations[key]?.status.lastError = nil
+            registrations[key]?.status.ignored = ignored
+            registrations[key]?.status.adapterAddress = adapter.address
+            move(key, to: .on(id, adapter: adapter.name))
+            if !ignored.isEmpty {
+                logger.warning("\(key): bluetoothd ignores \(ignored.joined(separator: ", ")): BlueZ before 5.77 acts on them only when bluetoothd runs with --experimental (-E)")
+            }
+            return nil
+        } catch {
+            let failure = Self.peripheralError(error)
+            recordFailure(key, failure, notNow: error is NotNow)
+            return failure
+        }
+    }
+
+    /// What a registration's failure means: the manager throws `PeripheralError`, or
+    /// `CancellationError` when its caller gave up on BlueZ; the stack view refuses with ``NotNow``.
+    static func peripheralError(_ error: any Error) -> PeripheralError {
+        (error as? NotNow)?.reason ?? error as? PeripheralError
+            ?? (error is CancellationError ? PeripheralError(.timeout, "gave up waiting for BlueZ") : PeripheralError(.unknown, "\(error)"))
+    }
+
+    /// The stack view says a registration may not be tried now: it waits for the event (or the
+    /// end of an adapter's settling) that changes that.
+    struct NotNow: Error {
+        let reason: PeripheralError
+    }
+
+    /// Records a failed registration and what comes after it, for every kind alike: waiting
+    /// for BlueZ or an adapter (an event brings it back), a retry with backoff for a transient
+    /// failure, or nothing until it is changed.
+    func recordFailure(_ key: Key, _ error: PeripheralError, notNow: Bool) {
+        guard let status = registrations[key]?.status else { return }
+        registrations[key]!.status.lastError = error
+        switch error.code {
+        case _ where notNow:
+            move(key, to: .waiting)
+            logger.notice("\(key): waiting: \(error.message)")
+        case .noAdapter, .bluezUnavailable:
+            adapterInUse = nil
+            move(key, to: .waiting)
+            logger.notice("\(key): waiting: \(error.message)")
+        case _ where error.isTransient:
+            let failures = (status.phase.failures ?? 0) + 1
+            let delay = retry.delay(afterFailures: failures)
+            move(key, to: .retrying(at: clock.now.advanced(by: delay), failures: failures))
+            logger.warning("\(key): \(error.message); retrying in \(delay)")
+        default:
+            move(key, to: .failed(error))
+            let until = if case .application = key { "the config changes" } else { "it is turned on again" }
+            logger.error("\(key): \(error.message); not retrying until \(until)")
+        }
+    }
+
+    /// `advertisement` as it goes to BlueZ on `adapter`: an encrypted BTHome sealed for the
+    /// adapter's address with the next counter for its key.
+    func sealed(_ advertisement: Advertisement, for adapter: AdapterCapabilities) throws(PeripheralError) -> Advertisement {
+        guard let key = advertisement.bthomeKey else { return advertisement }
+        guard let address = adapter.address.flatMap(BTHome.addressBytes) else {
+            throw PeripheralError(.failed, "BlueZ did not report \(adapter.name)'s address, which encrypted BTHome needs")
+        }
+        guard let counters else { throw PeripheralError(.invalid, "encrypted BTHome needs a counter store") }
+        return advertisement.sealed(address: address, counter: try counters.next(for: key))
+    }
+
+    /// What adapter `name` can do: the one in use, or as BlueZ reports it now.
+    func capabilities(of name: String) async throws -> AdapterCapabilities {
+        if let adapterInUse, adapterInUse.name == name { return adapterInUse }
+        guard let adapter = try await manager.adapters().first(where: { $0.name == name }) else {
+            throw PeripheralError(.noAdapter, "adapter \(name) is not present")
+        }
+        return adapter
+    }
+
+    /// The adapter to register on, powered on if it may be; throws ``NotNow`` when the stack
+    /// view says nothing may be tried now.
+    func resolveAdapter() async throws -> AdapterCapabilities {
+        if let refusal = stack.refusal(on: adapterInUse?.name ?? configuredAdapter?.name) { throw NotNow(reason: refusal) }
+        if let adapterInUse { return adapterInUse }
+        let adapters = try await manager.adapters()
+        let chosen = configuredAdapter.flatMap { choice in adapters.first(where: choice.matches) }
+            ?? (configuredAdapter == nil ? adapters.first : nil)
+        guard let adapter = chosen else {
+            throw PeripheralError(.noAdapter, configuredAdapter.map { "adapter \($0) is not present or cannot advertise" }
+                ?? "no adapter that can advertise")
+        }
+        if let refusal = stack.refusal(on: adapter.name) { throw NotNow(reason: refusal) }
+        if !adapter.powered {
+            guard powerOnAllowed else {
+                throw PeripheralError(.notPowered, "adapter \(adapter.name) is powered off and power_on is false")
+            }
+            do {
+                try await manager.powerOn(adapter: adapter.name)
+            } catch let error as PeripheralError where error.code == .notPowered {
+                // BlueZ is changing the adapter's power already (bluetoothd powers every adapter
+                // on as it starts): its Powered event brings the registrations back, or the end
+                // of the settling (the retry's backoff, for an adapter that stays busy), with no
+                // warning.
+                stack.changingPower(adapter.name, now: clock.now) { retry.delay(afterFailures: $0) }
+                throw NotNow(reason: stack.refusal(on: adapter.name) ?? error)
+            }
+        }
+        adapterInUse = adapter
+        return adapter
+    }
+
+    /// Unregisters `key` if it is registered; then it is off, or waiting when it should be on.
+    func takeOffThrowing(_ key: Key) async throws {
+        guard let registration = registrations[key] else { return }
+        if case .on(let id, _) = registration.status.phase {
+            switch registration.subject {
+            case .advertisement:
+                do {
+                    try await manager.stopAdvertising(id)
+                } catch let error as PeripheralError where error.code == .notRegistered {
+                    // Gone already: the goal is reached.
+                }
+                logger.info("\(key): off air")
+            case .application:
+                try await manager.unregisterApplication(id)
+                logger.info("GATT: unregistered \(id)")
+            case .agent:
+                do {
+                    try await manager.unregisterAgent(id)
+                } catch let error as PeripheralError where error.code == .notRegistered {
+                    // Gone already.
+                }
+                logger.info("pairing: agent unregistered")
+            }
+        }
+        move(key, to: registration.status.desired ? .waiting : .off)
+    }
+
+    func takeOff(_ key: Key) async {
+        do {
+            try await takeOffThrowing(key)
+        } catch {
+            logger.warning("\(key): unregistering failed: \(error)")
+            move(key, to: registrations[key]?.status.desired == true ? .waiting : .off)
+        }
+    }
+
+    /// The run `generation` of bluetoothd, or its adapter (any adapter when nil), dropped what it
+    /// held: `key` is not registered if that run held it. A registration a later run answered
+    /// stays. What should be registered waits for BlueZ or the adapter to come back, not for a
+    /// timer, and so does a retry when `waitAll` (the run there vanished).
+    func lost(_ key: Key, of generation: StackGeneration, onAdapter adapter: String?, waitAll: Bool) {
+        guard let status = registrations[key]?.status else { return }
+        switch status.phase {
+        case .on(let id, let on) where id.generation == generation && (adapter == nil || adapter == on):
+            move(key, to: status.desired ? .waiting : .off)
+        case .retrying where waitAll:
+            move(key, to: .waiting)
+        default:
+            break
+        }
+    }
+
+    func move(_ key: Key, to phase: Phase) {
+        guard registrations[key] != nil, registrations[key]!.status.phase != phase else { return }
+        if phase.id == nil {
+            checks[key] = nil
+            registrations[key]!.status.mismatch = nil
+        }
+        registrations[key]!.status.phase = phase
+        registrations[key]!.status.since = clock.now
+    }
+}
