@@ -74,8 +74,9 @@ second=$!
 printf '\n==> the test bed, in two lanes at once (each lane shown whole when both are done)\n'
 wait "$first" "$second"
 cat "$lanes/1" "$lanes/2"
-# Every failed scenario again, last: a CI log cut in the middle keeps its tail.
-grep -ahE '^(testbed: FAILED |FAILED: )' "$lanes/1" "$lanes/2"
+# Every failed scenario again, last, with the lines it printed before it failed: a CI log cut
+# in the middle keeps its tail.
+grep -ahE '^(testbed: FAILED |testbed:   \| |FAILED: )' "$lanes/1" "$lanes/2"
 rm -rf "$lanes"
 printf '(wall clock)\t%d\t0\t0\n' $((SECONDS - started_all)) >> "$figures"
 

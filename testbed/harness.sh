@@ -31,13 +31,19 @@ run_scenarios() {
       cat "$out"
       show_diagnostics
       failures+=("$name [$(stack_label)]: $(grep -a . "$out" | tail -n 1)")
+      cp "$out" "$TESTBED_WORK/failed-${#failures[@]}.out"
     fi
     # A scanner or central a scenario left behind (a background job's child outlives `kill` of
     # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
     pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central|bumble_central)\.py" 2>/dev/null || true
   done
-  # Again at the end, where a log cut in the middle (CI keeps its head and tail) still shows it.
-  for name in "${failures[@]}"; do echo "testbed: FAILED $name"; done
+  # Again at the end, where a log cut in the middle (CI keeps its head and tail) still shows it,
+  # each with the last lines its scenario printed before it failed (what it saw last).
+  local i
+  for i in "${!failures[@]}"; do
+    echo "testbed: FAILED ${failures[$i]}"
+    grep -a . "$TESTBED_WORK/failed-$((i + 1)).out" | tail -n 21 | head -n 20 | sed 's/^/testbed:   | /'
+  done
   echo "testbed: $passed passed, $failed failed"
 }
 

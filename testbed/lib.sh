@@ -198,6 +198,16 @@ CONF
     --dhcp-range="$prefix.10,$prefix.50,1h" --pid-file="$TESTBED_WORK/dnsmasq.pid" --log-facility="$TESTBED_WORK/dnsmasq.log"
 }
 
+# networkmanager_station: NetworkManager started, managing $station (wifi_access_point's second
+# radio) and leaving the access point's radio alone; returns once the station is disconnected,
+# ready for a join.
+networkmanager_station() {
+  mkdir -p /etc/NetworkManager/conf.d
+  printf '[keyfile]\nunmanaged-devices=interface-name:%s\n' "$ap" > /etc/NetworkManager/conf.d/testbed.conf
+  systemctl start NetworkManager
+  wait_for 30 "NetworkManager to manage $station" "nmcli -t -f DEVICE,STATE device | grep -qE '^$station:disconnected'"
+}
+
 # improv_client ADDRESS STEP...: Home Assistant's Improv client on hci1
 # (testbed/improv_client.py) against the device at ADDRESS; when a step failed, how its
 # connections went (bleak's and bleak-retry-connector's log) follows.

@@ -32,10 +32,7 @@ install_package
 
 echo "1. Wi-Fi: two mac80211_hwsim radios, hostapd's WPA2 access point on one, NetworkManager on the other"
 wifi_access_point "$ssid" "$password" "$ap_address"
-mkdir -p /etc/NetworkManager/conf.d
-printf '[keyfile]\nunmanaged-devices=interface-name:%s\n' "$ap" > /etc/NetworkManager/conf.d/testbed.conf
-systemctl start NetworkManager
-wait_for 30 "NetworkManager to manage $station" "nmcli -t -f DEVICE,STATE device | grep -qE '^$station:disconnected'"
+networkmanager_station
 echo "    $ap: hostapd $(hostapd -v 2>&1 | sed -nE 's/^hostapd v(.*)/\1/p'), WPA2 \"$ssid\", $ap_address with dnsmasq for DHCP;" \
   "$station: NetworkManager $(nmcli --version | awk '{print $NF}'), $(nmcli -t -f DEVICE,STATE device | grep "^$station:" | cut -d: -f2)"
 
@@ -130,7 +127,8 @@ wait "$client" || true
 grep -E '^ +[0-9]+\.[0-9]+ s  ' "$TESTBED_WORK/killed.out" | sed 's/^/    the client: /'
 journalctl -u bleadvd --since "$since" --no-pager -o cat 2> /dev/null | grep -E "improv:|event: bluez" | sed 's/^/    journal: /'
 echo "    hci1 hears Improv's service data $heard, $(elapsed "$killed_at") s after the kill"
-[[ "$heard" == 04* ]] || fail "after the kill the advertisement does not say provisioned: $heard"
+outcome=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep -E "improv: (joined|could not join)" | tail -n1)
+[[ "$heard" == 04* ]] || fail "after the kill the advertisement does not say provisioned: $heard (bleadvd: $outcome)"
 [[ "$(nmcli -g GENERAL.STATE device show "$station")" == 100* ]] || fail "NetworkManager is not connected after the kill"
 saved=$(nmcli -t -f NAME connection show | grep -c "^$ssid$" || true)
 echo "    NetworkManager keeps $saved connection(s) named $ssid"
