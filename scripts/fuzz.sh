@@ -28,6 +28,11 @@ targets=("$@")
 ((${#targets[@]})) || targets=(fuzz-config fuzz-advertisement fuzz-gatt-value fuzz-message)
 work=.build/fuzz
 
+# SwiftPM plans the build once and reuses the plan (Fuzz/.build/release.yaml) while Fuzz's own
+# manifest is unchanged: a file added to one of bleadvd's modules since then was left out, and
+# code using it failed to build (make test at dae0bc3: "cannot find 'DBusProperties' in scope").
+# Planning again costs about a second.
+rm -f Fuzz/.build/release.yaml
 for target in "${targets[@]}"; do
   swift build -c release --package-path Fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
     --product "$target" 2>&1 | grep -E "error|warning: unre|Build" | tail -3

@@ -42,7 +42,7 @@ run_scenarios() {
   local i
   for i in "${!failures[@]}"; do
     echo "testbed: FAILED ${failures[$i]}"
-    grep -a . "$TESTBED_WORK/failed-$((i + 1)).out" | tail -n 21 | head -n 20 | sed 's/^/testbed:   | /'
+    grep -a . "$TESTBED_WORK/failed-$((i + 1)).out" | head -n -1 | tail -n 20 | sed 's/^/testbed:   | /'
   done
   echo "testbed: $passed passed, $failed failed"
 }

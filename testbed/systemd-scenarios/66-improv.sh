@@ -127,7 +127,7 @@ wait "$client" || true
 grep -E '^ +[0-9]+\.[0-9]+ s  ' "$TESTBED_WORK/killed.out" | sed 's/^/    the client: /'
 journalctl -u bleadvd --since "$since" --no-pager -o cat 2> /dev/null | grep -E "improv:|event: bluez" | sed 's/^/    journal: /'
 echo "    hci1 hears Improv's service data $heard, $(elapsed "$killed_at") s after the kill"
-outcome=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep -E "improv: (joined|could not join)" | tail -n1)
+outcome=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep -E "improv: (joined|could not join)" | tail -n1 || true)
 [[ "$heard" == 04* ]] || fail "after the kill the advertisement does not say provisioned: $heard (bleadvd: $outcome)"
 [[ "$(nmcli -g GENERAL.STATE device show "$station")" == 100* ]] || fail "NetworkManager is not connected after the kill"
 saved=$(nmcli -t -f NAME connection show | grep -c "^$ssid$" || true)
