@@ -36,7 +36,7 @@ from improv_ble_client.models import DisconnectReason
 from improv_ble_client.protocol import CHARACTERISTIC_UUID_ERROR, CHARACTERISTIC_UUID_RPC_COMMAND, CHARACTERISTIC_UUID_STATE, Error, State
 
 started = time.monotonic()
-ATTEMPTS = 8
+ATTEMPTS = 12
 
 
 def say(text):

@@ -213,7 +213,7 @@ networkmanager_station() {
 # connections went (bleak's and bleak-retry-connector's log) follows.
 improv_client() {
   local address=$1 status=0; shift
-  timeout 180 "$(decoders_python)" "$TESTBED_ROOT/testbed/improv_client.py" --address "$address" "$@" 2> "$TESTBED_WORK/client.err" || status=$?
+  timeout 240 "$(decoders_python)" "$TESTBED_ROOT/testbed/improv_client.py" --address "$address" "$@" 2> "$TESTBED_WORK/client.err" || status=$?
   if ((status)); then
     echo "the client exited $status; its log:"
     grep -vE "dbus_fast|Received|Sending|ProPERTIES" "$TESTBED_WORK/client.err" | tail -n 40
