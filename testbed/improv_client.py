@@ -99,7 +99,7 @@ async def fresh(args):
     list; removed and discovered again, and connected once discovery stopped, it connected
     whole in most runs since; with two test bed VMs loading the machine, a first link still came
     up half once ("already connected" again, the ordering of two sockets in bluetoothd's main
-    loop). A link that came up half is given up and made afresh, seven times at most, each attempt
+    loop). A link that came up half is given up and made afresh, eleven times at most (ATTEMPTS), each attempt
     said, and so is one the client itself drops at once (below) (RELIABILITY, Improv). Such links
     come in runs: CI once saw five in a row. testbed/repro/improv-connects.sh, 30 connections
     of this client a run: 13 and 17 links made afresh, four in a row at worst; 7 with bleadvd's
