@@ -191,14 +191,10 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     package func reload() async throws(ReloadError) {
         // One at a time, in the order asked for: a slow reload of an older file must never be
         // applied after a newer one.
-        do {
-            try await reloads.enter()
-        } catch {
-            logger.warning("reload refused: bleadvd is stopping")
-            throw ReloadError("bleadvd is stopping; nothing was reloaded")
-        }
-        defer { reloads.leave() }
-        guard lifecycle != .stopping else {
+        // A reload cancelled in line is one asked while bleadvd stops.
+        let entered = (try? await reloads.enter()) != nil
+        defer { if entered { reloads.leave() } }
+        guard entered, lifecycle != .stopping else {
             logger.warning("reload refused: bleadvd is stopping")
             throw ReloadError("bleadvd is stopping; nothing was reloaded")
         }
