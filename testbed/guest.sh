@@ -47,10 +47,7 @@ fresh_bluetoothd
 # The HCI capture starts once BlueZ is up; the scenarios only need what happens after that.
 btmon -w "$TESTBED_WORK/hci.btsnoop" > /dev/null 2>&1 &
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
-for hci in $(controller_names); do
-  dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$hci" org.freedesktop.DBus.Properties.Set \
-    string:org.bluez.Adapter1 string:Powered variant:boolean:true > /dev/null || fail_setup "cannot power $hci on"
-done
+power_on $(controller_names) || fail_setup "the controllers did not power on"
 echo "testbed: $(stack_banner), up $(elapsed "$boot_started") s after the guest started"
 
 run_scenarios "$@"

@@ -290,11 +290,29 @@ hci_since() {
 # without a terminal), so that Bumble can take it through the HCI user channel; bluetoothd
 # powers it on again when the channel closes (the adapter comes back).
 free_hci() {
-  wait_for 10 "bluetoothd to have hci$1 back" \
-    "busctl get-property org.bluez /org/bluez/hci$1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q true" || true
+  wait_for 10 "bluetoothd to have hci$1 back" "powered hci$1 true" || true
   python3 "$TESTBED_ROOT/testbed/mgmt.py" "$1" power off > /dev/null
-  wait_for 10 "hci$1 to be off" \
-    "busctl get-property org.bluez /org/bluez/hci$1 org.bluez.Adapter1 Powered 2> /dev/null | grep -q false"
+  wait_for 10 "hci$1 to be off" "powered hci$1 false"
+}
+
+# powered HCI true|false: whether bluetoothd says HCI's Powered is that.
+powered() {
+  [[ "$(busctl get-property org.bluez "/org/bluez/$1" org.bluez.Adapter1 Powered 2> /dev/null)" == "b $2" ]]
+}
+
+# power_on HCI...: each adapter powered on (Adapter1.Powered), or fails naming the one that did
+# not come on in 20 s. bluetoothd powers an adapter on itself when it registers it (the policy
+# plugin, AutoEnable=true in Debian's main.conf), and while that is under way it refuses a Set
+# of Powered with org.bluez.Error.Busy, whose message is empty (busctl: "Failed to set
+# property Powered on interface org.bluez.Adapter1: "): make test failed 71 on that once in CI
+# (testbed/repro/power-on.sh). A refused Set is asked again until the adapter says it is on.
+power_on() {
+  local hci
+  for hci in "$@"; do
+    wait_for 20 "$hci to be powered on" \
+      "powered $hci true || { busctl set-property org.bluez /org/bluez/$hci org.bluez.Adapter1 Powered b true 2> /dev/null && powered $hci true; }" \
+      || return 1
+  done
 }
 
 # on_exit COMMAND: COMMAND run when the scenario exits, after those given before it (once each).
@@ -546,7 +564,7 @@ fresh_bluetoothd() {
   for hci in "${adapters[@]}"; do
     wait_for 20 "$hci's advertising manager" \
       "busctl get-property org.bluez /org/bluez/$hci org.bluez.LEAdvertisingManager1 ActiveInstances > /dev/null 2>&1"
-    busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true
+    power_on "$hci"
   done
 }
 

@@ -14,6 +14,7 @@ heard):
 """
 import argparse
 import sys
+import time
 
 import dbus
 from dbus.mainloop.glib import DBusGMainLoop
@@ -63,10 +64,20 @@ def main():
         if "org.bluez.Device1" in interfaces and path.startswith(prefix + "/"):
             adapter.RemoveDevice(path)
 
-    # A central powers its adapter first (a crashed bluetoothd can leave it off).
+    # A central powers its adapter first (a crashed bluetoothd can leave it off). While
+    # bluetoothd powers it on itself (AutoEnable), it refuses the Set with Busy: then the
+    # adapter comes on without it.
     properties = dbus.Interface(bus.get_object(BLUEZ, prefix), "org.freedesktop.DBus.Properties")
-    if not properties.Get("org.bluez.Adapter1", "Powered"):
-        properties.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
+    deadline = time.monotonic() + 20
+    while not properties.Get("org.bluez.Adapter1", "Powered"):
+        if time.monotonic() > deadline:
+            sys.exit(args.adapter + " did not power on in 20 s")
+        try:
+            properties.Set("org.bluez.Adapter1", "Powered", dbus.Boolean(True))
+        except dbus.exceptions.DBusException as error:
+            if error.get_dbus_name() != "org.bluez.Error.Busy":
+                raise
+        time.sleep(0.2)
     adapter.SetDiscoveryFilter({"Transport": "le", "DuplicateData": dbus.Boolean(True)})
     adapter.StartDiscovery()
     def heard():

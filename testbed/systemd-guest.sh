@@ -44,9 +44,7 @@ make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 o
 fresh_bluetoothd
 systemd-run --quiet --unit=testbed-btmon btmon -w "$TESTBED_WORK/hci.btsnoop"
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
-for hci in $(controller_names); do
-  busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true || fail_setup "cannot power $hci on"
-done
+power_on $(controller_names) || fail_setup "the controllers did not power on"
 echo "testbed: $(stack_banner), bluetooth.service up on $(controller_names)$(cut -d' ' -f1 /proc/uptime) s after boot"
 
 scenarios=()

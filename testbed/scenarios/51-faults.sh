@@ -11,8 +11,6 @@
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-active() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $2}'; }
-powered() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered | awk '{print $2}'; }
 two="$TESTBED_WORK/two.toml"
 cat > "$two" <<'TOML'
 adapter = "hci0"
@@ -26,7 +24,7 @@ TOML
 
 fresh_bluetoothd
 start_bleadvd "$two"
-wait_for 30 "both on air" '[[ "$(active)" == 2 ]]'
+wait_for 30 "both on air" '[[ "$(active_instances)" == 2 ]]'
 echo "bluetoothd stopped cleanly (SIGTERM) and started again, 3 times:"
 before=$(bleadvd_log_lines)
 python3 "$TESTBED_ROOT/testbed/crashloop.py" --signal TERM --times 3 --expect 2 --log "$TESTBED_WORK/bluetoothd-stops.log" \
@@ -36,23 +34,23 @@ bleadvd_quiet_since "$before" >&2 || exit 1
 echo "hci0 powered off behind bleadvd's back (power_on = true):"
 off_at=$(date +%s.%N)
 python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 power off > /dev/null
-wait_for 20 "hci0 powered again and both on air" '[[ "$(powered)" == true && "$(active)" == 2 ]]' \
-  || { echo "hci0 Powered: $(powered), ActiveInstances: $(active)" >&2; bleadvctl status >&2; exit 1; }
+wait_for 20 "hci0 powered again and both on air" 'powered hci0 true && [[ "$(active_instances)" == 2 ]]' \
+  || { echo "hci0 $(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered), ActiveInstances: $(active_instances)" >&2; bleadvctl status >&2; exit 1; }
 echo "    bleadvd powered hci0 on and re-registered both in $(elapsed "$off_at") s"
 stop_bleadvd
 
 echo "the same with power_on = false:"
 sed 's/^adapter = "hci0"$/adapter = "hci0"\npower_on = false/' "$two" > "$TESTBED_WORK/nopower.toml"
 start_bleadvd "$TESTBED_WORK/nopower.toml"
-wait_for 30 "both on air" '[[ "$(active)" == 2 ]]'
+wait_for 30 "both on air" '[[ "$(active_instances)" == 2 ]]'
 python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 power off > /dev/null
 wait_for 20 "bleadvd to say why they are off" 'bleadvctl status | grep -q "power_on is false"'
 sleep 2
-[[ "$(powered)" == false ]] || { echo "bleadvd powered hci0 on although power_on = false" >&2; exit 1; }
+powered hci0 false || { echo "bleadvd powered hci0 on although power_on = false" >&2; exit 1; }
 bleadvctl status | sed 's/^/    /'
 on_at=$(date +%s.%N)
 python3 "$TESTBED_ROOT/testbed/mgmt.py" 0 power on > /dev/null
-wait_for 20 "both on air again" '[[ "$(active)" == 2 ]]'
+wait_for 20 "both on air again" '[[ "$(active_instances)" == 2 ]]'
 echo "    powered on by hand: both on air again $(elapsed "$on_at") s later"
 stop_bleadvd
 
@@ -66,7 +64,7 @@ for i in $(seq 1 "$count"); do
 done
 last=$(printf 'a%02d' "$count")
 start_bleadvd "$many"
-wait_for 30 "$free on air" '[[ "$(active)" == "$free" ]]'
+wait_for 30 "$free on air" '[[ "$(active_instances)" == "$free" ]]'
 bleadvctl status | grep -E "^$last " | sed 's/^/    /'
 bleadvctl status | grep -E "^$last " | grep -q "no free advertising slot" || { echo "$last does not say it waits for a slot" >&2; exit 1; }
 freed_at=$(date +%s.%N)

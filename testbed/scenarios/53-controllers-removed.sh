@@ -30,7 +30,7 @@ for round in 1 2 3; do
   status=$(bleadvctl status | grep '^first')
   make_controllers || fail "the controllers did not come back"
   ready_at=$(date +%s.%N)
-  for hci in hci0 hci1; do busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true 2> /dev/null || true; done
+  power_on hci0 hci1 || fail "round $round: the controllers did not power on"
   wait_for 30 "both registered on hci0 again" '[[ "$(active_instances)" == 2 ]]' || { bleadvctl status >&2; fail "round $round: not registered again"; }
   echo "round $round: removed; bleadvd said: $(tr -s ' ' <<< "$status"); back after $(elapsed "$removed_at") s, both registered $(elapsed "$ready_at") s after hci0's manager answered"
 done

@@ -29,7 +29,7 @@ echo "    status: $first; ActiveInstances hci0 $(active_instances hci0), hci1 $(
 echo "2. the controllers made again in the other order"
 remove_controllers
 make_controllers BTVIRT_SWAP=1 || fail "the controllers did not come back"
-for hci in $(controller_names); do busctl set-property org.bluez "/org/bluez/$hci" org.bluez.Adapter1 Powered b true 2> /dev/null || true; done
+power_on $(controller_names) || fail "the controllers did not power on"
 echo "    hci0 is now $(adapter_address hci0), hci1 $(adapter_address hci1)"
 [[ "$(adapter_address hci0)" == "$chosen" ]] || fail "the swap did not give hci0 the address $chosen"
 wait_for 30 "on air on hci0" '[[ "$(active_instances hci0)" == 1 ]]' || { bleadvctl status >&2; fail "did not follow its address to hci0"; }
