@@ -23,7 +23,7 @@
 # Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM,
 # BLEADVD_TESTBED_LANE=NAME to run beside another run (this one's console and result files are
 # then console-NAME.log and last-run-NAME.log in the cache), and BLEADVD_TESTBED_APPEND to add
-# words to a --systemd guest's kernel command line (the soak's bleadvd_soak.seed= and .steps=,
+# words to the guest's kernel command line (the soak's bleadvd_soak.seed= and .steps=,
 # the repro's bleadvd_repro.rounds=, bleadvd_testbed.timeout=).
 set -euo pipefail
 
@@ -67,6 +67,7 @@ if ((systemd)); then
         --append "bleadvd_testbed.repo=$TESTBED_ROOT bleadvd_testbed.stack=$suite bleadvd_testbed.controllers=$controllers bleadvd_testbed.count=$count bleadvd_testbed.scenarios=$(IFS=,; echo "${relative[*]}") ${BLEADVD_TESTBED_APPEND:-}")
 else
   mode=(--exec "env TESTBED_CONTROLLERS=$controllers TESTBED_CONTROLLER_COUNT=$count $here/guest.sh ${scenarios[*]}")
+  [[ -z "${BLEADVD_TESTBED_APPEND:-}" ]] || mode+=(--append "$BLEADVD_TESTBED_APPEND")
 fi
 
 # Two runs at once would write the same console and result files: a second one at once is given
