@@ -12,7 +12,7 @@ run_scenarios() {
     name=$(basename "$scenario" .sh)
     out="$TESTBED_WORK/$name.out"
     start=$(date +%s.%N)
-    limit=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed\.timeout=//p')
+    limit=$(kernel_arg bleadvd_testbed.timeout)
     limit=${limit:-$(sed -n 's/^# testbed-timeout: \([0-9]*\)$/\1/p' "$scenario" | head -n1)}
     rm -f "$TESTBED_WORK/bleadvd.log"  # so that diagnostics never show an earlier scenario's
     # A copy runs, not the file: bash reads a script as it goes, so an edit made to the file

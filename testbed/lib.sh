@@ -18,6 +18,10 @@ elapsed() {
   awk -v start="$1" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - start }'
 }
 
+# kernel_arg NAME: the value of NAME=VALUE on the guest's kernel command line (run.sh's
+# BLEADVD_TESTBED_APPEND and its own words), or nothing.
+kernel_arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^${1//./\\.}=//p"; }
+
 # observe SECONDS: what a central on hci1 hears through bluetoothd in that time, one line per
 # device. For "must not be heard" checks.
 observe() {

@@ -13,12 +13,12 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export SYSTEMD_COLORS=0  # the console is a tty: keep escape codes out of the log
 # bluetoothd is the distribution's bluetooth.service; the controllers are as the host asked.
 export TESTBED_BLUETOOTHD=service
-TESTBED_CONTROLLERS=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.controllers=//p')
-export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
-TESTBED_CONTROLLER_COUNT=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.count=//p')
-export TESTBED_CONTROLLER_COUNT=${TESTBED_CONTROLLER_COUNT:-2}
 . "$here/lib.sh"
 . "$here/harness.sh"
+TESTBED_CONTROLLERS=$(kernel_arg bleadvd_testbed.controllers)
+export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
+TESTBED_CONTROLLER_COUNT=$(kernel_arg bleadvd_testbed.count)
+export TESTBED_CONTROLLER_COUNT=${TESTBED_CONTROLLER_COUNT:-2}
 trap 'systemctl poweroff --no-block' EXIT
 
 fail_setup() {
@@ -48,6 +48,6 @@ power_on $(controller_names) || fail_setup "the controllers did not power on"
 echo "testbed: $(stack_banner), bluetooth.service up on $(controller_names)$(cut -d' ' -f1 /proc/uptime) s after boot"
 
 scenarios=()
-IFS=, read -r -a names <<< "$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_testbed.scenarios=//p')"
+IFS=, read -r -a names <<< "$(kernel_arg bleadvd_testbed.scenarios)"
 for name in "${names[@]}"; do scenarios+=("$TESTBED_ROOT/$name"); done
 run_scenarios "${scenarios[@]}"

@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-rounds=${BLEADVD_REPRO_ROUNDS:-$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_repro.rounds=//p')}
+rounds=${BLEADVD_REPRO_ROUNDS:-$(kernel_arg bleadvd_repro.rounds)}
 rounds=${rounds:-50}
 [[ "$(systemctl is-active bleadvd)" == active ]] || fail "needs 60-install-deb.sh first"
 config=/etc/bleadvd/bleadvd.toml

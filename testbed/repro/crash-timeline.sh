@@ -11,7 +11,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 export PATH="$TESTBED_BUILD/release:$PATH"  # the release build, as testbed/scenarios/ use
 
-rounds=${BLEADVD_REPRO_ROUNDS:-$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_repro.rounds=//p')}
+rounds=${BLEADVD_REPRO_ROUNDS:-$(kernel_arg bleadvd_repro.rounds)}
 rounds=${rounds:-20}
 limit=${BLEADVD_REPRO_LIMIT:-0.6}
 config="$TESTBED_WORK/crash.toml"

@@ -22,7 +22,7 @@ set -eu
 . "$TESTBED_ROOT/testbed/lib.sh"
 export PATH="$TESTBED_BUILD/release:$PATH"  # as in testbed/scenarios/
 
-rounds=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_repro.rounds=//p')
+rounds=$(kernel_arg bleadvd_repro.rounds)
 rounds=${rounds:-30}
 config="$TESTBED_WORK/gatt.toml"
 cat > "$config" <<'TOML'
@@ -49,7 +49,7 @@ failed=0 vanished=0
 # bleadvd_repro.mode=lifetime: instead, how long hci1's device object outlives the observer's
 # scan (polled every 0.5 s, up to 45 s), and how long the central's Python takes to import
 # bleak and dbus_fast.
-if tr ' ' '\n' < /proc/cmdline | grep -qx 'bleadvd_repro.mode=lifetime'; then
+if [[ "$(kernel_arg bleadvd_repro.mode)" == lifetime ]]; then
   for ((i = 1; i <= rounds; i++)); do
     observe_until 30 "device $address" "0000180f-0000-1000-8000-00805f9b34fb" > /dev/null
     ended=$(date +%s.%N) gone=
@@ -67,7 +67,7 @@ for ((i = 1; i <= rounds; i++)); do
   at_end=$(exists); sleep 0.5; later=$(exists)
   # bleadvd_repro.mode=forgotten: hci1's BlueZ made to forget the device first (RemoveDevice),
   # as its TemporaryTimeout would: the central must find it again and connect.
-  if tr ' ' '\n' < /proc/cmdline | grep -qx 'bleadvd_repro.mode=forgotten'; then
+  if [[ "$(kernel_arg bleadvd_repro.mode)" == forgotten ]]; then
     busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$path"
     echo "    forgotten: the object is there: $(exists)"
   fi

@@ -13,9 +13,9 @@
 set -eu
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-rounds=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_repro.rounds=//p')
+rounds=$(kernel_arg bleadvd_repro.rounds)
 rounds=${rounds:-30}
-if tr ' ' '\n' < /proc/cmdline | grep -qx 'bleadvd_repro.eatt=0'; then
+if [[ "$(kernel_arg bleadvd_repro.eatt)" == 0 ]]; then
   sed -i -E 's/^#?Channels *=.*/Channels = 1/' /etc/bluetooth/main.conf
   grep "^Channels" /etc/bluetooth/main.conf | sed 's/^/    main.conf: /'
   fresh_bluetoothd

@@ -16,7 +16,7 @@
 set -eu
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-rounds=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_repro.rounds=//p')
+rounds=$(kernel_arg bleadvd_repro.rounds)
 rounds=${rounds:-20}
 ssid=bleadvd-test-ap
 password=correct-horse-battery

@@ -15,7 +15,7 @@
 set -eu
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-rounds=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_repro.rounds=//p')
+rounds=$(kernel_arg bleadvd_repro.rounds)
 rounds=${rounds:-30}
 mkdir -p /etc/systemd/system/bluetooth.service.d
 printf '[Service]\nExecStart=\nExecStart=/usr/libexec/bluetooth/bluetoothd -d\n' > /etc/systemd/system/bluetooth.service.d/debug.conf

@@ -17,13 +17,13 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 # CYCLES from the environment or the kernel's command line (make soak-connections CYCLES=N).
-cycles=${CYCLES:-$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^bleadvd_connections.cycles=//p')}
+cycles=${CYCLES:-$(kernel_arg bleadvd_connections.cycles)}
 cycles=${cycles:-40}
 [[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
 fresh_bluetoothd hci0
 # bleadvd_connections.debug=1: bluetoothd's debug lines (SIGUSR2 turns them on) in its journal,
 # printed with a failed cycle.
-if tr ' ' '\n' < /proc/cmdline | grep -qx 'bleadvd_connections.debug=1'; then
+if [[ "$(kernel_arg bleadvd_connections.debug)" == 1 ]]; then
   pkill -USR2 -x bluetoothd && echo "    bluetoothd's debug lines are on"
 fi
 config="$TESTBED_WORK/connection-soak.toml"

@@ -15,17 +15,16 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 [[ "$(systemctl is-active bleadvd)" == active ]] || fail "needs 60-install-deb.sh first"
-soak_arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^bleadvd_soak\.$1=//p"; }
-seed=$(soak_arg seed)
+seed=$(kernel_arg bleadvd_soak.seed)
 seed=${seed:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-steps=$(soak_arg steps)
+steps=$(kernel_arg bleadvd_soak.steps)
 live=()
 # make soak's long runs show their progress on the console as they go.
 [[ -n "$steps" ]] && live=(--progress /dev/console)
 steps=${steps:-15}
 # make soak's connection cycles (bleadvd_soak.centrals=1): two Bumble centrals on hci1 and hci2.
 centrals=()
-if [[ "$(soak_arg centrals)" == 1 ]]; then
+if [[ "$(kernel_arg bleadvd_soak.centrals)" == 1 ]]; then
   [[ -e /sys/class/bluetooth/hci2 ]] || fail "connection cycles need three controllers (testbed/run.sh --controllers 3)"
   centrals=(--centrals "$(decoders_python)" --work "$TESTBED_WORK")
 fi
