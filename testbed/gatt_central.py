@@ -53,10 +53,11 @@ async def main():
     args = parser.parse_args()
 
     # No scan of bleak's: the scenario's observer has just heard the advertisement, so hci1's
-    # BlueZ knows the device (for 30 s; connect() finds it again after that). (A bleak scan in the test bed often hears nothing: btvirt reports
-    # an advertisement the instant scanning starts, which the kernel can miss, then filters
-    # duplicates, and with a constant emulated RSSI bluetoothd says nothing of a device it
-    # knows. The observer restarts its scans every second for that reason.)
+    # BlueZ knows the device (for 30 s; connect() finds it again after that). (A bleak scan in
+    # the test bed often hears nothing: btvirt reports an advertisement the instant scanning
+    # starts, which the kernel can miss, then filters duplicates, and with a constant emulated
+    # RSSI bluetoothd says nothing of a device it knows. The observer restarts its scans every
+    # second for that reason.)
     path = f"/org/bluez/{args.adapter}/dev_{args.address.replace(':', '_')}"
     device = BLEDevice(args.address, None, {"path": path, "props": {}})
     # The link is made with BlueZ's Device1.Connect, then bleak takes the connected device as
@@ -78,6 +79,7 @@ async def main():
 
 
 def bluez(path, interface, member, signature="", body=()):
+    """A call of bluetoothd's."""
     return Message(destination="org.bluez", path=path, interface=interface, member=member, signature=signature, body=list(body))
 
 
