@@ -561,13 +561,12 @@ start_bluetoothd() {
 # as the test bed boots: for a scenario after one that crashed or stopped it.
 fresh_bluetoothd() {
   pkill -x bluetoothd || true
-  wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
+  bluez_gone
   start_bluetoothd
   local hci adapters=("$@")
   ((${#adapters[@]})) || read -r -a adapters <<< "$(controller_names)"
   for hci in "${adapters[@]}"; do
-    wait_for 20 "$hci's advertising manager" \
-      "busctl get-property org.bluez /org/bluez/$hci org.bluez.LEAdvertisingManager1 ActiveInstances > /dev/null 2>&1"
+    wait_for 20 "$hci's advertising manager" "adapter_ready $hci"
     power_on "$hci"
   done
 }
@@ -575,6 +574,11 @@ fresh_bluetoothd() {
 # restart_bluetoothd: kill -9 and start it again, as a crash and systemd's restart would.
 restart_bluetoothd() {
   pkill -9 -x bluetoothd
-  wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
+  bluez_gone
   start_bluetoothd
+}
+
+# bluez_gone: waits (10 s at most) until no one owns org.bluez on the system bus.
+bluez_gone() {
+  wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
 }

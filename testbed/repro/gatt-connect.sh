@@ -40,8 +40,8 @@ pkill -USR2 -x bluetoothd
 start_bleadvd "$config"
 address=$(adapter_address)
 path=/org/bluez/hci1/dev_${address//:/_}
+# (The HCI record is the guest's own capture, $TESTBED_WORK/hci.btsnoop, which record_since reads.)
 dbus-monitor --system "interface='org.freedesktop.DBus.ObjectManager'" > "$TESTBED_WORK/objects.out" 2>&1 &
-btmon -w "$TESTBED_WORK/hci.btsnoop" > /dev/null 2>&1 &
 on_exit "kill $! 2> /dev/null || true"
 # (Not Introspect: bluetoothd answers it for any path, with the children there are.)
 exists() { busctl get-property org.bluez "$path" org.bluez.Device1 Address > /dev/null 2>&1 && echo yes || echo no; }

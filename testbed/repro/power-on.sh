@@ -24,17 +24,15 @@ echo "AutoEnable in main.conf: $(grep -E '^[#[:space:]]*AutoEnable' /etc/bluetoo
 refused=0
 for ((i = 1; i <= rounds; i++)); do
   pkill -x bluetoothd || true
-  wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
+  bluez_gone
   since=$(date +%s.%N)
-  systemctl reset-failed bluetooth.service 2> /dev/null || true
-  systemctl start bluetooth.service
+  start_bluetoothd
   # Odd rounds at the scenarios' pace (wait_for polls every 0.2 s); even rounds poll without a
   # pause, so that the Set comes as soon as the adapter's interfaces are on the bus.
   if ((i % 2)); then
-    wait_for 20 "hci0's advertising manager" \
-      "busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 ActiveInstances > /dev/null 2>&1"
+    wait_for 20 "hci0's advertising manager" "adapter_ready hci0"
   else
-    until busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 ActiveInstances > /dev/null 2>&1; do :; done
+    until adapter_ready hci0; do :; done
   fi
   if answer=$(dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
       string:org.bluez.Adapter1 string:Powered variant:boolean:true 2>&1); then
