@@ -60,7 +60,9 @@ extension BluetoothModule {
                 let settled = clock.now.advanced(by: Self.linkSettle)
                 relinkAt[adapter] = lastRelink[adapter].map { max(settled, $0.advanced(by: Self.relinkSpacing)) } ?? settled
             case .disconnected(let central, let adapter):
-                guard links[adapter]?.remove(central) != nil, links[adapter]!.isEmpty else { return }
+                guard links[adapter]?.remove(central) != nil else { return }
+                rotationRestartAt[adapter] = clock.now.advanced(by: Self.rotationRestartDelay)
+                guard links[adapter]!.isEmpty else { return }
                 links[adapter] = nil
                 relinkAt[adapter] = nil
                 await lastLinkEnded(on: adapter)
@@ -95,10 +97,7 @@ extension BluetoothModule {
     /// One the stack refuses is paused until the adapter's last central has left. Without
     /// extended advertising the kernel enables advertising again by itself: nothing to do.
     func linkSettled(on adapter: String) async {
-        let onAir = registrations.keys.sorted().filter { key in
-            guard case .advertisement = key, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
-            return true
-        }
+        let onAir = advertisementsOnAir(on: adapter)
         guard let centrals = links[adapter], !centrals.isEmpty, !onAir.isEmpty,
               let capabilities = try? await capabilities(of: adapter), !capabilities.secondaryChannels.isEmpty else { return }
         let said = centrals.count == 1 ? ("a link", "it") : ("\(centrals.count) links", "them")
@@ -108,6 +107,40 @@ extension BluetoothModule {
             guard let failure = await attempt(key), registrations[key]?.status.phase.failures != nil else { continue }
             move(key, to: .paused(adapter: adapter))
             logger.notice("\(key): paused: a central is connected on \(adapter), and the stack refused it beside the link (\(failure.message)); registering it again when the link ends")
+        }
+    }
+
+    /// A link on `adapter` ended (``rotationRestartDelay`` ago). Without extended advertising
+    /// the kernel shows the adapter's advertisements in turn, 2 s each, from a timer, and a link
+    /// that ends as a turn ends can leave that timer unarmed: when the timer fires, the kernel
+    /// notes the advertisement whose turn ends and queues the work that ends it; the disconnect,
+    /// handled meanwhile, makes the link's own advertisement the current one; the work then finds
+    /// that the one it was to end is not current, and neither ends a turn nor arms the timer
+    /// (net/bluetooth/hci_sync.c, `adv_timeout_expire` and `hci_clear_adv_instance_sync`, in
+    /// Linux 6.1 to 6.12 at least). The turns stop, on whichever advertisement was on air, until
+    /// something is registered or changed: a BTHome sensor beside a connectable advertisement
+    /// can stay off air for good. One of the module's advertisements there, sent again
+    /// unchanged, arms the timer again; when the turns had not stopped, that changes nothing, or
+    /// restarts the turn of the one on air. (Checked like an in-place update: BlueZ 5.66 to
+    /// 5.73 drop an advertisement whose refresh the kernel refuses.)
+    func restartRotation(on adapter: String) async {
+        let onAir = advertisementsOnAir(on: adapter)
+        guard onAir.count > 1, case .on(let id, _)? = registrations[onAir[0]]?.status.phase,
+              let capabilities = try? await capabilities(of: adapter), capabilities.secondaryChannels.isEmpty else { return }
+        do {
+            try await manager.refreshAdvertisement(id)
+            checks[onAir[0]] = clock.now.advanced(by: Self.updateCheckDelay)
+            logger.debug("a link on \(adapter) ended: \(onAir[0]) sent again, so that the kernel's turns among the advertisements there go on")
+        } catch {
+            logger.notice("a link on \(adapter) ended, and sending \(onAir[0]) again (so that the kernel's turns among the advertisements there go on) failed: \(error)")
+        }
+    }
+
+    /// The advertisements on air on `adapter`, in the order of their keys.
+    func advertisementsOnAir(on adapter: String) -> [Key] {
+        registrations.keys.sorted().filter { key in
+            guard case .advertisement = key, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
+            return true
         }
     }
 
@@ -124,7 +157,11 @@ extension BluetoothModule {
     /// The links on `adapter` (every adapter when nil) ended with it, or with bluetoothd: what
     /// they paused waits for the adapter, as everything else there does.
     func linksEnded(on adapter: String?) {
-        if let adapter { links[adapter] = nil; relinkAt[adapter] = nil } else { links = [:]; relinkAt = [:] }
+        if let adapter {
+            links[adapter] = nil; relinkAt[adapter] = nil; rotationRestartAt[adapter] = nil
+        } else {
+            links = [:]; relinkAt = [:]; rotationRestartAt = [:]
+        }
         for key in registrations.keys {
             guard case .paused(let on)? = registrations[key]?.status.phase, adapter == nil || adapter == on else { continue }
             move(key, to: .waiting)

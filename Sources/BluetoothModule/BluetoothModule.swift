@@ -112,6 +112,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// last was (``linkSettle``, ``relinkSpacing``).
     var relinkAt: [String: C.Instant] = [:]
     var lastRelink: [String: C.Instant] = [:]
+    /// When the kernel's turns among the advertisements on each adapter without extended
+    /// advertising are to be started again, after a link there ended (``rotationRestartDelay``).
+    var rotationRestartAt: [String: C.Instant] = [:]
 
     /// How long after an in-place update the module asks BlueZ whether it still holds the
     /// advertisement: long enough for bluetoothd to have heard the kernel's answer.
@@ -133,6 +136,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// The least time between two such registrations on one adapter: a central in radio range
     /// that connects again and again costs at most one per this, whatever its rate.
     public static var relinkSpacing: Duration { .seconds(5) }
+
+    /// How long after a link ends, on an adapter without extended advertising, the module starts
+    /// the kernel's turns among its advertisements again (``restartRotation(on:)``): after the
+    /// kernel's own handling of the disconnect and of a turn ending with it; each link that ends
+    /// meanwhile moves it on, so that links ending together cost one.
+    public static var rotationRestartDelay: Duration { .milliseconds(500) }
 
     /// How long an adapter settles after it is reported powered off, unless its Powered event
     /// comes first: nothing is tried on it for this long (bluetoothd powers every adapter off as
@@ -300,7 +309,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             if case .retrying(let at, _) = registration.status.phase { at } else { nil }
         } + checks.values
         if let settle = stack.nextSettle { due.append(settle) }
-        return (due + relinkAt.values).min()
+        return (due + relinkAt.values + rotationRestartAt.values).min()
     }
 
     /// When the next audit is due, if one is (``auditDelay`` after the last change).
@@ -322,6 +331,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 relinkAt[adapter] = nil
                 lastRelink[adapter] = now
                 await linkSettled(on: adapter)
+            }
+            for (adapter, at) in rotationRestartAt.sorted(by: { $0.key < $1.key }) where at <= now {
+                rotationRestartAt[adapter] = nil
+                await restartRotation(on: adapter)
             }
             for key in registrations.keys.sorted() {
                 if let at = checks[key], at <= now {

@@ -72,6 +72,14 @@ public protocol PeripheralManaging: Sendable {
     /// Changes a registered advertisement in place, without taking it off air.
     func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws
 
+    /// Sends a registered advertisement to the controller again, unchanged. Without extended
+    /// advertising the kernel shows an adapter's advertisements in turn from a timer, which a
+    /// link ending as a turn ends can leave unarmed (the turns then stop on one advertisement);
+    /// one sent again arms it. Otherwise nothing changes on air, or the advertisement on air
+    /// begins its turn again.
+    /// - Throws: ``PeripheralError`` `notRegistered` for an unknown advertisement.
+    func refreshAdvertisement(_ id: RegistrationID) async throws
+
     /// Registers an advertisement again if BlueZ no longer holds it although it never said so.
     /// BlueZ 5.66 to 5.73 forget an advertisement whose in-place update the kernel refused,
     /// with no `Release`, no error and no signal: whatever was believed on air is then false.

@@ -186,6 +186,15 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         exports[path]?.kind = .advertisement(advertisement)
     }
 
+    /// Says `PropertiesChanged` of the advertisement's `Type`, its value unchanged: BlueZ sends
+    /// an advertisement to the kernel again whenever it is told that a property changed,
+    /// whatever the value (5.66 and 5.82 alike).
+    public func refreshAdvertisement(_ id: RegistrationID) async throws {
+        let (path, registration) = try registered(id)
+        try await connection.setProperty(
+            "Type", of: BlueZ.advertisementInterface, at: path, to: registration.advertisement!.bluezProperties["Type"]!, always: true)
+    }
+
     /// Asks BlueZ to register the object again: `AlreadyExists` means BlueZ still holds it.
     public func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool {
         let (path, registration) = try registered(id)

@@ -30,6 +30,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var start: Script<RegistrationID>?
         var stop: Script<Void>?
         var update: Script<Void>?
+        var refresh: Script<Void>?
         var reregister: Script<Bool>?
         var registerApplication: Script<RegistrationID>?
         var unregisterApplication: Script<Void>?
@@ -59,6 +60,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var stopped: [RegistrationID] = []
         /// The identities and advertisements `updateAdvertisement` was called with.
         public var updated: [(id: RegistrationID, advertisement: Advertisement)] = []
+        /// The identities `refreshAdvertisement` was called with.
+        public var refreshed: [RegistrationID] = []
         /// The identities `reregisterIfDropped` was called with.
         public var reregistered: [RegistrationID] = []
         /// The applications `registerApplication` was called with, and the adapter.
@@ -100,6 +103,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptStop(_ script: Script<Void>) { state.withLock { $0.stop = script } }
     /// Scripts `updateAdvertisement(_:to:)`.
     public func scriptUpdate(_ script: Script<Void>) { state.withLock { $0.update = script } }
+    /// Scripts `refreshAdvertisement(_:)`.
+    public func scriptRefresh(_ script: Script<Void>) { state.withLock { $0.refresh = script } }
     /// Scripts `reregisterIfDropped(_:)`: true for an advertisement BlueZ had dropped.
     public func scriptReregister(_ script: Script<Bool>) { state.withLock { $0.reregister = script } }
 
@@ -181,6 +186,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Records the call; answers as ``scriptUpdate(_:)`` says.
     public func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws {
         try await answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
+    }
+
+    /// Records the call; answers as ``scriptRefresh(_:)`` says.
+    public func refreshAdvertisement(_ id: RegistrationID) async throws {
+        try await answer("refreshAdvertisement(\(id))", \.refresh) { $0.refreshed.append(id) }
     }
 
     /// Records the call; answers as ``scriptReregister(_:)`` says.

@@ -131,6 +131,17 @@ struct BlueZContractTests {
         #expect(try await session.calls().last == "refreshed \(id) LocalName")
     }
 
+    @Test("a refresh says PropertiesChanged of Type with its value unchanged, which BlueZ takes as a change and sends on")
+    func aRefreshReachesBlueZAsAChangeOfType() async throws {
+        let session = try await StandInSession()
+        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+
+        try await session.manager.refreshAdvertisement(id)
+
+        #expect(try await session.calls().last == "refreshed \(id) Type")
+        #expect(try await session.advertisements()[id.rawValue] == Self.thermometer.bluezProperties)
+    }
+
     @Test("an advertisement BlueZ forgot after a refused update is registered again, read back from the same object")
     func anAdvertisementBlueZForgotIsRegisteredAgain() async throws {
         let session = try await StandInSession()
