@@ -138,7 +138,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public static var relinkSpacing: Duration { .seconds(5) }
 
     /// How long after a link ends, on an adapter without extended advertising, the module starts
-    /// the kernel's turns among its advertisements again (``restartRotation(on:)``): after the
+    /// the kernel's turns among its advertisements again (it sends one of them again): after the
     /// kernel's own handling of the disconnect and of a turn ending with it; each link that ends
     /// meanwhile moves it on, so that links ending together cost one.
     public static var rotationRestartDelay: Duration { .milliseconds(500) }
