@@ -55,7 +55,7 @@ extension BluetoothModule {
             }
             for id in audit.held.subtracting(onAir.map(\.id)).sorted(by: { $0.rawValue < $1.rawValue }) {
                 logger.warning("audit: \(id) is registered on \(audit.adapter) but no advertisement tracks it; unregistering it")
-                try? await manager.stopAdvertising(id)
+                try? await manager.unregister(id)
                 repaired = true
             }
             if audit.registered < audit.held.count {

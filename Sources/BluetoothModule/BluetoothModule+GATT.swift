@@ -81,7 +81,7 @@ extension BluetoothModule {
                 await takeOff(.agent)
             }
             registrations[.agent] = method.map {
-                Registration(subject: .agent($0, decider), status: Status(desired: true, phase: .waiting, since: clock.now))
+                Registration(subject: .agent($0, decider: decider), status: Status(desired: true, phase: .waiting, since: clock.now))
             }
             if method != nil { await attempt(.agent) }
         }

@@ -48,19 +48,20 @@ extension BluetoothModule {
         guard let subject = registrations[key]?.subject else { return nil }
         do {
             let adapter = try await resolveAdapter()
-            let id: RegistrationID
+            var sent = subject
             var ignored: [String] = []
-            switch subject {
-            case .advertisement(let advertisement):
+            if case .advertisement(let advertisement) = subject {
                 try advertisement.validate(for: adapter)
-                id = try await manager.startAdvertising(sealed(advertisement, for: adapter), on: adapter.name)
+                sent = .advertisement(try sealed(advertisement, for: adapter))
                 ignored = advertisement.fieldsIgnored(on: adapter)
+            }
+            let id = try await manager.register(sent, on: adapter.name)
+            switch subject {
+            case .advertisement:
                 logger.info("\(key): on air on \(adapter.name) as \(id)")
             case .application(let application):
-                id = try await manager.registerApplication(application, on: adapter.name)
                 logger.info("GATT: \(application.services.count) service(s) registered on \(adapter.name) as \(id)")
-            case .agent(let method, let decider):
-                id = try await manager.registerAgent(method, decider: decider)
+            case .agent(let method, _):
                 logger.info("pairing: agent registered for \(method.rawValue) as \(id)")
                 await sendPairable(on: adapter.name)
             }
@@ -174,24 +175,15 @@ extension BluetoothModule {
     func takeOffThrowing(_ key: Key) async throws {
         guard let registration = registrations[key] else { return }
         if case .on(let id, _) = registration.status.phase {
+            do {
+                try await manager.unregister(id)
+            } catch let error as PeripheralError where error.code == .notRegistered {
+                // Gone already: the goal is reached.
+            }
             switch registration.subject {
-            case .advertisement:
-                do {
-                    try await manager.stopAdvertising(id)
-                } catch let error as PeripheralError where error.code == .notRegistered {
-                    // Gone already: the goal is reached.
-                }
-                logger.info("\(key): off air")
-            case .application:
-                try await manager.unregisterApplication(id)
-                logger.info("GATT: unregistered \(id)")
-            case .agent:
-                do {
-                    try await manager.unregisterAgent(id)
-                } catch let error as PeripheralError where error.code == .notRegistered {
-                    // Gone already.
-                }
-                logger.info("pairing: agent unregistered")
+            case .advertisement: logger.info("\(key): off air")
+            case .application: logger.info("GATT: unregistered \(id)")
+            case .agent: logger.info("pairing: agent unregistered")
             }
         }
         move(key, to: registration.status.desired ? .waiting : .off)

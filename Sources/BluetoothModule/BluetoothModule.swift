@@ -38,17 +38,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Where a registration is.
     public typealias Phase = Status.Phase
 
-    /// What a registration keeps registered: all else about it is the same for every kind.
-    enum Subject {
-        case advertisement(Advertisement)
-        case application(GATTApplication)
-        /// The pairing agent, answering with the decider.
-        case agent(PairingMethod, any PairingDecider)
-    }
-
-    /// One thing the module keeps registered with the stack, and where it is.
+    /// One thing the module keeps registered with the stack (what it is, ``RegistrationSubject``:
+    /// all else about it is the same for every kind), and where it is.
     struct Registration {
-        var subject: Subject
+        var subject: RegistrationSubject
         var status: Status
     }
 

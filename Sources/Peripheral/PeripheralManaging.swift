@@ -17,6 +17,24 @@ public struct RegistrationID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
+/// What a `PeripheralManaging` registers with the stack. Every kind is registered and
+/// unregistered the same way (``PeripheralManaging/register(_:on:)``,
+/// ``PeripheralManaging/unregister(_:)``); a new kind is a case here and its registration in
+/// each manager.
+public enum RegistrationSubject: Sendable {
+    /// An advertisement, on air once registered.
+    case advertisement(Advertisement)
+    /// GATT services: centrals that connect find them once registered. Writes are checked
+    /// against each characteristic's format before they are taken; what centrals do is reported
+    /// as ``PeripheralEvent/gatt(_:)``.
+    case application(GATTApplication)
+    /// The pairing agent, the stack's default, answering its requests with `decider`. With an
+    /// agent the stack lets centrals bond; ``PeripheralManaging/setPairable(_:adapter:)``
+    /// closes the adapter again (the stack may reopen it whenever an agent registers, so call
+    /// it after this). The stack holds it for every adapter.
+    case agent(PairingMethod, decider: any PairingDecider)
+}
+
 /// Something that happened below the domain: BlueZ, adapters, or an advertisement BlueZ dropped.
 /// Each event about the stack names the run of its daemon it came from (``StackGeneration``):
 /// events reach the domain after the calls it made meanwhile, which a later run may have
@@ -62,12 +80,17 @@ public protocol PeripheralManaging: Sendable {
     ///   power already (its Powered event says when that is done).
     func powerOn(adapter: String) async throws
 
-    /// Registers an advertisement on an adapter; returns when it is on air.
-    /// - Throws: ``PeripheralError`` with BlueZ's reason translated.
-    func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> RegistrationID
+    /// Registers `subject` on an adapter; returns when the stack holds it (an advertisement on
+    /// air, an application's services read, the agent answering). Registering the agent when
+    /// this manager's agent is registered already returns its id.
+    /// - Throws: ``PeripheralError`` with the stack's reason translated.
+    func register(_ subject: RegistrationSubject, on adapter: String) async throws -> RegistrationID
 
-    /// Unregisters an advertisement.
-    func stopAdvertising(_ id: RegistrationID) async throws
+    /// Unregisters what `id` names, whatever its kind: an advertisement leaves the air, an
+    /// application's services are no longer found, the agent takes no new bonds. One the stack
+    /// no longer holds counts as unregistered.
+    /// - Throws: ``PeripheralError`` `notRegistered` for an identity this manager did not hand out.
+    func unregister(_ id: RegistrationID) async throws
 
     /// Changes a registered advertisement in place, without taking it off air.
     func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws
@@ -88,28 +111,10 @@ public protocol PeripheralManaging: Sendable {
     /// - Throws: ``PeripheralError`` when BlueZ could not be asked, or refused the registration.
     func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool
 
-    /// Registers GATT services on an adapter; returns once BlueZ has read them (centrals that
-    /// connect find them from then on). Writes are checked against each characteristic's
-    /// format before they are taken; what centrals do is reported as ``PeripheralEvent/gatt(_:)``.
-    /// - Throws: ``PeripheralError`` with BlueZ's reason translated.
-    func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID
-
-    /// Unregisters an application: centrals no longer find its services.
-    func unregisterApplication(_ id: RegistrationID) async throws
-
     /// Changes a characteristic's value in place; subscribed centrals are notified (or
     /// indicated) of it.
     /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
     func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws
-
-    /// Registers the pairing agent, the stack's default, which answers its requests with
-    /// `decider`. With an agent the stack lets centrals bond; ``setPairable(_:adapter:)``
-    /// closes the adapter again (the stack may reopen it whenever an agent registers, so call it
-    /// after this). Registering when this manager's agent is registered already returns its id.
-    func registerAgent(_ method: PairingMethod, decider: any PairingDecider) async throws -> RegistrationID
-
-    /// Unregisters the agent: no new bonds from then on.
-    func unregisterAgent(_ id: RegistrationID) async throws
 
     /// Whether the adapter takes new bonds (BlueZ's `Pairable`); bonds made already keep working.
     func setPairable(_ pairable: Bool, adapter: String) async throws

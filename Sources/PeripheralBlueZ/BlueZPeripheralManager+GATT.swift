@@ -12,7 +12,7 @@ public import Peripheral
 extension BlueZPeripheralManager {
     /// Exports the application and registers it; returns once BlueZ replied (after reading
     /// every object back). A refused registration leaves no object.
-    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID {
+    func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID {
         let adapterPath = try BlueZ.adapterPath(adapter)
         let generation = try await currentBluetoothd()
         nextObject += 1
@@ -47,26 +47,6 @@ extension BlueZPeripheralManager {
         }
         exports[root] = Export(adapter: adapter, generation: generation, kind: .application(tree))
         return RegistrationID(root.rawValue, generation: generation)
-    }
-
-    /// Unregisters the application and removes its objects. One BlueZ no longer has counts as
-    /// unregistered.
-    public func unregisterApplication(_ id: RegistrationID) async throws {
-        guard let root = try? DBusObjectPath(id.rawValue), let export = exports[root], export.generation == id.generation,
-              export.application != nil else {
-            throw PeripheralError(.notRegistered, "\(id) is not registered")
-        }
-        exports[root] = nil
-        do {
-            _ = try await callBlueZ(
-                on: export.generation, path: try BlueZ.adapterPath(export.adapter), .unregisterApplication, [.objectPath(root)], expecting: .empty, about: .application)
-        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable || error.code == .noAdapter {
-            logger.debug("\(root) was no longer registered: \(error.message)")
-        } catch {
-            await export.unexport(root, from: connection)
-            throw error
-        }
-        await export.unexport(root, from: connection)
     }
 
     /// Sets the characteristic's `Value`; the `PropertiesChanged` that says so is what

@@ -9,13 +9,13 @@ extension BlueZPeripheralManager {
     /// with the capability of `method` and makes it the default agent (the one asked for
     /// centrals that pair with this box). An agent of this manager already registered with
     /// that bluetoothd for the same method is kept.
-    public func registerAgent(_ method: PairingMethod, decider: any PairingDecider) async throws -> RegistrationID {
+    func registerAgent(_ method: PairingMethod, decider: any PairingDecider) async throws -> RegistrationID {
         let generation = try await currentBluetoothd()
         let path = BlueZ.agentPath
         if let export = exports[path], export.generation == generation, export.agent == method {
             return RegistrationID(path.rawValue, generation: generation)
         }
-        if exports[path] != nil { try? await unregisterAgent(RegistrationID(path.rawValue, generation: exports[path]!.generation)) }
+        if exports[path] != nil { try? await unregister(RegistrationID(path.rawValue, generation: exports[path]!.generation)) }
         await connection.unexport(path)
         do {
             try await connection.export([agentInterface(decider, at: path)], at: path, caller: generation.name)
@@ -44,27 +44,6 @@ extension BlueZPeripheralManager {
         exports[path] = Export(adapter: "", generation: generation, kind: .agent(method))
         logger.debug("pairing agent \(path) registered with bluetoothd \(generation) as \(BlueZ.capability(method))")
         return RegistrationID(path.rawValue, generation: generation)
-    }
-
-    /// Unregisters the agent and removes its object. One bluetoothd no longer has counts as
-    /// unregistered.
-    public func unregisterAgent(_ id: RegistrationID) async throws {
-        guard let path = try? DBusObjectPath(id.rawValue), let export = exports[path], export.agent != nil,
-              export.generation == id.generation else {
-            throw PeripheralError(.notRegistered, "\(id) is not registered")
-        }
-        exports[path] = nil
-        do {
-            _ = try await callBlueZ(
-                on: export.generation, path: BlueZ.agentManagerPath, .unregisterAgent, [.objectPath(path)], expecting: .empty, about: .agent)
-        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable {
-            logger.debug("\(path) was no longer registered: \(error.message)")
-        } catch {
-            await connection.unexport(path)
-            throw error
-        }
-        // Here, not later: an agent registered next at the same path must not lose its object.
-        await connection.unexport(path)
     }
 
     /// Sets the adapter's `Pairable`.

@@ -80,11 +80,48 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         logger.info("powered \(adapter) on")
     }
 
+    /// Exports what `subject` needs and registers it with the current bluetoothd: an
+    /// advertisement's `LEAdvertisement1` object with its adapter's `LEAdvertisingManager1`, a
+    /// GATT application's objects with its adapter's `GattManager1`, or the pairing agent with
+    /// `AgentManager1` (bluetoothd holds it for every adapter).
+    public func register(_ subject: RegistrationSubject, on adapter: String) async throws -> RegistrationID {
+        switch subject {
+        case .advertisement(let advertisement): try await registerAdvertisement(advertisement, on: adapter)
+        case .application(let application): try await registerApplication(application, on: adapter)
+        case .agent(let method, let decider): try await registerAgent(method, decider: decider)
+        }
+    }
+
+    /// Unregisters what `id` names with the bluetoothd that holds it, from the manager that
+    /// registered it, and removes its objects. One BlueZ no longer has (or whose adapter or bluetoothd is gone)
+    /// counts as unregistered. An advertisement whose unregistering got no definite answer is
+    /// kept for the audit to ask again.
+    public func unregister(_ id: RegistrationID) async throws {
+        guard let path = try? DBusObjectPath(id.rawValue), let export = exports[path], export.generation == id.generation else {
+            throw PeripheralError(.notRegistered, "\(id) is not registered")
+        }
+        // Forget it first: whatever BlueZ answers, it is no longer ours to keep.
+        exports[path] = nil
+        do {
+            let call = try export.unregistration()
+            _ = try await callBlueZ(on: export.generation, path: call.path, call.method, [.objectPath(path)], expecting: .empty, about: call.about)
+        } catch let error as PeripheralError where [.notRegistered, .bluezUnavailable, .noAdapter].contains(error.code) {
+            logger.debug("\(path) was no longer registered: \(error.message)")
+        } catch {
+            // No definite answer: BlueZ may still hold an advertisement, and the audit asks again.
+            if export.advertisement != nil { retired[path] = (export.adapter, export.generation) }
+            await export.unexport(path, from: connection)
+            throw error
+        }
+        // Here, not later: what registers next at the same path (the agent) keeps its object.
+        await export.unexport(path, from: connection)
+    }
+
     /// Exports the advertisement as an `LEAdvertisement1` object and registers it with the
     /// current bluetoothd; returns once it replied (after reading the object back). A refused
     /// registration leaves no object; one whose outcome is unknown (the caller gave up, or no
     /// reply came in time) is unregistered, so that BlueZ cannot keep one nobody tracks.
-    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> RegistrationID {
+    func registerAdvertisement(_ advertisement: Advertisement, on adapter: String) async throws -> RegistrationID {
         let adapterPath = try BlueZ.adapterPath(adapter)
         let generation = try await currentBluetoothd()
         let path = try makeObjectPath()
@@ -142,27 +179,6 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             retired[path] = (adapter, generation)
         }
         logger.warning("\(path.rawValue) withdrawn: \(reason); \(outcome)")
-    }
-
-    /// Unregisters the advertisement and removes its object. One BlueZ no longer has counts as
-    /// stopped.
-    public func stopAdvertising(_ id: RegistrationID) async throws {
-        let (path, registration) = try registered(id)
-        // Forget it first: whatever BlueZ answers, it is no longer ours to keep on air.
-        exports[path] = nil
-        do {
-            _ = try await callBlueZ(
-                on: registration.generation, path: try BlueZ.adapterPath(registration.adapter), .unregisterAdvertisement, [.objectPath(path)], expecting: .empty)
-        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .bluezUnavailable {
-            // BlueZ dropped it already (released, restarted): the goal is reached.
-            logger.debug("\(path) was no longer registered: \(error.message)")
-        } catch {
-            // No definite answer: BlueZ may still hold it, and the audit asks again.
-            retired[path] = (registration.adapter, registration.generation)
-            await connection.unexport(path)
-            throw error
-        }
-        await connection.unexport(path)
     }
 
     /// Changes the object's properties and says so with `PropertiesChanged`: BlueZ puts the new

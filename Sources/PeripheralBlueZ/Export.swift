@@ -36,6 +36,16 @@ struct Export {
         if case .agent(let method) = kind { method } else { nil }
     }
 
+    /// How BlueZ unregisters it: the object whose manager holds it (its adapter; the agent
+    /// manager for the agent), the method, and what the method's errors are about.
+    func unregistration() throws -> (path: DBusObjectPath, method: BlueZ.Method, about: BlueZSubject) {
+        switch kind {
+        case .advertisement: (try BlueZ.adapterPath(adapter), .unregisterAdvertisement, .advertisement)
+        case .application: (try BlueZ.adapterPath(adapter), .unregisterApplication, .application)
+        case .agent: (BlueZ.agentManagerPath, .unregisterAgent, .agent)
+        }
+    }
+
     /// Removes its objects from the bus, in the reverse of the order they were exported.
     func unexport(_ root: DBusObjectPath, from connection: DBusConnection) async {
         if let application { await application.unexport(from: connection) } else { await connection.unexport(root) }

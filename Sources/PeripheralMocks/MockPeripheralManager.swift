@@ -46,6 +46,13 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var eventsFailure: PeripheralError?
         /// The calls that never answer (``Script/neverAnswers``), held so they stay pending.
         var unanswered: [UnsafeContinuation<Void, Never>] = []
+        /// The kind of each identity a registration handed out, for its unregistering.
+        var kinds: [RegistrationID: Kind] = [:]
+    }
+
+    /// The kind of a registration, as the mock scripts and records each kind on its own.
+    enum Kind {
+        case advertisement, application, agent
     }
 
     /// Everything the mock was asked, in order per kind of call.
@@ -54,9 +61,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var adapters = 0
         /// The adapters `powerOn(adapter:)` was called with.
         public var poweredOn: [String] = []
-        /// The advertisements `startAdvertising` was called with, and the adapter.
+        /// The advertisements `register` was called with, and the adapter.
         public var started: [(advertisement: Advertisement, adapter: String)] = []
-        /// The identities `stopAdvertising` was called with.
+        /// The advertisements' identities `unregister` was called with.
         public var stopped: [RegistrationID] = []
         /// The identities and advertisements `updateAdvertisement` was called with.
         public var updated: [(id: RegistrationID, advertisement: Advertisement)] = []
@@ -64,17 +71,17 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var refreshed: [RegistrationID] = []
         /// The identities `reregisterIfDropped` was called with.
         public var reregistered: [RegistrationID] = []
-        /// The applications `registerApplication` was called with, and the adapter.
+        /// The applications `register` was called with, and the adapter.
         public var registeredApplications: [(application: GATTApplication, adapter: String)] = []
-        /// The identities `unregisterApplication` was called with.
+        /// The applications' identities `unregister` was called with.
         public var unregisteredApplications: [RegistrationID] = []
         /// The values `updateValue` was called with, the characteristic and the application.
         public var updatedValues: [(value: [UInt8], characteristic: GATTCharacteristicID, application: RegistrationID)] = []
         /// How many times `audit()` was called.
         public var audits = 0
-        /// The methods and deciders `registerAgent` was called with.
+        /// The agents' methods and deciders `register` was called with.
         public var registeredAgents: [(method: PairingMethod, decider: any PairingDecider)] = []
-        /// The identities `unregisterAgent` was called with.
+        /// The agent's identities `unregister` was called with.
         public var unregisteredAgents: [RegistrationID] = []
         /// What `setPairable` was called with, in order.
         public var pairable: [(pairable: Bool, adapter: String)] = []
@@ -97,9 +104,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptAdapters(_ script: Script<[AdapterCapabilities]>) { state.withLock { $0.adapters = script } }
     /// Scripts `powerOn(adapter:)`.
     public func scriptPowerOn(_ script: Script<Void>) { state.withLock { $0.powerOn = script } }
-    /// Scripts `startAdvertising(_:on:)`.
+    /// Scripts `register(_:on:)` of an advertisement.
     public func scriptStart(_ script: Script<RegistrationID>) { state.withLock { $0.start = script } }
-    /// Scripts `stopAdvertising(_:)`.
+    /// Scripts `unregister(_:)` of an advertisement.
     public func scriptStop(_ script: Script<Void>) { state.withLock { $0.stop = script } }
     /// Scripts `updateAdvertisement(_:to:)`.
     public func scriptUpdate(_ script: Script<Void>) { state.withLock { $0.update = script } }
@@ -108,9 +115,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Scripts `reregisterIfDropped(_:)`: true for an advertisement BlueZ had dropped.
     public func scriptReregister(_ script: Script<Bool>) { state.withLock { $0.reregister = script } }
 
-    /// Scripts `registerApplication(_:on:)`.
+    /// Scripts `register(_:on:)` of an application.
     public func scriptRegisterApplication(_ script: Script<RegistrationID>) { state.withLock { $0.registerApplication = script } }
-    /// Scripts `unregisterApplication(_:)`.
+    /// Scripts `unregister(_:)` of an application.
     public func scriptUnregisterApplication(_ script: Script<Void>) { state.withLock { $0.unregisterApplication = script } }
     /// Scripts `updateValue(_:of:in:)`.
     public func scriptUpdateValue(_ script: Script<Void>) { state.withLock { $0.updateValue = script } }
@@ -118,9 +125,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Scripts `audit()`.
     public func scriptAudit(_ script: Script<[RegistrationAudit]>) { state.withLock { $0.audit = script } }
 
-    /// Scripts `registerAgent(_:decider:)`.
+    /// Scripts `register(_:on:)` of the agent.
     public func scriptRegisterAgent(_ script: Script<RegistrationID>) { state.withLock { $0.registerAgent = script } }
-    /// Scripts `unregisterAgent(_:)`.
+    /// Scripts `unregister(_:)` of the agent.
     public func scriptUnregisterAgent(_ script: Script<Void>) { state.withLock { $0.unregisterAgent = script } }
     /// Scripts `setPairable(_:adapter:)`.
     public func scriptSetPairable(_ script: Script<Void>) { state.withLock { $0.setPairable = script } }
@@ -152,9 +159,9 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public var adaptersCallCount: Int { calls.adapters }
     /// How many times `powerOn(adapter:)` was called.
     public var powerOnCallCount: Int { calls.poweredOn.count }
-    /// How many times `startAdvertising(_:on:)` was called.
+    /// How many advertisements `register(_:on:)` was called with.
     public var startAdvertisingCallCount: Int { calls.started.count }
-    /// How many times `stopAdvertising(_:)` was called.
+    /// How many advertisements `unregister(_:)` was called with.
     public var stopAdvertisingCallCount: Int { calls.stopped.count }
     /// How many times `updateAdvertisement(_:to:)` was called.
     public var updateAdvertisementCallCount: Int { calls.updated.count }
@@ -173,14 +180,41 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         try await answer("powerOn(adapter: \(adapter))", \.powerOn) { $0.poweredOn.append(adapter) }
     }
 
-    /// Records the call; answers as ``scriptStart(_:)`` says.
-    public func startAdvertising(_ advertisement: Advertisement, on adapter: String) async throws -> RegistrationID {
-        try await answer("startAdvertising(_:on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
+    /// Records the call by kind (``Calls/started``, ``Calls/registeredApplications``,
+    /// ``Calls/registeredAgents``); answers as that kind's script says (``scriptStart(_:)``,
+    /// ``scriptRegisterApplication(_:)``, ``scriptRegisterAgent(_:)``).
+    public func register(_ subject: RegistrationSubject, on adapter: String) async throws -> RegistrationID {
+        let (kind, id): (Kind, RegistrationID)
+        switch subject {
+        case .advertisement(let advertisement):
+            kind = .advertisement
+            id = try await answer("register(.advertisement, on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
+        case .application(let application):
+            kind = .application
+            id = try await answer("register(.application, on: \(adapter))", \.registerApplication) {
+                $0.registeredApplications.append((application, adapter))
+            }
+        case .agent(let method, let decider):
+            kind = .agent
+            id = try await answer("register(.agent(\(method)), on: \(adapter))", \.registerAgent) {
+                $0.registeredAgents.append((method, decider))
+            }
+        }
+        state.withLock { $0.kinds[id] = kind }
+        return id
     }
 
-    /// Records the call; answers as ``scriptStop(_:)`` says.
-    public func stopAdvertising(_ id: RegistrationID) async throws {
-        try await answer("stopAdvertising(\(id))", \.stop) { $0.stopped.append(id) }
+    /// Records the call by the kind of registration that handed out `id` (an identity it never
+    /// handed out counts as an advertisement's): ``Calls/stopped``,
+    /// ``Calls/unregisteredApplications`` or ``Calls/unregisteredAgents``; answers as that
+    /// kind's script says (``scriptStop(_:)``, ``scriptUnregisterApplication(_:)``,
+    /// ``scriptUnregisterAgent(_:)``).
+    public func unregister(_ id: RegistrationID) async throws {
+        switch state.withLock({ $0.kinds[id] }) ?? .advertisement {
+        case .advertisement: try await answer("unregister(\(id))", \.stop) { $0.stopped.append(id) }
+        case .application: try await answer("unregister(\(id))", \.unregisterApplication) { $0.unregisteredApplications.append(id) }
+        case .agent: try await answer("unregister(\(id))", \.unregisterAgent) { $0.unregisteredAgents.append(id) }
+        }
     }
 
     /// Records the call; answers as ``scriptUpdate(_:)`` says.
@@ -198,18 +232,6 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         try await answer("reregisterIfDropped(\(id))", \.reregister) { $0.reregistered.append(id) }
     }
 
-    /// Records the call; answers as ``scriptRegisterApplication(_:)`` says.
-    public func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID {
-        try await answer("registerApplication(_:on: \(adapter))", \.registerApplication) {
-            $0.registeredApplications.append((application, adapter))
-        }
-    }
-
-    /// Records the call; answers as ``scriptUnregisterApplication(_:)`` says.
-    public func unregisterApplication(_ id: RegistrationID) async throws {
-        try await answer("unregisterApplication(\(id))", \.unregisterApplication) { $0.unregisteredApplications.append(id) }
-    }
-
     /// Records the call; answers as ``scriptUpdateValue(_:)`` says.
     public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
         try await answer("updateValue(_:of: \(characteristic))", \.updateValue) {
@@ -220,16 +242,6 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// Records the call; answers as ``scriptAudit(_:)`` says.
     public func audit() async throws -> [RegistrationAudit] {
         try await answer("audit()", \.audit) { $0.audits += 1 }
-    }
-
-    /// Records the call; answers as ``scriptRegisterAgent(_:)`` says.
-    public func registerAgent(_ method: PairingMethod, decider: any PairingDecider) async throws -> RegistrationID {
-        try await answer("registerAgent(\(method))", \.registerAgent) { $0.registeredAgents.append((method, decider)) }
-    }
-
-    /// Records the call; answers as ``scriptUnregisterAgent(_:)`` says.
-    public func unregisterAgent(_ id: RegistrationID) async throws {
-        try await answer("unregisterAgent(\(id))", \.unregisterAgent) { $0.unregisteredAgents.append(id) }
     }
 
     /// Records the call; answers as ``scriptSetPairable(_:)`` says.

@@ -34,9 +34,9 @@ struct ArticleExampleTests {
         let adapters = try await manager.adapters()
         let ad = Advertisement(kind: .broadcast, serviceData: [.init(uuid: BluetoothUUID(0xFCD2), data: [0x40])])
         try ad.validate(for: adapters.first)
-        let id = try await manager.startAdvertising(ad, on: "hci0")
+        let id = try await manager.register(.advertisement(ad), on: "hci0")
         let held = try await session.advertisements().count
-        try await manager.stopAdvertising(id)
+        try await manager.unregister(id)
 
         #expect(held == 1)
         #expect(try await session.advertisements().isEmpty)
@@ -54,9 +54,9 @@ struct ArticleExampleTests {
                                    format: GATTFormat(.uint8, range: 0...100), value: [80]),
             ]),
         ])
-        let app = try await manager.registerApplication(battery, on: "hci0")
+        let app = try await manager.register(.application(battery), on: "hci0")
         try await manager.updateValue([75], of: level, in: app)   // subscribed centrals are notified
-        try await manager.unregisterApplication(app)
+        try await manager.unregister(app)
 
         let calls = try await session.calls()
         #expect(calls.contains("registered application \(app)"))

@@ -32,7 +32,7 @@ struct BlueZContractTests {
     func registeringLetsBlueZReadTheAdvertisementBackBeforeItReplies() async throws {
         let session = try await StandInSession()
 
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
 
         #expect(try await session.calls() == [
             "RegisterAdvertisement \(id)", "GetManagedObjects \(id)", "GetAll \(id)", "registered \(id)",
@@ -43,7 +43,7 @@ struct BlueZContractTests {
     func bluezParsesExactlyThePropertiesThatAreSetWithTheSignaturesIt() async throws {
         let session = try await StandInSession()
 
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
 
         let held = try await session.advertisements()
         #expect(held[id.rawValue] == Self.thermometer.bluezProperties)
@@ -55,9 +55,9 @@ struct BlueZContractTests {
     @Test("stopping unregisters and removes the exported object")
     func stoppingUnregistersAndRemovesTheExportedObject() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
 
-        try await session.manager.stopAdvertising(id)
+        try await session.manager.unregister(id)
 
         #expect(try await session.advertisements().isEmpty)
         #expect(try await session.calls().last == "UnregisterAdvertisement \(id)")
@@ -72,7 +72,7 @@ struct BlueZContractTests {
         try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
 
         let error = await #expect(throws: PeripheralError.self) {
-            try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+            try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         }
 
         #expect(error?.code == .failed)
@@ -86,7 +86,7 @@ struct BlueZContractTests {
         try await session.control("SetPowered", [.string("hci0"), .boolean(false)])
 
         let error = await #expect(throws: PeripheralError.self) {
-            try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+            try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         }
 
         #expect(error?.code == .failed)
@@ -100,7 +100,7 @@ struct BlueZContractTests {
         try await session.control("SetFreeInstances", [.string("hci0"), .byte(0)])
 
         let error = await #expect(throws: PeripheralError.self) {
-            try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+            try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         }
 
         #expect(error?.code == .noFreeInstance)
@@ -111,7 +111,7 @@ struct BlueZContractTests {
         let session = try await StandInSession()
 
         let error = await #expect(throws: PeripheralError.self) {
-            try await session.manager.startAdvertising(Self.thermometer, on: "hci7")
+            try await session.manager.register(.advertisement(Self.thermometer), on: "hci7")
         }
 
         #expect(error?.code == .noAdapter)
@@ -121,7 +121,7 @@ struct BlueZContractTests {
     @Test("an update reaches BlueZ live through PropertiesChanged")
     func anUpdateReachesBlueZLiveThroughPropertiesChanged() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         var changed = Self.thermometer
         changed.localName = "Thermo-2"
 
@@ -134,7 +134,7 @@ struct BlueZContractTests {
     @Test("a refresh says PropertiesChanged of Type with its value unchanged, which BlueZ takes as a change and sends on")
     func aRefreshReachesBlueZAsAChangeOfType() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
 
         try await session.manager.refreshAdvertisement(id)
 
@@ -145,7 +145,7 @@ struct BlueZContractTests {
     @Test("an advertisement BlueZ forgot after a refused update is registered again, read back from the same object")
     func anAdvertisementBlueZForgotIsRegisteredAgain() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         var changed = Self.thermometer
         changed.localName = "Thermo-2"
         try await session.control("RefuseNextUpdate")
@@ -161,7 +161,7 @@ struct BlueZContractTests {
     @Test("asking about an advertisement BlueZ still holds changes nothing")
     func askingAboutAHeldAdvertisementChangesNothing() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
 
         let dropped = try await session.manager.reregisterIfDropped(id)
 
@@ -178,7 +178,7 @@ struct BlueZContractTests {
         let session = try await StandInSession()
         var advertisement = Self.thermometer
         (advertisement.minInterval, advertisement.maxInterval) = (oldMin, oldMax)
-        let id = try await session.manager.startAdvertising(advertisement, on: "hci0")
+        let id = try await session.manager.register(.advertisement(advertisement), on: "hci0")
         (advertisement.minInterval, advertisement.maxInterval) = (newMin, newMax)
 
         try await session.manager.updateAdvertisement(id, to: advertisement)
@@ -191,7 +191,7 @@ struct BlueZContractTests {
         let session = try await StandInSession()
         var advertisement = Self.thermometer
         advertisement.txPower = 0
-        let id = try await session.manager.startAdvertising(advertisement, on: "hci0")
+        let id = try await session.manager.register(.advertisement(advertisement), on: "hci0")
 
         try await session.control("SetTxPower", [.string(id.rawValue), .uint16(0), .int16(-6)])
 
@@ -204,7 +204,7 @@ struct BlueZContractTests {
         let session = try await StandInSession()
         var advertisement = Self.thermometer
         advertisement.txPower = 0
-        let id = try await session.manager.startAdvertising(advertisement, on: "hci0")
+        let id = try await session.manager.register(.advertisement(advertisement), on: "hci0")
         let name = session.connection.uniqueName
 
         let set = await #expect(throws: TestFailure.self) {
@@ -219,7 +219,7 @@ struct BlueZContractTests {
     @Test("BlueZ may set TxPower on an advertisement that asks for no power, without it being read back")
     func tXPowerReportWithoutRequest() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
 
         try await session.control("SetTxPower", [.string(id.rawValue), .uint16(0), .int16(7)])
 
@@ -252,7 +252,7 @@ struct BlueZContractTests {
     func releaseFromBlueZIsAnEventAndTheObjectGoes() async throws {
         let session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
 
         try await session.control("Release", [.string(id.rawValue)])
 
@@ -263,7 +263,7 @@ struct BlueZContractTests {
     @Test("Release from a peer that is not the bluetoothd holding it is refused: the registration stays")
     func releaseFromAnotherPeerIsRefused() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
 
         let refused = await #expect(throws: DBusError.self) {
@@ -275,7 +275,7 @@ struct BlueZContractTests {
         #expect(refused?.name == .accessDenied)
         #expect(await session.connection.exportedPaths.count == 1)
         // Still known, so it is unregistered from BlueZ, which has it (not refused as unknown).
-        try await session.manager.stopAdvertising(id)
+        try await session.manager.unregister(id)
         #expect(try await session.calls().last == "UnregisterAdvertisement \(id)")
     }
 
@@ -293,7 +293,7 @@ struct BlueZContractTests {
     func anAdapterRemovedReleasesItsAdvertisementsAndIsAnEvent() async throws {
         let session = try await StandInSession(adapters: ["hci0", "hci1"])
         let events = await EventLog.reading(try await session.manager.events())
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci1")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci1")
 
         try await session.control("RemoveAdapter", [.string("hci1")])
 
@@ -309,7 +309,7 @@ struct BlueZContractTests {
     func bluetoothdKilledAndRestartedIsVanishedAppearedThenTheAdapter() async throws {
         var session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        let first = try await session.manager.startAdvertising(Self.thermometer, on: "hci0").generation
+        let first = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0").generation
 
         session.standIn.crash()
         session.standIn = try BlueZStandIn(bus: session.bus, adapters: [])
@@ -340,13 +340,13 @@ struct BlueZContractTests {
     func afterBluetoothdRestartedOldRegistrationsAreGone() async throws {
         var session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        let id = try await session.manager.startAdvertising(Self.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         session.standIn.crash()
         session.standIn = try BlueZStandIn(bus: session.bus)
         _ = try await events.next(2)
 
         let error = await #expect(throws: PeripheralError.self) {
-            try await session.manager.stopAdvertising(id)
+            try await session.manager.unregister(id)
         }
 
         #expect(error?.code == .notRegistered)

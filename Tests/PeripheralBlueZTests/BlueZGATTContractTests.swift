@@ -46,7 +46,7 @@ struct BlueZGATTContractTests {
     func registeringExportsTheWholeApplication() async throws {
         let session = try await StandInSession()
 
-        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let id = try await session.manager.register(.application(Self.application), on: "hci0")
 
         #expect(try await session.calls() == ["RegisterApplication \(id)", "registered application \(id)"])
         #expect(try await Self.characteristics(session).keys.sorted() == [
@@ -58,7 +58,7 @@ struct BlueZGATTContractTests {
     @Test("each characteristic is exported with its UUID, service, flags and value, as introspection says")
     func characteristicShape() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let id = try await session.manager.register(.application(Self.application), on: "hci0")
 
         let path = try DBusObjectPath(id.rawValue + "/service1/char0")
         let xml = try await session.connection.call(
@@ -74,7 +74,7 @@ struct BlueZGATTContractTests {
     @Test("a user description is a read-only descriptor 0x2901 of its characteristic, which BlueZ reads")
     func userDescription() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let id = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = id.rawValue + "/service0/char0/desc0"
 
         let objects = try await session.control("GattObjects")[0].dictionaryEntries ?? []
@@ -91,7 +91,7 @@ struct BlueZGATTContractTests {
     @Test("a read returns the value")
     func readReturnsValue() async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
 
         let value = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
@@ -115,7 +115,7 @@ struct BlueZGATTContractTests {
     @Test("each operation a characteristic allows carries its security, in the flags gatt-database.c parses")
     func securityFlags() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerApplication(Self.lock, on: "hci0")
+        let id = try await session.manager.register(.application(Self.lock), on: "hci0")
 
         let state = try DBusObjectPath(id.rawValue + "/service0/char0"), pin = try DBusObjectPath(id.rawValue + "/service0/char1")
 
@@ -129,7 +129,7 @@ struct BlueZGATTContractTests {
     @Test("a central's write to a write-only characteristic goes out in no signal")
     func secretWriteNotAnnounced() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerApplication(Self.lock, on: "hci0")
+        let id = try await session.manager.register(.application(Self.lock), on: "hci0")
         let pin = id.rawValue + "/service0/char1", state = id.rawValue + "/service0/char0"
 
         try await session.control("WriteCharacteristic", [.string(pin), .bytes(Array("1234".utf8))])
@@ -146,7 +146,7 @@ struct BlueZGATTContractTests {
         let session = try await StandInSession()
         var application = Self.lock
         application.services[0].characteristics[1].value = Array("1234".utf8)  // as after a write and a restart
-        let id = try await session.manager.registerApplication(application, on: "hci0")
+        let id = try await session.manager.register(.application(application), on: "hci0")
         let path = try DBusObjectPath(id.rawValue + "/service0/char1")
 
         try await session.control("WriteCharacteristic", [.string(path.rawValue), .bytes(Array("5678".utf8))])
@@ -164,7 +164,7 @@ struct BlueZGATTContractTests {
     @Test("a changed value is announced with PropertiesChanged, which BlueZ notifies")
     func updateNotifies() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let id = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
 
         try await session.manager.updateValue([55], of: Self.level, in: id)
@@ -176,7 +176,7 @@ struct BlueZGATTContractTests {
     func writeTaken() async throws {
         let session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
 
         let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes([42])])
@@ -190,7 +190,7 @@ struct BlueZGATTContractTests {
     func forgedWriteRefused() async throws {
         let session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
         let name = session.connection.uniqueName
 
@@ -208,7 +208,7 @@ struct BlueZGATTContractTests {
     @Test("a read or a subscription from a process other than bluetoothd is refused", arguments: ["ReadValue", "StartNotify"])
     func othersCannotReadOrSubscribe(member: String) async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
         let name = session.connection.uniqueName
         let arguments = member == "ReadValue" ? ["a{sv}", "0"] : []
@@ -224,7 +224,7 @@ struct BlueZGATTContractTests {
           arguments: [([UInt8]([1, 2]), "org.bluez.Error.InvalidValueLength"), ([101], "org.bluez.Error.Failed")])
     func writeRefused(value: [UInt8], error: String) async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400002-b5a3-f393-e0a9-e50e24dcca9e"]!
 
         let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes(value)])
@@ -239,7 +239,7 @@ struct BlueZGATTContractTests {
                       ([0xFF, 0xFE], "org.bluez.Error.Failed"), ([0xC3], "org.bluez.Error.Failed")])
     func hostileTextWrites(value: [UInt8], error: String) async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
 
         let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes(value)])
@@ -251,7 +251,7 @@ struct BlueZGATTContractTests {
     @Test("a read from within the value returns the rest (a long read); past its end, InvalidOffset")
     func readOffsets() async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
 
         let rest = try await session.control("ReadCharacteristic", [.string(path), .uint16(2)])
@@ -266,7 +266,7 @@ struct BlueZGATTContractTests {
     @Test("a long read comes from one value: a set between its parts does not tear it")
     func longReadFromOneSnapshot() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let id = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
         let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
         let long = Array("a label longer than one response".utf8)  // 32 bytes; a response carries 22
@@ -285,7 +285,7 @@ struct BlueZGATTContractTests {
     @Test("a write to a read-only characteristic is not permitted")
     func writeToReadOnly() async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
 
         let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes([1])])
@@ -297,7 +297,7 @@ struct BlueZGATTContractTests {
     func subscription() async throws {
         let session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        _ = try await session.manager.registerApplication(Self.application, on: "hci0")
+        _ = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
 
         try await session.control("Subscribe", [.string(path), .boolean(true)])
@@ -309,9 +309,9 @@ struct BlueZGATTContractTests {
     @Test("unregistering removes every exported object")
     func unregisterRemovesObjects() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerApplication(Self.application, on: "hci0")
+        let id = try await session.manager.register(.application(Self.application), on: "hci0")
 
-        try await session.manager.unregisterApplication(id)
+        try await session.manager.unregister(id)
 
         #expect(try await session.calls().last == "UnregisterApplication \(id)")
         #expect(await session.connection.exportedPaths.isEmpty)
@@ -323,7 +323,7 @@ struct BlueZGATTContractTests {
         var broken = Self.application
         broken.services = []
 
-        await #expect(throws: PeripheralError.self) { try await session.manager.registerApplication(broken, on: "hci0") }
+        await #expect(throws: PeripheralError.self) { try await session.manager.register(.application(broken), on: "hci0") }
 
         #expect(await session.connection.exportedPaths.isEmpty)
     }
@@ -334,7 +334,7 @@ struct BlueZGATTContractTests {
         var broken = Self.application
         broken.services = []
 
-        let error = await #expect(throws: PeripheralError.self) { try await session.manager.registerApplication(broken, on: "hci0") }
+        let error = await #expect(throws: PeripheralError.self) { try await session.manager.register(.application(broken), on: "hci0") }
 
         #expect(error?.code == .failed)
         #expect(error?.message.hasPrefix("BlueZ or the kernel refused the GATT application") == true)

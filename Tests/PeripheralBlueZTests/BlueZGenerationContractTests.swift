@@ -44,7 +44,7 @@ struct BlueZGenerationContractTests {
         try await eventually("the stand-in has left the bus") { try await session.connection.nameOwner(BlueZ.service) == nil }
 
         let error = await #expect(throws: PeripheralError.self) {
-            try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+            try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
         }
 
         #expect(error?.code == .bluezUnavailable)
@@ -57,7 +57,7 @@ struct BlueZGenerationContractTests {
         let session = try await StandInSession()
         let monitor = try await BusRecord.start(on: session.bus)
 
-        let id = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
 
         let calls = try await monitor.calls(from: session.connection.uniqueName)
         let toBlueZ = calls.filter { $0.destination != "org.freedesktop.DBus" && $0.member != "Calls" }
@@ -74,7 +74,7 @@ struct BlueZGenerationContractTests {
 
         let outcome: Result<RegistrationID, any Error>
         do {
-            outcome = .success(try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0"))
+            outcome = .success(try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0"))
         } catch {
             outcome = .failure(error)
         }
@@ -97,7 +97,7 @@ struct BlueZGenerationContractTests {
     func aRegistrationWhoseCallerGaveUpIsWithdrawn() async throws {
         let session = try await StandInSession()
         try await session.control("SilenceNextRegistration")
-        let registering = Task { try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0") }
+        let registering = Task { try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0") }
         try await eventually("the stand-in holds an advertisement") { try await !session.advertisements().isEmpty }
 
         registering.cancel()
@@ -113,17 +113,17 @@ struct BlueZGenerationContractTests {
     func aVanishTakesExactlyItsOwnGeneration() async throws {
         var session = try await StandInSession()
         let events = await EventLog.reading(try await session.manager.events())
-        let first = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+        let first = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
         session.standIn.crash()
         session.standIn = try BlueZStandIn(bus: session.bus)
         _ = try await events.next(2)
 
-        let second = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+        let second = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
 
         #expect(second.generation > first.generation)
         #expect(await session.connection.exportedPaths == [try DBusObjectPath(second.rawValue)])
-        await #expect(throws: PeripheralError.self) { try await session.manager.stopAdvertising(first) }
-        try await session.manager.stopAdvertising(second)
+        await #expect(throws: PeripheralError.self) { try await session.manager.unregister(first) }
+        try await session.manager.unregister(second)
         #expect(try await session.advertisements().isEmpty)
     }
 }
@@ -134,7 +134,7 @@ struct BlueZAuditContractTests {
     @Test("the audit reports each adapter's ActiveInstances and the registrations held there")
     func theAuditReportsActiveInstancesAndHeld() async throws {
         let session = try await StandInSession(adapters: ["hci0", "hci1"])
-        let id = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
 
         let audits = try await session.manager.audit()
 
@@ -147,9 +147,9 @@ struct BlueZAuditContractTests {
     @Test("a registration whose unregistering got no answer is unregistered by the next audit")
     func anUnansweredUnregistrationIsRepairedByTheAudit() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
         try await session.control("IgnoreNextUnregistration")
-        let stopping = Task { try await session.manager.stopAdvertising(id) }
+        let stopping = Task { try await session.manager.unregister(id) }
         try await eventually("the stand-in ignored an UnregisterAdvertisement") { try await session.calls().contains("ignored UnregisterAdvertisement \(id.rawValue)") }
         stopping.cancel()
         _ = await stopping.result
@@ -166,9 +166,9 @@ struct BlueZAuditContractTests {
     @Test("unregistering that bluetoothd left without answering is done: what it held went with it")
     func anUnregistrationBluetoothdLeftUnansweredIsDone() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.startAdvertising(BlueZContractTests.thermometer, on: "hci0")
+        let id = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
         try await session.control("IgnoreNextUnregistration")
-        let stopping = Task { try await session.manager.stopAdvertising(id) }
+        let stopping = Task { try await session.manager.unregister(id) }
         try await eventually("the stand-in ignored an UnregisterAdvertisement") { try await session.calls().contains("ignored UnregisterAdvertisement \(id.rawValue)") }
 
         session.standIn.crash()

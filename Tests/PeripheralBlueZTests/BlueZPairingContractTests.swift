@@ -27,7 +27,7 @@ struct BlueZPairingContractTests {
     func registerAgent(method: PairingMethod, capability: String) async throws {
         let session = try await StandInSession()
 
-        let id = try await session.manager.registerAgent(method, decider: RecordingDecider(true))
+        let id = try await session.manager.register(.agent(method, decider: RecordingDecider(true)), on: "hci0")
 
         #expect(id.rawValue == "/org/bleadvd/agent")
         #expect(try await session.calls() == ["RegisterAgent /org/bleadvd/agent \(capability)", "RequestDefaultAgent /org/bleadvd/agent"])
@@ -37,9 +37,9 @@ struct BlueZPairingContractTests {
     @Test("registering again for the same method keeps the agent: one registration")
     func registerTwice() async throws {
         let session = try await StandInSession()
-        let first = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
+        let first = try await session.manager.register(.agent(.justWorks, decider: RecordingDecider(true)), on: "hci0")
 
-        let second = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
+        let second = try await session.manager.register(.agent(.justWorks, decider: RecordingDecider(true)), on: "hci0")
 
         #expect(first == second)
         #expect(try await session.calls().filter { $0.hasPrefix("RegisterAgent") }.count == 1)
@@ -49,7 +49,7 @@ struct BlueZPairingContractTests {
     func authorizationAllowed() async throws {
         let session = try await StandInSession()
         let decider = RecordingDecider(true)
-        _ = try await session.manager.registerAgent(.justWorks, decider: decider)
+        _ = try await session.manager.register(.agent(.justWorks, decider: decider), on: "hci0")
 
         let reply = try await session.control("AskAgent", [.string("authorize"), .string(Self.device), .uint32(0)])
 
@@ -60,7 +60,7 @@ struct BlueZPairingContractTests {
     @Test("a refusal is org.bluez.Error.Rejected, which bluetoothd turns into a failed pairing")
     func authorizationRefused() async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(false))
+        _ = try await session.manager.register(.agent(.justWorks, decider: RecordingDecider(false)), on: "hci0")
 
         let reply = try await session.control("AskAgent", [.string("authorize"), .string(Self.device), .uint32(0)])
 
@@ -71,7 +71,7 @@ struct BlueZPairingContractTests {
     func passkeyShown() async throws {
         let session = try await StandInSession()
         let decider = RecordingDecider(true)
-        _ = try await session.manager.registerAgent(.passkey, decider: decider)
+        _ = try await session.manager.register(.agent(.passkey, decider: decider), on: "hci0")
 
         try await session.control("AskAgent", [.string("passkey"), .string(Self.device), .uint32(4_213)])
 
@@ -82,7 +82,7 @@ struct BlueZPairingContractTests {
     func confirmation() async throws {
         let session = try await StandInSession()
         let decider = RecordingDecider(false)
-        _ = try await session.manager.registerAgent(.numericComparison, decider: decider)
+        _ = try await session.manager.register(.agent(.numericComparison, decider: decider), on: "hci0")
 
         let reply = try await session.control("AskAgent", [.string("confirm"), .string(Self.device), .uint32(654_321)])
 
@@ -94,7 +94,7 @@ struct BlueZPairingContractTests {
     func forgedRequestRefused() async throws {
         let session = try await StandInSession()
         let decider = RecordingDecider(true)
-        _ = try await session.manager.registerAgent(.justWorks, decider: decider)
+        _ = try await session.manager.register(.agent(.justWorks, decider: decider), on: "hci0")
         let name = session.connection.uniqueName
 
         let forged = await #expect(throws: TestFailure.self) {
@@ -108,7 +108,7 @@ struct BlueZPairingContractTests {
     @Test("setPairable sets the adapter's Pairable, which the default agent had turned on")
     func pairable() async throws {
         let session = try await StandInSession()
-        _ = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
+        _ = try await session.manager.register(.agent(.justWorks, decider: RecordingDecider(true)), on: "hci0")
         let opened = try await session.control("Pairable", [.string("hci0")])
 
         try await session.manager.setPairable(false, adapter: "hci0")
@@ -120,9 +120,9 @@ struct BlueZPairingContractTests {
     @Test("unregistering the agent tells bluetoothd, which closes the adapters")
     func unregister() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
+        let id = try await session.manager.register(.agent(.justWorks, decider: RecordingDecider(true)), on: "hci0")
 
-        try await session.manager.unregisterAgent(id)
+        try await session.manager.unregister(id)
 
         #expect(try await session.calls().last == "UnregisterAgent /org/bleadvd/agent")
         #expect(try await session.control("Agents")[0].arrayElements?.isEmpty == true)
@@ -132,10 +132,10 @@ struct BlueZPairingContractTests {
     @Test("an agent registered again after unregistering (a new method) keeps its object: bluetoothd's requests reach it")
     func reregisteredAgentAnswers() async throws {
         let session = try await StandInSession()
-        let id = try await session.manager.registerAgent(.justWorks, decider: RecordingDecider(true))
-        try await session.manager.unregisterAgent(id)
+        let id = try await session.manager.register(.agent(.justWorks, decider: RecordingDecider(true)), on: "hci0")
+        try await session.manager.unregister(id)
         let decider = RecordingDecider(true)
-        _ = try await session.manager.registerAgent(.passkey, decider: decider)
+        _ = try await session.manager.register(.agent(.passkey, decider: decider), on: "hci0")
 
         try await session.control("AskAgent", [.string("passkey"), .string(Self.device), .uint32(4_213)])
 
