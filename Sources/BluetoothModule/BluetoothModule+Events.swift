@@ -11,27 +11,29 @@ extension BluetoothModule {
             switch event {
             // A central in radio range decides how often these come.
             case .gatt, .paired, .connected, .disconnected: logger.debug("event: \(event)")
-            default:
+            case .released:
                 logger.info("event: \(event)")
                 scheduleAudit()
+            case .bluezVanished, .bluezAppeared, .adapterAdded, .adapterRemoved, .adapterPowered:
+                logger.info("event: \(event)")
+                scheduleAudit()
+                // BlueZ or an adapter changed: the adapter in use is chosen again at the next
+                // registration (the one place the stack's changes invalidate it).
+                adapterInUse = nil
             }
             switch event {
             case .bluezVanished(let generation):
-                adapterInUse = nil
                 linksEnded(on: nil)
                 let wasCurrent = stack.vanished(generation)
                 for key in registrations.keys { lost(key, of: generation, onAdapter: nil, waitAll: wasCurrent) }
             case .bluezAppeared(let generation):
                 stack.appeared(generation)
-                adapterInUse = nil
                 await reconcile()
             case .adapterAdded(let adapter, _):
                 guard configuredAdapter?.mayBe(adapter) ?? true else { return }
-                adapterInUse = nil
                 await moveToEarlier(adapter)
                 await reconcile()
             case .adapterRemoved(let adapter, let generation):
-                if adapterInUse?.name == adapter { adapterInUse = nil }
                 linksEnded(on: adapter)
                 // They wait for it, even when another adapter remains: bluetoothd removes every
                 // adapter when it stops, and registering on another then races its shutdown
@@ -40,10 +42,8 @@ extension BluetoothModule {
             case .adapterPowered(let adapter, true, _):
                 stack.powered(adapter, true, settleUntil: clock.now)
                 guard configuredAdapter?.mayBe(adapter) ?? true else { return }
-                adapterInUse = nil
                 await reconcile()
             case .adapterPowered(let adapter, false, let generation):
-                adapterInUse = nil
                 linksEnded(on: adapter)
                 stack.powered(adapter, false, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
                 // Advertisements leave the air with the power; BlueZ keeps the GATT application.
