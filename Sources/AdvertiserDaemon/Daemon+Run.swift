@@ -31,8 +31,6 @@ extension Daemon {
         case send(Target)
         /// A write to this characteristic was announced: later ones wait for the interval's end.
         case writeWindow(GATTCharacteristicID)
-        /// The pairing window has something due then (its end, a request's time out).
-        case pairingDue(C.Instant)
         /// Improv has work for a child task.
         case improv(ImprovWork)
         /// A client subscribed: it is followed until it leaves the bus.
@@ -97,7 +95,7 @@ extension Daemon {
             group.addTask { [module] in
                 for await event in bluez {
                     if case .paired(let central, _) = event {
-                        await self.centralPaired(central)
+                        await self.pairing.centralPaired(central)
                         continue
                     }
                     if case .disconnected(let central, _) = event { await self.improvCentralLeft(central) }
@@ -110,6 +108,7 @@ extension Daemon {
                 }
             }
             group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }
+            group.addTask { [pairing] in await pairing.run() }
             group.addTask { [post] in for await request in requests { post.yield(.request(request)) } }
             group.addTask { [post] in for await event in busEvents where event == .disconnected { post.yield(.busLost) } }
             // READY=1 once the enabled advertisements are registered or refused, or after
@@ -135,11 +134,6 @@ extension Daemon {
                     group.addTask { await self.send(target) }
                 case .writeWindow(let id):
                     group.addTask { await self.closeWindow(id) }
-                case .pairingDue(let at):
-                    group.addTask { [clock] in
-                        guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
-                        await self.pairingTimerFired(at)
-                    }
                 case .improv(let work):
                     group.addTask { await self.improvWork(work) }
                 case .subscriber(let name):
@@ -168,10 +162,10 @@ extension Daemon {
         let names = self.names
         let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
             // An open window is closed first: its opener is told now, not when its time runs out.
-            if await self.window.isOpen(at: self.clock.now) { await self.closeWindow(because: "bleadvd is stopping") }
+            await self.pairing.stop()
             for name in names { try? await module.off(name) }
             await module.serve(nil)
-            await self.offerPairing(nil)
+            await self.pairing.offer(false)
         } != nil
         logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
     }
@@ -222,7 +216,7 @@ extension Daemon {
         improv?.offered = false
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(application)
-        await offerPairing(agentMethod)
+        await pairing.offer()
         for name in enabled where isOffered(name) { try? await module.on(name) }
         if improv != nil, await improvLook() { await improvPutOnAir() }
     }

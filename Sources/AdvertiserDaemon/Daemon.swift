@@ -49,9 +49,6 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let connection: DBusConnection
     let clock: C
     let notifier: SystemdNotifier
-    /// The bonds this daemon's windows made (nil: none is recorded, so `forget` removes a bond
-    /// only when asked for any).
-    let bondRecord: BondRecord?
     let logger: Logger
     /// The adapter and power_on the daemon started with (a reload does not change them).
     let settings: DaemonConfig
@@ -62,18 +59,12 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// The characteristics whose writes were announced less than ``updateInterval`` ago, each
     /// with the writes taken since, announced when the interval ends.
     var writeWindows: [GATTCharacteristicID: WriteBurst] = [:]
-    /// How centrals pair (`[pairing]`), as the file last read says.
-    var pairing: PairingConfig
-    /// When centrals may pair now.
-    var window = PairingWindow<C.Instant>()
-    /// Numeric comparisons waiting for `Confirm`, by central.
-    var confirmations: [String: CheckedContinuation<Bool, Never>] = [:]
+    /// Pairing: its window, its comparisons and its timer.
+    let pairing: Pairing<C>
     /// The clients sent every event whole (`Subscribe`), until each leaves the bus.
     var subscribers: Set<String> = []
     /// Whether a local user (by id) may see the values of secured characteristics.
     let trusts: @Sendable (UInt32) -> Bool
-    /// The instant the pairing timer is set for, if it is.
-    var pairingAlarm = Alarm<C.Instant>()
     /// Improv Wi-Fi, when the config offers it.
     var improv: ImprovRun<C.Instant>?
     /// Whether this machine's Wi-Fi was connected when last heard of, and since when; nil while
@@ -148,7 +139,6 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
         self.entries = config.advertisements.mapValues(Entry.init)
         self.services = config.services.mapValues(Coalesced.init)
-        self.pairing = config.pairing
         self.improv = config.improv.map { ImprovRun($0) }
         self.joiner = joiner
         (events, post) = AsyncStream<Event>.makeStream()
@@ -158,12 +148,16 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.connection = connection
         self.clock = clock
         self.notifier = notifier
-        self.bondRecord = bondRecord
         self.trusts = trusts
         self.logger = logger
-        self.module = BluetoothModule(
+        let module = BluetoothModule(
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,
             counters: counters, auditDelay: auditDelay, logger: logger, executor: connection.eventLoop)
+        self.module = module
+        self.pairing = Pairing(
+            config: config.pairing, bondNeeded: Self.bondNeeded(config.services.values), configPath: configPath, module: module,
+            clock: clock, announcer: ControlAnnouncer(connection: connection), bondRecord: bondRecord, logger: logger,
+            executor: connection.eventLoop)
     }
 
     // MARK: AdvertiserControlling
@@ -233,14 +227,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             if newcomer, improv != nil { improv?.offered = await improvLook() }
         }
         await module.configure(next.mapValues(\.advertisement))
-        let method = agentMethod
         await reloadServices(new.services)
-        pairing = new.pairing
-        // A window is for the method it was opened for: another method, or none, ends it.
-        if window.isOpen(at: clock.now), agentMethod != method {
-            await closeWindow(because: agentMethod == nil ? "the reloaded config needs no pairing" : "the reloaded config pairs by \(agentMethod!.rawValue)")
-        }
-        await offerPairing(agentMethod)
+        await pairing.reconfigure(new.pairing, bondNeeded: Self.bondNeeded(services.values.map(\.live)))
         for name in added where isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }

@@ -1,0 +1,112 @@
+@testable import AdvertiserDaemon
+import AdvertiserConfig
+import BluetoothModule
+import Events
+import Logging
+import Peripheral
+import PeripheralMocks
+import Synchronization
+import TestSupport
+import Testing
+
+/// The pairing component in process, through its ports: the module over the mock, an announcer
+/// that records, the manual clock. No bus: what reaches a client over D-Bus is PairingTests'.
+@Suite("The pairing component", .timeLimit(.minutes(1)))
+struct PairingComponentTests {
+    typealias Component = Pairing<ManualClock>
+    static let phone = "AA:BB:CC:DD:EE:01"
+
+    /// What the component asked its port to announce, in order.
+    final class Announcements: PairingAnnouncing {
+        let said = Mutex<[String]>([])
+
+        func pairing(_ event: String, central: String, detail: String, to opener: String) async {
+            said.withLock { $0.append([opener, event, central, detail].filter { !$0.isEmpty }.joined(separator: " ")) }
+        }
+
+        var all: [String] { said.withLock { $0 } }
+    }
+
+    /// A component over a mock whose agent registers, with `config`, its agent offered; and
+    /// the loop it runs on, which the test keeps.
+    struct Harness {
+        let mock = MockPeripheralManager()
+        let clock = ManualClock()
+        let announcements = Announcements()
+        let loop: EventLoop
+        let pairing: Component
+
+        init(_ config: PairingConfig = PairingConfig(method: .justWorks, window: .seconds(60), attempts: 1)) async throws {
+            mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0")])))
+            mock.scriptRegisterAgent(.always(.success(RegistrationID("/org/bleadvd/agent"))))
+            mock.scriptUnregisterAgent(.always(.success(())))
+            mock.scriptSetPairable(.always(.success(())))
+            mock.scriptAudit(.always(.success([])))
+            loop = try EventLoop.onNewThread(name: "pairing-test")
+            let module = BluetoothModule(manager: mock, clock: clock, auditDelay: nil)
+            pairing = Pairing(
+                config: config, bondNeeded: true, configPath: "/etc/bleadvd.toml", module: module, clock: clock,
+                announcer: announcements, bondRecord: nil, logger: Logger(label: "test"), executor: loop)
+            await pairing.offer()
+        }
+    }
+
+    @Test("a window's events go through the port to its opener alone; a second opener's window tells the first it is over")
+    func eventsGoToTheOpener() async throws {
+        let h = try await Harness()
+        _ = try await h.pairing.pair(for: 30, by: ":1.7")
+
+        _ = try await h.pairing.pair(for: 30, by: ":1.8")
+
+        #expect(h.announcements.all == [":1.7 opened", ":1.7 closed another bleadvctl pair opened a window", ":1.8 opened"])
+    }
+
+    @Test("a central let in that does not bond within the timeout has failed, on the injected clock, and the opener is told")
+    func unbondedCentralFails() async throws {
+        let h = try await Harness()
+        _ = try await h.pairing.pair(for: 60, by: ":1.7")
+        #expect(await h.pairing.decide(PairingRequest(central: Self.phone, .authorize)))
+
+        h.clock.advance(by: Component.timeout)
+        await h.pairing.timerFired(h.clock.now)
+
+        #expect(h.announcements.all.contains(":1.7 failed \(Self.phone) no bond within 30 s: a wrong code, or it gave up"))
+    }
+
+    @Test("a window whose time ran out closes the adapter to new bonds")
+    func windowRunsOut() async throws {
+        let h = try await Harness()
+        _ = try await h.pairing.pair(for: 10, by: ":1.7")
+
+        h.clock.advance(by: .seconds(10))
+        await h.pairing.timerFired(h.clock.now)
+
+        #expect(h.mock.calls.pairable.map(\.pairable).suffix(2) == [true, false])
+        #expect(h.announcements.all.last == ":1.7 closed its time ran out")
+    }
+
+    @Test("a reloaded config with another method closes an open window and says why; the agent is offered for the new method")
+    func reloadWithAnotherMethodCloses() async throws {
+        let h = try await Harness()
+        _ = try await h.pairing.pair(for: 60, by: ":1.7")
+
+        await h.pairing.reconfigure(PairingConfig(method: .passkey), bondNeeded: true)
+
+        #expect(h.announcements.all.last == ":1.7 closed the reloaded config pairs by passkey")
+        #expect(h.mock.calls.registeredAgents.map(\.method) == [.justWorks, .passkey])
+    }
+
+    @Test("a comparison waits for the opener's Confirm; another caller's is refused, and the comparison still waits")
+    func onlyTheOpenerConfirms() async throws {
+        let h = try await Harness(PairingConfig(method: .numericComparison, window: .seconds(60), attempts: 1))
+        _ = try await h.pairing.pair(for: 60, by: ":1.7")
+        let asking = Task { await h.pairing.decide(PairingRequest(central: Self.phone, .confirm(123_456))) }
+        try await eventually("the comparison waits for an answer") { await !h.pairing.confirmations.isEmpty }
+
+        let stranger = await #expect(throws: PeripheralError.self) { try await h.pairing.confirm(Self.phone, matches: true, by: ":1.9") }
+        try await h.pairing.confirm(Self.phone, matches: true, by: ":1.7")
+
+        #expect(stranger?.code == .accessDenied)
+        #expect(await asking.value)
+    }
+}
