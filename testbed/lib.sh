@@ -339,6 +339,17 @@ start_bleadvd() {
     || { cat "$TESTBED_WORK/bleadvd.log"; return 1; }
 }
 
+# open_scenario CONFIG COUNT [ARGS...]: a scenario's opening: bluetoothd started afresh
+# (fresh_bluetoothd), bleadvd started on CONFIG with ARGS (start_bleadvd), and COUNT
+# advertisements on air on hci0 (BlueZ's ActiveInstances) within 30 s.
+open_scenario() {
+  local config=$1 count=$2; shift 2
+  fresh_bluetoothd
+  start_bleadvd "$config" "$@"
+  wait_for 30 "$count advertisement(s) on air" "[[ \"\$(active_instances)\" == $count ]]" \
+    || fail "bleadvd did not put $count advertisement(s) on air on hci0 (BlueZ holds $(active_instances))"
+}
+
 # relinks: how many times bleadvd (start_bleadvd's) said it registered advertisements again
 # beside a central's link.
 relinks() { grep -c 'took advertising there off air' "$TESTBED_WORK/bleadvd.log" || true; }

@@ -22,9 +22,7 @@ type = "broadcast"
 manufacturer_data = { "0xFFFE" = "f2" }
 TOML
 
-fresh_bluetoothd
-start_bleadvd "$two"
-wait_for 30 "both on air" '[[ "$(active_instances)" == 2 ]]'
+open_scenario "$two" 2
 echo "bluetoothd stopped cleanly (SIGTERM) and started again, 3 times:"
 before=$(bleadvd_log_lines)
 python3 "$TESTBED_ROOT/testbed/crashloop.py" --signal TERM --times 3 --expect 2 --log "$TESTBED_WORK/bluetoothd-stops.log" \

@@ -19,9 +19,7 @@ type = "broadcast"
 manufacturer_data = { "0xFFFE" = "d2" }
 TOML
 
-fresh_bluetoothd
-start_bleadvd "$config"
-wait_for 30 "both on air" '[[ "$(active_instances)" == 2 ]]'
+open_scenario "$config" 2
 for round in 1 2 3; do
   removed_at=$(date +%s.%N)
   remove_controllers

@@ -31,9 +31,7 @@ rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$BLEADVD_PID/status"; }
 objects() { busctl tree --list org.bleadvd.Advertiser | grep -c '^/org/bleadvd/advertisement/' || true; }
 state() { bleadvctl status | awk -v name="$1" '$1 == name { print $3 }'; }
 
-fresh_bluetoothd
-start_bleadvd "$config"
-wait_for 30 "all three on air" '[[ "$(active_instances)" == 3 ]]'
+open_scenario "$config" 3
 files_before=$(files); rss_before=$(rss)
 started=$(date +%s.%N)
 pids=()
