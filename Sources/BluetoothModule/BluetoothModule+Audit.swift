@@ -9,8 +9,8 @@ extension BluetoothModule {
     /// ``retryDue()``; a test may call it after advancing a manual clock.
     public func auditDue() async {
         try? await exclusively {
-            guard let at = auditAt, at <= clock.now else { return }
-            auditAt = nil
+            guard let at = audits.due, at <= clock.now else { return }
+            audits.due = nil
             await audit()
         }
     }
@@ -19,7 +19,7 @@ extension BluetoothModule {
     /// advertisements there than bleadvd registered (another program's, or a registration of
     /// bleadvd's it cannot name). Empty when all agrees.
     public func discrepancies() -> [String: String] {
-        found
+        audits.found
     }
 
     /// Compares what the stack holds with what is on air, adapter by adapter, and repairs what
@@ -29,16 +29,16 @@ extension BluetoothModule {
     func audit() async {
         if stack.bluez == .absent { return }
         auditing = true
-        let audits: [RegistrationAudit]
+        let held: [RegistrationAudit]
         do {
-            audits = try await manager.audit()
+            held = try await manager.audit()
         } catch {
             logger.debug("audit: could not ask the stack: \(error)")
             return
         }
         var repaired = false
         var unexplained: [String: String] = [:]
-        for audit in audits {
+        for audit in held {
             let onAir = registrations.keys.sorted().compactMap { key -> (key: Key, id: RegistrationID)? in
                 guard case .advertisement = key, case .on(let id, audit.adapter)? = registrations[key]?.status.phase else { return nil }
                 return (key, id)
@@ -70,24 +70,18 @@ extension BluetoothModule {
         if repaired {
             // Counted again once the repairs settled; a difference that keeps coming back is
             // reported rather than fought.
-            repairingAudits += 1
-            if repairingAudits < Self.maximumRepairingAudits {
+            if audits.repaired(limit: Self.maximumRepairingAudits) {
                 scheduleAudit()
                 return
             }
-            logger.error("audit: what BlueZ holds still differs after \(repairingAudits) repairs; not repairing again until something changes")
+            logger.error("audit: what BlueZ holds still differs after \(Self.maximumRepairingAudits) repairs; not repairing again until something changes")
         }
-        repairingAudits = 0
-        for (adapter, text) in unexplained.sorted(by: { $0.key < $1.key }) where found[adapter] != text {
-            logger.warning("audit: \(text)")
-        }
-        for adapter in found.keys.sorted() where unexplained[adapter] == nil {
-            logger.notice("audit: \(adapter): what BlueZ holds agrees with bleadvd again")
-        }
-        found = unexplained
+        let (new, gone) = audits.settled(unexplained)
+        for finding in new { logger.warning("audit: \(finding.text)") }
+        for adapter in gone { logger.notice("audit: \(adapter): what BlueZ holds agrees with bleadvd again") }
         for key in registrations.keys {
             guard case .advertisement = key, case .on(_, let adapter)? = registrations[key]?.status.phase else { continue }
-            registrations[key]?.status.mismatch = found[adapter]
+            registrations[key]?.status.mismatch = audits.found[adapter]
         }
     }
 

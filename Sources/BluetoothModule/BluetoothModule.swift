@@ -85,15 +85,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     var retryTask: Task<Void, Never>?
     /// When each advertisement updated in place is to be confirmed with BlueZ.
     var checks: [Key: C.Instant] = [:]
-    /// When the next audit is due (after the last change), and how many audits in a row
-    /// repaired something.
-    var auditAt: C.Instant?
-    var repairingAudits = 0
+    /// When the next audit is due (after the last change), how many in a row repaired
+    /// something, and what the last found and could not repair.
+    var audits = AuditState<C.Instant>()
     /// Whether the changes about to be announced are the audit's own repairs, which schedule
     /// their own recount.
     var auditing = false
-    /// What the last audit found and could not repair, by adapter.
-    var found: [String: String] = [:]
     var listeners: [Int: AsyncStream<[String: Status]>.Continuation] = [:]
     /// Whether the adapter is to take new bonds (a pairing window is open); sent again after
     /// each registration of the agent, which makes BlueZ's adapters pairable.
@@ -307,7 +304,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// When the next audit is due, if one is (``auditDelay`` after the last change).
     public var nextAudit: C.Instant? {
-        auditAt
+        audits.due
     }
 
     /// Retries every registration whose retry time has come, confirms with BlueZ those
@@ -356,7 +353,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// Keeps one timer armed for the earliest retry or audit.
     func scheduleRetry() {
-        let next = [nextRetry, auditAt].compactMap { $0 }.min()
+        let next = [nextRetry, audits.due].compactMap { $0 }.min()
         guard retryAlarm.arm(next) else { return }
         retryTask?.cancel()
         retryTask = next.map { at in
@@ -375,7 +372,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// An audit ``auditDelay`` after the last change.
     func scheduleAudit() {
-        auditAt = auditDelay.map { clock.now.advanced(by: $0) }
+        audits.due = auditDelay.map { clock.now.advanced(by: $0) }
     }
 
     func announce() {
