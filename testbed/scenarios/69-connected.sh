@@ -18,27 +18,7 @@ set -euo pipefail
 
 [[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
 fresh_bluetoothd hci0
-config="$TESTBED_WORK/connected.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-
-[advertisement.kitchen.bthome]
-temperature = 21.5
-
-[service.lamp]
-uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-
-[service.lamp.characteristic.brightness]
-uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read"]
-security = "none"
-value = 10
-
-[advertisement.gateway]
-local_name = "Gateway"
-services = ["lamp"]
-TOML
+config="$TESTBED_ROOT/testbed/configs/sensor-beside-lamp.toml"
 brightness=6e400002-b5a3-f393-e0a9-e50e24dcca9e
 start_bleadvd "$config"
 address=$(adapter_address hci0)
