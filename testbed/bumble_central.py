@@ -36,7 +36,9 @@ until every HEX has been heard within some payload (a soak's check ends as soon 
 and prints one line per advertising payload heard,
   scanning from T                       (Unix time, in s)
   heard ADDRESS HEX N FIRST             (N reports of it, the first at FIRST: Unix time, in s)
-or `heard nothing`. A run with --no-link does its steps without connecting (a scanner's runs).
+or `heard nothing`. watch:SECONDS/EVERY/HEX,HEX... scans as scan does, for the whole time (a
+scanner kept on across what happens meanwhile), and prints when each HEX was heard,
+  watched HEX T T T...                  (each report whose payload holds HEX: Unix time, in s) A run with --no-link does its steps without connecting (a scanner's runs).
 It prints `ready` once it has its controller. Usage: bumble_central.py
 ADDRESS [--transport hci-socket:N] [--keys FILE] (hci1 unless told); the keys file is read at
 each use, so removing it makes the central forget its bonds.
@@ -233,6 +235,8 @@ async def do_step(run, link, step):
             run.say("notified %s: nothing in 10 s (%s)" % (uuid, ", ".join(link.notified.get(uuid, [])) or "none"))
     elif kind == "scan":
         await scan(run, what)
+    elif kind == "watch":
+        await watch(run, what)
     elif kind == "pause":
         await asyncio.sleep(float(what))
     elif kind == "touch":
@@ -250,9 +254,12 @@ async def do_step(run, link, step):
 
 DEVICE = None  # the Bumble device, once main made it
 HEARD = None  # while a scan step runs: reports by (address, payload)
+WATCHED = None  # while a watch step runs: each report's time and payload
 
 
 def heard(advertisement):
+    if WATCHED is not None:
+        WATCHED.append((time.time(), bytes(advertisement.data_bytes).hex()))
     if HEARD is not None:
         key = (str(advertisement.address).replace("/P", ""), bytes(advertisement.data_bytes).hex())
         count, first = HEARD.get(key, (0, time.time()))
@@ -278,6 +285,23 @@ async def scan(run, what):
         run.say("heard %s %s %d %.3f" % (address, data, count, first))
     if not reports:
         run.say("heard nothing")
+
+
+async def watch(run, what):
+    global WATCHED
+    seconds, _, rest = what.partition("/")
+    every, _, parts = rest.partition("/")
+    seconds, every, parts = float(seconds), float(every or 1), [part for part in parts.split(",") if part]
+    WATCHED = []
+    run.say("scanning from %.3f" % time.time())
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await DEVICE.start_scanning(active=False, filter_duplicates=False)
+        await asyncio.sleep(min(every, max(0.0, deadline - time.monotonic())))
+        await DEVICE.stop_scanning()
+    reports, WATCHED = WATCHED, None
+    for part in parts:
+        run.say(" ".join(["watched", part] + ["%.3f" % at for (at, data) in reports if part in data]))
 
 
 async def main():

@@ -453,12 +453,12 @@ btvirt_options() {
   if [[ "${TESTBED_CONTROLLERS:-extended}" == legacy ]]; then echo "-L -l${TESTBED_CONTROLLER_COUNT:-2}"; else echo "-l${TESTBED_CONTROLLER_COUNT:-2}"; fi
 }
 
-# btvirt_program: the emulator of the virtual controllers. With three controllers (two centrals
-# beside bleadvd): BlueZ's btvirt of this stack's release with testbed/btvirt/btdev-links.patch
+# btvirt_program: the emulator of the virtual controllers. With three controllers or more
+# (two centrals beside bleadvd): BlueZ's btvirt of this stack's release with testbed/btvirt/btdev-links.patch
 # (testbed/setup.sh builds it); else, and on an Arm guest, the packaged one.
 btvirt_program() {
   local built=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/btvirt-$(stack_suite)
-  if [[ "${TESTBED_CONTROLLER_COUNT:-2}" == 3 && -x "$built" && "$(uname -m)" == x86_64 ]]; then echo "$built"; else command -v btvirt; fi
+  if (( ${TESTBED_CONTROLLER_COUNT:-2} >= 3 )) && [[ -x "$built" && "$(uname -m)" == x86_64 ]]; then echo "$built"; else command -v btvirt; fi
 }
 
 # controller_names: hci0 hci1 (and hci2 with three controllers).

@@ -17,7 +17,8 @@
 # testbed/scenarios/ run the release binaries. Its writes are thrown away.
 # --legacy makes the two controllers without extended advertising (btvirt -L; they are LE-only
 # too, where a Raspberry Pi's onboard radio keeps BR/EDR). --controllers 3 makes a third, hci2,
-# for a second central beside hci1's.
+# for a second central beside hci1's; --controllers 4 a fourth, hci3, for a scanner kept on
+# across what the centrals do (71 then times the advertisements back from the links' end).
 # Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
 # testbed/setup.sh, or while another run is under way in the same lane.
 # Run testbed/setup.sh first. Set BLEADVD_TESTBED_MEMORY or _CPUS to size the VM,
@@ -31,14 +32,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid|SUITE-arm64]] [--legacy] [--controllers 2|3] SCENARIO.sh..."
+usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid|SUITE-arm64]] [--legacy] [--controllers 2|3|4] SCENARIO.sh..."
 systemd=0 suite=bookworm controllers=extended count=2
 while [[ "${1:-}" == --* ]]; do
   case "$1" in
     --systemd) systemd=1; shift ;;
     --stack) [[ "${2:-}" =~ ^(bookworm|trixie|sid)(-arm64)?$ ]] || { echo "$usage" >&2; exit 2; }; suite=$2; shift 2 ;;
     --legacy) controllers=legacy; shift ;;
-    --controllers) [[ "${2:-}" =~ ^[23]$ ]] || { echo "$usage" >&2; exit 2; }; count=$2; shift 2 ;;
+    --controllers) [[ "${2:-}" =~ ^[234]$ ]] || { echo "$usage" >&2; exit 2; }; count=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done

@@ -8,6 +8,10 @@
 #   both disconnect.
 # - Then, at once: a scan from hci2 (up to 3 s) hears both advertisements, BlueZ holds exactly the two
 #   (no stray), status says both on and shows the two values written (values intact).
+#   With a fourth controller (testbed/run.sh --controllers 4), a scanner on hci3 is kept on from
+#   before the links end (10 s): both must be heard after the last link's end, timed from it,
+#   the scanner's own start not in the figure (the hci2 scan then runs only when the links
+#   ended less than 3 s before the watch's end).
 # Prints the cycles' times, how soon after the links the scan began and how soon after its start
 # it heard both (the kernel enables a connection's set again at the disconnect: a scan that
 # hears both at once found them on air), and bleadvd's RSS after each cycle with its slope
@@ -62,6 +66,8 @@ on_exit stop_bus_record
 address=$(adapter_address hci0)
 start_central a 1 "$address"
 start_central b 2 "$address"
+watcher=
+if [[ -e /sys/class/bluetooth/hci3 ]]; then start_central c 3 "$address"; watcher=c; fi
 hold=$TESTBED_WORK/hold
 rm -rf "$hold"; mkdir -p "$hold"
 
@@ -75,6 +81,22 @@ back_after() {
       if ($3 ~ /9ecadc240ee5a9e093f3a3b50100406e/ && (g == "" || $5 < g)) g = $5
     }
     END { if (k != "" && g != "") printf "%.2f", (k > g ? k : g) - since }' "$1"
+}
+# back_since FILE T: seconds from T (the last link's end, Unix time) to when the watch in FILE
+# first heard the later of the two advertisements after T, or nothing when it did not hear both.
+back_since() {
+  awk -v since="$2" '
+    $1 == "watched" { for (i = 3; i <= NF; i++) if ($i >= since) { first[$2] = $i; break } }
+    END {
+      k = first["16d2fc"]; g = first["9ecadc240ee5a9e093f3a3b50100406e"]
+      if (k != "" && g != "") printf "%.2f", (k > g ? k : g) - since
+    }' "$1"
+}
+# watched_across T: the watch (10 s) began before T, the last link's end, and went on 3 s or
+# more after it.
+watched_across() {
+  local from; from=$(sed -n 's/.*scanning from //p' "$TESTBED_WORK/watch.lines")
+  [[ -n "$from" ]] && awk -v t="$1" -v from="$from" 'BEGIN { exit !(from <= t && t + 3 <= from + 10) }'
 }
 # bus_calls SINCE: from record_bus's log, each call since SINCE (Unix time) of bleadvd's
 # characteristics by bluetoothd and of LEAdvertisingManager1 by bleadvd, a line each: its time,
@@ -154,6 +176,11 @@ for ((i = 1; i <= cycles; i++)); do
     "notified:$brightness=$hex_set" "write:$level=$hex_b" > "$TESTBED_WORK/b.lines" &
   b_run=$!
   wait_for 60 "B's link in cycle $i" "[ -e '$hold/b-$i' ]" || { touch "$hold/set-$i"; wait "$a_run" || true; cycle_failed "$i" "B did not connect and subscribe beside A"; }
+  if [[ -n $watcher ]]; then
+    central_run c --no-link "touch:$hold/c-$i" "watch:10/0.25/16d2fc,9ecadc240ee5a9e093f3a3b50100406e" > "$TESTBED_WORK/watch.lines" &
+    watch_run=$!
+    wait_for 10 "the watch on hci3" "[ -e '$hold/c-$i' ]" || true
+  fi
   bleadvctl set lamp brightness="$set_value" > /dev/null
   touch "$hold/set-$i"
   wait "$a_run" || true
@@ -166,11 +193,22 @@ for ((i = 1; i <= cycles; i++)); do
   links_ended=$(sed -n 's/.*disconnected at //p' "$TESTBED_WORK/a.lines" "$TESTBED_WORK/b.lines" | sort -n | tail -n1)
   [[ -n "$links_ended" ]] || cycle_failed "$i" "a central did not end its link"
 
-  # On air again: a scan from hci2 as the links end (up to 3 s, started anew every 0.25 s,
-  # over once it has heard both).
-  central_run b --no-link "scan:3/0.25/16d2fc,9ecadc240ee5a9e093f3a3b50100406e" > "$TESTBED_WORK/scan.lines"
-  scan_from=$(sed -n 's/.*scanning from //p' "$TESTBED_WORK/scan.lines")
-  back=$(back_after "$TESTBED_WORK/scan.lines" "$scan_from")
+  # On air again: heard by hci3's watch after the links' end, or by a scan from hci2 as the
+  # links end (up to 3 s, started anew every 0.25 s, over once it has heard both).
+  back= scan_from=
+  if [[ -n $watcher ]]; then
+    wait "$watch_run" || true
+    if watched_across "$links_ended"; then
+      scan_from=$links_ended
+      back=$(back_since "$TESTBED_WORK/watch.lines" "$links_ended")
+      cp "$TESTBED_WORK/watch.lines" "$TESTBED_WORK/scan.lines"
+    fi
+  fi
+  if [[ -z "$scan_from" ]]; then
+    central_run b --no-link "scan:3/0.25/16d2fc,9ecadc240ee5a9e093f3a3b50100406e" > "$TESTBED_WORK/scan.lines"
+    scan_from=$(sed -n 's/.*scanning from //p' "$TESTBED_WORK/scan.lines")
+    back=$(back_after "$TESTBED_WORK/scan.lines" "$scan_from")
+  fi
   if [[ -z "$back" ]]; then
     cat "$TESTBED_WORK/scan.lines" >> "$TESTBED_WORK/b.lines"
     # Whether what was missing comes back at all: 20 s more of scanning for BTHome (the HCI
@@ -203,7 +241,7 @@ summary() {
     { v[NR] = $1; if ($1 <= 1) within++ }
     END { printf "    %s: median %.2f s, worst %.2f s; %d of %d within 1 s\n", what, v[int((NR + 1) / 2)], v[NR], within, NR }'
 }
-summary "the scanner on hci2 began, after the last link ended" "${starts[@]}"
+summary "the scanner $([[ -n $watcher ]] && echo "(hci3's, on all along) listened" || echo "on hci2 began"), after the last link ended" "${starts[@]}"
 summary "both advertisements heard, after the scan began" "${backs[@]}"
 printf '%s\n' "${rss[@]}" | awk '
   { n++; x += n; y += $1; xx += n * n; xy += n * $1; if (n == 1) first = $1; last = $1 }
