@@ -266,20 +266,30 @@ def heard(advertisement):
         HEARD[key] = (count + 1, first)
 
 
-async def scan(run, what):
-    global HEARD
+def scan_spec(what):
+    """SECONDS[/EVERY[/HEX,HEX...]] as (seconds, every, [HEX...])."""
     seconds, _, rest = what.partition("/")
-    every, _, until = rest.partition("/")
-    seconds, every, until = float(seconds), float(every or 1), [part for part in until.split(",") if part]
-    HEARD = {}
+    every, _, parts = rest.partition("/")
+    return float(seconds), float(every or 1), [part for part in parts.split(",") if part]
+
+
+async def scan_for(run, seconds, every, done=lambda: False):
+    """Scans passively for `seconds`, started anew every `every` seconds, or until done()."""
     run.say("scanning from %.3f" % time.time())
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         await DEVICE.start_scanning(active=False, filter_duplicates=False)
         await asyncio.sleep(min(every, max(0.0, deadline - time.monotonic())))
         await DEVICE.stop_scanning()
-        if until and all(any(part in data for (_, data) in HEARD) for part in until):
+        if done():
             break
+
+
+async def scan(run, what):
+    global HEARD
+    seconds, every, until = scan_spec(what)
+    HEARD = {}
+    await scan_for(run, seconds, every, lambda: until and all(any(part in data for (_, data) in HEARD) for part in until))
     reports, HEARD = HEARD, None
     for (address, data), (count, first) in sorted(reports.items()):
         run.say("heard %s %s %d %.3f" % (address, data, count, first))
@@ -289,16 +299,9 @@ async def scan(run, what):
 
 async def watch(run, what):
     global WATCHED
-    seconds, _, rest = what.partition("/")
-    every, _, parts = rest.partition("/")
-    seconds, every, parts = float(seconds), float(every or 1), [part for part in parts.split(",") if part]
+    seconds, every, parts = scan_spec(what)
     WATCHED = []
-    run.say("scanning from %.3f" % time.time())
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        await DEVICE.start_scanning(active=False, filter_duplicates=False)
-        await asyncio.sleep(min(every, max(0.0, deadline - time.monotonic())))
-        await DEVICE.stop_scanning()
+    await scan_for(run, seconds, every)
     reports, WATCHED = WATCHED, None
     for part in parts:
         run.say(" ".join(["watched", part] + ["%.3f" % at for (at, data) in reports if part in data]))

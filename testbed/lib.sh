@@ -455,10 +455,14 @@ btvirt_options() {
 
 # btvirt_program: the emulator of the virtual controllers. With three controllers or more
 # (two centrals beside bleadvd): BlueZ's btvirt of this stack's release with testbed/btvirt/btdev-links.patch
-# (testbed/setup.sh builds it); else, and on an Arm guest, the packaged one.
+# (testbed/setup.sh builds it); else, and on an Arm guest, the packaged one. Fails, saying so,
+# when three controllers or more want the patched one and the guest cannot see it (the
+# packaged one gives a second central's link the first one's handle: its ATT goes unanswered).
 btvirt_program() {
   local built=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/btvirt-$(stack_suite)
-  if (( ${TESTBED_CONTROLLER_COUNT:-2} >= 3 )) && [[ -x "$built" && "$(uname -m)" == x86_64 ]]; then echo "$built"; else command -v btvirt; fi
+  if (( ${TESTBED_CONTROLLER_COUNT:-2} < 3 )) || [[ "$(uname -m)" != x86_64 ]]; then command -v btvirt; return; fi
+  [[ -x "$built" ]] || { echo "testbed: $built (BlueZ's emulator with testbed/btvirt/btdev-links.patch, which ${TESTBED_CONTROLLER_COUNT} controllers need) is not in the guest's view of the repository: run testbed/setup.sh, and in a git worktree copy it into the worktree's .testbed-cache (a symlink out of the repository is not shared)" >&2; return 1; }
+  echo "$built"
 }
 
 # controller_names: hci0 hci1 (and hci2 with three controllers).
@@ -486,7 +490,7 @@ controllers_present() {
 
 # remove_controllers: every virtual controller removed (btvirt stopped), as a USB radio pulled out.
 remove_controllers() {
-  pkill -x "$(basename "$(btvirt_program)")" || true
+  pkill -x "$(basename "$(btvirt_program 2> /dev/null || echo btvirt)")" || true
   wait_for 20 "the controllers to go" controllers_gone
 }
 # make_controllers [VAR=VALUE...]: the virtual controllers made (btvirt run with those variables
@@ -499,7 +503,7 @@ make_controllers() {
   local attempt before
   for attempt in 1 2 3 4; do
     before=$(setup_timeouts)
-    start_btvirt "$@"
+    start_btvirt "$@" || return 1
     wait_for 40 "$(controller_names)in bluetoothd" "controllers_ready || (( \$(setup_timeouts) > before ))" || true
     controllers_ready && return 0
     echo "testbed: a virtual controller failed its setup (attempt $attempt: $(dmesg | grep -E "$setup_timeout_pattern" | tail -n1 | sed 's/^\[[^]]*\] //'))$( ((attempt < 4)) && echo "; making them again")" >&2
@@ -511,11 +515,12 @@ make_controllers() {
 # start_btvirt [VAR=VALUE...]: btvirt started with those variables in its environment; under
 # systemd as the unit testbed-btvirt (the soak stops it by that name).
 start_btvirt() {
+  local program; program=$(btvirt_program) || return 1
   if [[ -d /run/systemd/system ]]; then
     systemctl reset-failed testbed-btvirt 2> /dev/null || true
-    systemd-run --quiet --unit=testbed-btvirt "${@/#/--setenv=}" "$(btvirt_program)" $(btvirt_options)
+    systemd-run --quiet --unit=testbed-btvirt "${@/#/--setenv=}" "$program" $(btvirt_options)
   else
-    env "$@" "$(btvirt_program)" $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
+    env "$@" "$program" $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
   fi
 }
 
@@ -539,7 +544,7 @@ stack_banner() {
     "$([[ $TESTBED_BLUETOOTHD == service ]] && echo "bluetooth.service" || echo "by hand, -E")" \
     "$(dbus-daemon --version | head -n1 | awk '{print $NF}')" \
     "$([[ -d /run/systemd/system ]] && echo ", systemd $(systemctl --version | head -n1 | cut -d' ' -f2) as PID 1")" \
-    "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")$([[ "$(btvirt_program)" == */btvirt-* ]] && echo ", btdev-links.patch")"
+    "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")$([[ "$(btvirt_program 2> /dev/null)" == */btvirt-* ]] && echo ", btdev-links.patch")"
 }
 
 # stack_suite: the guest's Debian suite, as its os-release names it (unstable's names testing's
