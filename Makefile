@@ -212,10 +212,10 @@ fuzz: deps ## libFuzzer on the config parser, AD encoder and D-Bus message reade
 fuzz-smoke: deps ## a short run of each fuzz target (make test runs it)
 	scripts/fuzz.sh --smoke $(or $(RUNS),20000)
 
-soak-connections: deb ## CYCLES=N (default 1000) cycles of two centrals connecting, reading, subscribing, notified, writing and leaving (scenario 71, three controllers) on each of STACKS (default "trixie-legacy bookworm"); after each, both advertisements heard, values intact, no stray; RSS slope printed
+soak-connections: deb ## CYCLES=N (default 1000) cycles of two centrals connecting, reading, subscribing, notified, writing and leaving (scenario 71, four controllers: a scanner on hci3 kept on across each cycle's end) on each of STACKS (default "trixie-legacy bookworm"); after each, both advertisements heard again, timed from the links' end, values intact, no stray; RSS slope printed
 	testbed/setup.sh bookworm trixie
 	for stack in $(or $(STACKS),trixie-legacy bookworm); do \
-	  options="--systemd --controllers 3 --stack $${stack%-legacy}"; case $$stack in *-legacy) options="$$options --legacy" ;; esac; \
+	  options="--systemd --controllers 4 --stack $${stack%-legacy}"; case $$stack in *-legacy) options="$$options --legacy" ;; esac; \
 	  BLEADVD_TESTBED_APPEND="bleadvd_connections.cycles=$(or $(CYCLES),1000) bleadvd_testbed.timeout=$$(( $(or $(CYCLES),1000) * 30 + 600 ))" \
 	    testbed/run.sh $$options testbed/scenarios/71-connection-soak.sh || exit 1; \
 	done
