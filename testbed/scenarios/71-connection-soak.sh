@@ -242,7 +242,7 @@ summary() {
     END { printf "    %s: median %.2f s, worst %.2f s; %d of %d within 1 s\n", what, v[int((NR + 1) / 2)], v[NR], within, NR }'
 }
 summary "the scanner $([[ -n $watcher ]] && echo "(hci3's, on all along) listened" || echo "on hci2 began"), after the last link ended" "${starts[@]}"
-summary "both advertisements heard, after the scan began" "${backs[@]}"
+summary "both advertisements heard, after $([[ -n $watcher ]] && echo "the last link ended (hci3's scanner; hci2's scan began, where it ran)" || echo "the scan began")" "${backs[@]}"
 printf '%s\n' "${rss[@]}" | awk '
   { n++; x += n; y += $1; xx += n * n; xy += n * $1; if (n == 1) first = $1; last = $1 }
   END {
