@@ -39,9 +39,8 @@ extension BluetoothModule {
         var repaired = false
         var unexplained: [String: String] = [:]
         for audit in held {
-            let onAir = registrations.keys.sorted().compactMap { key -> (key: Key, id: RegistrationID)? in
-                guard case .advertisement = key, case .on(let id, audit.adapter)? = registrations[key]?.status.phase else { return nil }
-                return (key, id)
+            let onAir = advertisementsOnAir(on: audit.adapter).compactMap { key in
+                registrations[key]?.status.phase.id.map { (key: key, id: $0) }
             }
             if audit.straysRemoved > 0 {
                 logger.warning("audit: \(audit.adapter): unregistered \(audit.straysRemoved) registration(s) of bleadvd's that nothing tracked")
