@@ -58,6 +58,22 @@ struct RotationTests {
         #expect(h.mock.calls.refreshed.count == 1)
     }
 
+    @Test("a central in range flooding short links costs one refresh, after its last link: each link's end moves the refresh on")
+    func floodOfShortLinksCostsOne() async throws {
+        let h = try await Self.linked(centrals: [])
+
+        for _ in 0..<1_000 {
+            await h.module.handle(.connected(central: Self.phone, adapter: "hci0"))
+            await h.after(.milliseconds(100))
+            await h.module.handle(.disconnected(central: Self.phone, adapter: "hci0"))
+        }
+        let during = h.mock.calls.refreshed.count
+        await h.after(Module.rotationRestartDelay)
+
+        #expect(during == 0)
+        #expect(h.mock.calls.refreshed.count == 1)
+    }
+
     @Test("a link that ends while another stays up sends one again too: either can have stopped the turns")
     func linkEndBesideAnotherLinkRefreshes() async throws {
         let h = try await Self.linked(centrals: [Self.phone, Self.laptop])
