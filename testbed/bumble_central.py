@@ -36,9 +36,12 @@ until every HEX has been heard within some payload (a soak's check ends as soon 
 and prints one line per advertising payload heard,
   scanning from T                       (Unix time, in s)
   heard ADDRESS HEX N FIRST             (N reports of it, the first at FIRST: Unix time, in s)
-or `heard nothing`. watch:SECONDS/EVERY/HEX,HEX... scans as scan does, for the whole time (a
-scanner kept on across what happens meanwhile), and prints when each HEX was heard,
-  watched HEX T T T...                  (each report whose payload holds HEX: Unix time, in s) A run with --no-link does its steps without connecting (a scanner's runs).
+or `heard nothing`. watch:SECONDS/EVERY/HEX,HEX...[@FILE] scans as scan does, for the whole time (a
+scanner kept on across what happens meanwhile), and prints when it ended and when each HEX was heard,
+  watch ended at T
+  watched HEX T T T...                  (each report whose payload holds HEX: Unix time, in s)
+With @FILE it ends sooner, once FILE holds a Unix time T (the scenario writes it when the moment
+to time from is known) and every HEX has been heard at T or later, or 10 s after T. A run with --no-link does its steps without connecting (a scanner's runs).
 It prints `ready` once it has its controller. Usage: bumble_central.py
 ADDRESS [--transport hci-socket:N] [--keys FILE] (hci1 unless told); the keys file is read at
 each use, so removing it makes the central forget its bonds.
@@ -297,12 +300,31 @@ async def scan(run, what):
         run.say("heard nothing")
 
 
+def since_file(path):
+    """The Unix time FILE holds, or None while it does not exist or is being written."""
+    try:
+        with open(path) as file:
+            return float(file.read())
+    except (OSError, ValueError):
+        return None
+
+
 async def watch(run, what):
     global WATCHED
+    what, _, until = what.partition("@")
     seconds, every, parts = scan_spec(what)
     WATCHED = []
-    await scan_for(run, seconds, every)
+
+    def done():
+        since = since_file(until) if until else None
+        if since is None:
+            return False
+        heard_all = all(any(at >= since and part in data for (at, data) in WATCHED) for part in parts)
+        return heard_all or time.time() >= since + 10
+
+    await scan_for(run, seconds, every, done)
     reports, WATCHED = WATCHED, None
+    run.say("watch ended at %.3f" % time.time())
     for part in parts:
         run.say(" ".join(["watched", part] + ["%.3f" % at for (at, data) in reports if part in data]))
 

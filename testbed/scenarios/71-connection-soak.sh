@@ -9,9 +9,9 @@
 # - Then, at once: a scan from hci2 (up to 3 s) hears both advertisements, BlueZ holds exactly the two
 #   (no stray), status says both on and shows the two values written (values intact).
 #   With a fourth controller (testbed/run.sh --controllers 4), a scanner on hci3 is kept on from
-#   before the links end (10 s): both must be heard after the last link's end, timed from it,
-#   the scanner's own start not in the figure (the hci2 scan then runs only when the links
-#   ended less than 3 s before the watch's end).
+#   before the links end until it has heard both after the last link's end (10 s after it at
+#   most, 60 s in all), timed from that end, the scanner's own start not in the figure (the
+#   hci2 scan then runs only when the watch ended before it could tell).
 # Prints the cycles' times, how soon after the links the scan began and how soon after its start
 # it heard both (the kernel enables a connection's set again at the disconnect: a scan that
 # hears both at once found them on air), and bleadvd's RSS after each cycle with its slope
@@ -92,11 +92,14 @@ back_since() {
       if (k != "" && g != "") printf "%.2f", (k > g ? k : g) - since
     }' "$1"
 }
-# watched_across T: the watch (10 s) began before T, the last link's end, and went on 3 s or
-# more after it.
+# watched_across T: the watch began before T, the last link's end, and heard both after it or
+# went on 3 s or more after it.
 watched_across() {
-  local from; from=$(sed -n 's/.*scanning from //p' "$TESTBED_WORK/watch.lines")
-  [[ -n "$from" ]] && awk -v t="$1" -v from="$from" 'BEGIN { exit !(from <= t && t + 3 <= from + 10) }'
+  local from to; from=$(sed -n 's/.*scanning from //p' "$TESTBED_WORK/watch.lines")
+  to=$(sed -n 's/.*watch ended at //p' "$TESTBED_WORK/watch.lines")
+  [[ -n "$from" && -n "$to" ]] || return 1
+  [[ -n "$(back_since "$TESTBED_WORK/watch.lines" "$1")" ]] && awk -v t="$1" -v from="$from" 'BEGIN { exit !(from <= t) }' && return 0
+  awk -v t="$1" -v from="$from" -v to="$to" 'BEGIN { exit !(from <= t && t + 3 <= to) }'
 }
 # bus_calls SINCE: from record_bus's log, each call since SINCE (Unix time) of bleadvd's
 # characteristics by bluetoothd and of LEAdvertisingManager1 by bleadvd, a line each: its time,
@@ -177,7 +180,7 @@ for ((i = 1; i <= cycles; i++)); do
   b_run=$!
   wait_for 60 "B's link in cycle $i" "[ -e '$hold/b-$i' ]" || { touch "$hold/set-$i"; wait "$a_run" || true; cycle_failed "$i" "B did not connect and subscribe beside A"; }
   if [[ -n $watcher ]]; then
-    central_run c --no-link "touch:$hold/c-$i" "watch:10/0.25/16d2fc,9ecadc240ee5a9e093f3a3b50100406e" > "$TESTBED_WORK/watch.lines" &
+    central_run c --no-link "touch:$hold/c-$i" "watch:60/0.25/16d2fc,9ecadc240ee5a9e093f3a3b50100406e@$hold/ended-$i" > "$TESTBED_WORK/watch.lines" &
     watch_run=$!
     wait_for 10 "the watch on hci3" "[ -e '$hold/c-$i' ]" || true
   fi
@@ -192,6 +195,7 @@ for ((i = 1; i <= cycles; i++)); do
 
   links_ended=$(sed -n 's/.*disconnected at //p' "$TESTBED_WORK/a.lines" "$TESTBED_WORK/b.lines" | sort -n | tail -n1)
   [[ -n "$links_ended" ]] || cycle_failed "$i" "a central did not end its link"
+  echo "$links_ended" > "$hold/ended-$i.part" && mv "$hold/ended-$i.part" "$hold/ended-$i"
 
   # On air again: heard by hci3's watch after the links' end, or by a scan from hci2 as the
   # links end (up to 3 s, started anew every 0.25 s, over once it has heard both).
