@@ -31,38 +31,8 @@ extension Daemon {
         case send(Target)
         /// A write to this characteristic was announced: later ones wait for the interval's end.
         case writeWindow(GATTCharacteristicID)
-        /// Improv has work for a child task.
-        case improv(ImprovWork)
         /// A client subscribed: it is followed until it leaves the bus.
         case subscriber(String)
-    }
-
-    /// Improv's work that outlives the call that asked for it.
-    enum ImprovWork: Sendable {
-        /// Join this network.
-        case join(Improv.Credentials)
-        /// Run the identify command.
-        case identify
-        /// List the networks in range.
-        case scan
-        /// Follow these changes of the Wi-Fi's connection (true: connected).
-        case follow(AsyncStream<Bool>)
-        /// One of Improv's timers may be due then.
-        case due(ImprovTimer, C.Instant)
-    }
-
-    /// Improv's timers.
-    enum ImprovTimer: Sendable {
-        /// The authorization runs out.
-        case authorization
-        /// Improv is offered again, the Wi-Fi having been disconnected for ``improvOfferDelay``.
-        case offer
-        /// Improv leaves the air, ``improvWithdrawDelay`` after the device was provisioned.
-        case withdrawal
-        /// The Wi-Fi is asked about again, the joiner having failed to tell before.
-        case look(attempt: Int)
-        /// A central's partial command frame may have waited too long for its next part.
-        case frame
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -98,7 +68,7 @@ extension Daemon {
                         await self.pairing.centralPaired(central)
                         continue
                     }
-                    if case .disconnected(let central, _) = event { await self.improvCentralLeft(central) }
+                    if case .disconnected(let central, _) = event { await self.improv.centralLeft(central) }
                     if case .gatt(let central) = event {
                         await self.centralDid(central)
                         // Of what centrals do, only a write changes what the module keeps.
@@ -109,6 +79,7 @@ extension Daemon {
             }
             group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }
             group.addTask { [pairing] in await pairing.run() }
+            group.addTask { [improv] in await improv.run() }
             group.addTask { [post] in for await request in requests { post.yield(.request(request)) } }
             group.addTask { [post] in for await event in busEvents where event == .disconnected { post.yield(.busLost) } }
             // READY=1 once the enabled advertisements are registered or refused, or after
@@ -134,8 +105,6 @@ extension Daemon {
                     group.addTask { await self.send(target) }
                 case .writeWindow(let id):
                     group.addTask { await self.closeWindow(id) }
-                case .improv(let work):
-                    group.addTask { await self.improvWork(work) }
                 case .subscriber(let name):
                     group.addTask { await self.follow(name) }
                 case .request(.reload):
@@ -211,14 +180,13 @@ extension Daemon {
     private func registerEnabled() async {
         let enabled = names.filter { entries[$0]!.values.file.enabled }
         logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
-        // Improv waits for its look at the Wi-Fi (NetworkManager may be slow to answer at
-        // boot): everything else goes first.
-        improv?.offered = false
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(application)
         await pairing.offer()
         for name in enabled where isOffered(name) { try? await module.on(name) }
-        if improv != nil, await improvLook() { await improvPutOnAir() }
+        // Improv waits for its look at the Wi-Fi (NetworkManager may be slow to answer at
+        // boot): everything else goes first.
+        await improv.start(showing: self)
     }
 
     private func announceReady(settled: Bool) async {

@@ -15,7 +15,7 @@ extension Daemon {
 
     /// Whether what `name` configures may be on air: all but Improv's while it is withheld.
     func isOffered(_ name: String) -> Bool {
-        name != ImprovConfig.name || improv?.offered != false
+        name != ImprovConfig.name || improvOffered
     }
 
     /// The service's part of ``change(_:_:)``: returns whether a sender must start.
@@ -61,8 +61,8 @@ extension Daemon {
         switch event.kind {
         case .written(let bytes, let value):
             guard services[id.service]?.live.service.characteristics.contains(where: { $0.name == id.characteristic }) == true else { return }
-            if improv != nil, id == Self.improvCommand {
-                await improvWritten(bytes, central: event.central)
+            if id == Self.improvCommand {
+                await improv.written(bytes, central: event.central)
                 return
             }
             // What BlueZ holds now, in force and as sent: no sender takes it there, and a set

@@ -20,7 +20,7 @@ extension Daemon {
     /// winning. Returns once the values are accepted.
     func change(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) {
         let target = try target(name)
-        if improv != nil, name == ImprovConfig.name {
+        if name == ImprovConfig.name {
             throw PeripheralError(.invalid, "improv's values are Improv's own: its state changes as a client provisions the device (bleadvctl improv authorize allows it)")
         }
         let example = switch target {

@@ -65,13 +65,11 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     var subscribers: Set<String> = []
     /// Whether a local user (by id) may see the values of secured characteristics.
     let trusts: @Sendable (UInt32) -> Bool
-    /// Improv Wi-Fi, when the config offers it.
-    var improv: ImprovRun<C.Instant>?
-    /// Whether this machine's Wi-Fi was connected when last heard of, and since when; nil while
-    /// not known (Improv is then offered until it is provisioned).
-    var wifi: (connected: Bool, since: C.Instant)?
-    /// What joins the networks Improv is given; nil for the config's join program.
-    let joiner: (any NetworkJoining)?
+    /// Improv Wi-Fi provisioning, a component: its session, the Wi-Fi, its timers.
+    let improv: ImprovProvisioner<C>
+    /// Whether Improv's service and advertisement are offered, as the provisioner last said:
+    /// the application holds its service only then.
+    var improvOffered = false
     /// Where the daemon is in its life.
     var lifecycle = Lifecycle.starting
     /// One reload at a time; the next ones wait here, in the order asked for.
@@ -139,8 +137,6 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
         self.entries = config.advertisements.mapValues(Entry.init)
         self.services = config.services.mapValues(Coalesced.init)
-        self.improv = config.improv.map { ImprovRun($0) }
-        self.joiner = joiner
         (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
         self.loadConfig = loadConfig
@@ -158,6 +154,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             config: config.pairing, bondNeeded: Self.bondNeeded(config.services.values), configPath: configPath, module: module,
             clock: clock, announcer: ControlAnnouncer(connection: connection), bondRecord: bondRecord, logger: logger,
             executor: connection.eventLoop)
+        self.improv = ImprovProvisioner(
+            config: config.improv, configPath: configPath, clock: clock, logger: logger, executor: connection.eventLoop,
+            joiners: Self.joiners(injected: joiner, connection: connection, clock: clock))
     }
 
     // MARK: AdvertiserControlling
@@ -218,14 +217,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             next[name] = entry
         }
         entries = next
-        if new.improv != improv?.config {
-            let newcomer = improv == nil
-            let offered = improv?.offered ?? true
-            improv = new.improv.map { config in improv.map { $0.reconfigured(config) } ?? ImprovRun(config) }
-            improv?.offered = offered
-            // A newcomer is offered as the Wi-Fi says (followed from its first look on).
-            if newcomer, improv != nil { improv?.offered = await improvLook() }
-        }
+        improvOffered = await improv.reconfigure(new.improv)
         await module.configure(next.mapValues(\.advertisement))
         await reloadServices(new.services)
         await pairing.reconfigure(new.pairing, bondNeeded: Self.bondNeeded(services.values.map(\.live)))

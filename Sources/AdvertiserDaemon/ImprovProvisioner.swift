@@ -1,0 +1,447 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AdvertiserConfig
+import Logging
+import Peripheral
+
+/// Where Improv shows itself. The daemon serves it: Improv's service and advertisement are
+/// assembled, sent and put on and off the air with the rest of the daemon's.
+protocol ImprovShowing: AnyObject, Sendable {
+    /// Improv's characteristics take `values`, each at once and in this order (so that a client
+    /// waiting for one of them is notified even of a value it had before), and its
+    /// advertisement takes `advertisement`.
+    func showImprov(_ values: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async
+    /// Improv's service and advertisement go on air (`offered`), the service starting afresh
+    /// from `fresh` when given (a new session), or leave it.
+    func offerImprov(_ offered: Bool, fresh: ConfiguredService?) async
+}
+
+/// Improv Wi-Fi provisioning, a component of the daemon: the session and the frames centrals
+/// write (``ImprovRun``), whether this machine's Wi-Fi is connected, the joiner, and Improv's
+/// timers and work (a join, a scan, the identify program), which its own ``run()`` carries out.
+/// It sees a showing port and the joiners, never the bus or the module; the daemon runs it,
+/// hands it the config (``reconfigure(_:)``) and what centrals write to Improv's command
+/// characteristic (``written(_:central:)``), and routes `bleadvctl improv authorize` to it.
+actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
+    /// Work that outlives the call that asked for it.
+    enum Work: Sendable {
+        /// Join this network.
+        case join(Improv.Credentials)
+        /// Run the identify command.
+        case identify
+        /// List the networks in range.
+        case scan
+        /// Follow these changes of the Wi-Fi's connection (true: connected).
+        case follow(AsyncStream<Bool>)
+        /// One of the timers may be due then.
+        case due(Timer, C.Instant)
+    }
+
+    /// Improv's timers.
+    enum Timer: Sendable {
+        /// The authorization runs out.
+        case authorization
+        /// Improv is offered again, the Wi-Fi having been disconnected for ``offerDelay``.
+        case offer
+        /// Improv leaves the air, ``withdrawDelay`` after the device was provisioned.
+        case withdrawal
+        /// The Wi-Fi is asked about again, the joiner having failed to tell before.
+        case look(attempt: Int)
+        /// A central's partial command frame may have waited too long for its next part.
+        case frame
+    }
+
+    /// How long the identify command may run before it is killed.
+    static var identifyWait: Duration { .seconds(30) }
+    /// How long the Wi-Fi must have been disconnected before Improv is offered again: long
+    /// enough for NetworkManager to connect again by itself after a drop.
+    static var offerDelay: Duration { .seconds(30) }
+    /// How long Improv stays on air after it provisioned the device: the client reads the
+    /// result, then the service stops, as Improv's specification says.
+    static var withdrawDelay: Duration { .seconds(30) }
+    /// How long a scan's networks answer later scans: NetworkManager's list changes with its
+    /// own scans, minutes apart, so a flood of scan frames asks it once in this time.
+    static var scanReuse: Duration { .seconds(10) }
+    /// How often, and how many times, the Wi-Fi is asked about again when the joiner could not
+    /// tell (NetworkManager still starting at boot, say): every 15 s for 2 minutes.
+    static var lookInterval: Duration { .seconds(15) }
+    static var lookAttempts: Int { 9 }
+    /// At most one journal line a central in this time about its frames, as GATT writes are
+    /// announced.
+    static var logInterval: Duration { .milliseconds(100) }
+
+    let clock: C
+    let configPath: String
+    let logger: Logger
+    /// What joins networks for a config: in bleadvd, NetworkManager (through the join helper,
+    /// or itself as root) or the config's program; in a test, a stand-in.
+    let joiners: @Sendable (ImprovConfig) -> any NetworkJoining
+    /// Where it runs (in bleadvd, the bus connection's event loop, as the daemon).
+    nonisolated let executor: any SerialExecutor
+    /// Where Improv shows itself: the daemon, once it runs this component (``start(showing:)``).
+    weak var display: (any ImprovShowing)?
+    /// The session, while `[improv]` is configured.
+    var improv: ImprovRun<C.Instant>?
+    /// Whether this machine's Wi-Fi is connected, and since when, once the joiner told.
+    var wifi: (connected: Bool, since: C.Instant)?
+    /// The work asked for, which ``run()`` carries out.
+    let works: AsyncStream<Work>
+    let post: AsyncStream<Work>.Continuation
+
+    /// A component for `config` (nil: `[improv]` is not configured), running on `executor`.
+    init(
+        config: ImprovConfig?, configPath: String, clock: C, logger: Logger, executor: any SerialExecutor,
+        joiners: @escaping @Sendable (ImprovConfig) -> any NetworkJoining
+    ) {
+        self.improv = config.map { ImprovRun($0) }
+        self.configPath = configPath
+        self.clock = clock
+        self.logger = logger
+        self.executor = executor
+        self.joiners = joiners
+        (works, post) = AsyncStream<Work>.makeStream()
+    }
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Carries out the work asked for, each a child of its task group; returns when cancelled
+    /// (a child of the daemon's task group).
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            for await work in works {
+                group.addTask { await self.perform(work) }
+            }
+        }
+    }
+
+    /// Improv's first look at the Wi-Fi, once everything else is registered (NetworkManager may
+    /// be slow to answer at boot): it goes on air through `display` unless the Wi-Fi is
+    /// connected.
+    func start(showing display: any ImprovShowing) async {
+        self.display = display
+        guard improv != nil else { return }
+        improv?.offered = false
+        if await look() { await putOnAir() }
+    }
+
+    /// Takes a reloaded `[improv]` (nil: removed), and returns whether Improv is offered: a
+    /// session under way goes on reconfigured, keeping whether it is offered; a newcomer is
+    /// offered as the Wi-Fi says (followed from its first look on).
+    func reconfigure(_ config: ImprovConfig?) async -> Bool {
+        guard config != improv?.config else { return improv?.offered ?? false }
+        let newcomer = improv == nil
+        let offered = improv?.offered ?? true
+        improv = config.map { config in improv.map { $0.reconfigured(config) } ?? ImprovRun(config) }
+        improv?.offered = offered
+        if newcomer, improv != nil { improv?.offered = await look() }
+        return improv?.offered ?? false
+    }
+
+    /// Carries out `work`.
+    func perform(_ work: Work) async {
+        switch work {
+        case .join(let credentials): await join(credentials)
+        case .identify: await identify()
+        case .scan: await scan()
+        case .follow(let changes):
+            for await connected in changes { await wifiChanged(connected: connected) }
+        case .due(let timer, let at):
+            guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
+            await fired(timer, at: at)
+        }
+    }
+
+    /// Timer `timer`, set for `at`, fired.
+    func fired(_ timer: Timer, at: C.Instant) async {
+        switch timer {
+        case .authorization: await authorizationDue()
+        case .offer: await offerDue()
+        case .withdrawal: await withdrawalDue()
+        case .look(let attempt): await look(attempt: attempt)
+        case .frame: framesDue(at)
+        }
+    }
+
+    // MARK: Frames
+
+    /// A client wrote `bytes` to Improv's command characteristic: a frame (or part of one) to
+    /// act on. Never logged or announced as it is: it may carry a Wi-Fi password.
+    func written(_ bytes: [UInt8], central: String) async {
+        guard var run = improv else { return }
+        let who = Central.named(central)
+        let step: ImprovSession<C.Instant>.Step
+        let (piece, evicted) = run.frames.add(bytes, from: central, at: clock.now)
+        if let evicted {
+            logger.warning("improv: dropped \(Central.named(evicted))'s partial frame: \(ImprovFrames<C.Instant>.centralLimit) other centrals are writing one")
+        }
+        switch piece {
+        case .incomplete:
+            improv = run
+            scheduleFramesTimer()
+            return
+        case .overrun:
+            // More bytes than the frame's length says: as malformed as a frame can be.
+            step = run.session.handle([], at: clock.now)
+        case .frame(let frame):
+            step = run.session.handle(frame, at: clock.now)
+        }
+        // One line a central every interval, saying how many it stands for.
+        let held = run.mayLog(central, at: clock.now, every: Self.logInterval)
+        let more = held.map { $0 > 0 ? " (and \($0) more frame(s) from it since its last line)" : "" }
+        var work: Work?
+        var answer = step
+        switch step {
+        case .join(let credentials):
+            logger.notice("improv: \(who) sent Wi-Fi settings for \(credentials); joining")
+            work = .join(credentials)
+        case .identify where run.identifying:
+            // The one running answers it: a flood of identify frames starts one program.
+            if let more { logger.info("improv: \(who) asked the device to identify itself while it does\(more)") }
+        case .identify:
+            run.identifying = true
+            if let more { logger.notice("improv: \(who) asked the device to identify itself\(more)") }
+            work = .identify
+        case .scan where run.scanning:
+            if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range while a scan runs; its result answers\(more)") }
+        case .scan where run.lastScan.map { clock.now < $0.at.advanced(by: Self.scanReuse) } == true:
+            if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range; the last scan answers\(more)") }
+            answer = run.session.scanned(run.lastScan!.networks)
+        case .scan:
+            run.scanning = true
+            if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range\(more)") }
+            work = .scan
+        case .result, .none:
+            if run.session.error != .none, let more { logger.warning("improv: \(who): \(Self.errorText(run.session.error))\(more)") }
+        }
+        let before = improv?.session
+        let unchanged = run.session.state == before?.state && run.session.error == .none && before?.error == Improv.ErrorState.none
+        improv = run
+        if let work { post.yield(work) }
+        // An identify or scan answered by the work already under way changes nothing a client
+        // could wait for: nothing is notified. Errors are, each time: a client waits for them.
+        if work == nil, unchanged, answer == .identify || answer == .scan { return }
+        await show(answer)
+    }
+
+    /// Asks for a timer at the next partial frame's limit, unless one is set: a limit only
+    /// moves later (a part comes, a newer central starts), so the one set fires first and sets
+    /// the next; one sleeping task however fast centrals write.
+    func scheduleFramesTimer() {
+        guard improv?.framesAlarm.at == nil, let due = improv?.frames.nextDue else { return }
+        _ = improv?.framesAlarm.arm(due)
+        post.yield(.due(.frame, due))
+    }
+
+    /// The timer at `at` fired: partial frames whose next part did not come in time are dropped.
+    func framesDue(_ at: C.Instant) {
+        guard improv != nil else { return }
+        improv?.framesAlarm.fired(at)
+        for (central, bytes) in improv!.frames.expire(at: clock.now) {
+            logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): no next part within \(ImprovFrames<C.Instant>.partLimit.components.seconds) s")
+        }
+        scheduleFramesTimer()
+    }
+
+    /// A central disconnected: its partial frame, if it left one, is dropped.
+    func centralLeft(_ central: String) {
+        guard let bytes = improv?.frames.drop(central) else { return }
+        logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): it disconnected")
+    }
+
+    /// Shows the session as it is now, while Improv is offered: the error, the state and the
+    /// result `step` carries on the service, and the state in the advertisement.
+    func show(_ step: ImprovSession<C.Instant>.Step = .none) async {
+        guard let run = improv, run.offered else { return }
+        var values: [(characteristic: String, bytes: [UInt8])] = [("error", [run.session.error.rawValue]), ("state", [run.session.state.rawValue])]
+        if case .result(let frame) = step { values.append(("result", frame)) }
+        await display?.showImprov(values, advertisement: run.config.advertisement(state: run.session.state))
+    }
+
+    // MARK: Authorization, identify, scan, join
+
+    /// `bleadvctl improv authorize`: a person allows provisioning for the configured time;
+    /// returns how long, in seconds.
+    func authorize() async throws(PeripheralError) -> Int {
+        guard var run = improv else {
+            throw PeripheralError(.invalid, "Improv is not offered ([improv] in \(configPath))")
+        }
+        guard run.offered else {
+            throw PeripheralError(.invalid, "Improv is not on air now: this machine's Wi-Fi is connected, or it was provisioned")
+        }
+        guard run.config.needsAuthorization else {
+            throw PeripheralError(.invalid, "Improv needs no authorization here ([improv] authorization = \"none\" in \(configPath))")
+        }
+        guard run.session.state == .authorizationRequired || run.session.state == .authorized else {
+            throw PeripheralError(.invalid, "the device is \(run.session.state == .provisioning ? "joining a network" : "provisioned already")")
+        }
+        run.session.authorize(at: clock.now)
+        improv = run
+        let seconds = Int(run.config.authorization.components.seconds)
+        logger.notice("improv: authorized for \(seconds) s, as bleadvctl says")
+        if let until = run.session.authorizedUntil { post.yield(.due(.authorization, until)) }
+        await show()
+        return seconds
+    }
+
+    /// The authorization's time came: it ends unless it was renewed since.
+    func authorizationDue() async {
+        guard var run = improv, run.session.expire(at: clock.now) else { return }
+        improv = run
+        logger.notice("improv: the authorization ran out")
+        await show()
+    }
+
+    /// Runs the identify command, and reaps it (killed after ``identifyWait``).
+    func identify() async {
+        guard let command = improv?.config.identify else { return }
+        defer { improv?.identifying = false }
+        let pid: Int32
+        do {
+            pid = try Spawn.start(command[0], command, stdio: nil, group: true)
+        } catch {
+            logger.warning("improv: could not run \(Untrusted.quoted(command[0])): \(String(cString: strerror(error.code)))")
+            return
+        }
+        if await Spawn.exit(of: pid, within: Self.identifyWait, polling: .milliseconds(100), on: clock) == nil {
+            logger.warning("improv: \(Untrusted.quoted(command[0])) still ran after \(Self.identifyWait.components.seconds) s; killed")
+        }
+    }
+
+    /// Lists the networks in range, then answers the client.
+    func scan() async {
+        guard let config = improv?.config else { return }
+        defer { improv?.scanning = false }
+        var networks: [Improv.Network] = []
+        do {
+            networks = try await joiners(config).networks()
+            logger.info("improv: \(networks.count) Wi-Fi network(s) in range")
+            improv?.lastScan = (networks, clock.now)
+        } catch {
+            logger.warning("improv: could not list the Wi-Fi networks in range: \(error)")
+        }
+        guard let run = improv else { return }
+        await show(run.session.scanned(networks))
+    }
+
+    /// Joins the network, then shows how it went.
+    func join(_ credentials: Improv.Credentials) async {
+        guard let config = improv?.config else { return }
+        let joiner = joiners(config)
+        let step: ImprovSession<C.Instant>.Step
+        do {
+            let address = try await joiner.join(credentials)
+            guard var run = improv else { return }
+            let redirect = run.config.redirectURL.map { url in url.replacing("{address}", with: address ?? "") }
+            step = run.session.joined(redirect: redirect)
+            improv = run
+            post.yield(.due(.withdrawal, clock.now.advanced(by: Self.withdrawDelay)))
+            logger.notice("improv: joined \(credentials)\(address.map { " as \($0)" } ?? "")")
+        } catch {
+            guard var run = improv else { return }
+            run.session.failedToJoin(at: clock.now)
+            improv = run
+            logger.warning("improv: could not join \(credentials): \(error)")
+            if let until = run.session.authorizedUntil { post.yield(.due(.authorization, until)) }
+            step = .none
+        }
+        await show(step)
+    }
+
+    // MARK: Offered while the Wi-Fi is not connected
+
+    /// A look at the Wi-Fi (the first at start, or when a reload adds `[improv]`): returns
+    /// whether Improv is to be offered, which it is only while the Wi-Fi is not connected; the
+    /// changes are followed from then on. A joiner that cannot tell (a program) has it offered;
+    /// one that could not be asked is asked again (`attempt`, Improv offered meanwhile).
+    @discardableResult
+    func look(attempt: Int = 1) async -> Bool {
+        guard let config = improv?.config else { return false }
+        if let wifi { return !wifi.connected }
+        let watch: WifiWatch?
+        do {
+            watch = try await joiners(config).wifi()
+        } catch {
+            guard attempt < Self.lookAttempts else {
+                logger.warning("improv: offered whether or not the Wi-Fi is connected, which could not be told: \(error)")
+                return true
+            }
+            if attempt == 1 {
+                logger.warning("improv: offered until it can be told whether the Wi-Fi is connected (asked again every \(Self.lookInterval.components.seconds) s for 2 min): \(error)")
+            }
+            post.yield(.due(.look(attempt: attempt + 1), clock.now.advanced(by: Self.lookInterval)))
+            return true
+        }
+        guard let watch else { return true }
+        post.yield(.follow(watch.changes))
+        guard attempt == 1 else {
+            // On air since the start: the Wi-Fi told late takes it off, as a change would.
+            await wifiChanged(connected: watch.connected)
+            return !watch.connected
+        }
+        wifi = (watch.connected, clock.now)
+        if watch.connected { logger.notice("improv: not offered: this machine's Wi-Fi is connected") }
+        return !watch.connected
+    }
+
+    /// Puts Improv on air, with a fresh service when a new session starts.
+    func putOnAir(fresh: ConfiguredService? = nil) async {
+        improv?.offered = true
+        await display?.offerImprov(true, fresh: fresh)
+    }
+
+    /// The Wi-Fi connected, or is no longer: Improv leaves the air at once (not while its own
+    /// join is under way or its result is being read: ``withdrawDelay`` does it then), or is
+    /// offered again once the Wi-Fi has stayed disconnected for ``offerDelay``.
+    func wifiChanged(connected: Bool) async {
+        guard wifi?.connected != connected else { return }
+        wifi = (connected, clock.now)
+        guard let run = improv else { return }
+        if connected {
+            logger.info("improv: this machine's Wi-Fi connected")
+            guard run.offered, run.session.state != .provisioning, run.session.state != .provisioned else { return }
+            await withdraw(because: "this machine's Wi-Fi is connected")
+        } else if run.offered {
+            logger.info("improv: this machine's Wi-Fi is not connected")
+        } else {
+            post.yield(.due(.offer, clock.now.advanced(by: Self.offerDelay)))
+            logger.notice("improv: this machine's Wi-Fi is not connected; Improv is offered in \(Self.offerDelay.components.seconds) s unless it connects again")
+        }
+    }
+
+    /// Offers Improv again, with a new session, if the Wi-Fi stayed disconnected.
+    func offerDue() async {
+        guard let run = improv, !run.offered, let wifi, !wifi.connected,
+              clock.now >= wifi.since.advanced(by: Self.offerDelay) else { return }
+        improv = ImprovRun(run.config)
+        await putOnAir(fresh: run.config.service(state: run.config.firstState, error: .none))
+        logger.notice("improv: offered: the Wi-Fi has not been connected for \(Self.offerDelay.components.seconds) s")
+        await show()
+    }
+
+    /// Takes Improv off the air once its result had time to be read.
+    func withdrawalDue() async {
+        guard let run = improv, run.offered, run.session.state == .provisioned else { return }
+        await withdraw(because: "the device was provisioned \(Self.withdrawDelay.components.seconds) s ago")
+    }
+
+    /// Takes Improv's advertisement and service off the air.
+    func withdraw(because reason: String) async {
+        improv?.offered = false
+        await display?.offerImprov(false, fresh: nil)
+        logger.notice("improv: no longer offered: \(reason)")
+        if let wifi, !wifi.connected { post.yield(.due(.offer, clock.now.advanced(by: Self.offerDelay))) }
+    }
+
+    static func errorText(_ error: Improv.ErrorState) -> String {
+        switch error {
+        case .none: "no error"
+        case .invalidRPC: "a malformed frame (invalid RPC)"
+        case .unknownRPC: "a command this device does not offer (unknown RPC)"
+        case .unableToConnect: "unable to connect"
+        case .notAuthorized: "not authorized: bleadvctl improv authorize allows provisioning"
+        case .badHostname: "a bad hostname"
+        case .unknown: "refused (a join is under way)"
+        }
+    }
+}
