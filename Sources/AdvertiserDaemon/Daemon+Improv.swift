@@ -18,27 +18,20 @@ extension Daemon: ImprovShowing {
         try await improv.authorize()
     }
 
-    func showImprov(_ values: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async {
-        let name = ImprovConfig.name
-        for (characteristic, bytes) in values {
-            services[name]?.held { $0.store(.bytes(bytes), bytes: bytes, for: characteristic) }
-            try? await module.setValue(bytes, of: GATTCharacteristicID(service: name, characteristic: characteristic))
-        }
-        if entries[name]?.values.live != advertisement, entries[name]?.values.set(advertisement) == true {
-            post.yield(.send(.advertisement(name)))
-        }
+    func showImprov(_ shown: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async {
+        await values.show(ImprovConfig.name, shown, advertisement: advertisement)
     }
 
     func offerImprov(_ offered: Bool, fresh: ConfiguredService?) async {
         let name = ImprovConfig.name
         improvOffered = offered
-        if let fresh { services[name] = Coalesced(fresh) }
+        if let fresh { await values.replace(name, with: fresh) }
         if offered {
-            await module.serve(application)
+            await module.serve(await application())
             try? await module.on(name)
         } else {
             try? await module.off(name)
-            await module.serve(application)
+            await module.serve(await application())
         }
     }
 

@@ -27,10 +27,6 @@ extension Daemon {
         case request(Request)
         /// The bus connection is gone.
         case busLost
-        /// Values were set for this advertisement or service: a sender is to take them to BlueZ.
-        case send(Target)
-        /// A write to this characteristic was announced: later ones wait for the interval's end.
-        case writeWindow(GATTCharacteristicID)
         /// A client subscribed: it is followed until it leaves the bus.
         case subscriber(String)
     }
@@ -70,7 +66,12 @@ extension Daemon {
                     }
                     if case .disconnected(let central, _) = event { await self.improv.centralLeft(central) }
                     if case .gatt(let central) = event {
-                        await self.centralDid(central)
+                        // Improv's commands are Improv's; every other write is a value.
+                        if case .written(let bytes, _) = central.kind, central.characteristic == Self.improvCommand {
+                            await self.improv.written(bytes, central: central.central)
+                        } else {
+                            await self.values.centralDid(central)
+                        }
                         // Of what centrals do, only a write changes what the module keeps.
                         guard case .written = central.kind else { continue }
                     }
@@ -80,6 +81,7 @@ extension Daemon {
             group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }
             group.addTask { [pairing] in await pairing.run() }
             group.addTask { [improv] in await improv.run() }
+            group.addTask { [values] in await values.run() }
             group.addTask { [post] in for await request in requests { post.yield(.request(request)) } }
             group.addTask { [post] in for await event in busEvents where event == .disconnected { post.yield(.busLost) } }
             // READY=1 once the enabled advertisements are registered or refused, or after
@@ -101,10 +103,6 @@ extension Daemon {
                     await publish(states)
                 case .started(let settled):
                     await announceReady(settled: settled)
-                case .send(let target):
-                    group.addTask { await self.send(target) }
-                case .writeWindow(let id):
-                    group.addTask { await self.closeWindow(id) }
                 case .subscriber(let name):
                     group.addTask { await self.follow(name) }
                 case .request(.reload):
@@ -128,7 +126,7 @@ extension Daemon {
     func shutdown() async {
         lifecycle = .stopping
         notifier.notify("STOPPING=1")
-        let names = self.names
+        let names = await values.names
         let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
             // An open window is closed first: its opener is told now, not when its time runs out.
             await self.pairing.stop()
@@ -172,16 +170,18 @@ extension Daemon {
         } catch {
             throw DaemonFailure("cannot watch BlueZ on the system bus, so advertisements could not be restored after bluetoothd restarts: \(error)")
         }
-        await module.configure(entries.mapValues(\.advertisement))
+        await module.configure(await values.advertisements)
+        await values.announce(to: self)
         return events
     }
 
     /// Registers the enabled advertisements, in the order of their names.
     private func registerEnabled() async {
-        let enabled = names.filter { entries[$0]!.values.file.enabled }
-        logger.notice("bleadvd starting: \(entries.count) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services.count) GATT service(s)")
+        let enabled = await values.enabledNames
+        let (advertisements, services) = (await values.names.count, await values.serviceNames.count)
+        logger.notice("bleadvd starting: \(advertisements) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services) GATT service(s)")
         // The services first: a central that connects to the advertisement finds them.
-        await module.serve(application)
+        await module.serve(await application())
         await pairing.offer()
         for name in enabled where isOffered(name) { try? await module.on(name) }
         // Improv waits for its look at the Wi-Fi (NetworkManager may be slow to answer at

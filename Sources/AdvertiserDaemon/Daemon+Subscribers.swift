@@ -7,16 +7,17 @@ package import Peripheral
 /// ``LocalTrust`` trusts: `Status` leaves them out for anyone else, the broadcasts
 /// (`ValuesChanged`, `Written`) never carry them, and a trusted client that calls `Subscribe`
 /// is sent every event whole, as signals to it alone, until it leaves the bus.
-extension Daemon {
+extension Daemon: ValuesAnnouncing {
     /// The most subscribers at once: each costs a signal per event and a match rule on the bus.
     package static var mostSubscribers: Int { 32 }
 
     package func status(for caller: String) async -> [String: AdvertisementState] {
         var states = await status()
-        let hides = services.values.contains { $0.live.publicValues.count < $0.live.shownValues.count }
+        let services = await values.serviceValues
+        let hides = services.values.contains { $0.everyone.count < $0.all.count }
         guard hides, await !isTrusted(caller) else { return states }
-        for (name, entry) in services where states[name]?.kind == .service {
-            states[name]!.values = entry.live.publicValues
+        for (name, shown) in services where states[name]?.kind == .service {
+            states[name]!.values = shown.everyone
         }
         return states
     }

@@ -18,8 +18,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// bleadvd from exiting within systemd's patience (and the 2 s it promises).
     package static var stopWait: Duration { .milliseconds(1500) }
     /// The shortest time between two changes of one advertisement sent to BlueZ: values set
-    /// faster than that are coalesced, the newest wins.
-    package static var updateInterval: Duration { .milliseconds(100) }
+    /// faster than that are coalesced, the newest wins (``Values/updateInterval``).
+    package static var updateInterval: Duration { Values<C>.updateInterval }
 
     /// Where the daemon is in its life.
     enum Lifecycle: Sendable, Hashable {
@@ -52,13 +52,10 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let logger: Logger
     /// The adapter and power_on the daemon started with (a reload does not change them).
     let settings: DaemonConfig
-    /// Each advertisement, by name.
-    var entries: [String: Entry]
-    /// Each GATT service's values, by name.
-    var services: [String: Coalesced<ConfiguredService>]
-    /// The characteristics whose writes were announced less than ``updateInterval`` ago, each
-    /// with the writes taken since, announced when the interval ends.
-    var writeWindows: [GATTCharacteristicID: WriteBurst] = [:]
+    /// The advertisements' and services' values, a component: its senders, the writes' windows.
+    let values: Values<C>
+    /// Each advertisement's state as last announced (StateChanged, STATUS=), by name.
+    var published: [String: AdvertisementState] = [:]
     /// Pairing: its window, its comparisons and its timer.
     let pairing: Pairing<C>
     /// The clients sent every event whole (`Subscribe`), until each leaves the bus.
@@ -77,35 +74,6 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// What the loop reacts to; anything in the daemon may post to it.
     let events: AsyncStream<Event>
     let post: AsyncStream<Event>.Continuation
-
-    /// One advertisement as the daemon keeps it: all it knows of one name, in one record.
-    struct Entry: Sendable {
-        /// Its values: the file's, in force, and as last sent to BlueZ.
-        var values: Coalesced<ConfiguredAdvertisement>
-        /// BTHome's packet id, changed with each new set of values.
-        var packetID: UInt8 = 0
-        /// Its state as last announced (StateChanged, STATUS=).
-        var published: AdvertisementState?
-
-        init(_ configured: ConfiguredAdvertisement) {
-            values = Coalesced(configured)
-        }
-
-        /// The advertisement in force, with its packet id.
-        var advertisement: Advertisement {
-            // The values in force were checked when they were set: building them again succeeds.
-            (try? values.live.advertisement(packetID: packetID)) ?? values.live.advertisement
-        }
-    }
-
-    /// What a name given to `set` stands for, resolved once.
-    enum Target: Hashable, Sendable {
-        case advertisement(String)
-        case service(String)
-    }
-
-    /// The names, sorted.
-    var names: [String] { entries.keys.sorted() }
 
     /// Runs on the connection's event loop, as the connection, BlueZ's manager and the module
     /// do: in bleadvd, the one thread.
@@ -135,8 +103,6 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         logger: Logger
     ) {
         self.settings = DaemonConfig(adapter: config.adapter, powerOn: config.powerOn)
-        self.entries = config.advertisements.mapValues(Entry.init)
-        self.services = config.services.mapValues(Coalesced.init)
         (events, post) = AsyncStream<Event>.makeStream()
         self.configPath = configPath
         self.loadConfig = loadConfig
@@ -150,6 +116,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,
             counters: counters, auditDelay: auditDelay, logger: logger, executor: connection.eventLoop)
         self.module = module
+        self.values = Values(
+            advertisements: config.advertisements, services: config.services, module: module, clock: clock, logger: logger,
+            executor: connection.eventLoop)
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Self.bondNeeded(config.services.values), configPath: configPath, module: module,
             clock: clock, announcer: ControlAnnouncer(connection: connection), bondRecord: bondRecord, logger: logger,
@@ -170,15 +139,15 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     }
 
     package func status() async -> [String: AdvertisementState] {
-        states(await module.status()).merging(await serviceStates()) { advertisement, _ in advertisement }
+        states(await module.status(), values: await values.advertisementValues).merging(await serviceStates()) { advertisement, _ in advertisement }
     }
 
-    package func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError) {
-        try change(name, values)
+    package func set(_ name: String, _ new: [String: DBusValue]) async throws(PeripheralError) {
+        try await values.change(name, new)
     }
 
     package func list() async -> [String] {
-        Set(entries.keys).union(services.keys).sorted()
+        Set(await values.names).union(await values.serviceNames).sorted()
     }
 
     package func reload() async throws(ReloadError) {
@@ -203,35 +172,26 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         if new.adapter != settings.adapter || new.powerOn != settings.powerOn {
             logger.warning("adapter and power_on changes take effect when bleadvd restarts")
         }
-        let added = new.names.filter { entries[$0] == nil && new.advertisements[$0]!.enabled }
-        var next: [String: Entry] = [:]
-        for (name, configured) in new.advertisements {
-            // One the file did not change keeps the values set at run time; one it changed
-            // starts from the file, with a new packet id.
-            guard var entry = entries[name] else {
-                next[name] = Entry(configured)
-                continue
-            }
-            if entry.values.file != configured { entry.packetID &+= 1 }
-            entry.values = entry.values.reloaded(from: configured)
-            next[name] = entry
-        }
-        entries = next
+        let known = Set(await values.names)
+        let added = new.names.filter { !known.contains($0) && new.advertisements[$0]!.enabled }
+        let advertisements = await values.reload(advertisements: new.advertisements)
+        published = published.filter { new.advertisements[$0.key] != nil }
         improvOffered = await improv.reconfigure(new.improv)
-        await module.configure(next.mapValues(\.advertisement))
-        await reloadServices(new.services)
-        await pairing.reconfigure(new.pairing, bondNeeded: Self.bondNeeded(services.values.map(\.live)))
+        await module.configure(advertisements)
+        await values.reload(services: new.services)
+        await module.serve(await application())
+        await pairing.reconfigure(new.pairing, bondNeeded: Self.bondNeeded(new.services.values))
         for name in added where isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }
 
     // MARK: States
 
-    /// The control API's view of the module's states.
-    func states(_ statuses: [String: BluetoothModule<C>.Status]) -> [String: AdvertisementState] {
+    /// The control API's view of the module's states, with each advertisement's `values`.
+    func states(_ statuses: [String: BluetoothModule<C>.Status], values: [String: [String: String]]) -> [String: AdvertisementState] {
         statuses.mapValues(state).reduce(into: [:]) { result, entry in
             var state = entry.value
-            state.values = values(of: entry.key)
+            state.values = values[entry.key] ?? [:]
             result[entry.key] = state
         }
     }
@@ -268,11 +228,12 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// Announces what changed: StateChanged for each advertisement whose state moved, and
     /// STATUS= when the summary did. Called from the loop only.
     func publish(_ statuses: [String: BluetoothModule<C>.Status]) async {
-        let states = states(statuses)
+        let states = states(statuses, values: await values.advertisementValues)
+        let names = Set(await values.names)
         let before = statusLine()
-        for (name, state) in states.sorted(by: { $0.key < $1.key }) where entries[name] != nil {
-            let previous = entries[name]?.published?.state
-            entries[name]?.published = state
+        for (name, state) in states.sorted(by: { $0.key < $1.key }) where names.contains(name) {
+            let previous = published[name]?.state
+            published[name] = state
             if previous != state.state { await ControlService.stateChanged(name, state.state, on: connection) }
         }
         if lifecycle == .ready, statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
@@ -280,7 +241,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
 
     /// One line for `systemctl status`: how many are on air, and why the others are not.
     func statusLine() -> String {
-        let wanted = entries.compactMapValues(\.published).filter(\.value.desired)
+        let wanted = published.filter(\.value.desired)
         let onAir = wanted.filter { $0.value.state == .on }.count
         var line = "\(onAir) of \(wanted.count) enabled advertisement(s) on air"
         let troubled = wanted.filter { $0.value.state != .on }.sorted { $0.key < $1.key }
@@ -298,12 +259,15 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     private func each(_ names: [String], _ body: (String) async throws(PeripheralError) -> Void) async throws(PeripheralError) {
         // Each name once, in the order given: a name repeated is one request, not one error each.
         var seen: Set<String> = []
-        let targets = (names.isEmpty ? self.names : names).filter { seen.insert($0).inserted }
+        let known = await values.names
+        let services = await values.serviceNames
+        let targets = (names.isEmpty ? known : names).filter { seen.insert($0).inserted }
+        let entries = Set(known)
         // All known, or nothing is done: the caller learns every name it got wrong at once.
-        if let service = targets.first(where: { entries[$0] == nil && services[$0] != nil }) {
+        if let service = targets.first(where: { !entries.contains($0) && services.contains($0) }) {
             throw PeripheralError(.unknownName, "\(PeripheralError.quoted(service)) is a GATT service: services stay registered while bleadvd runs, and on and off are for advertisements")
         }
-        let unknown = targets.filter { entries[$0] == nil }
+        let unknown = targets.filter { !entries.contains($0) }
         if !unknown.isEmpty { throw PeripheralError.unknownNames(unknown) }
         var failures: [(String, PeripheralError)] = []
         for name in targets {
