@@ -25,7 +25,7 @@ extension BluetoothModule {
             case .bluezVanished(let generation):
                 linksEnded(on: nil)
                 let wasCurrent = stack.vanished(generation)
-                for key in registrations.keys { lost(key, of: generation, onAdapter: nil, waitAll: wasCurrent) }
+                registrations.lost(to: generation, onAdapter: nil, waitAll: wasCurrent, at: clock.now)
             case .bluezAppeared(let generation):
                 stack.appeared(generation)
                 await reconcile()
@@ -38,7 +38,7 @@ extension BluetoothModule {
                 // They wait for it, even when another adapter remains: bluetoothd removes every
                 // adapter when it stops, and registering on another then races its shutdown
                 // (the controller can be left with instances nobody holds; seen in the test bed).
-                for key in registrations.keys { lost(key, of: generation, onAdapter: adapter, waitAll: false) }
+                registrations.lost(to: generation, onAdapter: adapter, waitAll: false, at: clock.now)
             case .adapterPowered(let adapter, true, _):
                 stack.powered(adapter, true, settleUntil: clock.now)
                 guard configuredAdapter?.mayBe(adapter) ?? true else { return }
@@ -47,7 +47,7 @@ extension BluetoothModule {
                 linksEnded(on: adapter)
                 stack.powered(adapter, false, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
                 // Advertisements leave the air with the power; BlueZ keeps the GATT application.
-                for key in registrations.keys.sorted() {
+                for key in registrations.keys {
                     guard case .advertisement = key, case .on(let id, adapter)? = registrations[key]?.status.phase,
                           id.generation == generation else { continue }
                     await takeOff(key)
@@ -73,7 +73,7 @@ extension BluetoothModule {
                 // and the one registered again after bluetoothd restarts.
                 if case .written(let bytes, _) = event.kind { changeApplication { $0[event.characteristic]?.value = bytes } }
             case .released(let id):
-                guard let key = registrations.first(where: { $0.value.status.phase.id == id })?.key else { return }
+                guard let key = registrations.key(of: id) else { return }
                 if case .advertisement(let advertisement)? = registrations[key]?.subject, advertisement.timeout != nil {
                     logger.info("\(key): its timeout ran out; it is off now")
                     registrations[key]!.status.desired = false
@@ -129,7 +129,7 @@ extension BluetoothModule {
               let capabilities = try? await capabilities(of: adapter), capabilities.secondaryChannels.isEmpty else { return }
         do {
             try await manager.refreshAdvertisement(id)
-            checks[onAir[0]] = clock.now.advanced(by: Self.updateCheckDelay)
+            registrations[onAir[0]]?.checkAt = clock.now.advanced(by: Self.updateCheckDelay)
             logger.debug("a link on \(adapter) ended: \(onAir[0]) sent again, so that the kernel's turns among the advertisements there go on")
         } catch {
             logger.notice("a link on \(adapter) ended, and sending \(onAir[0]) again (so that the kernel's turns among the advertisements there go on) failed: \(error)")
@@ -138,15 +138,13 @@ extension BluetoothModule {
 
     /// The advertisements on air on `adapter`, in the order of their keys.
     func advertisementsOnAir(on adapter: String) -> [Key] {
-        registrations.keys.sorted().filter { key in
-            guard case .advertisement = key, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
-            return true
-        }
+        registrations.advertisementsOnAir(on: adapter)
     }
 
     /// The last link on `adapter` ended: what it paused is registered again.
     func lastLinkEnded(on adapter: String) async {
-        for key in registrations.keys.sorted() {
+        for key in registrations.paused(on: adapter) {
+            // An attempt before may have moved it on.
             guard case .paused(adapter)? = registrations[key]?.status.phase else { continue }
             logger.notice("\(key): the last central on \(adapter) left; registering it again")
             move(key, to: .waiting)
@@ -162,9 +160,6 @@ extension BluetoothModule {
         } else {
             links = [:]; relinkAt = [:]; rotationRestartAt = [:]
         }
-        for key in registrations.keys {
-            guard case .paused(let on)? = registrations[key]?.status.phase, adapter == nil || adapter == on else { continue }
-            move(key, to: .waiting)
-        }
+        for key in registrations.paused(on: adapter) { move(key, to: .waiting) }
     }
 }

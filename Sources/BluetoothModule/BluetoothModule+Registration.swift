@@ -9,9 +9,7 @@ extension BluetoothModule {
     /// name order, rather than at their next retry (which still comes, for a slot that another
     /// program frees).
     func slotFreed() async {
-        for key in registrations.keys.sorted() {
-            guard case .retrying? = registrations[key]?.status.phase,
-                  registrations[key]?.status.lastError?.code == .noFreeInstance else { continue }
+        for key in registrations.waitingForSlot where registrations.waitingForSlot.contains(key) {
             await attempt(key)
         }
     }
@@ -22,7 +20,7 @@ extension BluetoothModule {
     /// move to it, so where they end up does not depend on that race.
     func moveToEarlier(_ adapter: String) async {
         guard configuredAdapter == nil else { return }
-        for key in registrations.keys.sorted() {
+        for key in registrations.keys {
             guard case .on(_, let on)? = registrations[key]?.status.phase, adapter < on else { continue }
             logger.notice("\(key): moving from \(on) to \(adapter), the first adapter that can advertise")
             await takeOff(key)
@@ -31,12 +29,9 @@ extension BluetoothModule {
 
     /// Tries what should be registered and waits for BlueZ or an adapter, or for its retry.
     func reconcile() async {
-        for key in registrations.keys.sorted() {
-            guard let status = registrations[key]?.status, status.desired else { continue }
-            switch status.phase {
-            case .waiting, .retrying: await attempt(key)
-            case .off, .on, .failed, .paused: break
-            }
+        // Each as it is when its turn comes: an attempt before may have changed it.
+        for key in registrations.due where registrations.due.contains(key) {
+            await attempt(key)
         }
     }
 
@@ -97,23 +92,16 @@ extension BluetoothModule {
     /// for BlueZ or an adapter (an event brings it back), a retry with backoff for a transient
     /// failure, or nothing until it is changed.
     func recordFailure(_ key: Key, _ error: PeripheralError, notNow: Bool) {
-        guard let status = registrations[key]?.status else { return }
-        registrations[key]!.status.lastError = error
-        switch error.code {
-        case _ where notNow:
-            move(key, to: .waiting)
+        let after = registrations.fail(key, error, notNow: notNow, at: clock.now) { [retry] in retry.delay(afterFailures: $0) }
+        switch after {
+        case nil:
+            break
+        case .waiting(let adapterGone)?:
+            if adapterGone { adapterInUse = nil }
             logger.notice("\(key): waiting: \(error.message)")
-        case .noAdapter, .bluezUnavailable:
-            adapterInUse = nil
-            move(key, to: .waiting)
-            logger.notice("\(key): waiting: \(error.message)")
-        case _ where error.isTransient:
-            let failures = (status.phase.failures ?? 0) + 1
-            let delay = retry.delay(afterFailures: failures)
-            move(key, to: .retrying(at: clock.now.advanced(by: delay), failures: failures))
+        case .retrying(_, let delay)?:
             logger.warning("\(key): \(error.message); retrying in \(delay)")
-        default:
-            move(key, to: .failed(error))
+        case .failed?:
             let until = if case .application = key { "the config changes" } else { "it is turned on again" }
             logger.error("\(key): \(error.message); not retrying until \(until)")
         }
@@ -198,29 +186,7 @@ extension BluetoothModule {
         }
     }
 
-    /// The run `generation` of bluetoothd, or its adapter (any adapter when nil), dropped what it
-    /// held: `key` is not registered if that run held it. A registration a later run answered
-    /// stays. What should be registered waits for BlueZ or the adapter to come back, not for a
-    /// timer, and so does a retry when `waitAll` (the run there vanished).
-    func lost(_ key: Key, of generation: StackGeneration, onAdapter adapter: String?, waitAll: Bool) {
-        guard let status = registrations[key]?.status else { return }
-        switch status.phase {
-        case .on(let id, let on) where id.generation == generation && (adapter == nil || adapter == on):
-            move(key, to: status.desired ? .waiting : .off)
-        case .retrying where waitAll:
-            move(key, to: .waiting)
-        default:
-            break
-        }
-    }
-
     func move(_ key: Key, to phase: Phase) {
-        guard registrations[key] != nil, registrations[key]!.status.phase != phase else { return }
-        if phase.id == nil {
-            checks[key] = nil
-            registrations[key]!.status.mismatch = nil
-        }
-        registrations[key]!.status.phase = phase
-        registrations[key]!.status.since = clock.now
+        registrations.move(key, to: phase, at: clock.now)
     }
 }

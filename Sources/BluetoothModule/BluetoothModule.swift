@@ -38,29 +38,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Where a registration is.
     public typealias Phase = Status.Phase
 
-    /// One thing the module keeps registered with the stack (what it is, ``RegistrationSubject``:
-    /// all else about it is the same for every kind), and where it is.
-    struct Registration {
-        var subject: RegistrationSubject
-        var status: Status
-    }
-
-    /// Which registration: an advertisement by its name, the GATT application, or the pairing
-    /// agent. In order: the advertisements by name, then the application, then the agent.
-    enum Key: Hashable, Comparable, CustomStringConvertible {
-        case advertisement(String)
-        case application
-        case agent
-
-        /// How the log names it: the advertisement's name, `GATT`, or `pairing`.
-        var description: String {
-            switch self {
-            case .advertisement(let name): name
-            case .application: "GATT"
-            case .agent: "pairing"
-            }
-        }
-    }
+    /// One thing the module keeps registered with the stack, and where it is.
+    typealias Registration = RegistrationTable<C.Instant>.Registration
+    /// Which registration.
+    typealias Key = RegistrationKey
 
     let manager: any PeripheralManaging
     let clock: C
@@ -73,7 +54,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public nonisolated let auditDelay: Duration?
     /// Where the module's own tasks run; nil for Swift's global executor.
     nonisolated let executor: (any TaskExecutor)?
-    var registrations: [Key: Registration] = [:]
+    /// What is kept registered, and where each is.
+    var registrations = RegistrationTable<C.Instant>()
     var adapterInUse: AdapterCapabilities?
     /// BlueZ and the adapters as the events described them.
     var stack = StackView<C.Instant>()
@@ -83,8 +65,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// The one timer, for the earliest retry or audit, and the task sleeping until it.
     var retryAlarm = Alarm<C.Instant>()
     var retryTask: Task<Void, Never>?
-    /// When each advertisement updated in place is to be confirmed with BlueZ.
-    var checks: [Key: C.Instant] = [:]
     /// When the next audit is due (after the last change), how many in a row repaired
     /// something, and what the last found and could not repair.
     var audits = AuditState<C.Instant>()
@@ -184,7 +164,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// air is updated in place; a name no longer given is taken off air and forgotten.
     public func configure(_ advertisements: [String: Advertisement]) async {
         try? await exclusively {
-            for key in registrations.keys.sorted() {
+            for key in registrations.keys {
                 guard case .advertisement(let name) = key, advertisements[name] == nil else { continue }
                 await takeOff(key)
                 registrations[key] = nil
@@ -221,7 +201,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
             do {
                 let sent = advertisement.bthomeKey == nil ? advertisement : try sealed(advertisement, for: await capabilities(of: adapter))
                 try await manager.updateAdvertisement(id, to: sent)
-                checks[key] = clock.now.advanced(by: Self.updateCheckDelay)
+                registrations[key]?.checkAt = clock.now.advanced(by: Self.updateCheckDelay)
             } catch {
                 logger.warning("updating \(name) in place failed (\(error)); registering it again")
                 await takeOff(key)
@@ -270,9 +250,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// The status of every advertisement, by name.
     public func status() -> [String: Status] {
-        registrations.reduce(into: [:]) { result, entry in
-            if case .advertisement(let name) = entry.key { result[name] = entry.value.status }
-        }
+        registrations.advertisementStatuses
     }
 
     /// Every change of ``status()`` from now on, latest first: a consumer that falls behind
@@ -295,10 +273,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// The earliest scheduled retry, update check or end of an adapter's settling, if any.
     public var nextRetry: C.Instant? {
-        var due = registrations.values.compactMap { registration -> C.Instant? in
-            if case .retrying(let at, _) = registration.status.phase { at } else { nil }
-        } + checks.values
-        if let settle = stack.nextSettle { due.append(settle) }
+        let due = [registrations.nextDue, stack.nextSettle].compactMap { $0 }
         return (due + relinkAt.values + rotationRestartAt.values).min()
     }
 
@@ -326,11 +301,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 rotationRestartAt[adapter] = nil
                 await restartRotation(on: adapter)
             }
-            for key in registrations.keys.sorted() {
-                if let at = checks[key], at <= now {
-                    checks[key] = nil
-                    await confirm(key)
-                }
+            for key in registrations.keys {
+                if registrations.takeCheck(key, dueAt: now) { await confirm(key) }
                 guard case .retrying(let at, _)? = registrations[key]?.status.phase, at <= now else { continue }
                 await attempt(key)
             }
