@@ -16,20 +16,6 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 . "$here/harness.sh"
 
 boot_started=$(date +%s.%N)
-fail_setup() {
-  echo "testbed: setup failed: $*"
-  echo "---- controllers: $(ls /sys/class/bluetooth 2>&1 | tr '\n' ' ')"
-  echo "---- bluez objects"
-  dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>&1 \
-    | grep -E 'object path|string "org.bluez' | head -40
-  echo "---- kernel messages about Bluetooth"
-  dmesg | grep -iE 'bluetooth|hci|vhci' | tail -n 30
-  echo "---- bluetoothd log lines about hci0"
-  grep -E 'hci0|index 0' "$TESTBED_WORK/bluetoothd.log" | head -40
-  show_diagnostics
-  echo "testbed: 0 passed, 1 failed"
-  exit 1
-}
 
 modprobe bluetooth || fail_setup "modprobe bluetooth"
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"

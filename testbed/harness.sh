@@ -47,6 +47,29 @@ run_scenarios() {
   echo "testbed: $passed passed, $failed failed"
 }
 
+# fail_setup WHY: the guest could not set the bed up: what there is of it (the controllers,
+# BlueZ's objects, the kernel's Bluetooth messages, bluetoothd's first lines about hci0 or, under
+# systemd, the units), the diagnostics, and the run's failure, for the host to read.
+fail_setup() {
+  echo "testbed: setup failed: $*"
+  echo "---- controllers: $(ls /sys/class/bluetooth 2>&1 | tr '\n' ' ')"
+  echo "---- bluez objects"
+  dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>&1 \
+    | grep -E 'object path|string "org.bluez' | head -40
+  echo "---- kernel messages about Bluetooth"
+  dmesg | grep -iE 'bluetooth|hci|vhci' | tail -n 30
+  if [[ -s "$TESTBED_WORK/bluetoothd.log" ]]; then
+    echo "---- bluetoothd log lines about hci0"
+    grep -E 'hci0|index 0' "$TESTBED_WORK/bluetoothd.log" | head -40
+  fi
+  if [[ -d /run/systemd/system ]]; then
+    systemctl --no-pager status bluetooth testbed-btvirt 2>&1 | head -40
+  fi
+  show_diagnostics
+  echo "testbed: 0 passed, 1 failed"
+  exit 1
+}
+
 # show_diagnostics: what a failure needs to be understood from the CI log alone. (Under systemd
 # the daemons' logs are in the journal.)
 show_diagnostics() {

@@ -21,15 +21,6 @@ TESTBED_CONTROLLER_COUNT=$(kernel_arg bleadvd_testbed.count)
 export TESTBED_CONTROLLER_COUNT=${TESTBED_CONTROLLER_COUNT:-2}
 trap 'systemctl poweroff --no-block' EXIT
 
-fail_setup() {
-  echo "testbed: setup failed: $*"
-  echo "---- controllers: $(ls /sys/class/bluetooth 2>&1 | tr '\n' ' ')"
-  systemctl --no-pager status bluetooth testbed-btvirt 2>&1 | head -40
-  show_diagnostics
-  echo "testbed: 0 passed, 1 failed"
-  exit 1
-}
-
 echo "testbed: systemd $(systemctl --version | head -n1 | cut -d' ' -f2) is PID 1; system $(systemctl is-system-running)"
 systemctl --failed --no-legend --plain | sed 's/^/testbed: failed unit: /'
 modprobe hci_vhci || fail_setup "modprobe hci_vhci"

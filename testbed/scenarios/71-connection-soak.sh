@@ -30,34 +30,7 @@ fresh_bluetoothd hci0
 if [[ "$(kernel_arg bleadvd_connections.debug)" == 1 ]]; then
   pkill -USR2 -x bluetoothd && echo "    bluetoothd's debug lines are on"
 fi
-config="$TESTBED_WORK/connection-soak.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-
-[advertisement.kitchen.bthome]
-temperature = 21.5
-
-[service.lamp]
-uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-
-[service.lamp.characteristic.brightness]
-uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write", "notify"]
-security = "none"
-value = 10
-
-[service.lamp.characteristic.level]
-uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write"]
-security = "none"
-value = 0
-
-[advertisement.gateway]
-local_name = "Gateway"
-services = ["lamp"]
-TOML
+config="$TESTBED_ROOT/testbed/configs/sensor-beside-lamp.toml"
 brightness=6e400002-b5a3-f393-e0a9-e50e24dcca9e
 level=6e400003-b5a3-f393-e0a9-e50e24dcca9e
 start_bleadvd "$config"
