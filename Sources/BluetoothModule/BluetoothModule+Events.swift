@@ -17,9 +17,6 @@ extension BluetoothModule {
             case .bluezVanished, .bluezAppeared, .adapterAdded, .adapterRemoved, .adapterPowered:
                 logger.info("event: \(event)")
                 scheduleAudit()
-                // BlueZ or an adapter changed: the adapter in use is chosen again at the next
-                // registration (the one place the stack's changes invalidate it).
-                adapterInUse = nil
             }
             switch event {
             case .bluezVanished(let generation):
@@ -30,10 +27,12 @@ extension BluetoothModule {
                 stack.appeared(generation)
                 await reconcile()
             case .adapterAdded(let adapter, _):
+                stack.changed()
                 guard configuredAdapter?.mayBe(adapter) ?? true else { return }
                 await moveToEarlier(adapter)
                 await reconcile()
             case .adapterRemoved(let adapter, let generation):
+                stack.changed()
                 linksEnded(on: adapter)
                 // They wait for it, even when another adapter remains: bluetoothd removes every
                 // adapter when it stops, and registering on another then races its shutdown

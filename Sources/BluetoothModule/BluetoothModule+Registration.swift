@@ -97,7 +97,7 @@ extension BluetoothModule {
         case nil:
             break
         case .waiting(let adapterGone)?:
-            if adapterGone { adapterInUse = nil }
+            if adapterGone { stack.changed() }
             logger.notice("\(key): waiting: \(error.message)")
         case .retrying(_, let delay)?:
             logger.warning("\(key): \(error.message); retrying in \(delay)")
@@ -120,7 +120,7 @@ extension BluetoothModule {
 
     /// What adapter `name` can do: the one in use, or as BlueZ reports it now.
     func capabilities(of name: String) async throws -> AdapterCapabilities {
-        if let adapterInUse, adapterInUse.name == name { return adapterInUse }
+        if let adapterInUse = stack.adapterInUse, adapterInUse.name == name { return adapterInUse }
         guard let adapter = try await manager.adapters().first(where: { $0.name == name }) else {
             throw PeripheralError(.noAdapter, "adapter \(name) is not present")
         }
@@ -130,8 +130,8 @@ extension BluetoothModule {
     /// The adapter to register on, powered on if it may be; throws ``NotNow`` when the stack
     /// view says nothing may be tried now.
     func resolveAdapter() async throws -> AdapterCapabilities {
-        if let refusal = stack.refusal(on: adapterInUse?.name ?? configuredAdapter?.name) { throw NotNow(reason: refusal) }
-        if let adapterInUse { return adapterInUse }
+        if let refusal = stack.refusal(on: stack.adapterInUse?.name ?? configuredAdapter?.name) { throw NotNow(reason: refusal) }
+        if let adapterInUse = stack.adapterInUse { return adapterInUse }
         let adapters = try await manager.adapters()
         let chosen = configuredAdapter.flatMap { choice in adapters.first(where: choice.matches) }
             ?? (configuredAdapter == nil ? adapters.first : nil)
@@ -155,7 +155,7 @@ extension BluetoothModule {
                 throw NotNow(reason: stack.refusal(on: adapter.name) ?? error)
             }
         }
-        adapterInUse = adapter
+        stack.use(adapter)
         return adapter
     }
 

@@ -56,7 +56,6 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     nonisolated let executor: (any TaskExecutor)?
     /// What is kept registered, and where each is.
     var registrations = RegistrationTable<C.Instant>()
-    var adapterInUse: AdapterCapabilities?
     /// BlueZ and the adapters as the events described them.
     var stack = StackView<C.Instant>()
     /// One operation at a time, in the order called.
@@ -288,10 +287,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public func retryDue() async {
         try? await exclusively {
             let now = clock.now
-            if !stack.settled(at: now).isEmpty {
-                adapterInUse = nil
-                await reconcile()
-            }
+            if !stack.settled(at: now).isEmpty { await reconcile() }
             for (adapter, at) in relinkAt.sorted(by: { $0.key < $1.key }) where at <= now {
                 relinkAt[adapter] = nil
                 lastRelink[adapter] = now

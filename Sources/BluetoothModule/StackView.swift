@@ -2,8 +2,9 @@ public import Peripheral
 
 /// What the module knows of the stack below it, from the events in the order they came: whether
 /// BlueZ is on the bus and which run of it (`StackGeneration`), and which adapters it last
-/// reported powered off. It decides whether a registration may be tried now; the module keeps
-/// no other flag about the stack.
+/// reported powered off. It decides whether a registration may be tried now, and keeps the
+/// adapter registrations go to until the stack changes; the module keeps no other flag about
+/// the stack.
 ///
 /// - BlueZ *absent* (it vanished and no run has appeared since): nothing is tried; the next
 ///   run's appearance brings everything back.
@@ -49,11 +50,30 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
     /// another run of bluetoothd, starts the count again.
     public private(set) var busyRefusals: [String: Int] = [:]
 
+    /// The adapter registrations go to, as the last registration chose it; nil when it is to
+    /// be chosen again. Every change of the stack this view is told of (BlueZ or an adapter
+    /// coming, going or changing its power, an adapter that settled) forgets it, here and
+    /// nowhere else.
+    public private(set) var adapterInUse: AdapterCapabilities?
+
     /// A view that knows nothing yet.
     public init() {}
 
+    /// Registrations go to `adapter` until the stack changes.
+    mutating func use(_ adapter: AdapterCapabilities) {
+        adapterInUse = adapter
+    }
+
+    /// BlueZ or an adapter changed in a way the rest of the view does not follow (an adapter
+    /// added or removed, a registration that found no adapter or no BlueZ): the adapter is
+    /// chosen again at the next registration.
+    mutating func changed() {
+        adapterInUse = nil
+    }
+
     /// A run of bluetoothd appeared: every adapter is as that run reports it.
     mutating func appeared(_ generation: StackGeneration) {
+        adapterInUse = nil
         bluez = .present(generation)
         settling = [:]
         busyRefusals = [:]
@@ -63,6 +83,7 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
     /// nothing about the present one).
     @discardableResult
     mutating func vanished(_ generation: StackGeneration) -> Bool {
+        adapterInUse = nil
         switch bluez {
         case .present(let current) where current != generation: return false
         case .present, .assumedPresent, .absent:
@@ -75,6 +96,7 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
 
     /// An adapter was reported powered off, or on.
     mutating func powered(_ adapter: String, _ on: Bool, settleUntil: Instant) {
+        adapterInUse = nil
         settling[adapter] = on ? nil : Settling(until: settleUntil, cause: .poweredOff)
         busyRefusals[adapter] = nil
     }
@@ -91,6 +113,7 @@ public struct StackView<Instant: InstantProtocol & Sendable>: Sendable, Hashable
     mutating func settled(at now: Instant) -> [String] {
         let done = settling.filter { $0.value.until <= now }.keys.sorted()
         for adapter in done { settling[adapter] = nil }
+        if !done.isEmpty { adapterInUse = nil }
         return done
     }
 
