@@ -27,13 +27,3 @@ extension Daemon {
         services.contains { $0.service.characteristics.contains { $0.security != .none } }
     }
 }
-
-/// The daemon's announcing port for pairing: the control API's `Pairing` signal, sent to the
-/// window's opener only.
-struct ControlAnnouncer: PairingAnnouncing {
-    let connection: DBusConnection
-
-    func pairing(_ event: String, central: String, detail: String, to opener: String) async {
-        await ControlService.pairing(event, central: central, detail: detail, to: opener, on: connection)
-    }
-}

@@ -48,7 +48,7 @@ extension Daemon {
     package func run(requests: AsyncStream<Request>, watchdog: Duration? = nil) async throws(DaemonFailure) {
         // Every child, and what it calls, prefers the connection's event loop: no thread of
         // Swift's pool is ever started for the daemon's work.
-        try await withTaskExecutorPreference(connection.eventLoop) { () async throws(DaemonFailure) in
+        try await withTaskExecutorPreference(bus.eventLoop) { () async throws(DaemonFailure) in
             try await runChildren(requests: requests, watchdog: watchdog)
         }
     }
@@ -56,7 +56,6 @@ extension Daemon {
     private func runChildren(requests: AsyncStream<Request>, watchdog: Duration?) async throws(DaemonFailure) {
         let bluez = try await start()
         let changes = await module.changes()
-        let busEvents = await connection.events()
         let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
             group.addTask { [module] in
                 for await event in bluez {
@@ -83,7 +82,10 @@ extension Daemon {
             group.addTask { [improv] in await improv.run() }
             group.addTask { [values] in await values.run() }
             group.addTask { [post] in for await request in requests { post.yield(.request(request)) } }
-            group.addTask { [post] in for await event in busEvents where event == .disconnected { post.yield(.busLost) } }
+            group.addTask { [post, bus] in
+                await bus.lost()
+                if !Task.isCancelled { post.yield(.busLost) }
+            }
             // READY=1 once the enabled advertisements are registered or refused, or after
             // readyWait, whichever comes first; the registrations go on past the wait.
             let (registered, finishRegistering) = AsyncStream<Never>.makeStream()
@@ -92,7 +94,7 @@ extension Daemon {
                 finishRegistering.finish()
             }
             group.addTask { [post, clock] in
-                let settled = await Deadline.within(Self.readyWait, on: clock, executor: self.connection.eventLoop) { () async -> Void in for await _ in registered {} } != nil
+                let settled = await Deadline.within(Self.readyWait, on: clock, executor: self.bus.eventLoop) { () async -> Void in for await _ in registered {} } != nil
                 post.yield(.started(settled: settled))
             }
             if let watchdog { group.addTask { await self.keepWatchdog(every: watchdog / 2) } }
@@ -127,7 +129,7 @@ extension Daemon {
         lifecycle = .stopping
         notifier.notify("STOPPING=1")
         let names = await values.names
-        let done = await Deadline.within(Self.stopWait, on: clock, executor: connection.eventLoop) { [module] () async -> Void in
+        let done = await Deadline.within(Self.stopWait, on: clock, executor: bus.eventLoop) { [module] () async -> Void in
             // An open window is closed first: its opener is told now, not when its time runs out.
             await self.pairing.stop()
             for name in names { try? await module.off(name) }
@@ -142,9 +144,9 @@ extension Daemon {
     /// the control API's name), within `limit`. A wedge in any of them means no WATCHDOG=1, so
     /// systemd restarts bleadvd.
     package nonisolated func heartbeat(within limit: Duration) async -> Bool {
-        await Deadline.within(limit, on: clock, executor: connection.eventLoop) { [module] in
+        await Deadline.within(limit, on: clock, executor: bus.eventLoop) { [module, bus] in
             _ = await module.status()
-            return await self.ownsName()
+            return await bus.ownsName()
         } ?? false
     }
 
@@ -154,17 +156,7 @@ extension Daemon {
     /// module its advertisements.
     private func start() async throws(DaemonFailure) -> AsyncStream<PeripheralEvent> {
         let events: AsyncStream<PeripheralEvent>
-        do {
-            try await connection.requestName(ControlAPI.busName)
-            try await ControlService.export(self, on: connection)
-        } catch let error as DBusError where error.name == .nameTaken {
-            throw DaemonFailure("another bleadvd is running: \(error.message)")
-        } catch let error as DBusError where error.name == .accessDenied {
-            throw DaemonFailure(
-                "the system bus refused the name \(ControlAPI.busName): is /usr/share/dbus-1/system.d/org.bleadvd.Advertiser.conf installed and the bus reloaded? (\(error.message))")
-        } catch {
-            throw DaemonFailure("cannot serve \(ControlAPI.busName) on the system bus: \(error)")
-        }
+        try await bus.serve(self)
         do {
             events = try await manager.events()
         } catch {
@@ -208,9 +200,5 @@ extension Daemon {
                 logger.warning("watchdog: no round trip through the daemon and the bus within \(interval); not telling systemd we are alive")
             }
         }
-    }
-
-    private func ownsName() async -> Bool {
-        (try? await connection.nameOwner(ControlAPI.busName)) == connection.uniqueName
     }
 }

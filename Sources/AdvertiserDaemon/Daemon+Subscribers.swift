@@ -37,30 +37,28 @@ extension Daemon: ValuesAnnouncing {
     /// Whether the process behind `caller` (a unique name) may see secured values; not when
     /// the bus cannot tell.
     func isTrusted(_ caller: String) async -> Bool {
-        guard let uid = try? await connection.unixUser(of: caller) else { return false }
+        guard let uid = await bus.user(of: caller) else { return false }
         return trusts(uid)
     }
 
     /// Waits until `subscriber` leaves the bus, then sends it nothing more. A child of the
     /// loop's task group.
     func follow(_ subscriber: String) async {
-        try? await connection.departure(of: subscriber)
+        await bus.departure(of: subscriber)
         subscribers.remove(subscriber)
     }
 
     /// Announces a service's or an advertisement's values on air: the broadcast without the
     /// secured ones, each subscriber all of them.
     func announceValues(_ name: String, all: [String: String], everyone: [String: String]) async {
-        await ControlService.valuesChanged(name, everyone, on: connection)
-        for subscriber in subscribers { await ControlService.valuesChanged(name, all, to: subscriber, on: connection) }
+        await bus.valuesChanged(name, everyone, to: nil)
+        for subscriber in subscribers { await bus.valuesChanged(name, all, to: subscriber) }
     }
 
     /// Announces a central's write: the broadcast without the value when the characteristic
     /// is secured, each subscriber with it (`value` nil: a secret, shown to no one).
     func announceWrite(_ id: GATTCharacteristicID, _ value: GATTValue?, secured: Bool, central: String) async {
-        await ControlService.written(id.service, id.characteristic, secured ? nil : value, central: central, on: connection)
-        for subscriber in subscribers {
-            await ControlService.written(id.service, id.characteristic, value, central: central, to: subscriber, on: connection)
-        }
+        await bus.written(id, secured ? nil : value, central: central, to: nil)
+        for subscriber in subscribers { await bus.written(id, value, central: central, to: subscriber) }
     }
 }

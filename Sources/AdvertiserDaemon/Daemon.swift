@@ -46,7 +46,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let loadConfig: ConfigLoader
     let module: BluetoothModule<C>
     let manager: any PeripheralManaging
-    let connection: DBusConnection
+    /// The system bus as the daemon sees it: its name, the control API, signals, callers.
+    let bus: any ControlBus
     let clock: C
     let notifier: SystemdNotifier
     let logger: Logger
@@ -77,7 +78,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
 
     /// Runs on the connection's event loop, as the connection, BlueZ's manager and the module
     /// do: in bleadvd, the one thread.
-    package nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { bus.eventLoop.asUnownedSerialExecutor() }
 
     /// A daemon for `config` (read from `configPath`, which `reload` reads again).
     /// - Parameters:
@@ -90,10 +91,10 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     ///     that a file the TOML library crashes on cannot take the daemon down.
     ///   - auditDelay: how long after the last change the module checks what BlueZ holds; nil
     ///     for no self-check (tests of the daemon that drive its clock themselves).
-    ///   - joiner: joins the Wi-Fi networks Improv is given; nil for `[improv] join`'s program.
+    ///   - joiner: joins the Wi-Fi networks Improv is given; nil for the bus's (`[improv] join`).
     package init(
         config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
-        connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
+        bus: any ControlBus, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
         counters: (any EncryptionCounters)? = nil,
         bondRecord: BondRecord? = nil,
         trusts: @escaping @Sendable (UInt32) -> Bool = LocalTrust.isTrusted(uid:),
@@ -107,25 +108,42 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.configPath = configPath
         self.loadConfig = loadConfig
         self.manager = manager
-        self.connection = connection
+        self.bus = bus
         self.clock = clock
         self.notifier = notifier
         self.trusts = trusts
         self.logger = logger
         let module = BluetoothModule(
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,
-            counters: counters, auditDelay: auditDelay, logger: logger, executor: connection.eventLoop)
+            counters: counters, auditDelay: auditDelay, logger: logger, executor: bus.eventLoop)
         self.module = module
         self.values = Values(
             advertisements: config.advertisements, services: config.services, module: module, clock: clock, logger: logger,
-            executor: connection.eventLoop)
+            executor: bus.eventLoop)
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Self.bondNeeded(config.services.values), configPath: configPath, module: module,
-            clock: clock, announcer: ControlAnnouncer(connection: connection), bondRecord: bondRecord, logger: logger,
-            executor: connection.eventLoop)
+            clock: clock, announcer: bus, bondRecord: bondRecord, logger: logger, executor: bus.eventLoop)
         self.improv = ImprovProvisioner(
-            config: config.improv, configPath: configPath, clock: clock, logger: logger, executor: connection.eventLoop,
-            joiners: Self.joiners(injected: joiner, connection: connection, clock: clock))
+            config: config.improv, configPath: configPath, clock: clock, logger: logger, executor: bus.eventLoop,
+            joiners: { config in joiner ?? bus.joiner(for: config, clock: clock) })
+    }
+
+    /// A daemon on the D-Bus connection `connection` (``DBusControlBus``); the rest as above.
+    package init(
+        config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
+        connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
+        counters: (any EncryptionCounters)? = nil,
+        bondRecord: BondRecord? = nil,
+        trusts: @escaping @Sendable (UInt32) -> Bool = LocalTrust.isTrusted(uid:),
+        loadConfig: @escaping ConfigLoader,
+        auditDelay: Duration? = BluetoothModule<C>.standardAuditDelay,
+        joiner: (any NetworkJoining)? = nil,
+        logger: Logger
+    ) {
+        self.init(
+            config: config, configPath: configPath, adapter: adapter, manager: manager, bus: DBusControlBus(connection: connection),
+            clock: clock, notifier: notifier, counters: counters, bondRecord: bondRecord, trusts: trusts, loadConfig: loadConfig,
+            auditDelay: auditDelay, joiner: joiner, logger: logger)
     }
 
     // MARK: AdvertiserControlling
@@ -234,7 +252,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         for (name, state) in states.sorted(by: { $0.key < $1.key }) where names.contains(name) {
             let previous = published[name]?.state
             published[name] = state
-            if previous != state.state { await ControlService.stateChanged(name, state.state, on: connection) }
+            if previous != state.state { await bus.stateChanged(name, state.state) }
         }
         if lifecycle == .ready, statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
     }

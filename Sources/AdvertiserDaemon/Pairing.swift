@@ -6,7 +6,7 @@ import Peripheral
 /// Where pairing tells what happens in a window: to the client that opened it, and no one else
 /// (the journal keeps the rest, without codes). The daemon's port sends the control API's
 /// `Pairing` signal; a test's records.
-protocol PairingAnnouncing: Sendable {
+package protocol PairingAnnouncing: Sendable {
     /// Tells `opener` (a bus name) of `event` (`opened`, `requested`, `confirm`, `refused`,
     /// `failed`, `paired`, `closed`) about `central`, with `detail` (a code, a reason).
     func pairing(_ event: String, central: String, detail: String, to opener: String) async
