@@ -12,16 +12,24 @@
 # Kernel probes (tracefs) record, in each round, the disconnects (hci_disconn_complete_evt),
 # each turn's end (adv_timeout_expire_sync and the instance it ends), and each turn scheduled
 # (hci_schedule_adv_instance_sync and its instance). A turn's end that schedules no next turn
-# is the stall's mark: it is counted, and a round whose scan missed BTHome prints the probes'
-# lines around it.
-#   BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=60" testbed/run.sh --systemd --stack trixie \
-#     --legacy --controllers 3 testbed/repro/rotation-stall.sh
+# is the stall's mark (or one scheduled 0.3 s or more later: bleadvd's refresh, 0.5 s after a
+# link's end, arms the turns again): it is counted, and a round whose scan missed BTHome prints
+# the probes' lines around it.
+# bleadvd_repro.hold=MS: hci0's controller answers LE Set Advertising Enable MS ms late
+# (BTVIRT_HOLD_ADV_ENABLE, testbed/btvirt/btdev-links.patch), so that the kernel's command queue
+# is busy that long after A's link ends, while B's disconnect still comes; B's link then ends
+# 0 to MS ms after A's. This widens the race's window from the few milliseconds of a real
+# controller to MS, to force it.
+#   BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=60 bleadvd_repro.hold=800" testbed/run.sh \
+#     --systemd --stack trixie --legacy --controllers 3 testbed/repro/rotation-stall.sh
 set -eu
 . "$TESTBED_ROOT/testbed/lib.sh"
 export PATH="$TESTBED_BUILD/release:$PATH"  # as in testbed/scenarios/
 
 rounds=$(kernel_arg bleadvd_repro.rounds)
 rounds=${rounds:-60}
+held=$(kernel_arg bleadvd_repro.hold)
+held=${held:-0}
 [[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
 tracing=/sys/kernel/tracing
 [[ -e $tracing/kprobe_events ]] || mount -t tracefs nodev "$tracing"
@@ -37,6 +45,11 @@ probe 'p:rotation/advertising_enabled hci_enable_advertising_sync'
 echo 1 > "$tracing/events/rotation/enable"
 echo > "$tracing/trace"
 
+if (( held > 0 )); then
+  remove_controllers
+  make_controllers BTVIRT_HOLD_ADV_ENABLE="$held" || fail "the controllers did not come back"
+  echo "    hci0 answers LE Set Advertising Enable $held ms late; B's link ends 0 to $held ms after A's"
+fi
 fresh_bluetoothd hci0
 config="$TESTBED_ROOT/testbed/configs/sensor-beside-lamp.toml"
 start_bleadvd "$config"
@@ -47,9 +60,12 @@ hold=$TESTBED_WORK/hold
 rm -rf "$hold"; mkdir -p "$hold"
 
 # stalls_in FILE: the turns in the probes' FILE that ended and scheduled none after them
-# before the next turn ended (or the file did).
+# before the next turn ended (or the file did), or scheduled the next 0.3 s or more later.
 stalls_in() {
-  awk '/ turn_ended:/ { if (open) n++; open = 1 } / scheduled:/ { open = 0 } END { print n + open }' "$1"
+  awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = $i + 0; break } }
+    / turn_ended:/ { if (open) n++; open = 1; since = t; next }
+    / scheduled:/ { if (open && t - since >= 0.3) n++; open = 0 }
+    END { print n + open }' "$1"
 }
 stalled=0 marks=0
 declare -A counted
@@ -64,7 +80,7 @@ for ((i = 1; i <= rounds; i++)); do
   wait_for 60 "B's link in round $i" "[ -e '$hold/b-$i' ]" || { touch "$hold/go-a-$i" "$hold/go-b-$i"; fail "round $i: B did not connect beside A"; }
   sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", r % 200 / 100 }')"
   touch "$hold/go-a-$i"
-  sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", r % 100 / 1000 }')"
+  sleep "$(awk -v r="$RANDOM" -v span="$(( held > 0 ? held : 100 ))" 'BEGIN { printf "%.3f", r % span / 1000 }')"
   touch "$hold/go-b-$i"
   wait "$a_run" || true
   wait "$b_run" || true
