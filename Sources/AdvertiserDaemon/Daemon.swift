@@ -76,8 +76,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let events: AsyncStream<Event>
     let post: AsyncStream<Event>.Continuation
 
-    /// Runs on the connection's event loop, as the connection, BlueZ's manager and the module
-    /// do: in bleadvd, the one thread.
+    /// Runs on the bus's event loop (in bleadvd, the D-Bus connection's), as BlueZ's manager
+    /// and the module do: in bleadvd, the one thread.
     package nonisolated var unownedExecutor: UnownedSerialExecutor { bus.eventLoop.asUnownedSerialExecutor() }
 
     /// A daemon for `config` (read from `configPath`, which `reload` reads again).
@@ -126,24 +126,6 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.improv = ImprovProvisioner(
             config: config.improv, configPath: configPath, clock: clock, logger: logger, executor: bus.eventLoop,
             joiners: { config in joiner ?? bus.joiner(for: config, clock: clock) })
-    }
-
-    /// A daemon on the D-Bus connection `connection` (``DBusControlBus``); the rest as above.
-    package init(
-        config: DaemonConfig, configPath: String, adapter: String? = nil, manager: any PeripheralManaging,
-        connection: DBusConnection, clock: C, notifier: SystemdNotifier = SystemdNotifier(environment: [:]),
-        counters: (any EncryptionCounters)? = nil,
-        bondRecord: BondRecord? = nil,
-        trusts: @escaping @Sendable (UInt32) -> Bool = LocalTrust.isTrusted(uid:),
-        loadConfig: @escaping ConfigLoader,
-        auditDelay: Duration? = BluetoothModule<C>.standardAuditDelay,
-        joiner: (any NetworkJoining)? = nil,
-        logger: Logger
-    ) {
-        self.init(
-            config: config, configPath: configPath, adapter: adapter, manager: manager, bus: DBusControlBus(connection: connection),
-            clock: clock, notifier: notifier, counters: counters, bondRecord: bondRecord, trusts: trusts, loadConfig: loadConfig,
-            auditDelay: auditDelay, joiner: joiner, logger: logger)
     }
 
     // MARK: AdvertiserControlling

@@ -153,7 +153,7 @@ struct Bleadvd: ParsableCommand {
         let state = stateDirectory ?? environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/bleadvd"
         let daemon = Daemon(
             config: settings, configPath: config, adapter: adapter,
-            manager: BlueZPeripheralManager(connection: connection, logger: logger), connection: connection,
+            manager: BlueZPeripheralManager(connection: connection, logger: logger), bus: DBusControlBus(connection: connection),
             clock: LoopClock(on: loop), notifier: SystemdNotifier(environment: environment),
             counters: CounterDirectory(path: state), bondRecord: BondRecord(directory: state),
             loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)

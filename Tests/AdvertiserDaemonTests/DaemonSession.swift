@@ -79,7 +79,7 @@ struct DaemonSession {
         notify = try NotifySocket(in: self.bus.folder, name: "notify-\(UUID().uuidString.prefix(8))")
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
-            connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
+            bus: DBusControlBus(connection: connection), clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
             counters: MockCounters(), bondRecord: bondRecord, trusts: trusts, loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
             logger: Logger(label: "test") { [logs] _ in LogLines.Handler(lines: logs) })
         self.daemon = daemon

@@ -55,7 +55,7 @@ struct DeadlineTests {
         let config = try ConfigParser.parse("[advertisement.heart]\nlocal_name = \"Thermo-1\"\n", file: "test.toml")
         let daemon = Daemon(
             config: config, configPath: "test.toml", manager: BlueZPeripheralManager(connection: connection),
-            connection: connection, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
+            bus: DBusControlBus(connection: connection), clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
             loadConfig: { path throws(ConfigError) in try ConfigParser.load(path: path) }, logger: Logger(label: "test"))
         let (requests, post) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         let running = Task { try await daemon.run(requests: requests) }
