@@ -15,8 +15,8 @@
 # is the stall's mark (or one scheduled 0.3 s or more later: bleadvd's refresh, 0.5 s after a
 # link's end, arms the turns again): it is counted, and a round whose scan missed BTHome prints
 # the probes' lines around it.
-# bleadvd_repro.hold=MS: hci0's controller answers LE Set Advertising Enable MS ms late
-# (BTVIRT_HOLD_ADV_ENABLE, testbed/btvirt/btdev-links.patch), so that the kernel's command queue
+# bleadvd_repro.hold=MS: hci0's controller answers LE Set Advertising Data MS ms late
+# (BTVIRT_HOLD_ADV_DATA, testbed/btvirt/btdev-links.patch), so that the kernel's command queue
 # is busy that long after A's link ends, while B's disconnect still comes; B's link then ends
 # 0 to MS ms after A's. This widens the race's window from the few milliseconds of a real
 # controller to MS, to force it.
@@ -47,8 +47,8 @@ echo > "$tracing/trace"
 
 if (( held > 0 )); then
   remove_controllers
-  make_controllers BTVIRT_HOLD_ADV_ENABLE="$held" || fail "the controllers did not come back"
-  echo "    hci0 answers LE Set Advertising Enable $held ms late; B's link ends 0 to $held ms after A's"
+  make_controllers BTVIRT_HOLD_ADV_DATA="$held" || fail "the controllers did not come back"
+  echo "    hci0 answers LE Set Advertising Data $held ms late; B's link ends 0 to $held ms after A's"
 fi
 fresh_bluetoothd hci0
 config="$TESTBED_ROOT/testbed/configs/sensor-beside-lamp.toml"
