@@ -15,21 +15,14 @@
 # is the stall's mark (or one scheduled 0.3 s or more later: bleadvd's refresh, 0.5 s after a
 # link's end, arms the turns again): it is counted, and a round whose scan missed BTHome prints
 # the probes' lines around it.
-# bleadvd_repro.hold=MS: hci0's controller answers LE Set Advertising Data MS ms late
-# (BTVIRT_HOLD_ADV_DATA, testbed/btvirt/btdev-links.patch), so that the kernel's command queue
-# is busy that long after A's link ends, while B's disconnect still comes; B's link then ends
-# 0 to MS ms after A's. This widens the race's window from the few milliseconds of a real
-# controller to MS, to force it.
-#   BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=60 bleadvd_repro.hold=800" testbed/run.sh \
-#     --systemd --stack trixie --legacy --controllers 3 testbed/repro/rotation-stall.sh
+#   BLEADVD_TESTBED_APPEND="bleadvd_repro.rounds=60" testbed/run.sh --systemd --stack trixie \
+#     --legacy --controllers 3 testbed/repro/rotation-stall.sh
 set -eu
 . "$TESTBED_ROOT/testbed/lib.sh"
 export PATH="$TESTBED_BUILD/release:$PATH"  # as in testbed/scenarios/
 
 rounds=$(kernel_arg bleadvd_repro.rounds)
 rounds=${rounds:-60}
-held=$(kernel_arg bleadvd_repro.hold)
-held=${held:-0}
 [[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
 tracing=/sys/kernel/tracing
 [[ -e $tracing/kprobe_events ]] || mount -t tracefs nodev "$tracing"
@@ -45,11 +38,6 @@ probe 'p:rotation/advertising_enabled hci_enable_advertising_sync'
 echo 1 > "$tracing/events/rotation/enable"
 echo > "$tracing/trace"
 
-if (( held > 0 )); then
-  remove_controllers
-  make_controllers BTVIRT_HOLD_ADV_DATA="$held" || fail "the controllers did not come back"
-  echo "    hci0 answers LE Set Advertising Data $held ms late; B's link ends 0 to $held ms after A's"
-fi
 fresh_bluetoothd hci0
 config="$TESTBED_ROOT/testbed/configs/sensor-beside-lamp.toml"
 start_bleadvd "$config"
@@ -80,7 +68,7 @@ for ((i = 1; i <= rounds; i++)); do
   wait_for 60 "B's link in round $i" "[ -e '$hold/b-$i' ]" || { touch "$hold/go-a-$i" "$hold/go-b-$i"; fail "round $i: B did not connect beside A"; }
   sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", r % 200 / 100 }')"
   touch "$hold/go-a-$i"
-  sleep "$(awk -v r="$RANDOM" -v span="$(( held > 0 ? held : 100 ))" 'BEGIN { printf "%.3f", r % span / 1000 }')"
+  sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", r % 100 / 1000 }')"
   touch "$hold/go-b-$i"
   wait "$a_run" || true
   wait "$b_run" || true
