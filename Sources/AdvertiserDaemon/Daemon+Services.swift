@@ -10,11 +10,16 @@ extension Daemon {
     /// offered); nil when there are none.
     func application() async -> GATTApplication? {
         let improvOffered = improvOffered
-        return await values.application { name in name != ImprovConfig.name || improvOffered }
+        return await values.application { name in Self.isOffered(name, improvOffered: improvOffered) }
     }
 
     /// Whether what `name` configures may be on air: all but Improv's while it is withheld.
     func isOffered(_ name: String) -> Bool {
+        Self.isOffered(name, improvOffered: improvOffered)
+    }
+
+    /// ``isOffered(_:)`` as a value of `improvOffered`, for a predicate handed to another actor.
+    static func isOffered(_ name: String, improvOffered: Bool) -> Bool {
         name != ImprovConfig.name || improvOffered
     }
 
