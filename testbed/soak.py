@@ -229,7 +229,7 @@ class Soak:
         self.cycles = 0         # connection cycles whose links all did what they were asked
         self.cut = 0            # connection cycles during a fault whose links the fault cut
         self.heard = []         # per cycle: (seconds from the last link's end to the scan's start, to all heard)
-        self.rss = []           # per cycle: (bleadvd's PID, its RSS in KiB)
+        self.rss = []           # per cycle: (bleadvd's PID, its RSS, RssAnon, RssFile in KiB)
         self.lost_below = 0     # writes bleadvd took whose response a central never got
 
     # --- the system ------------------------------------------------------------------------
@@ -404,9 +404,9 @@ class Soak:
         ended = max(float(line.split()[-1]) for line in a_lines + b_lines if line.startswith("disconnected at "))
         self.scan(ended)
         pid = run("systemctl", "show", "-P", "MainPID", "bleadvd").stdout.strip()
-        rss = run("ps", "-o", "rss=", "-p", pid).stdout.strip()
-        if rss:
-            self.rss.append((pid, int(rss)))
+        memory = resident(pid)
+        if memory:
+            self.rss.append((pid,) + memory)
 
     def scan(self, ended):
         """A scan from hci2 (B's controller) hears every advertisement wanted on; records how
@@ -567,27 +567,49 @@ def record_of_links(since):
     return "\n---- the HCI record from %s on (links, advertising, failed commands):\n%s" % (since, "\n".join(lines[:120]))
 
 
+def resident(pid):
+    """A process's resident memory in KiB from /proc/PID/status: (VmRSS, RssAnon, RssFile), the
+    whole, its heap and stacks, and the pages of files it maps (the binary's code among them,
+    which grows as code runs for the first time); None when the process is gone."""
+    try:
+        with open("/proc/%s/status" % pid) as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+        return tuple(int(fields[name].split()[0]) for name in ("VmRSS", "RssAnon", "RssFile"))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def slope(values):
+    """The least-squares slope of values over their index: how much a cycle adds."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mean_x, mean_y = (n + 1) / 2, sum(values) / n
+    return sum((i + 1 - mean_x) * (y - mean_y) for i, y in enumerate(values)) / sum((i + 1 - mean_x) ** 2 for i in range(n))
+
+
 def rss_summary(samples):
-    """bleadvd's RSS after each connection cycle, samples of (PID, KiB): the first and last, and
-    the slope (least squares, KiB a cycle) over the longest stretch of one process (the
-    schedule restarts bleadvd now and then)."""
+    """bleadvd's RSS after each connection cycle, samples of (PID, RSS, anonymous, file-backed,
+    in KiB): the first and last, and over the longest stretch of one process (the schedule
+    restarts bleadvd now and then) the first and last of each and their slopes (least squares,
+    KiB a cycle)."""
     if not samples:
         return "no samples"
     stretches, current = [], []
-    for pid, kib in samples:
-        if current and current[-1][0] != pid:
+    for sample in samples:
+        if current and current[-1][0] != sample[0]:
             stretches.append(current)
             current = []
-        current.append((pid, kib))
+        current.append(sample)
     stretches.append(current)
-    longest = [kib for _, kib in max(stretches, key=len)]
-    n = len(longest)
-    slope = 0.0
-    if n > 1:
-        mean_x, mean_y = (n + 1) / 2, sum(longest) / n
-        slope = sum((i + 1 - mean_x) * (y - mean_y) for i, y in enumerate(longest)) / sum((i + 1 - mean_x) ** 2 for i in range(n))
+    longest = max(stretches, key=len)
+    columns = [[sample[k] for sample in longest] for k in (1, 2, 3)]
     return "%d KiB after the first cycle, %d after the last; over the longest run of one process (%d cycles) " \
-           "%d to %d KiB, slope %.2f KiB a cycle" % (samples[0][1], samples[-1][1], n, longest[0], longest[-1], slope)
+           "%d to %d KiB, slope %.2f KiB a cycle (anonymous %d to %d, slope %.2f; files %d to %d, slope %.2f)" % (
+               samples[0][1], samples[-1][1], len(longest),
+               columns[0][0], columns[0][-1], slope(columns[0]),
+               columns[1][0], columns[1][-1], slope(columns[1]),
+               columns[2][0], columns[2][-1], slope(columns[2]))
 
 
 def journal(since):
