@@ -177,9 +177,10 @@ if ! grep -qE "^    read $dimmer: [0-9a-f]+$" <<< "$out"; then
   tail -n 40 <<< "$record" | sed 's/^/    /'
   lost=$(writes_lost_in_link "$record")
   # The emulated controllers give a host one ACL buffer (btdev: LE Read Buffer Size, 1 packet):
-  # a packet that leaves hci1's host and never reaches hci0 takes the one credit with it, and
-  # Bumble queues the rest of the link's packets, the read among them, for good (RELIABILITY,
-  # 65's failures in the emulated link). That is below bleadvd, which answers every write that
+  # a packet that leaves hci1's host and never reaches hci0 takes, as far as CI's record of it
+  # shows (the credits counted above will tell), the one credit with it, and Bumble queues the
+  # rest of the link's packets, the read among them, for good (RELIABILITY, 65's failure in the
+  # emulated link). That is below bleadvd, which answers every write that
   # reaches hci0 (or fails here); the read is asked again on a new link, which Bumble starts
   # with its credits back.
   ((lost > 0)) || fail "the read after the flood got no answer: $(grep "read $dimmer" <<< "$out")"
