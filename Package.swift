@@ -109,7 +109,10 @@ let package = Package(
         ),
 
         // Tests: a private bus, child processes, the Python peers.
-        .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["Peers"]),
+        .target(
+            name: "TestSupport", dependencies: [.product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport", exclude: ["Peers"]
+        ),
         .testTarget(name: "EventsTests", dependencies: ["Events", "TestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral", "TestSupport"]),

@@ -136,7 +136,9 @@ extension Daemon {
             await module.serve(nil)
             await self.pairing.offer(false)
         } != nil
-        logger.notice(done ? "stopped: everything unregistered" : "stopped: BlueZ did not answer within \(Self.stopWait)")
+        guard !done else { return logger.notice("stopped: everything unregistered") }
+        let turn = await module.turn.map { " (the module's \($0.operation) has had the turn with BlueZ for \($0.held))" } ?? ""
+        logger.notice("stopped: BlueZ did not answer within \(Self.stopWait)\(turn)")
     }
 
     /// One heartbeat: a round trip through every actor a user's call goes through — this one,

@@ -60,6 +60,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     var stack = StackView<C.Instant>()
     /// One operation at a time, in the order called.
     let turnstile = Turnstile()
+    /// The operation through the turnstile, and since when: named in the journal when it keeps
+    /// the others waiting (``longTurn``).
+    var holder: (operation: String, since: C.Instant)?
     var nextListener = 0
     /// The one timer, for the earliest retry or audit, and the task sleeping until it.
     var retryAlarm = Alarm<C.Instant>()
@@ -84,6 +87,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// When the kernel's turns among the advertisements on each adapter without extended
     /// advertising are to be started again, after a link there ended (``rotationRestartDelay``).
     var rotationRestartAt: [String: C.Instant] = [:]
+
+    /// An operation that holds its turn this long, or waits this long for it, is logged, by
+    /// name: BlueZ answers the module's calls in milliseconds, so a turn this long is a stack
+    /// that is stuck or slow, and what waits behind it (a central's write among them) waits too.
+    public static var longTurn: Duration { .seconds(1) }
 
     /// How long after an in-place update the module asks BlueZ whether it still holds the
     /// advertisement: long enough for bluetoothd to have heard the kernel's answer.
@@ -247,6 +255,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         }
     }
 
+    /// The operation that has the turn with BlueZ now, for how long it has had it, and how many
+    /// wait behind it; nil when none has.
+    public var turn: (operation: String, held: Duration, waiting: Int)? {
+        holder.map { ($0.operation, $0.since.duration(to: clock.now), turnstile.waiting) }
+    }
+
     /// The status of every advertisement, by name.
     public func status() -> [String: Status] {
         registrations.advertisementStatuses
@@ -308,10 +322,23 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     // MARK: One at a time
 
     /// Runs `body` when no other operation is running, then arms the retry timer and announces
-    /// what changed.
-    func exclusively<T>(_ body: () async throws -> T) async throws -> T {
+    /// what changed. `operation` names it in the journal when it holds its turn, or waits for
+    /// it, ``longTurn`` or longer.
+    func exclusively<T>(_ operation: String = #function, _ body: () async throws -> T) async throws -> T {
+        let asked = clock.now
+        let ahead = holder?.operation
         try await turnstile.enter()
+        let entered = clock.now
+        if let ahead, asked.duration(to: entered) >= Self.longTurn {
+            logger.notice("\(operation) waited \(asked.duration(to: entered)) for its turn with BlueZ (\(ahead) had it when it asked)")
+        }
+        holder = (operation, entered)
         defer {
+            let held = entered.duration(to: clock.now)
+            if held >= Self.longTurn {
+                logger.notice("\(operation) held the turn with BlueZ for \(held); \(turnstile.waiting) operation(s) waited behind it")
+            }
+            holder = nil
             turnstile.leave()
             scheduleRetry()
             announce()

@@ -17,6 +17,8 @@ public import Peripheral
 public actor BlueZPeripheralManager: PeripheralManaging {
     /// How long a call to BlueZ may take. Registration waits on the controller.
     package static let callTimeout: Duration = .seconds(10)
+    /// A call that takes this long is logged (notice), answered or not.
+    package static let slowAnswer: Duration = .seconds(1)
 
     let connection: DBusConnection
     let logger: Logger
@@ -259,6 +261,13 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         on generation: StackGeneration, path: DBusObjectPath, _ method: BlueZ.Method,
         _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, about subject: BlueZSubject = .advertisement
     ) async throws -> [DBusValue] {
+        // bluetoothd answers in milliseconds: a second is a stack that is stuck or slow, and the
+        // module's other work waits behind the call.
+        let started = ContinuousClock.now
+        defer {
+            let took = ContinuousClock.now - started
+            if took >= Self.slowAnswer { logger.notice("bluetoothd took \(took) to answer \(method.member) on \(path)") }
+        }
         do {
             return try await connection.call(
                 destination: generation.name, path: path, interface: method.interface, member: method.member, arguments,

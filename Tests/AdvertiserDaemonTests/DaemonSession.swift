@@ -37,8 +37,8 @@ struct DaemonSession {
     let running: Task<Void, any Error>
     /// Whatever a test needs alive as long as the session (a listener's connection).
     private let kept = Kept()
-    /// Every line the daemon logged, as the journal would get it.
-    let logs = LogLines()
+    /// The daemon's journal, each line as `JournalLogHandler` writes it (priority prefix, escaped).
+    let logs = LogLines { event, metadata in JournalLogHandler.line(event, metadata: metadata) }
 
     /// Keeps `object` alive as long as the session.
     func keep(_ object: some Sendable & AnyObject) {
@@ -81,7 +81,7 @@ struct DaemonSession {
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
             bus: DBusControlBus(connection: connection), clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
             counters: MockCounters(), bondRecord: bondRecord, trusts: trusts, loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
-            logger: Logger(label: "test") { [logs] _ in LogLines.Handler(lines: logs) })
+            logger: logs.logger())
         self.daemon = daemon
         let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
         self.requests = requests
@@ -107,35 +107,6 @@ private final class Kept: @unchecked Sendable {
 
     func append(_ object: AnyObject) {
         lock.withLock { objects.append(object) }
-    }
-}
-
-/// The lines a daemon logged, each as `JournalLogHandler` writes it (priority prefix, escaped).
-final class LogLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-
-    /// Everything logged so far.
-    var all: [String] { lock.withLock { lines } }
-
-    fileprivate func append(_ line: String) {
-        lock.withLock { lines.append(line) }
-    }
-
-    /// Records every line, debug included.
-    struct Handler: LogHandler {
-        let lines: LogLines
-        var logLevel: Logger.Level = .trace
-        var metadata: Logger.Metadata = [:]
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            lines.append(JournalLogHandler.line(event, metadata: metadata))
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 import BluetoothModule
 import Peripheral
 import PeripheralMocks
+import TestSupport
 
 /// A module over a mock with one powered adapter, hci0, and registrations that succeed.
 struct Harness {
@@ -14,13 +15,13 @@ struct Harness {
     let counters = MockCounters()
     let module: BluetoothModule<ManualClock>
 
-    init(adapter: String? = nil, powerOn: Bool = true, adapters: [AdapterCapabilities] = [hci0]) async {
+    init(adapter: String? = nil, powerOn: Bool = true, adapters: [AdapterCapabilities] = [hci0], logs: LogLines = LogLines()) async {
         mock.scriptAdapters(.always(.success(adapters)))
         mock.scriptStart(.always(.success(Self.heartID)))
         mock.scriptStop(.always(.success(())))
         // The stack agrees with whatever is held: the audit finds nothing (AuditTests script it).
         mock.scriptAudit(.always(.success([])))
-        module = BluetoothModule(manager: mock, clock: clock, adapter: adapter, powerOn: powerOn, counters: counters)
+        module = BluetoothModule(manager: mock, clock: clock, adapter: adapter, powerOn: powerOn, counters: counters, logger: logs.logger())
         await module.configure(["heart": Self.heart])
     }
 

@@ -66,6 +66,37 @@ struct PhaseTests {
         holder.cancel()
     }
 
+    @Test("an operation that keeps the turn with BlueZ for a second is named in the journal, with how many waited behind it")
+    func aLongTurnIsLogged() async throws {
+        let logs = LogLines()
+        let h = await Harness(logs: logs)
+        h.mock.scriptStart(.hangs)
+        let holder = Task { try await h.module.on("heart") }
+        try await eventually("an advertisement is started", every: .milliseconds(1)) { h.mock.startAdvertisingCallCount > 0 }
+        let waiter = Task { await h.module.handle(.connected(central: "00:AA:01:01:00:01", adapter: "hci0")) }
+        try await eventually("the event waits for its turn", every: .milliseconds(1)) { await h.module.turn?.waiting == 1 }
+
+        h.clock.advance(by: .seconds(2))
+        holder.cancel()
+        _ = await holder.result
+        await waiter.value
+
+        #expect(logs.all.contains("notice: on(_:) held the turn with BlueZ for 2.0 seconds; 1 operation(s) waited behind it"))
+        #expect(logs.all.contains("notice: handle(_:) waited 2.0 seconds for its turn with BlueZ (on(_:) had it when it asked)"))
+    }
+
+    @Test("operations that take less than a second with BlueZ are not logged for it")
+    func aShortTurnIsNotLogged() async throws {
+        let logs = LogLines()
+        let h = await Harness(logs: logs)
+
+        try await h.module.on("heart")
+        h.clock.advance(by: .milliseconds(999))
+        await h.module.handle(.connected(central: "00:AA:01:01:00:01", adapter: "hci0"))
+
+        #expect(!logs.all.contains { $0.contains("turn with BlueZ") })
+    }
+
     @Test("an update that finds the registration gone registers it again")
     func updateOfAReleasedRegistration() async {
         let h = await Harness()
