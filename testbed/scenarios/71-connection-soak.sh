@@ -229,3 +229,8 @@ printf '%s\n' "${rss[@]}" | awk '
 echo "    writes answered by bleadvd whose response a central never got (below bleadvd): $lost_below"
 echo "    re-registrations beside a link: $(relinks); journal warnings and errors: $(grep -cE '^<[0-4]>' "$TESTBED_WORK/bleadvd.log" || true)"
 grep -E '^<[0-4]>' "$TESTBED_WORK/bleadvd.log" | awk 'NR <= 10' | sed 's/^/    journal: /' || true
+# Work with BlueZ that kept the module's other work (a central's write among it) waiting a
+# second or more, and bluetoothd's answers that took as long (bleadvd logs both).
+slow='turn with BlueZ|bluetoothd took'
+echo "    turns with BlueZ of a second or more: $(grep -cE "$slow" "$TESTBED_WORK/bleadvd.log" || true)"
+grep -E "$slow" "$TESTBED_WORK/bleadvd.log" | awk 'NR <= 10' | sed 's/^/    journal: /' || true
