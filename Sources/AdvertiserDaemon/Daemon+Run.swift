@@ -57,7 +57,15 @@ extension Daemon {
         let bluez = try await start()
         let changes = await module.changes()
         let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
+            // BlueZ's events go to the features as they come, and to the module in order through
+            // a queue of its own: its turn with BlueZ (a call bluetoothd may take seconds to
+            // answer) never holds up a central's write on its way to the value in force.
+            let (forModule, toModule) = AsyncStream<PeripheralEvent>.makeStream()
             group.addTask { [module] in
+                for await event in forModule { await module.handle(event) }
+            }
+            group.addTask { [module] in
+                defer { toModule.finish() }
                 for await event in bluez {
                     if case .paired(let central, _) = event {
                         await self.pairing.centralPaired(central)
@@ -71,10 +79,13 @@ extension Daemon {
                         } else {
                             await self.values.centralDid(central)
                         }
-                        // Of what centrals do, only a write changes what the module keeps.
-                        guard case .written = central.kind else { continue }
+                        // Of what centrals do, only a write changes what the module keeps, and
+                        // the module keeps it at once, without its turn: as fast as centrals
+                        // write, nothing queues.
+                        if case .written = central.kind { await module.handle(event) }
+                        continue
                     }
-                    await module.handle(event)
+                    toModule.yield(event)
                 }
             }
             group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }

@@ -5,8 +5,16 @@ public import Peripheral
 extension BluetoothModule {
     // MARK: Events
 
-    /// Reconciles after something happened below.
+    /// Reconciles after something happened below. A central's write is kept at once, without
+    /// waiting for the turn with BlueZ: it is only the value to register again.
     public func handle(_ event: PeripheralEvent) async {
+        if case .gatt(let gatt) = event, case .written(let bytes, _) = gatt.kind {
+            logger.debug("event: \(event)")
+            // Checked and taken below: the value in force now, and the one registered again
+            // after bluetoothd restarts.
+            changeApplication { $0[gatt.characteristic]?.value = bytes }
+            return
+        }
         try? await exclusively {
             switch event {
             // A central in radio range decides how often these come.
@@ -65,12 +73,8 @@ extension BluetoothModule {
                 links[adapter] = nil
                 relinkAt[adapter] = nil
                 await lastLinkEnded(on: adapter)
-            case .paired:
-                break
-            case .gatt(let event):
-                // A central's write was checked and taken below: it is the value in force now,
-                // and the one registered again after bluetoothd restarts.
-                if case .written(let bytes, _) = event.kind { changeApplication { $0[event.characteristic]?.value = bytes } }
+            case .paired, .gatt:
+                break  // a write is kept above; what else centrals do changes nothing here
             case .released(let id):
                 guard let key = registrations.key(of: id) else { return }
                 if case .advertisement(let advertisement)? = registrations[key]?.subject, advertisement.timeout != nil {

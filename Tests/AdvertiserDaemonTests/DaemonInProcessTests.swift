@@ -147,6 +147,23 @@ struct DaemonInProcessTests {
         #expect(h.mock.calls.updatedValues.contains { $0.characteristic == GATTCharacteristicID(service: "improv", characteristic: "error") })
     }
 
+    @Test("a central's write is in force and announced while the module waits on BlueZ, even behind a link's event for the module")
+    func writesDoNotWaitForTheModulesTurn() async throws {
+        let h = try Harness(ValuesComponentTests.config)
+        defer { h.stop() }
+        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
+        h.mock.scriptStop(.hangs)
+        let off = Task { try await h.daemon.off(["kitchen"]) }
+        defer { off.cancel() }
+        try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
+
+        h.mock.emit(.connected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
+        h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
+
+        try await eventually("the write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
+        #expect(await h.daemon.status()["dial"]?.values["level"] == "7")
+    }
+
     @Test("values set go to everyone without the secured ones, and whole to a trusted subscriber alone")
     func securedValuesGoToSubscribersAlone() async throws {
         let h = try Harness(SecuredValuesTests.config, users: [":1.7": 0, ":1.8": 1000])

@@ -1,6 +1,7 @@
 import BluetoothModule
 import Peripheral
 import PeripheralMocks
+import TestSupport
 import Testing
 
 /// A battery service and a writable custom one, as the module keeps them registered.
@@ -121,6 +122,30 @@ struct GATTTests {
         await h.module.handle(.adapterRemoved("hci0"))
         await h.module.handle(.adapterAdded("hci0"))
 
+        #expect(h.mock.calls.registeredApplications.last?.application[App.level]?.value == [5])
+    }
+
+    @Test("a central's write is taken at once while other work has the turn with BlueZ, and is the value registered again")
+    func aWriteDoesNotWaitForTheTurn() async throws {
+        let h = await App.harness()
+        await h.module.serve(App.battery(80))
+        h.mock.scriptStart(.hangs)
+        let holder = Task { try await h.module.on("heart") }
+        defer { holder.cancel() }
+        try await eventually("an advertisement is started", every: .milliseconds(1)) { h.mock.startAdvertisingCallCount > 0 }
+        let taken = Recorder<Bool>()
+
+        Task {
+            await h.module.handle(.gatt(GATTEvent(App.level, .written([5], .number(5)), central: "AA:BB:CC:DD:EE:FF")))
+            await taken.record(true)
+        }
+
+        try await eventually("the write is taken while on(_:) has the turn", within: .seconds(2)) { await taken.values == [true] }
+        holder.cancel()
+        _ = await holder.result
+        h.mock.scriptStart(.always(.success(Harness.heartID)))
+        await h.module.handle(.adapterRemoved("hci0"))
+        await h.module.handle(.adapterAdded("hci0"))
         #expect(h.mock.calls.registeredApplications.last?.application[App.level]?.value == [5])
     }
 
