@@ -10,6 +10,18 @@ extension Daemon: ImprovShowing {
     /// The characteristic Improv's clients write their commands to.
     static var improvCommand: GATTCharacteristicID { GATTCharacteristicID(service: ImprovConfig.name, characteristic: "command") }
 
+    /// What centrals send Improv, in order: a frame (or part of one) written to its command
+    /// characteristic, or the end of a central's link (which drops its partial frame).
+    enum ImprovInput: Sendable {
+        case frame([UInt8], central: String)
+        case left(String)
+    }
+
+    /// How many of those wait for Improv at most (a few hundred KiB): Improv answers through
+    /// the module, whose turn with BlueZ a slow bluetoothd can hold for seconds; what comes
+    /// beyond it is dropped (a client waits for each answer: only a flood comes near it).
+    static var improvBacklog: Int { 1024 }
+
     /// `bleadvctl improv authorize`: a person allows provisioning for the configured time.
     package func improvAuthorize() async throws(PeripheralError) -> Int {
         try await improv.authorize()

@@ -64,18 +64,36 @@ extension Daemon {
             group.addTask { [module] in
                 for await event in forModule { await module.handle(event) }
             }
-            group.addTask { [module] in
-                defer { toModule.finish() }
+            // Improv answers a frame through the module, so its share of the events (frames,
+            // and the links' ends that drop a partial frame) has a queue of its own too.
+            let (forImprov, toImprov) = AsyncStream<ImprovInput>.makeStream(bufferingPolicy: .bufferingOldest(Self.improvBacklog))
+            group.addTask { [improv] in
+                for await input in forImprov {
+                    switch input {
+                    case .frame(let bytes, let central): await improv.written(bytes, central: central)
+                    case .left(let central): await improv.centralLeft(central)
+                    }
+                }
+            }
+            group.addTask { [module, logger] in
+                defer { toModule.finish(); toImprov.finish() }
+                var dropping = false
                 for await event in bluez {
                     if case .paired(let central, _) = event {
                         await self.pairing.centralPaired(central)
                         continue
                     }
-                    if case .disconnected(let central, _) = event { await self.improv.centralLeft(central) }
+                    if case .disconnected(let central, _) = event { toImprov.yield(.left(central)) }
                     if case .gatt(let central) = event {
                         // Improv's commands are Improv's; every other write is a value.
                         if case .written(let bytes, _) = central.kind, central.characteristic == Self.improvCommand {
-                            await self.improv.written(bytes, central: central.central)
+                            switch toImprov.yield(.frame(bytes, central: central.central)) {
+                            case .dropped where !dropping:
+                                dropping = true
+                                logger.warning("improv: dropped a write of \(Central.named(central.central))'s: \(Self.improvBacklog) wait for Improv's answers already (and those after it, until they are answered)")
+                            case .enqueued: dropping = false
+                            default: break
+                            }
                         } else {
                             await self.values.centralDid(central)
                         }

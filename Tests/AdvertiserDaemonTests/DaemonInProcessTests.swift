@@ -93,6 +93,7 @@ struct DaemonInProcessTests {
         let daemon: Daemon<ManualClock>
         let running: Task<Void, any Error>
         let requests: AsyncStream<Daemon<ManualClock>.Request>.Continuation
+        let logs = LogLines()
 
         init(_ text: String, users: [String: UInt32] = [:], refusal: DaemonFailure? = nil) throws {
             mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: DaemonSession.address)])))
@@ -109,7 +110,7 @@ struct DaemonInProcessTests {
             daemon = Daemon(
                 config: try ConfigParser.parse(text, file: "/etc/bleadvd.toml"), configPath: "/etc/bleadvd.toml", manager: mock, bus: bus,
                 clock: clock, trusts: { $0 == 0 }, loadConfig: { path throws(ConfigError) in try ConfigParser.load(path: path) },
-                auditDelay: nil, joiner: Refusing(), logger: Logger(label: "test"))
+                auditDelay: nil, joiner: Refusing(), logger: logs.logger())
             let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
             self.requests = requests
             running = Task { [daemon] in try await daemon.run(requests: stream) }
@@ -162,6 +163,40 @@ struct DaemonInProcessTests {
 
         try await eventually("the write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
         #expect(await h.daemon.status()["dial"]?.values["level"] == "7")
+    }
+
+    @Test("a central's Improv frame, answered through the module, does not hold up another central's write while the module waits on BlueZ")
+    func improvFramesDoNotHoldUpWrites() async throws {
+        let h = try Harness(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")
+        defer { h.stop() }
+        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
+        h.mock.scriptStop(.hangs)
+        let off = Task { try await h.daemon.off(["kitchen"]) }
+        defer { off.cancel() }
+        try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
+
+        h.mock.emit(.gatt(GATTEvent(Daemon<ManualClock>.improvCommand, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
+        h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
+
+        try await eventually("the other central's write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
+    }
+
+    @Test("while the module waits on BlueZ, Improv's frames beyond its backlog are dropped, said once in the journal")
+    func improvBacklogIsBounded() async throws {
+        let h = try Harness(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")
+        defer { h.stop() }
+        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
+        h.mock.scriptStop(.hangs)
+        let off = Task { try await h.daemon.off(["kitchen"]) }
+        defer { off.cancel() }
+        try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
+        let frame = GATTEvent(Daemon<ManualClock>.improvCommand, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")
+
+        for _ in 0..<(Daemon<ManualClock>.improvBacklog + 10) { h.mock.emit(.gatt(frame)) }
+        h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
+
+        try await eventually("the other central's write is announced") { h.bus.all.contains("Written dial.level (not shown)") }
+        #expect(h.logs.all.filter { $0.hasPrefix("warning: improv: dropped a write of AA:BB:CC:DD:EE:01's") }.count == 1)
     }
 
     @Test("values set go to everyone without the secured ones, and whole to a trusted subscriber alone")
