@@ -57,54 +57,21 @@ extension Daemon {
         let bluez = try await start()
         let changes = await module.changes()
         let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
-            // BlueZ's events go to the features as they come, and to the module in order through
-            // a queue of its own: its turn with BlueZ (a call bluetoothd may take seconds to
-            // answer) never holds up a central's write on its way to the value in force.
-            let (forModule, toModule) = AsyncStream<PeripheralEvent>.makeStream()
-            group.addTask { [module] in
-                for await event in forModule { await module.handle(event) }
-            }
-            // Improv answers a frame through the module, so its share of the events (frames,
-            // and the links' ends that drop a partial frame) has a queue of its own too.
-            let (forImprov, toImprov) = AsyncStream<ImprovInput>.makeStream(bufferingPolicy: .bufferingOldest(Self.improvBacklog))
-            group.addTask { [improv] in
-                for await input in forImprov {
-                    switch input {
-                    case .frame(let bytes, let central): await improv.written(bytes, central: central)
-                    case .left(let central): await improv.centralLeft(central)
-                    }
+            // BlueZ's events go to the features as they come. Those whose handling waits for
+            // the module's turn with BlueZ (which a call bluetoothd is slow to answer can hold
+            // for seconds) go through a queue each, so that none holds up a central's write on
+            // its way to the value in force.
+            let toModule = Self.queue(in: &group) { [module] (event: PeripheralEvent) in await module.handle(event) }
+            let toPairing = Self.queue(in: &group) { [pairing] (central: String) in await pairing.centralPaired(central) }
+            let toImprov = Self.queue(in: &group, buffering: .bufferingOldest(Self.improvBacklog)) { [improv] (input: ImprovInput) in
+                switch input {
+                case .frame(let bytes, let central): await improv.written(bytes, central: central)
+                case .left(let central): await improv.centralLeft(central)
                 }
             }
-            group.addTask { [module, logger] in
-                defer { toModule.finish(); toImprov.finish() }
-                var dropping = false
-                for await event in bluez {
-                    if case .paired(let central, _) = event {
-                        await self.pairing.centralPaired(central)
-                        continue
-                    }
-                    if case .disconnected(let central, _) = event { toImprov.yield(.left(central)) }
-                    if case .gatt(let central) = event {
-                        // Improv's commands are Improv's; every other write is a value.
-                        if case .written(let bytes, _) = central.kind, central.characteristic == Self.improvCommand {
-                            switch toImprov.yield(.frame(bytes, central: central.central)) {
-                            case .dropped where !dropping:
-                                dropping = true
-                                logger.warning("improv: dropped a write of \(Central.named(central.central))'s: \(Self.improvBacklog) wait for Improv's answers already (and those after it, until they are answered)")
-                            case .enqueued: dropping = false
-                            default: break
-                            }
-                        } else {
-                            await self.values.centralDid(central)
-                        }
-                        // Of what centrals do, only a write changes what the module keeps, and
-                        // the module keeps it at once, without its turn: as fast as centrals
-                        // write, nothing queues.
-                        if case .written = central.kind { await module.handle(event) }
-                        continue
-                    }
-                    toModule.yield(event)
-                }
+            group.addTask {
+                await self.feed(bluez, module: toModule, pairing: toPairing, improv: toImprov)
+                toModule.finish(); toPairing.finish(); toImprov.finish()
             }
             group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }
             group.addTask { [pairing] in await pairing.run() }
@@ -150,6 +117,54 @@ extension Daemon {
             return nil
         }
         if let failure { throw failure }
+    }
+
+    /// Hands BlueZ's events to whom they concern: a central's write to Values (or to Improv's
+    /// queue, for its command characteristic) and to the module, which keeps it at once; a bond
+    /// to Pairing's queue; a link's end to Improv's too; the rest to the module's queue.
+    private nonisolated func feed(
+        _ bluez: AsyncStream<PeripheralEvent>, module toModule: AsyncStream<PeripheralEvent>.Continuation,
+        pairing toPairing: AsyncStream<String>.Continuation, improv toImprov: AsyncStream<ImprovInput>.Continuation
+    ) async {
+        var dropping = false
+        for await event in bluez {
+            switch event {
+            case .paired(let central, _):
+                toPairing.yield(central)
+            case .gatt(let central):
+                guard case .written(let bytes, _) = central.kind, central.characteristic == Self.improvCommand else {
+                    await values.centralDid(central)
+                    // Of what centrals do, only a write changes what the module keeps, and the
+                    // module keeps it at once, without its turn: as fast as centrals write,
+                    // nothing queues.
+                    if case .written = central.kind { await module.handle(event) }
+                    continue
+                }
+                switch toImprov.yield(.frame(bytes, central: central.central)) {
+                case .dropped where !dropping:
+                    dropping = true
+                    logger.warning("improv: dropped a write of \(Central.named(central.central))'s: \(Self.improvBacklog) wait for Improv's answers already (and those after it, until they are answered)")
+                case .enqueued: dropping = false
+                default: break
+                }
+            case .disconnected(let central, _):
+                toImprov.yield(.left(central))
+                toModule.yield(event)
+            default:
+                toModule.yield(event)
+            }
+        }
+    }
+
+    /// A queue whose values `handle` takes one at a time, in order, in a child of `group`:
+    /// whoever yields to it never waits for `handle`.
+    private static func queue<T: Sendable>(
+        in group: inout DiscardingTaskGroup, buffering: AsyncStream<T>.Continuation.BufferingPolicy = .unbounded,
+        _ handle: @escaping @Sendable (T) async -> Void
+    ) -> AsyncStream<T>.Continuation {
+        let (stream, continuation) = AsyncStream<T>.makeStream(bufferingPolicy: buffering)
+        group.addTask { for await value in stream { await handle(value) } }
+        return continuation
     }
 
     /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after
