@@ -90,7 +90,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
 
     /// An operation that holds its turn this long, or waits this long for it, is logged, by
     /// name: BlueZ answers the module's calls in milliseconds, so a turn this long is a stack
-    /// that is stuck or slow, and what waits behind it (a central's write among them) waits too.
+    /// that is stuck or slow, and what waits behind it (a value set, a link's end) waits too.
     public static var longTurn: Duration { .seconds(1) }
 
     /// How long after an in-place update the module asks BlueZ whether it still holds the
