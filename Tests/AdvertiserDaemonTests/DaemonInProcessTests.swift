@@ -121,6 +121,20 @@ struct DaemonInProcessTests {
         }
     }
 
+    /// Values' config with Improv, which any central may use.
+    static let improvConfig = ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n"
+
+    /// A daemon on `text` whose module has the turn with BlueZ and keeps it: kitchen's
+    /// unregistration, which bluetoothd never answers (until the task returned is cancelled).
+    static func holdingTheTurn(_ text: String) async throws -> (Harness, Task<Void, any Error>) {
+        let h = try Harness(text)
+        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
+        h.mock.scriptStop(.hangs)
+        let off = Task { try await h.daemon.off(["kitchen"]) }
+        try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
+        return (h, off)
+    }
+
     @Test("a state that moves is announced as StateChanged once, on the bus port")
     func stateChangesAnnouncedOnce() async throws {
         let h = try Harness(DaemonSession.config)
@@ -150,13 +164,8 @@ struct DaemonInProcessTests {
 
     @Test("a central's write is in force and announced while the module waits on BlueZ, even behind a link's event for the module")
     func writesDoNotWaitForTheModulesTurn() async throws {
-        let h = try Harness(ValuesComponentTests.config)
-        defer { h.stop() }
-        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
-        h.mock.scriptStop(.hangs)
-        let off = Task { try await h.daemon.off(["kitchen"]) }
-        defer { off.cancel() }
-        try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
+        let (h, off) = try await Self.holdingTheTurn(ValuesComponentTests.config)
+        defer { off.cancel(); h.stop() }
 
         h.mock.emit(.connected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
@@ -167,13 +176,8 @@ struct DaemonInProcessTests {
 
     @Test("a central's Improv frame, answered through the module, does not hold up another central's write while the module waits on BlueZ")
     func improvFramesDoNotHoldUpWrites() async throws {
-        let h = try Harness(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")
-        defer { h.stop() }
-        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
-        h.mock.scriptStop(.hangs)
-        let off = Task { try await h.daemon.off(["kitchen"]) }
-        defer { off.cancel() }
-        try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
+        let (h, off) = try await Self.holdingTheTurn(Self.improvConfig)
+        defer { off.cancel(); h.stop() }
 
         h.mock.emit(.gatt(GATTEvent(Daemon<ManualClock>.improvCommand, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
@@ -183,13 +187,8 @@ struct DaemonInProcessTests {
 
     @Test("while the module waits on BlueZ, Improv's frames beyond its backlog are dropped, said once in the journal")
     func improvBacklogIsBounded() async throws {
-        let h = try Harness(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")
-        defer { h.stop() }
-        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
-        h.mock.scriptStop(.hangs)
-        let off = Task { try await h.daemon.off(["kitchen"]) }
-        defer { off.cancel() }
-        try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
+        let (h, off) = try await Self.holdingTheTurn(Self.improvConfig)
+        defer { off.cancel(); h.stop() }
         let frame = GATTEvent(Daemon<ManualClock>.improvCommand, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")
 
         for _ in 0..<(Daemon<ManualClock>.improvBacklog + 10) { h.mock.emit(.gatt(frame)) }
