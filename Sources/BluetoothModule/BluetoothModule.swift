@@ -329,8 +329,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         let ahead = holder?.operation
         try await turnstile.enter()
         let entered = clock.now
-        if let ahead, asked.duration(to: entered) >= Self.longTurn {
-            logger.notice("\(operation) waited \(asked.duration(to: entered)) for its turn with BlueZ (\(ahead) had it when it asked)")
+        let waited = asked.duration(to: entered)
+        if let ahead, waited >= Self.longTurn {
+            logger.notice("\(operation) waited \(waited) for its turn with BlueZ (\(ahead) had it when it asked)")
         }
         holder = (operation, entered)
         defer {
