@@ -126,9 +126,11 @@ struct DaemonInProcessTests {
 
     /// A daemon on `text` whose module has the turn with BlueZ and keeps it: kitchen's
     /// unregistration, which bluetoothd never answers (until the task returned is cancelled).
-    static func holdingTheTurn(_ text: String) async throws -> (Harness, Task<Void, any Error>) {
+    /// `first` runs once kitchen is on air, before the turn is taken.
+    static func holdingTheTurn(_ text: String, first: (Harness) async throws -> Void = { _ in }) async throws -> (Harness, Task<Void, any Error>) {
         let h = try Harness(text)
         try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
+        try await first(h)
         h.mock.scriptStop(.hangs)
         let off = Task { try await h.daemon.off(["kitchen"]) }
         try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
@@ -183,6 +185,21 @@ struct DaemonInProcessTests {
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
         try await eventually("the other central's write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
+    }
+
+    @Test("a central's bond, which closes the pairing window through the module, does not hold up another central's write while the module waits on BlueZ")
+    func bondsDoNotHoldUpWrites() async throws {
+        let (h, off) = try await Self.holdingTheTurn(ValuesComponentTests.config) { h in
+            _ = try await h.daemon.pair(for: 60, by: ":1.7")
+            #expect(await h.mock.agentRequest(PairingRequest(central: "AA:BB:CC:DD:EE:01", .authorize)) == true)
+        }
+        defer { off.cancel(); h.stop() }
+
+        h.mock.emit(.paired(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
+        h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
+
+        try await eventually("the other central's write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
+        #expect(h.logs.all.contains { $0.contains("pairing: AA:BB:CC:DD:EE:01 paired and bonded") })
     }
 
     @Test("while the module waits on BlueZ, Improv's frames beyond its backlog are dropped, said once in the journal")
