@@ -61,7 +61,7 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # test's other lane they took up to 255 s and over 420 s there, against about 100 s on a disk
 # image.
 # 68, 69 and 70 need a third controller (testbed/run.sh --controllers 3), whose boots run the
-# patched emulator (testbed/btvirt): make test-connections. 71, the connection soak, runs 40
+# patched emulator (testbed/bluez): make test-connections. 71, the connection soak, runs 40
 # cycles in testbed-systemd-test's boot (three controllers), and longer in make
 # soak-connections.
 SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-%,$(sort $(wildcard testbed/scenarios/*.sh)))

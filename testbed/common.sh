@@ -10,6 +10,8 @@ BLEAK_VERSION=3.1.0
 BUMBLE_VERSION=0.0.236
 # Home Assistant's Improv client, as its improv_ble integration runs it (scenario 66).
 IMPROV_BLE_CLIENT_VERSION=2.0.1
+# The BlueZ release whose btmon every x86_64 guest captures and decodes with (testbed/bluez).
+BTMON_SUITE=trixie
 
 # install_packages TAG PACKAGE...: installs those of the Debian packages that are missing.
 install_packages() {

@@ -14,6 +14,7 @@ mkdir -p "$TESTBED_WORK"
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 . "$here/lib.sh"
 . "$here/harness.sh"
+bed_tools || fail_setup "the bed's btmon is missing"
 
 boot_started=$(date +%s.%N)
 

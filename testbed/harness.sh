@@ -37,6 +37,14 @@ run_scenarios() {
     # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
     pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central|bumble_central)\.py" 2>/dev/null || true
   done
+  # The HCI capture judges several scenarios and shows each failure's record: a boot in which
+  # btmon died fails, saying where its record ends.
+  if ! pgrep -x btmon > /dev/null; then
+    failed=$((failed + 1))
+    failures+=("btmon: the HCI capture stopped during the boot")
+    printf 'its last packet: %s\n(end)\n' "$(btmon -T -C 250 -r "$TESTBED_WORK/hci.btsnoop" 2> /dev/null | grep -a -E '^[<>@=]' | tail -n 1)" \
+      > "$TESTBED_WORK/failed-${#failures[@]}.out"
+  fi
   # Again at the end, where a log cut in the middle (CI keeps its head and tail) still shows it,
   # each with the last lines its scenario printed before it failed (what it saw last).
   local i

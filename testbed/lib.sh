@@ -454,15 +454,26 @@ btvirt_options() {
 }
 
 # btvirt_program: the emulator of the virtual controllers. With three controllers or more
-# (two centrals beside bleadvd): BlueZ's btvirt of this stack's release with testbed/btvirt/btdev-links.patch
+# (two centrals beside bleadvd): BlueZ's btvirt of this stack's release with testbed/bluez/btdev-links.patch
 # (testbed/setup.sh builds it); else, and on an Arm guest, the packaged one. Fails, saying so,
 # when three controllers or more want the patched one and the guest cannot see it (the
 # packaged one gives a second central's link the first one's handle: its ATT goes unanswered).
 btvirt_program() {
   local built=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/btvirt-$(stack_suite)
   if (( ${TESTBED_CONTROLLER_COUNT:-2} < 3 )) || [[ "$(uname -m)" != x86_64 ]]; then command -v btvirt; return; fi
-  [[ -x "$built" ]] || { echo "testbed: $built (BlueZ's emulator with testbed/btvirt/btdev-links.patch, which ${TESTBED_CONTROLLER_COUNT} controllers need) is not in the guest's view of the repository: run testbed/setup.sh, and in a git worktree copy it into the worktree's .testbed-cache (a symlink out of the repository is not shared)" >&2; return 1; }
+  [[ -x "$built" ]] || { echo "testbed: $built (BlueZ's emulator with testbed/bluez/btdev-links.patch, which ${TESTBED_CONTROLLER_COUNT} controllers need) is not in the guest's view of the repository: run testbed/setup.sh, and in a git worktree copy it into the worktree's .testbed-cache (a symlink out of the repository is not shared)" >&2; return 1; }
   echo "$built"
+}
+
+# bed_tools: the bed's own build of BlueZ's btmon (testbed/bluez/build.sh: common.sh's
+# BTMON_SUITE's release, for every stack) ahead of the packaged one in PATH, for the guest's
+# capture and every scenario that decodes it; fails, saying so, on an x86_64 guest without it.
+# An Arm guest keeps its packaged btmon (Debian 13's: the same release).
+bed_tools() {
+  local tools=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/bluez-tools
+  [[ "$(uname -m)" != x86_64 ]] && return
+  [[ -x "$tools/btmon" ]] || { echo "testbed: $tools/btmon (BlueZ's monitor as the bed builds it) is not in the guest's view of the repository: run testbed/setup.sh, and in a git worktree copy .testbed-cache/bluez-tools into the worktree's" >&2; return 1; }
+  export PATH=$tools:$PATH
 }
 
 # controller_names: hci0 hci1 (and hci2 with three controllers).
@@ -537,7 +548,7 @@ controllers_gone() {
 }
 
 # stack_banner: the suite, kernel, BlueZ, D-Bus and systemd versions, how bluetoothd runs and
-# what the controllers are, on one line.
+# what the controllers are, and the capture's btmon, on one line.
 stack_banner() {
   printf 'stack %s: kernel %s, BlueZ %s (%s), dbus %s%s, controllers %s' "$(stack_suite)" "$(uname -r)" \
     "$(/usr/libexec/bluetooth/bluetoothd --version)" \
@@ -545,6 +556,7 @@ stack_banner() {
     "$(dbus-daemon --version | head -n1 | awk '{print $NF}')" \
     "$([[ -d /run/systemd/system ]] && echo ", systemd $(systemctl --version | head -n1 | cut -d' ' -f2) as PID 1")" \
     "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")$([[ "$(btvirt_program 2> /dev/null)" == */btvirt-* ]] && echo ", btdev-links.patch")"
+  printf ', btmon %s' "$(btmon --version 2> /dev/null)"
 }
 
 # stack_suite: the guest's Debian suite, as its os-release names it (unstable's names testing's

@@ -22,7 +22,7 @@ started=$(date +%s)
 packages=(qemu-system-x86 busybox-static kmod bluez bluez-test-tools bluez-test-scripts
           dbus python3-dbus python3-gi python3-venv
           mmdebstrap e2fsprogs  # the systemd test bed's Debian image (testbed/image.sh)
-          gcc pkg-config libglib2.0-dev patch curl xz-utils)  # btvirt built with our fix (testbed/btvirt)
+          gcc pkg-config libglib2.0-dev patch curl xz-utils)  # btvirt and btmon built (testbed/bluez)
 # An Arm stack: its machine (qemu-system-aarch64), qemu-user to set its image up here, curl
 # and xz for its busybox (below).
 [[ " ${suites[*]} " == *-arm64\ * ]] && packages+=(qemu-system-arm qemu-user-static binfmt-support arch-test curl xz-utils)
@@ -76,12 +76,13 @@ if [[ ! -x "$TESTBED_CACHE/decoders/bin/python" ]] || ! "$TESTBED_CACHE/decoders
   "$TESTBED_CACHE/decoders/bin/pip" install -q --disable-pip-version-check \
     "bthome-ble==$BTHOME_BLE_VERSION" "beacontools==$BEACONTOOLS_VERSION" "bleak==$BLEAK_VERSION" "bumble==$BUMBLE_VERSION"
 fi
-# The virtual controllers' emulator, BlueZ's btvirt with testbed/btvirt/btdev-links.patch, for
+# The virtual controllers' emulator, BlueZ's btvirt with testbed/bluez/btdev-links.patch, for
 # each stack's guests: the host's own suite (the guest that shares this machine's root) and each
-# image's (an Arm one keeps its packaged btvirt).
+# image's (an Arm one keeps its packaged btvirt); and one btmon for every x86_64 guest.
 for suite in "$(. /etc/os-release && echo "$VERSION_CODENAME")" "${suites[@]}"; do
-  [[ "$suite" == *-arm64 ]] || "$here/btvirt/build.sh" "$suite"
+  [[ "$suite" == *-arm64 ]] || "$here/bluez/build.sh" btvirt "$suite"
 done
+"$here/bluez/build.sh" btmon "$BTMON_SUITE"
 # The Debian images the systemd test bed boots (testbed/run.sh --systemd [--stack SUITE]),
 # each rebuilt when its recipe changes, and their kernels' modules where vng shares them from.
 rm -f "$TESTBED_CACHE/systemd.img" "$TESTBED_CACHE/systemd.img.recipe"  # before there was an image per suite

@@ -20,6 +20,7 @@ export TESTBED_CONTROLLERS=${TESTBED_CONTROLLERS:-extended}
 TESTBED_CONTROLLER_COUNT=$(kernel_arg bleadvd_testbed.count)
 export TESTBED_CONTROLLER_COUNT=${TESTBED_CONTROLLER_COUNT:-2}
 trap 'systemctl poweroff --no-block' EXIT
+bed_tools || fail_setup "the bed's btmon is missing"
 
 echo "testbed: systemd $(systemctl --version | head -n1 | cut -d' ' -f2) is PID 1; system $(systemctl is-system-running)"
 systemctl --failed --no-legend --plain | sed 's/^/testbed: failed unit: /'
@@ -33,7 +34,7 @@ make_controllers || fail_setup "bluetoothd did not offer LEAdvertisingManager1 o
 # (bluetoothctl's default, and BlueZ's examples') is hci0. Made again after a failed setup, hci1
 # can reach a running bluetoothd first (10 and 11 then advertised on hci1, in one make test).
 fresh_bluetoothd
-systemd-run --quiet --unit=testbed-btmon btmon -w "$TESTBED_WORK/hci.btsnoop"
+systemd-run --quiet --unit=testbed-btmon "$(command -v btmon)" -w "$TESTBED_WORK/hci.btsnoop"
 wait_for 10 "btmon's capture" '[ -s "$TESTBED_WORK/hci.btsnoop" ]' || fail_setup "btmon did not start"
 power_on $(controller_names) || fail_setup "the controllers did not power on"
 echo "testbed: $(stack_banner), bluetooth.service up on $(controller_names)$(cut -d' ' -f1 /proc/uptime) s after boot"

@@ -2,7 +2,7 @@
 # testbed-timeout: 420
 # The adapter by its address (#50): a config naming hci1's address puts the advertisement on
 # hci1; then the controllers are made again with each other's address (btvirt with
-# BTVIRT_SWAP, testbed/btvirt/btdev-links.patch), as a Raspberry Pi's onboard radio and a USB
+# BTVIRT_SWAP, testbed/bluez/btdev-links.patch), as a Raspberry Pi's onboard radio and a USB
 # dongle can come up in the other order after a reboot: the advertisement follows the address to
 # hci0, and status names the adapter with its address each time.
 set -euo pipefail
