@@ -436,6 +436,10 @@ class Soak:
             return False
         lines[:] = [line for line in lines if not line.startswith("write %s:" % uuid)] + ["wrote " + uuid]
         self.lost_below += 1
+        # Where it was lost: whether hci0's host sent the Write Response, and whether the
+        # central's host received it.
+        print("soak: a Write Response to %s lost below bleadvd%s" % (
+            uuid, record_of_links(self.link_began, WRITES, "ATT writes and their answers, sent and received")), flush=True)
         return True
 
     @staticmethod
@@ -549,22 +553,28 @@ def progress(line, live):
             pass
 
 
-def record_of_links(since):
-    """The test bed's HCI record (btmon's capture, every controller) from `since` (HH:MM:SS) on:
-    the links asked for and made, advertising switched, and every command that failed."""
+LINKS = re.compile(r"HCI (Command|Event).*(Advertis|Create Conn|Connection Complete|Disconnect|Scan)|Status: [^S]")
+WRITES = re.compile(r"ATT: (Write (Request|Response)|Error Response)")
+
+
+def record_of_links(since, wanted=LINKS, what="links, advertising, failed commands"):
+    """The test bed's HCI record (btmon's capture, every controller) from `since` (HH:MM:SS) on,
+    the lines that match `wanted`: by default the links asked for and made, advertising switched,
+    and every command that failed. A line inside a packet (an ATT PDU) is shown after its
+    packet's own line (controller, direction, time)."""
     capture = os.path.join(os.environ.get("TESTBED_WORK", "/tmp/testbed"), "hci.btsnoop")
     if not os.path.exists(capture):
         return ""
     decoded = run("btmon", "-T", "-C", "250", "-r", capture, timeout=120).stdout.splitlines()
-    wanted = re.compile(r"HCI (Command|Event).*(Advertis|Create Conn|Connection Complete|Disconnect|Scan)|Status: [^S]")
-    lines, on = [], False
+    lines, on, packet = [], False, ""
     for line in decoded:
         stamp = re.search(r"(\d\d:\d\d:\d\d)\.\d+\s*$", line)
         if stamp:
             on = stamp.group(1) >= since
+            packet = " ".join(line.split())
         if on and wanted.search(line):
-            lines.append(" ".join(line.split()))
-    return "\n---- the HCI record from %s on (links, advertising, failed commands):\n%s" % (since, "\n".join(lines[:120]))
+            lines.append(" ".join(line.split()) if stamp else packet + " :: " + line.strip())
+    return "\n---- the HCI record from %s on (%s):\n%s" % (since, what, "\n".join(lines[:120]))
 
 
 def resident(pid):
