@@ -468,7 +468,7 @@ btvirt_program() {
 # bed_tools: the bed's own build of BlueZ's btmon (testbed/bluez/build.sh: common.sh's
 # BTMON_SUITE's release, for every stack) ahead of the packaged one in PATH, for the guest's
 # capture and every scenario that decodes it; fails, saying so, on an x86_64 guest without it.
-# An Arm guest keeps its packaged btmon (Debian 13's: the same release).
+# An Arm guest keeps its packaged btmon (make testbed-arm64-test's is Debian 13's: the same release).
 bed_tools() {
   local tools=${BLEADVD_TESTBED_CACHE:-$TESTBED_ROOT/.testbed-cache}/bluez-tools
   [[ "$(uname -m)" != x86_64 ]] && return
