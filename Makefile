@@ -115,8 +115,7 @@ testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under sys
 	$(NEWER_DEB)
 	@# 55 here too: Debian 12's bluetooth.service (no -E) ignores intervals, which status must say.
 	@# 71, 40 cycles of two centrals, needs a third controller (so this boot runs the patched
-	@# emulator); it runs before the package is installed, after 55, which reads btmon's capture
-	@# (Debian 12's btmon can die once Bumble holds two controllers).
+	@# emulator); it runs before the package is installed.
 	testbed/run.sh --systemd --controllers 3 testbed/scenarios/55-*.sh testbed/scenarios/71-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
 
 testbed-stacks-test: $(TESTBED_PACKAGED) ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT and pairing included, with 10 restarts of bluetooth.service and 15 steps of the chaos soak
