@@ -54,6 +54,7 @@ state=00467768-6228-2272-4663-277478268001
 turn=$TESTBED_WORK/turn
 rm -rf "$turn"; mkdir -p "$turn"
 before=$(relinks)
+pieces_began=$(date '+%H:%M:%S.%N')
 central_run a "read:$state" "touch:$turn/a-connected" "await:$turn/b-ready" "write:$command=${identify:0:2}" "touch:$turn/a1" \
   "await:$turn/b1" "write:$command=${identify:2}" "touch:$turn/a2" > "$TESTBED_WORK/a.lines" &
 a_run=$!
@@ -66,15 +67,18 @@ central_run b "read:$state" "touch:$turn/b-ready" "await:$turn/a1" "write:$comma
   "await:$turn/a2" "write:$command=${credentials:16}" > "$TESTBED_WORK/b.lines"
 wait "$a_run" || true
 sed 's/^/    A:/' "$TESTBED_WORK/a.lines"; sed 's/^/    B:/' "$TESTBED_WORK/b.lines"
-# The order hci0 got the pieces in follows from the centrals' own: each write waits for its
-# response (bleadvd has the piece), and the other central's next piece waits for that (touch,
-# await). btmon's record is not read here: Debian 12's btmon crashes in these boots, and 5.82's
-# prints ATT writes differently.
 for central in a b; do
   [[ "$(grep -c "wrote $command" "$TESTBED_WORK/$central.lines")" == 2 ]] || fail "central ${central^^} did not write both its pieces"
   ! grep -q "timed out" "$TESTBED_WORK/$central.lines" || fail "central ${central^^} did not get its turns: $(grep "timed out" "$TESTBED_WORK/$central.lines")"
 done
-echo "    each central wrote its two pieces in turn: A, B, A, B"
+# The order hci0's host got the pieces in, as btmon decoded its ATT Write Requests.
+interleaved="${identify:0:2} ${credentials:0:16} ${identify:2} ${credentials:16}"
+received=$(record_since "$pieces_began" | awk -v pieces=" $interleaved " '
+  /^[<>@=]/ { rx = /ACL Data RX/ && /\[hci0\]/; write = 0; next }
+  rx && /ATT: Write Request/ { write = 1; next }
+  write && /Data(\[[0-9]+\])?: / { write = 0; if (index(pieces, " " $NF " ")) { printf "%s%s", sep, $NF; sep = " " } }')
+[[ "$received" == "$interleaved" ]] || fail "hci0 received the pieces as [$received] (btmon), not interleaved as [$interleaved]"
+echo "    hci0 received the pieces interleaved, A, B, A, B (btmon): $received"
 
 echo "3. each central's frame, whole"
 wait_for 20 "the join program's run" "[ -s '$TESTBED_WORK/joined-password' ]" || true
