@@ -7,10 +7,10 @@
 #           packaged one (lib.sh, btvirt_program);
 #   btmon   the HCI monitor that writes and decodes every guest's capture, into
 #           $TESTBED_CACHE/bluez-tools/btmon, ahead of the packaged one in the guests' PATH
-#           (lib.sh, bed_tools): one release for every stack, so that
-#           the scenarios read one format, and one that lives through the bed's boots (Debian
-#           12's 5.66 calls a missing decoder through a null pointer when a central writes to
-#           some attributes, and its capture ends there; see docs/RELIABILITY.md).
+#           (lib.sh, bed_tools): one release for every stack, so that the scenarios read one
+#           format, and one that lives through the bed's boots (Debian 12's 5.66 calls a
+#           missing decoder through a null pointer at some ATT writes, and its capture ends
+#           there; docs/RELIABILITY.md, "Debian 12's btmon died").
 # Rebuilt when the release or the patch changes; otherwise it only checks.
 #
 #   testbed/bluez/build.sh btvirt SUITE      (bookworm, trixie, sid)
