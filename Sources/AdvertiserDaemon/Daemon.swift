@@ -70,8 +70,12 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     var improvOffered = false
     /// Where the daemon is in its life.
     var lifecycle = Lifecycle.starting
-    /// One reload at a time; the next ones wait here, in the order asked for.
+    /// One reload at a time; the next one waits here.
     let reloads = Turnstile()
+    /// The reload waiting for the one under way, which later asks join: at most one waits
+    /// (each would hold a parsed tree, and `systemctl reload` would wait behind them all). It
+    /// reads the file after every ask it answers came.
+    var waitingReload: Shared<Result<Void, ReloadError>>?
     /// What the loop reacts to; anything in the daemon may post to it.
     let events: AsyncStream<Event>
     let post: AsyncStream<Event>.Continuation
@@ -151,11 +155,28 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     }
 
     package func reload() async throws(ReloadError) {
+        if let waiting = waitingReload { return try await waiting.value().get() }
+        let mine = Shared<Result<Void, ReloadError>>()
+        waitingReload = mine
         // One at a time, in the order asked for: a slow reload of an older file must never be
         // applied after a newer one.
         // A reload cancelled in line is one asked while bleadvd stops.
         let entered = (try? await reloads.enter()) != nil
-        defer { if entered { reloads.leave() } }
+        if waitingReload === mine { waitingReload = nil }
+        let result: Result<Void, ReloadError>
+        do {
+            try await reloadInTurn(entered: entered)
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        if entered { reloads.leave() }
+        mine.finish(result)
+        try result.get()
+    }
+
+    /// The reload whose turn came (`entered`; or not, when bleadvd stops).
+    private func reloadInTurn(entered: Bool) async throws(ReloadError) {
         guard entered, lifecycle != .stopping else {
             logger.warning("reload refused: bleadvd is stopping")
             throw ReloadError("bleadvd is stopping; nothing was reloaded")

@@ -31,6 +31,26 @@ struct ReloadTests {
         #expect(await session.daemon.list() == ["newer"])
     }
 
+    @Test("reloads asked for while one is under way join the one waiting: ten asks read the file twice, and each gets the newer file's answer")
+    func reloadsCoalesce() async throws {
+        let reads = Reads()
+        let session = try await DaemonSession(loadConfig: { _ throws(ConfigError) in
+            await reads.next() == 1 ? reads.held(Self.older) : Self.newer
+        })
+        let daemon = session.daemon
+        let first = Task { try await daemon.reload() }
+        await reads.waitUntilHeld()
+
+        let more = (0..<10).map { _ in Task { try await daemon.reload() } }
+        for _ in 0..<100 { await Task.yield() }
+        reads.release()
+        try await first.value
+        for reload in more { try await reload.value }
+
+        #expect(await reads.count == 2)
+        #expect(await session.daemon.list() == ["newer"])
+    }
+
     @Test("a reload asked for once shutdown began is refused, and nothing is read")
     func reloadDuringShutdownIsRefused() async throws {
         let reads = Reads()
