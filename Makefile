@@ -158,8 +158,11 @@ install: ## install stripped binaries, units, D-Bus policy, interface and activa
 	install -Dm644 systemd/org.bleadvd.Advertiser.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser1.xml $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml
 	@# The config is the admin's: never overwrite one that exists.
-	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm644 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
-	install -Dm755 systemd/join-wpa-supplicant $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant
+	@# It may hold BTHome keys and secured values: root writes it, group bleadvd reads it (below).
+	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm640 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
+	@# Improv's join program for wpa_supplicant: bleadvd itself, called by that name.
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	ln -sfr $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant
 	install -Dm644 systemd/join-wpa-supplicant.conf $(DESTDIR)$(EXAMPLEDIR)/join-wpa-supplicant.conf
 	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
 	install -Dm644 systemd/man/bleadvctl.1 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1
@@ -171,6 +174,7 @@ install: ## install stripped binaries, units, D-Bus policy, interface and activa
 	@# On a live system (no DESTDIR): create the user, reload the bus policy and systemd.
 	if [ -z "$(DESTDIR)" ]; then \
 	  systemd-sysusers $(SYSUSERSDIR)/bleadvd.conf 2>/dev/null || true; \
+	  chown root:bleadvd $(CONFDIR)/bleadvd.toml && chmod 0640 $(CONFDIR)/bleadvd.toml; \
 	  busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig 2>/dev/null || true; \
 	  systemctl daemon-reload 2>/dev/null || true; \
 	fi

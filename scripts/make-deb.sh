@@ -18,6 +18,9 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/n
 rm -rf "$stage"
 make --no-print-directory install DESTDIR="$PWD/$stage" PREFIX=/usr UNITDIR=/usr/lib/systemd/system > /dev/null
 gzip -9n "$stage"/usr/share/man/man*/*
+# Debian's mode for a file in /etc (lintian: non-standard-file-perm); the postinst makes the
+# config root:bleadvd 0640 once the group exists.
+chmod 644 "$stage/etc/bleadvd/bleadvd.toml"
 # One executable, about 18 MB stripped, and bleadvctl a link to it. Foundation's Thread,
 # FileHandle and the like link ICU and its 34 MB of data (bleadvd grew to 61 MB that way): keep
 # them out.
@@ -158,6 +161,14 @@ set -e
 case "$1" in
   configure|abort-upgrade|abort-deconfigure|abort-remove)
     systemd-sysusers bleadvd.conf
+    # The config may hold BTHome keys and secured values: root writes it, the daemon (user
+    # bleadvd) reads it, no one else does. The package ships it 0644 (Debian's mode for
+    # /etc; dpkg puts an unchanged one back so on upgrade), and an older package left it so:
+    # made root:bleadvd 0640 each time, an admin's edited file too.
+    if [ -f /etc/bleadvd/bleadvd.toml ]; then
+      chown root:bleadvd /etc/bleadvd/bleadvd.toml
+      chmod 0640 /etc/bleadvd/bleadvd.toml
+    fi
     # The bus reads the new policy file now, before the daemon asks to own its name.
     dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig 2>/dev/null || true
     # A first install enables the unit; an upgrade keeps the admin's choice.

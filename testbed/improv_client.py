@@ -12,6 +12,8 @@ failed command, as in Home Assistant) the next step discovers and connects again
     scan                the Wi-Fi networks the device sees
     provision:SSID:PASSWORD
                         the redirect URL, or the error the device notified
+    provision-hex:SSID:HEX
+                        the same with the password's bytes in hex (a CR, a NUL, ...)
     raw:HEX             writes HEX to the RPC command characteristic as it is (a malformed
                         frame): the error the device notifies
     partial:HEX         writes HEX to the RPC command characteristic, expecting no answer (the
@@ -192,8 +194,10 @@ async def main():
             elif name == "scan":
                 networks = (await client.scan_wifi()).networks
                 say(f"scan: {len(networks)} network(s): " + "; ".join(f"{n.decode()} {r.decode()} dBm {a.decode()}" for n, r, a in networks))
-            elif name == "provision":
+            elif name in ("provision", "provision-hex"):
                 ssid, _, password = rest.partition(":")
+                if name == "provision-hex":
+                    password = bytes.fromhex(password).decode("utf-8")
                 states = []
                 try:
                     url = await client.provision(ssid, password, lambda state: states.append(state.name))

@@ -438,7 +438,8 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
         case .none: "no error"
         case .invalidRPC: "a malformed frame (invalid RPC)"
         case .unknownRPC: "a command this device does not offer (unknown RPC)"
-        case .unableToConnect: "unable to connect"
+        // From a frame (a join that fails is said on its own): a password no WPA network takes.
+        case .unableToConnect: "unable to connect: the password is none a WPA network takes (8 to 63 printable ASCII characters or 64 hex digits); refused before any join"
         case .notAuthorized: "not authorized: bleadvctl improv authorize allows provisioning"
         case .badHostname: "a bad hostname"
         case .unknown: "refused (a join is under way)"

@@ -27,9 +27,6 @@ package enum JoinHelper {
     static var timeout: Duration { .seconds(120) }
     /// How long the helper waits for its call once started before it exits unasked.
     package static var idle: Duration { .seconds(30) }
-    /// What an SSID may be (802.11: 1 to 32 bytes) and how long a password (WPA: up to 64).
-    static var ssidLengths: ClosedRange<Int> { 1...32 }
-    static var passwordLimit: Int { 64 }
 
     /// Serves one `Join` on `connection` with `joiner`, then returns (after ``idle`` when none
     /// comes). Takes the name last, once the object answers.
@@ -68,15 +65,16 @@ package enum JoinHelper {
     }
 
     /// The credentials a call carries.
-    /// - Throws: `InvalidArgs` for an SSID of no or more than 32 bytes, a password over 64.
+    /// - Throws: `InvalidArgs` for an SSID or a password that are none (``Improv/Credentials``):
+    ///   the helper types them again, whoever called.
     static func credentials(_ arguments: [DBusValue]) throws(DBusError) -> Improv.Credentials {
         guard arguments.count == 2, let ssid = arguments[0].bytes, let password = arguments[1].bytes else {
             throw DBusError(.invalidArgs, "Join takes an SSID and a password, each as bytes")
         }
-        guard ssidLengths.contains(ssid.count), password.count <= passwordLimit else {
-            throw DBusError(.invalidArgs, "an SSID is \(ssidLengths.lowerBound) to \(ssidLengths.upperBound) bytes and a password at most \(passwordLimit), not \(ssid.count) and \(password.count)")
+        guard let credentials = Improv.Credentials(ssid: ssid, password: password) else {
+            throw DBusError(.invalidArgs, Improv.Credentials.refusal(ssid: ssid, password: password) ?? "no credentials")
         }
-        return Improv.Credentials(ssid: ssid, password: password)
+        return credentials
     }
 }
 

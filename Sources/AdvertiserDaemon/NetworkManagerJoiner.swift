@@ -40,7 +40,7 @@ package struct NetworkManagerJoiner<C: Clock>: NetworkJoining where C.Duration =
 
     package func join(_ credentials: Improv.Credentials) async throws -> String? {
         let device = try await wifiDevice()
-        let settings = try NetworkManager.settings(for: credentials)
+        let settings = NetworkManager.settings(for: credentials)
         // Why the device failed is in its StateChanged signal (the state it reaches after,
         // disconnected, carries no reason): watched from before the attempt.
         let changes = try await connection.signals(matching: DBusMatchRule(
@@ -217,9 +217,9 @@ enum NetworkManager {
 
     /// The connection NetworkManager is asked to add: infrastructure Wi-Fi to `credentials`'
     /// SSID, WPA/WPA2 personal with their password (none: an open network), addresses by DHCP,
-    /// marked as bleadvd's (``markKey``).
-    /// - Throws: when the password is not text (NetworkManager takes it as a string).
-    static func settings(for credentials: Improv.Credentials) throws -> DBusValue {
+    /// marked as bleadvd's (``markKey``). The password is printable ASCII (``Improv/Credentials``),
+    /// the string NetworkManager takes.
+    static func settings(for credentials: Improv.Credentials) -> DBusValue {
         var sections: [String: DBusValue] = [
             "connection": .variantDictionary([
                 "id": .string(String(decoding: credentials.ssid, as: UTF8.self)),
@@ -234,12 +234,7 @@ enum NetworkManager {
             ]),
         ]
         if !credentials.password.isEmpty {
-            guard let password = String(validating: credentials.password, as: UTF8.self) else {
-                throw Failure(description: "the password is not UTF-8 text")
-            }
-            guard !credentials.password.contains(0) else {
-                throw Failure(description: "the password holds a NUL byte, which NetworkManager cannot take")
-            }
+            let password = String(decoding: credentials.password, as: UTF8.self)
             sections["802-11-wireless-security"] = .variantDictionary(["key-mgmt": .string("wpa-psk"), "psk": .string(password)])
         }
         return .dictionary(

@@ -211,11 +211,13 @@ actor Pairing<C: Clock> where C.Duration == Duration {
             await announce("requested", central: request.central)
             return true
         case .passkey:
-            logger.notice("pairing: \(central) asks to pair; type the passkey \(request.code!) on it")
+            // The code goes to the bleadvctl pair that opened the window alone: group adm reads
+            // the journal, and a passkey there would let its members bond without root.
+            logger.notice("pairing: \(central) asks to pair; its passkey went to bleadvctl pair, to be typed on it")
             await announce("requested", central: request.central, detail: request.code!)
             return true
         case .confirm:
-            logger.notice("pairing: \(central) asks to pair; does it show \(request.code!)? answer with bleadvctl pair")
+            logger.notice("pairing: \(central) asks to pair; its code went to bleadvctl pair, which answers whether the central shows it")
             await announce("confirm", central: request.central, detail: request.code!)
             // The window may have closed while the question went out: nothing would answer.
             let matches = window.isOpen(at: clock.now) ? await withCheckedContinuation { confirmations[request.central] = $0 } : false

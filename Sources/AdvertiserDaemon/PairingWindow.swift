@@ -52,13 +52,14 @@ struct PairingWindow<Instant: InstantProtocol>: Sendable where Instant.Duration 
         if let awaited = pending[request.central], awaited.code != nil, awaited.code == request.code { return .again }
         guard isOpen(at: now) else { return .refuse("no pairing window is open (bleadvctl pair opens one)") }
         guard attemptsLeft > 0 else { return .refuse("this window took all its attempts already") }
-        attemptsLeft -= 1
         // A central that announces no input and no output, or asks for no MITM protection,
         // gets just works from the stack whatever the agent's capability: in a window opened
-        // for a code that is a downgrade, an attacker's way in before the owner types it.
+        // for a code that is a downgrade, an attacker's way in before the owner types it. It
+        // costs no attempt: a stranger's downgrades would otherwise use the owner's up.
         guard request.method != .justWorks || method == .justWorks else {
             return .refuse("it asks for just works, a bond without a code (no MITM protection); this window takes \(method.rawValue) only")
         }
+        attemptsLeft -= 1
         pending[request.central] = (now, request.code)
         return .allow
     }

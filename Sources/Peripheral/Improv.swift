@@ -50,7 +50,8 @@ public enum Improv {
         case invalidRPC = 0x01
         /// A command this device does not know.
         case unknownRPC = 0x02
-        /// The credentials were tried and the network could not be joined.
+        /// The credentials were tried and the network could not be joined, or the password is
+        /// none a WPA network takes (refused before any join).
         case unableToConnect = 0x03
         /// Credentials (or a hostname) sent before authorization.
         case notAuthorized = 0x04
@@ -110,17 +111,49 @@ public enum Improv {
         }
     }
 
-    /// Wi-Fi credentials. Its description never shows the password.
+    /// Wi-Fi credentials, typed where they enter: an SSID of 1 to 32 bytes (802.11), and a
+    /// password that is none (an open network), a WPA passphrase of 8 to 63 printable ASCII
+    /// characters, or a pre-shared key of 64 hex digits (IEEE 802.11i, Annex H). Nothing else can
+    /// be made one, so no program bleadvd hands them to meets a line break, a quote's end it did
+    /// not expect, a NUL or a control character. Its description never shows the password.
     public struct Credentials: Hashable, Sendable, CustomStringConvertible {
-        /// The network's name as sent: up to 32 bytes, not necessarily text.
-        public var ssid: [UInt8]
-        /// The passphrase as sent (empty for an open network).
-        public var password: [UInt8]
+        /// The network's name as sent: 1 to 32 bytes, not necessarily text.
+        public let ssid: [UInt8]
+        /// The passphrase as sent: empty, 8 to 63 bytes of 0x20 to 0x7E, or 64 hex digits.
+        public let password: [UInt8]
 
-        /// Credentials.
-        public init(ssid: [UInt8], password: [UInt8]) {
+        /// The SSID lengths 802.11 allows.
+        public static let ssidLengths = 1...32
+        /// The passphrase lengths WPA allows (a key of 64 hex digits aside).
+        public static let passphraseLengths = 8...63
+
+        /// Credentials, or nil when ``refusal(ssid:password:)`` has a reason.
+        public init?(ssid: [UInt8], password: [UInt8]) {
+            guard Self.refusal(ssid: ssid, password: password) == nil else { return nil }
             self.ssid = ssid
             self.password = password
+        }
+
+        /// Why `ssid` and `password` are no credentials, in a line that shows neither the
+        /// password nor its bytes; nil when they are.
+        public static func refusal(ssid: [UInt8], password: [UInt8]) -> String? {
+            guard ssidLengths.contains(ssid.count) else {
+                return "an SSID is \(ssidLengths.lowerBound) to \(ssidLengths.upperBound) bytes, not \(ssid.count)"
+            }
+            if password.isEmpty || isKey(password) { return nil }
+            let printable = password.allSatisfy { (0x20...0x7E).contains($0) }
+            guard passphraseLengths.contains(password.count), printable else {
+                return "a WPA password is \(passphraseLengths.lowerBound) to \(passphraseLengths.upperBound) printable ASCII characters or 64 hex digits,"
+                    + " not \(password.count) bytes\(printable ? "" : " with some not printable ASCII")"
+            }
+            return nil
+        }
+
+        /// Whether `password` is a pre-shared key: 64 hex digits.
+        public static func isKey(_ password: [UInt8]) -> Bool {
+            password.count == 64 && password.allSatisfy { byte in
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+            }
         }
 
         /// The SSID, escaped and quoted, and whether a password came.
@@ -198,8 +231,11 @@ public enum Improv {
         guard let strings = strings(in: frame) else { return .failure(.invalidRPC) }
         switch (frame[0], strings.count) {
         case (0x01, 2):
-            guard (1...32).contains(strings[0].count) else { return .failure(.invalidRPC) }
-            return .success(.wifi(Credentials(ssid: strings[0], password: strings[1])))
+            guard Credentials.ssidLengths.contains(strings[0].count) else { return .failure(.invalidRPC) }
+            // A password no WPA network takes is refused before any program meets it, as a
+            // join that cannot succeed: what a client shows its user ("unable to connect").
+            guard let credentials = Credentials(ssid: strings[0], password: strings[1]) else { return .failure(.unableToConnect) }
+            return .success(.wifi(credentials))
         case (0x02, 0): return .success(.identify)
         case (0x03, 0): return .success(.deviceInfo)
         case (0x04, 0): return .success(.scan)

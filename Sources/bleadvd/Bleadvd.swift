@@ -63,8 +63,13 @@ struct Bleadvd: ParsableCommand {
     /// raw, exit 64.
     static func main() {
         // One executable for both commands: bleadvctl is a link to this one.
-        if CommandLine.arguments.first?.split(separator: "/").last == "bleadvctl" {
+        let name = CommandLine.arguments.first?.split(separator: "/").last
+        if name == "bleadvctl" {
             BleadvctlCommand.main()
+        }
+        // And Improv's join program for wpa_supplicant, a link in /usr/libexec/bleadvd.
+        if name.map(String.init) == JoinWPASupplicantProgram.name {
+            Glibc.exit(joinWPASupplicant())
         }
         let command: Bleadvd
         do {
@@ -90,6 +95,26 @@ struct Bleadvd: ParsableCommand {
             }
         }
         loop.run()
+    }
+
+    /// `join-wpa-supplicant` (``JoinWPASupplicantProgram``), on standard input and output.
+    static func joinWPASupplicant() -> Int32 {
+        var input: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while input.count <= JoinWPASupplicantProgram.inputLimit {
+            let count = read(0, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            input += buffer[..<count]
+        }
+        defer { input.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+        return JoinWPASupplicantProgram.run(
+            arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, input: input,
+            say: { line in
+                let bytes = Array((line + "\n").utf8)
+                _ = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            },
+            pause: { sleep(1) })
     }
 
     func validate() throws {

@@ -91,7 +91,7 @@ struct ImprovComponentTests {
         await h.improv.start(showing: h.display)
 
         await h.improv.written(ImprovDaemonTests.wifi, central: "AA:BB:CC:DD:EE:01")
-        await h.improv.perform(.join(Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))))
+        await h.improv.perform(.join(Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!))
         h.clock.advance(by: Component.withdrawDelay)
         await h.improv.fired(.withdrawal, at: h.clock.now)
 

@@ -9,7 +9,7 @@ import Testing
 @Suite("Improv's state machine")
 struct ImprovSessionTests {
     let start = ManualClock().now
-    static let home = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))
+    static let home = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!
     /// Wi-Fi settings for "Home" / "hunter22".
     static let wifi = frame(0x01, [4] + Array("Home".utf8) + [8] + Array("hunter22".utf8))
     static let info = ["bleadvd", "0.9.0", "Raspberry Pi 4", "kitchen"]

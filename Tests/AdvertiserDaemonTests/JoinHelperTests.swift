@@ -45,7 +45,7 @@ struct JoinHelperTests {
         return (HelperJoiner(connection: bleadvdSide, clock: clock), served)
     }
 
-    static let home = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))
+    static let home = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!
 
     @Test("a join reaches the helper's joiner with the SSID and password as sent, and the address it got comes back")
     func joinReachesTheHelper() async throws {
@@ -70,15 +70,26 @@ struct JoinHelperTests {
         #expect("\(error!)" == "NetworkManager could not connect: no network of that name in range")
     }
 
-    @Test("the helper refuses an SSID of more than 32 bytes before its joiner is asked", arguments: [Array(repeating: UInt8(0x41), count: 33), []])
-    func badSSIDRefused(ssid: [UInt8]) async throws {
+    @Test(
+        "the helper refuses what are no credentials before its joiner is asked, whoever calls",
+        arguments: [
+            (Array(repeating: UInt8(0x41), count: 33), [UInt8](), "an SSID is 1 to 32 bytes"), ([], [], "an SSID is 1 to 32 bytes"),
+            (Array("Home".utf8), Array("x\"\rremove_network 0\rsave_config ".utf8), "a WPA password is 8 to 63 printable ASCII characters"),
+        ])
+    func credentialsRefused(ssid: [UInt8], password: [UInt8], reason: String) async throws {
         let bus = try PrivateBus()
         let joiner = Joiner(.success(nil))
-        let (helperJoiner, _) = try await Self.helper(joiner, on: bus)
+        _ = try await Self.helper(joiner, on: bus)
+        let caller = try await DBusConnection.connect(to: .address(bus.address))
 
-        let error = await #expect(throws: (any Error).self) { try await helperJoiner.join(Improv.Credentials(ssid: ssid, password: [])) }
+        let error = await #expect(throws: DBusError.self) {
+            try await caller.call(
+                destination: JoinHelper.busName, path: JoinHelper.path, interface: JoinHelper.interface, member: "Join",
+                [.bytes(ssid), .bytes(password)], expecting: "s")
+        }
 
-        #expect("\(error!)".contains("an SSID is 1 to 32 bytes"), "\(error!)")
+        #expect(error?.name == .invalidArgs)
+        #expect(error?.message.contains(reason) == true, "\(error.map { "\($0)" } ?? "")")
         #expect(joiner.joined.isEmpty)
     }
 

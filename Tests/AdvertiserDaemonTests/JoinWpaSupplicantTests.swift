@@ -1,171 +1,256 @@
+@testable import AdvertiserDaemon
 import Foundation
-import TestSupport
 import Testing
 
-/// systemd/join-wpa-supplicant, the package's join program for a box whose Wi-Fi wpa_supplicant
+/// `join-wpa-supplicant`, the package's join program for a box whose Wi-Fi wpa_supplicant
 /// manages, run as bleadvd runs a join program (the SSID in `IMPROV_SSID_HEX`, the password on
-/// standard input) against a wpa_cli that records what it is asked and answers as wpa_supplicant
-/// 2.10's does. Scenario 67 runs it against the real wpa_supplicant, in bleadvd's sandbox.
+/// standard input) against a stand-in of wpa_supplicant 2.10's control socket: a real datagram
+/// socket that records each request it gets and answers as wpa_supplicant does. Scenario 67
+/// runs the program against the real wpa_supplicant, in bleadvd's sandbox.
 @Suite("The join program for wpa_supplicant")
 struct JoinWpaSupplicantTests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("systemd/join-wpa-supplicant").path
+    /// wpa_supplicant's stand-in, on the socket `wlan0` of a folder beside a P2P device's. It
+    /// holds networks 0 (one the program added before for "Home", with its mark, disabled), 2 (an
+    /// admin's for "Home", no mark, enabled) and the new one, 1, once added. `joins` connects
+    /// network 1 with an address; otherwise a failed handshake disables it.
+    final class StandIn: @unchecked Sendable {
+        let folder: String
+        let joins: Bool
+        private let lock = NSLock()
+        private var received: [String] = []
+        private var added = false
+        private var stopped = false
+        private var sockets: [Int32] = []
+        private let done = DispatchSemaphore(value: 0)
 
-    /// wpa_cli's stand-in. It holds networks 0 (one the program added before for "Home", with
-    /// its mark, disabled), 2 (an admin's for "Home", no mark, enabled) and the new one, 1; `WPA_MODE=joins`
-    /// connects network 1 with an address, `wrong-key` disables it as a failed handshake does.
-    /// Network 1 is listed once added. Each call is logged: `argv` and its arguments, or, run without a command (interactive),
-    /// `stdin` and each line it reads.
-    static let wpaCLI = """
-        #!/bin/sh
-        while [ $# -gt 0 ]; do case $1 in -i) iface=$2; shift 2 ;; -p|-s) shift 2 ;; *) break ;; esac; done
-        # Any other interface than the one wpa_supplicant manages has no networks.
-        [ "$iface" = wlan0 ] || { echo FAIL; exit 0; }
-        if [ $# -eq 0 ]; then
-          while IFS= read -r line; do printf 'stdin %s\\n' "$line" >> "$WPA_LOG"; echo OK; done
-          exit 0
-        fi
-        printf 'argv %s\\n' "$*" >> "$WPA_LOG"
-        case $1 in
-          add_network) : > "$WPA_LOG.added"; echo 1 ;;
-          get_network)
-            case $3 in
-              psk) echo '*' ;;
-              ssid) echo '"Home"' ;;
-              id_str) if [ "$2" = 2 ]; then echo FAIL; else echo '"bleadvd-improv"'; fi ;;
-            esac ;;
-          status)
-            if [ "$WPA_MODE" = joins ]; then printf 'bssid=02:00:00:00:00:00\\nid=1\\nwpa_state=COMPLETED\\nip_address=192.168.4.2\\n'
-            else echo wpa_state=SCANNING; fi ;;
-          list_networks)
-            flags='[CURRENT]'; [ "$WPA_MODE" = joins ] || flags='[TEMP-DISABLED]'
-            printf 'network id / ssid / bssid / flags\\n0\\tHome\\tany\\t[DISABLED]\\n2\\tHome\\tany\\t\\n'
-            [ ! -e "$WPA_LOG.added" ] || printf '1\\tHome\\tany\\t%s\\n' "$flags" ;;
-          *) echo OK ;;
-        esac
-        """
+        init(joins: Bool) throws {
+            self.joins = joins
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("join-wpa-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for name in ["p2p-dev-wlan0", "wlan0"] {
+                let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+                sockets.append(descriptor)
+                var address = Self.address("\(folder)/\(name)")
+                let bound = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
+                guard bound == 0 else { throw CocoaError(.fileWriteUnknown) }
+            }
+            let server = sockets[1]
+            Thread.detachNewThread { [self] in
+                serve(server)
+                done.signal()
+            }
+        }
 
-    /// Runs the program with `password` on its standard input, SSID "Home", against the
-    /// stand-in in `mode`; returns what it did and the stand-in's log.
-    func join(password: String, mode: String) async throws -> (result: ProgramResult, log: [String]) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("join-wpa-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let wpaCLI = folder.appendingPathComponent("wpa_cli").path
-        try writeExecutable(Self.wpaCLI, to: wpaCLI)
-        // The control socket folder as wpa_supplicant 2.10 makes it for wlan0: the interface's
-        // socket and its P2P device's, which sorts first.
-        let ctrl = folder.appendingPathComponent("ctrl")
-        try FileManager.default.createDirectory(at: ctrl, withIntermediateDirectories: true)
-        var sockets: [Int32] = []
-        defer { sockets.forEach { close($0) } }
-        for name in ["p2p-dev-wlan0", "wlan0"] {
-            let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-            sockets.append(descriptor)
+        /// Every request, in order, as received.
+        var requests: [String] { lock.withLock { received } }
+
+        func stop() {
+            lock.withLock { stopped = true }
+            done.wait()
+            sockets.forEach { close($0) }
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+
+        private func serve(_ server: Int32) {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !lock.withLock({ stopped }) {
+                var ready = pollfd(fd: server, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 50) > 0 else { continue }
+                var from = sockaddr_un()
+                var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+                let count = withUnsafeMutablePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(server, &buffer, buffer.count, 0, $0, &length) }
+                }
+                guard count >= 0 else { continue }
+                let request = String(decoding: buffer[..<count], as: UTF8.self)
+                var reply = Array(answer(request).utf8)
+                _ = withUnsafePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(server, &reply, reply.count, 0, $0, length) }
+                }
+            }
+        }
+
+        private func answer(_ request: String) -> String {
+            lock.withLock {
+                received.append(request)
+                let words = request.split(separator: " ").map(String.init)
+                switch words.first {
+                case "ADD_NETWORK":
+                    added = true
+                    return "1\n"
+                case "GET_NETWORK" where words.count == 3:
+                    switch words[2] {
+                    case "ssid": return "\"Home\"\n"
+                    case "id_str": return words[1] == "2" ? "FAIL\n" : "\"bleadvd-improv\"\n"
+                    default: return "FAIL\n"
+                    }
+                case "STATUS":
+                    return joins ? "bssid=02:00:00:00:00:00\nid=1\nwpa_state=COMPLETED\nip_address=192.168.4.2\n" : "wpa_state=SCANNING\n"
+                case "LIST_NETWORKS":
+                    let new = added ? "1\tHome\tany\t\(joins ? "[CURRENT]" : "[TEMP-DISABLED]")\n" : ""
+                    return "network id / ssid / bssid / flags\n0\tHome\tany\t[DISABLED]\n2\tHome\tany\t\n" + new
+                default:
+                    return "OK\n"
+                }
+            }
+        }
+
+        static func address(_ path: String) -> sockaddr_un {
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
-            let path = Array(ctrl.appendingPathComponent(name).path.utf8CString)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.map { UInt8(bitPattern: $0) }) }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            #expect(bound == 0)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+            return address
         }
-        let input = folder.appendingPathComponent("password").path
-        try password.write(toFile: input, atomically: true, encoding: .utf8)
-        let log = folder.appendingPathComponent("log").path
-        let result = try await runProgram("/bin/sh", ["-c", "exec \"$0\" < \"$1\"", Self.script, input], environment: [
-            "PATH": "\(folder.path):/usr/bin:/bin", "IMPROV_SSID_HEX": "486f6d65", "BLEADVD_WPA_CTRL": ctrl.path,
-            "RUNTIME_DIRECTORY": folder.path, "WPA_LOG": log, "WPA_MODE": mode,
-        ])
-        let lines = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
-        return (result, lines)
+    }
+
+    /// The program's run with `password` on its standard input, SSID "Home", against a stand-in
+    /// that `joins` or not: its exit status, the lines it wrote, and the requests wpa_supplicant got.
+    func join(password: [UInt8], joins: Bool = true, ssidHex: String = "486f6d65") throws -> (status: Int32, lines: [String], requests: [String]) {
+        let standIn = try StandIn(joins: joins)
+        defer { standIn.stop() }
+        var lines: [String] = []
+        var pauses = 0
+
+        let status = JoinWPASupplicantProgram.run(
+            arguments: [], environment: ["IMPROV_SSID_HEX": ssidHex, "BLEADVD_WPA_CTRL": standIn.folder, "RUNTIME_DIRECTORY": standIn.folder],
+            input: password, say: { lines.append($0) }, pause: { pauses += 1 })
+
+        return (status, lines, standIn.requests)
+    }
+
+    func join(_ password: String, joins: Bool = true) throws -> (status: Int32, lines: [String], requests: [String]) {
+        try join(password: Array(password.utf8), joins: joins)
     }
 
     @Test("joined through the interface's socket, not its P2P device's, it prints the address wpa_supplicant reports as its first line and exits 0")
-    func joinedPrintsAddress() async throws {
-        let (result, _) = try await join(password: "hunter22", mode: "joins")
+    func joinedPrintsAddress() throws {
+        let (status, lines, _) = try join("hunter22")
 
-        #expect(result.status == 0, "\(result.output) \(result.errors)")
-        #expect(result.output.split(separator: "\n").first == "192.168.4.2")
+        #expect(status == 0, "\(lines)")
+        #expect(lines.first == "192.168.4.2")
     }
 
-    @Test("the password reaches wpa_cli on its standard input alone, never on a command line, where ps shows it")
-    func passwordNeverAnArgument() async throws {
-        let (_, log) = try await join(password: "correct horse \"battery\"", mode: "joins")
+    @Test("the password reaches wpa_supplicant in one request, its quotes and spaces inside the quoted value, never on a command line")
+    func passwordInOneRequest() throws {
+        let (_, _, requests) = try join("correct horse \"battery\"\n")
 
-        #expect(log.contains("stdin set_network 1 psk \"correct horse \"battery\"\""), "\(log)")
-        #expect(!log.contains { $0.hasPrefix("argv") && $0.contains("battery") }, "\(log)")
+        #expect(requests.filter { $0.contains("battery") } == ["SET_NETWORK 1 psk \"correct horse \"battery\"\""], "\(requests)")
+    }
+
+    @Test(
+        "a password that would be wpa_supplicant commands for a line editor, or none WPA takes, is refused before wpa_supplicant is asked anything",
+        arguments: [
+            Array("x\"\rremove_network 0\rsave_config ".utf8), Array("hunter22\nremove_network 0".utf8), Array("hunter".utf8) + [0] + Array("22".utf8),
+            Array(repeating: UInt8(ascii: "a"), count: 200), Array("x\"\u{1B}[Aterminate".utf8),
+        ])
+    func injectionRefused(password: [UInt8]) throws {
+        let (status, lines, requests) = try join(password: password)
+
+        #expect(status == 2)
+        #expect(lines.first?.hasPrefix("a WPA password is 8 to 63 printable ASCII characters") == true, "\(lines)")
+        #expect(requests.isEmpty, "\(requests)")
+    }
+
+    @Test("an SSID that is not 1 to 32 bytes is refused before wpa_supplicant is asked anything")
+    func longSSIDRefused() throws {
+        let (status, lines, requests) = try join(password: Array("hunter22".utf8), ssidHex: String(repeating: "41", count: 33))
+
+        #expect(status == 2)
+        #expect(lines == ["an SSID is 1 to 32 bytes, not 33"])
+        #expect(requests.isEmpty)
+    }
+
+    @Test("a key of 64 hex digits is set as a key, without quotes")
+    func hexKey() throws {
+        let key = String(repeating: "0123456789abcdef", count: 4)
+
+        let (_, _, requests) = try join(key)
+
+        #expect(requests.contains("SET_NETWORK 1 psk \(key)"), "\(requests)")
     }
 
     @Test("the network gets the SSID as hex and bleadvd's mark")
-    func networkMarked() async throws {
-        let (_, log) = try await join(password: "hunter22", mode: "joins")
+    func networkMarked() throws {
+        let (_, _, requests) = try join("hunter22")
 
-        #expect(log.contains("argv set_network 1 ssid 486f6d65"))
-        #expect(log.contains("argv set_network 1 id_str \"bleadvd-improv\""))
+        #expect(requests.contains("SET_NETWORK 1 ssid 486f6d65"))
+        #expect(requests.contains("SET_NETWORK 1 id_str \"bleadvd-improv\""))
     }
 
     @Test("joined, the networks it added before for the same SSID are removed, an admin's kept, and the config saved")
-    func joinedReplacesOwnNetworks() async throws {
-        let (_, log) = try await join(password: "hunter22", mode: "joins")
+    func joinedReplacesOwnNetworks() throws {
+        let (_, _, requests) = try join("hunter22")
 
-        #expect(log.contains("argv remove_network 0"))
-        #expect(!log.contains("argv remove_network 2"))
-        #expect(!log.contains("argv remove_network 1"))
-        #expect(log.last == "argv save_config")
+        #expect(requests.contains("REMOVE_NETWORK 0"))
+        #expect(!requests.contains("REMOVE_NETWORK 2"))
+        #expect(!requests.contains("REMOVE_NETWORK 1"))
+        #expect(requests.last == "SAVE_CONFIG")
     }
 
     @Test("the new network is selected, so that it is tried even while the box is on another one")
-    func networkSelected() async throws {
-        let (_, log) = try await join(password: "hunter22", mode: "joins")
+    func networkSelected() throws {
+        let (_, _, requests) = try join("hunter22")
 
-        #expect(log.contains("argv select_network 1"))
-        #expect(!log.contains("argv enable_network 1"))
+        #expect(requests.contains("SELECT_NETWORK 1"))
+        #expect(!requests.contains("ENABLE_NETWORK 1"))
     }
 
-    @Test("joined, the networks enabled before (the admin's) are enabled again, and no disabled one is")
-    func joinedRestoresEnabled() async throws {
-        let (_, log) = try await join(password: "hunter22", mode: "joins")
+    @Test("joined, the networks enabled before (the admin's) are enabled again after the selection, and no disabled one is")
+    func joinedRestoresEnabled() throws {
+        let (_, _, requests) = try join("hunter22")
 
-        let enabled = log.filter { $0.hasPrefix("argv enable_network") }
-        #expect(enabled == ["argv enable_network 2"], "\(log)")
-        #expect(log.firstIndex(of: "argv enable_network 2")! > log.firstIndex(of: "argv select_network 1")!)
+        #expect(requests.filter { $0.hasPrefix("ENABLE_NETWORK") } == ["ENABLE_NETWORK 2"], "\(requests)")
+        #expect(requests.firstIndex(of: "ENABLE_NETWORK 2")! > requests.firstIndex(of: "SELECT_NETWORK 1")!)
     }
 
-    @Test("not joined, the networks enabled before are enabled again")
-    func failedRestoresEnabled() async throws {
-        let (_, log) = try await join(password: "wrong-password", mode: "wrong-key")
+    @Test("not joined, the networks enabled before are enabled again, and none that was there is removed")
+    func failedRestoresEnabled() throws {
+        let (_, _, requests) = try join("wrong-password", joins: false)
 
-        #expect(log.filter { $0.hasPrefix("argv enable_network") } == ["argv enable_network 2"], "\(log)")
+        #expect(requests.filter { $0.hasPrefix("ENABLE_NETWORK") } == ["ENABLE_NETWORK 2"], "\(requests)")
+        #expect(requests.filter { $0.hasPrefix("REMOVE_NETWORK") } == ["REMOVE_NETWORK 1"], "\(requests)")
     }
 
-    @Test("a failed handshake (wpa_supplicant disables the network) removes the network and exits 1 saying a wrong password")
-    func wrongKey() async throws {
-        let (result, log) = try await join(password: "wrong-password", mode: "wrong-key")
+    @Test("a failed handshake (wpa_supplicant disables the network) exits 1 saying a wrong password")
+    func wrongKey() throws {
+        let (status, lines, _) = try join("wrong-password", joins: false)
 
-        #expect(result.status == 1)
-        #expect(result.output.contains("a wrong password?"), "\(result.output)")
-        #expect(log.contains("argv remove_network 1"))
-        #expect(!log.contains("argv remove_network 0"))
+        #expect(status == 1)
+        #expect(lines == ["wpa_supplicant's handshake with 486f6d65 (hex) failed: a wrong password?"])
     }
 
     @Test("an empty password is an open network: no password is set")
-    func openNetwork() async throws {
-        let (_, log) = try await join(password: "", mode: "joins")
+    func openNetwork() throws {
+        let (_, _, requests) = try join("")
 
-        #expect(log.contains("argv set_network 1 key_mgmt NONE"))
-        #expect(!log.contains { $0.hasPrefix("stdin") })
+        #expect(requests.contains("SET_NETWORK 1 key_mgmt NONE"))
+        #expect(!requests.contains { $0.contains(" psk ") })
     }
 
     @Test("without a control socket it may open, it says what wpa_supplicant's config and bleadvd's unit need, and exits 1")
-    func noSocket() async throws {
-        let result = try await runProgram("/bin/sh", ["-c", "exec \"$0\" < /dev/null", Self.script], environment: [
-            "IMPROV_SSID_HEX": "486f6d65", "BLEADVD_WPA_CTRL": "/nonexistent",
-        ])
+    func noSocket() {
+        var lines: [String] = []
 
-        #expect(result.status == 1)
-        #expect(result.output.contains("no wpa_supplicant control socket in /nonexistent"), "\(result.output)")
-        #expect(result.output.contains("GROUP=netdev"))
+        let status = JoinWPASupplicantProgram.run(
+            arguments: [], environment: ["IMPROV_SSID_HEX": "486f6d65", "BLEADVD_WPA_CTRL": "/nonexistent"], input: [],
+            say: { lines.append($0) }, pause: {})
+
+        #expect(status == 1)
+        #expect(lines.first?.contains("no wpa_supplicant control socket in /nonexistent") == true, "\(lines)")
+        #expect(lines.first?.contains("GROUP=netdev") == true)
+    }
+
+    @Test("run with arguments it prints its usage; with --help it exits 0, otherwise 2")
+    func usage() {
+        var lines: [String] = []
+
+        let help = JoinWPASupplicantProgram.run(arguments: ["--help"], environment: [:], input: [], say: { lines.append($0) }, pause: {})
+        let other = JoinWPASupplicantProgram.run(arguments: ["wlan0"], environment: [:], input: [], say: { _ in }, pause: {})
+
+        #expect(help == 0)
+        #expect(other == 2)
+        #expect(lines.first?.hasPrefix("usage: IMPROV_SSID_HEX=HEX join-wpa-supplicant") == true)
     }
 }

@@ -125,7 +125,20 @@ struct PairingTests {
         let line = try await PrivateBus.line(from: pair.stdout)
 
         #expect(line == "\(Self.phone): type 004213 on the central")
-        #expect(session.logs.all.contains { $0.contains("pairing: \(Self.phone) asks to pair; type the passkey 004213 on it") })
+    }
+
+    @Test("inside a window the passkey goes to bleadvctl pair alone: the journal, which group adm reads, never has it")
+    func passkeyNotInJournal() async throws {
+        let session = try await session("method = \"passkey\"")
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        _ = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(!session.logs.all.contains { $0.contains("4213") }, "\(session.logs.all)")
+        #expect(session.logs.all.contains { $0.contains("pairing: \(Self.phone) asks to pair; its passkey went to bleadvctl pair") })
     }
 
     @Test("outside a window a passkey is never shown: not in the journal, not on the bus")
@@ -392,7 +405,7 @@ struct PairingTests {
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
         // The window's end (sooner than the request's time out), once the question is asked.
         await session.clock.waitForSleepers(1)
-        try await eventually("the journal asks whether the phone shows 654321") { session.logs.all.contains { $0.contains("does it show 654321?") } }
+        try await eventually("the journal says a comparison waits") { session.logs.all.contains { $0.contains("its code went to bleadvctl pair") } }
 
         session.clock.advance(by: .seconds(5))
 

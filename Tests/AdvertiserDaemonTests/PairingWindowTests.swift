@@ -71,7 +71,7 @@ struct PairingWindowTests {
         #expect(late == ["AA:AA:AA:AA:AA:AA", "BB:BB:BB:BB:BB:BB"])
     }
 
-    @Test("a passkey window refuses a central that asks for just works, counts the attempt, and stays open for the passkey",
+    @Test("a passkey window refuses a central that asks for just works without costing an attempt, and stays open for the passkey",
           arguments: [PairingMethod.passkey, .numericComparison])
     func downgradeRefused(method: PairingMethod) {
         var window = PairingWindow<ManualClock.Instant>()
@@ -81,9 +81,21 @@ struct PairingWindowTests {
         let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
 
         #expect(downgrade == .refuse("it asks for just works, a bond without a code (no MITM protection); this window takes \(method.rawValue) only"))
-        #expect(window.attemptsLeft == 1)
+        #expect(window.attemptsLeft == 2)
         #expect(owner == .allow)
         #expect(window.pending.keys.sorted() == ["11:22:33:44:55:66"])
+    }
+
+    @Test("a stranger's just-works requests, however many, do not use up a passkey window's attempts")
+    func downgradesDoNotSpoil() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(60)), attempts: 3, method: .passkey)
+        for index in 0..<10 { _ = window.decide(PairingRequest(central: "66:55:44:33:22:\(10 + index)", .authorize), at: start) }
+
+        let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
+
+        #expect(owner == .allow)
+        #expect(window.attemptsLeft == 2)
     }
 
     @Test("a just-works window lets a just-works central in, as it did")

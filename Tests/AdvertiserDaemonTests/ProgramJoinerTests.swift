@@ -28,7 +28,7 @@ struct ProgramJoinerTests {
         let outcome = Recorder<String>()
         Task {
             do {
-                _ = try await joiner.join(Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8)))
+                _ = try await joiner.join(Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!)
                 await outcome.record("joined")
             } catch {
                 await outcome.record("\(error)")

@@ -14,14 +14,54 @@ struct ImprovTests {
 
         let command = Improv.command(from: frame)
 
-        #expect(command == .success(.wifi(Improv.Credentials(ssid: Array("MyWirelessAP".utf8), password: Array("mysecurepassword".utf8)))))
+        #expect(command == .success(.wifi(Improv.Credentials(ssid: Array("MyWirelessAP".utf8), password: Array("mysecurepassword".utf8))!)))
     }
 
     @Test("an open network comes with an empty password")
     func openNetwork() {
         let command = Improv.command(from: Self.bytes("01060443616665007a"))
 
-        #expect(command == .success(.wifi(Improv.Credentials(ssid: Array("Cafe".utf8), password: []))))
+        #expect(command == .success(.wifi(Improv.Credentials(ssid: Array("Cafe".utf8), password: [])!)))
+    }
+
+    /// A Wi-Fi settings frame as a client makes one: SSID and password, each behind its length.
+    static func wifiFrame(ssid: [UInt8], password: [UInt8]) -> [UInt8] {
+        let data = [UInt8(ssid.count)] + ssid + [UInt8(password.count)] + password
+        let head = [0x01, UInt8(data.count)] + data
+        return head + [UInt8(truncatingIfNeeded: head.reduce(0) { $0 + Int($1) })]
+    }
+
+    @Test(
+        "a password no WPA network takes is refused as unable to connect, before any join",
+        arguments: [
+            Array("x\"\rremove_network 0\rsave_config ".utf8), Array("hunter22\nterminate".utf8), Array("hunter".utf8) + [0] + Array("22".utf8),
+            Array(repeating: UInt8(ascii: "a"), count: 200), Array("hunter2".utf8), Array("pässwörd".utf8), Array(repeating: UInt8(ascii: "z"), count: 64),
+        ])
+    func passwordRefused(password: [UInt8]) {
+        let frame = Self.wifiFrame(ssid: Array("Home".utf8), password: password)
+
+        #expect(Improv.command(from: frame) == .failure(.unableToConnect))
+    }
+
+    @Test(
+        "a WPA passphrase of 8 to 63 printable characters, quotes and spaces among them, or a key of 64 hex digits is taken as sent",
+        arguments: ["hunter22", "x\" select_network 0 \"", String(repeating: "~", count: 63), String(repeating: "aF09", count: 16)])
+    func passwordTaken(password: String) {
+        let frame = Self.wifiFrame(ssid: Array("Home".utf8), password: Array(password.utf8))
+
+        guard case .success(.wifi(let credentials)) = Improv.command(from: frame) else {
+            Issue.record("not taken: \(Improv.command(from: frame))")
+            return
+        }
+
+        #expect(credentials.password == Array(password.utf8))
+    }
+
+    @Test("the reason credentials are refused says the rule and the length, never the password")
+    func refusalReason() {
+        let reason = Improv.Credentials.refusal(ssid: Array("Home".utf8), password: Array("secret\r1".utf8))
+
+        #expect(reason == "a WPA password is 8 to 63 printable ASCII characters or 64 hex digits, not 8 bytes with some not printable ASCII")
     }
 
     @Test("Home Assistant's commands without data are the commands they name", arguments: [
@@ -127,7 +167,7 @@ struct ImprovTests {
 
     @Test("credentials shown never show the password")
     func credentialsShown() {
-        let credentials = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))
+        let credentials = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!
 
         #expect(!credentials.description.contains("hunter22"))
         #expect(credentials.description.contains("\"Home\""))

@@ -8,7 +8,9 @@
 #   (systemctl show and /proc/PID facts); the journal has its start-up lines with their
 #   priorities; `systemd-analyze security` rates the running unit;
 # - bleadvctl: root and a member of group bleadvd may turn advertising off and on; another user
-#   is refused (exit 1, the documented message) and may read the status.
+#   is refused (exit 1, the documented message) and may read the status;
+# - the config is root:bleadvd 0640 (it may hold BTHome keys), and the join program for
+#   wpa_supplicant is bleadvd by that name.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -24,6 +26,13 @@ echo "    Depends: $(dpkg-deb -f "$deb" Depends)"
 echo "    met by: $(dpkg-query -W -f='${Package} ${Version}, ' libc6 libdbus-1-3 'libssl3*' 2>/dev/null | sed 's/, $//')"
 [[ "$(systemctl is-enabled bleadvd)" == enabled ]] || fail "the unit is not enabled after apt install"
 [[ "$(systemctl is-active bleadvd)" == active ]] || { systemctl --no-pager status bleadvd >&2; fail "the unit is not active after apt install"; }
+# The config may hold BTHome keys: root writes it, the daemon's group reads it, no one else.
+mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
+echo "    /etc/bleadvd/bleadvd.toml: $mode; /usr/libexec/bleadvd/join-wpa-supplicant -> $(readlink /usr/libexec/bleadvd/join-wpa-supplicant)"
+[[ "$mode" == "640 root:bleadvd" ]] || fail "the config is $mode, not 640 root:bleadvd"
+runuser -u nobody -- cat /etc/bleadvd/bleadvd.toml > /dev/null 2>&1 && fail "user nobody reads the config"
+[[ "$(/usr/libexec/bleadvd/join-wpa-supplicant --help | head -n1)" == "usage: IMPROV_SSID_HEX=HEX join-wpa-supplicant"* ]] \
+  || fail "the join program for wpa_supplicant does not answer --help"
 # Type=notify: `start` returned at READY=1, so the advertisement is registered already.
 [[ "$(active_instances)" == 1 ]] || fail "active, but hci0 has $(active_instances) advertisements registered, not 1"
 exec_at=$(unit_property ExecMainStartTimestampMonotonic)

@@ -10,8 +10,11 @@
 # - without the drop-in the program cannot reach wpa_supplicant's socket: unable to connect, and
 #   the journal says why;
 # - with the package's example drop-in (group netdev, a runtime directory for wpa_cli's socket):
-#   a wrong password fails, the right one provisions with networkd's address in the redirect,
-#   wpa_supplicant keeps one network of bleadvd's and saves it; provisioning again keeps one;
+#   a stranger's passwords that a line editor would take as wpa_supplicant commands (CR, LF, a
+#   quote, a NUL, 200 bytes) are refused before any join, the admin's network untouched; a wrong
+#   password fails, the right one provisions with networkd's address in the redirect,
+#   wpa_supplicant keeps one network of bleadvd's beside the admin's and saves it; provisioning
+#   again keeps one;
 # - the password is in no journal line and not in status.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
@@ -25,9 +28,15 @@ install_package
 
 echo "1. Wi-Fi: hostapd's access point on one radio; wpa_supplicant and systemd-networkd on the other, no NetworkManager"
 wifi_access_point "$ssid" "$password" "$ap_address"
+# An admin's network, first (network 0): what an injected "remove_network 0" would erase.
 install -m 600 /dev/stdin "/etc/wpa_supplicant/wpa_supplicant-$station.conf" <<CONF
 ctrl_interface=DIR=/run/wpa_supplicant GROUP=netdev
 update_config=1
+
+network={
+	ssid="admins-own-network"
+	psk="the-admins-passphrase"
+}
 CONF
 printf '[Match]\nName=%s\n\n[Network]\nDHCP=ipv4\n' "$station" > "/etc/systemd/network/50-$station.network"
 systemctl start systemd-networkd "wpa_supplicant@$station"
@@ -68,13 +77,37 @@ echo "    journal: $why"
 [[ "$why" == *"no wpa_supplicant control socket in /run/wpa_supplicant that user bleadvd may open"* ]] \
   || fail "the journal does not say why the program could not join"
 
-echo "3. with the package's drop-in: a wrong password, then the right one"
+echo "3. with the package's drop-in: a stranger's passwords that would be wpa_supplicant commands"
 mkdir -p /etc/systemd/system/bleadvd.service.d
 cp /usr/share/doc/bleadvd/examples/join-wpa-supplicant.conf /etc/systemd/system/bleadvd.service.d/
 systemctl daemon-reload
 systemctl restart bleadvd
 echo "    bleadvd's unit: SupplementaryGroups=$(unit_property SupplementaryGroups) RuntimeDirectory=$(unit_property RuntimeDirectory)"
 bleadvctl improv authorize > /dev/null
+admins() { wpa_cli -i "$station" list_networks | tail -n +2; sha256sum < "/etc/wpa_supplicant/wpa_supplicant-$station.conf"; }
+before=$(admins)
+since=$(date '+%Y-%m-%d %H:%M:%S')
+# x" CR remove_network 0 CR save_config; the same with LF; a quote and terminate; a NUL; 200 bytes.
+payloads=(
+  "$(printf 'x"\rremove_network 0\rsave_config ' | od -An -tx1 | tr -d ' \n')"
+  "$(printf 'hunter22\nremove_network 0' | od -An -tx1 | tr -d ' \n')"
+  "$(printf 'hunter22"\r\nterminate' | od -An -tx1 | tr -d ' \n')"
+  "68756e74657200323232"
+  "$(printf 'a%.0s' $(seq 200) | od -An -tx1 | tr -d ' \n')"
+)
+steps=()
+for payload in "${payloads[@]}"; do steps+=("provision-hex:$ssid:$payload"); done
+out=$(improv_client "$address" "${steps[@]}")
+echo "$out" | sed 's/^/    /'
+refused=$(grep -c "provisioning $ssid failed: UNABLE_TO_CONNECT" <<< "$out" || true)
+[[ "$refused" == "${#payloads[@]}" ]] || fail "$refused of ${#payloads[@]} such passwords were refused"
+journal=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null)
+grep -c "refused before any join" <<< "$journal" | sed 's/^/    journal: refused before any join, times: /'
+! grep -q "improv: .* sent Wi-Fi settings" <<< "$journal" || fail "a join ran for such a password: $(grep 'sent Wi-Fi settings' <<< "$journal")"
+[[ "$(admins)" == "$before" ]] || fail "wpa_supplicant's networks or saved config changed: before $before; after $(admins)"
+echo "    wpa_supplicant's networks and saved config unchanged: $(wpa_cli -i "$station" list_networks | tail -n +2 | cut -f1,2 | tr '\t\n' ' /')"
+
+echo "4. a wrong password, then the right one"
 since=$(date '+%Y-%m-%d %H:%M:%S')
 out=$(improv_client "$address" "provision:$ssid:wrong-password-1" state "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
@@ -90,12 +123,14 @@ fi
 got=$(ip -4 -o addr show "$station" | awk '{ print $4 }')
 echo "    $station: $(wpa_cli -i "$station" status | grep -E '^(wpa_state|ssid|id_str)=' | tr '\n' ' ')$got (systemd-networkd)"
 [[ "$redirect" == "http://${got%/*}:8123/" ]] || fail "the redirect $redirect does not carry the station's address $got"
-networks() { wpa_cli -i "$station" list_networks | awk -F '\t' 'NR > 1' | grep -c . || true; }
-[[ "$(networks)" == 1 ]] || fail "wpa_supplicant keeps $(networks) networks, not 1: $(wpa_cli -i "$station" list_networks)"
+# bleadvd's networks: all but the admin's, which stays.
+networks() { wpa_cli -i "$station" list_networks | awk -F '\t' 'NR > 1 && $2 != "admins-own-network"' | grep -c . || true; }
+[[ "$(networks)" == 1 ]] || fail "wpa_supplicant keeps $(networks) networks of bleadvd's, not 1: $(wpa_cli -i "$station" list_networks)"
 grep -q 'id_str="bleadvd-improv"' "/etc/wpa_supplicant/wpa_supplicant-$station.conf" || fail "wpa_supplicant did not save bleadvd's network"
-echo "    wpa_supplicant keeps 1 network, saved in its config with bleadvd's mark"
+grep -q 'ssid="admins-own-network"' "/etc/wpa_supplicant/wpa_supplicant-$station.conf" || fail "the admin's network is gone from wpa_supplicant's config"
+echo "    wpa_supplicant keeps 1 network of bleadvd's, saved in its config with bleadvd's mark, and the admin's"
 
-echo "4. provisioning again keeps one network"
+echo "5. provisioning again keeps one network"
 # A program cannot tell whether the Wi-Fi is connected: Improv, withdrawn 30 s after it
 # provisioned, is offered again when bleadvd starts.
 systemctl restart bleadvd
@@ -106,7 +141,7 @@ grep -q "provisioned $ssid: redirect" <<< "$out" || fail "not provisioned the se
 [[ "$(networks)" == 1 ]] || fail "provisioning again left $(networks) networks: $(wpa_cli -i "$station" list_networks)"
 echo "    wpa_supplicant keeps $(networks) network"
 
-echo "5. the password"
+echo "6. the password"
 seen=$( (journalctl --no-pager -o cat 2> /dev/null; bleadvctl status --json) | grep -c "$password" || true)
 echo "    in the journal (every unit's) and status: $seen time(s)"
 [[ "$seen" == 0 ]] || fail "the password was shown"
