@@ -96,6 +96,15 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
         settings.filter { !Self.secretKeys.contains($0.key) }
     }
 
+    /// Whether it is an encrypted BTHome sensor: its readings are for those who hold its key.
+    public var isEncrypted: Bool { bthome?.encryptionKey != nil }
+
+    /// ``shownSettings`` that a local user outside the trusted set may see (status, the
+    /// broadcasts): an encrypted sensor's readings (`bthome.*`) left out.
+    public var publicSettings: [String: ConfigValue] {
+        isEncrypted ? shownSettings.filter { !$0.key.hasPrefix("bthome.") } : shownSettings
+    }
+
     /// An entry.
     public init(
         enabled: Bool = true, advertisement: Advertisement, bthome: BTHome? = nil, settings: [String: ConfigValue] = [:],

@@ -148,6 +148,12 @@ actor Values<C: Clock> where C.Duration == Duration {
         entries.keys.reduce(into: [:]) { result, name in result[name] = values(of: name) }
     }
 
+    /// The values of each advertisement that anyone may see, by name (an encrypted sensor's
+    /// readings left out).
+    var advertisementPublicValues: [String: [String: String]] {
+        entries.keys.reduce(into: [:]) { result, name in result[name] = values(of: name, public: true) }
+    }
+
     /// The values of each service: all of them, and those anyone may see.
     var serviceValues: [String: (all: [String: String], everyone: [String: String])] {
         services.mapValues { ($0.live.shownValues, $0.live.publicValues) }
@@ -236,7 +242,11 @@ actor Values<C: Clock> where C.Duration == Duration {
         } catch {
             throw PeripheralError(.invalidValue, "\(error)")
         }
-        logger.info("\(name): set \(changes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        // An encrypted sensor's readings are for those who hold its key: not for the journal.
+        let shown = entry.values.live.isEncrypted
+            ? changes.keys.sorted().joined(separator: " ") + " (encrypted: not shown)"
+            : changes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        logger.info("\(name): set \(shown)")
         // Values that are in force already change nothing, the packet id neither.
         guard changed != entry.values.live else { return false }
         entries[name]?.packetID = packetID
@@ -261,16 +271,20 @@ actor Values<C: Clock> where C.Duration == Duration {
         } catch {
             throw PeripheralError(.invalidValue, error.description)
         }
+        // A secured value is for bonded centrals and trusted users: not for the journal.
         let shown = changes.keys.sorted().map { key in
-            entry.live.isSecret(key) ? "\(key)=(secret)" : "\(key)=\(Untrusted.shown(changed.values[key]?.description ?? "", limit: 64))"
+            entry.live.isSecret(key) ? "\(key)=(secret)"
+                : entry.live.isSecured(key) ? "\(key)=(secured: not shown)"
+                : "\(key)=\(Untrusted.shown(changed.values[key]?.description ?? "", limit: 64))"
         }
         logger.info("\(name): set \(shown.joined(separator: " "))")
         return services[name]!.set(changed)
     }
 
     /// The values of an advertisement as the config file would write them.
-    func values(of name: String) -> [String: String] {
-        (entries[name]?.values.live.shownSettings ?? [:]).mapValues { value in
+    func values(of name: String, public: Bool = false) -> [String: String] {
+        let live = entries[name]?.values.live
+        return ((`public` ? live?.publicSettings : live?.shownSettings) ?? [:]).mapValues { value in
             if case .string(let text) = value { text } else { value.description }
         }
     }
@@ -288,8 +302,7 @@ actor Values<C: Clock> where C.Duration == Duration {
                 } catch {
                     logger.warning("\(name): the new values did not reach BlueZ: \(error)")
                 }
-                let values = values(of: name)
-                await announcer?.announceValues(name, all: values, everyone: values)
+                await announcer?.announceValues(name, all: values(of: name), everyone: values(of: name, public: true))
             case .service(let name):
                 guard let (sent, live) = services[name]?.next() else { return }
                 for characteristic in live.service.characteristics {
@@ -400,8 +413,11 @@ actor Values<C: Clock> where C.Duration == Duration {
               let service = services[id.service]?.live, service.values[id.characteristic] != nil else { return }
         // A write-only value is a secret: the log and the signal say that it was written, by
         // whom and how long it is, never what it is.
+        // A secured one is for bonded centrals and trusted users: the journal (group adm reads
+        // it) does not show it either.
         let secret = service.isSecret(id.characteristic)
         let shown = if secret { "a secret (\(bytes.count) bytes, not shown)" }
+            else if service.isSecured(id.characteristic) { "a secured value (\(bytes.count) bytes, not shown)" }
             else if case .text(let text) = value { Untrusted.quoted(text, limit: 64) } else { value.description }
         let who = Central.named(event.central)
         logger.notice("\(id): \(who) wrote \(shown)\(count > 1 ? " (the newest of \(count) writes in \(Self.updateInterval))" : "")")

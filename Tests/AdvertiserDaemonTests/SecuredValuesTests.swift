@@ -84,6 +84,32 @@ struct SecuredValuesTests {
         #expect(subscriber?.body == [.string("lamp"), .string("label"), .variant(.string("sofa")), .string("AA:BB:CC:DD:EE:FF")])
     }
 
+    @Test("a central's write to a secured characteristic reaches no journal line, which group adm reads; an open one's does")
+    func securedWriteNotLogged() async throws {
+        let session = try await session(trusting: true)
+        var broadcast = try await listen(session, .written, subscribed: false)
+        let mode = GATTCharacteristicID(service: "lamp", characteristic: "mode")
+
+        session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
+        session.mock.emit(.gatt(GATTEvent(mode, .written(Array("cold".utf8), .text("cold")), central: "AA:BB:CC:DD:EE:FF")))
+        _ = await broadcast.next()
+        _ = await broadcast.next()
+
+        #expect(!session.logs.all.contains { $0.contains("sofa") }, "\(session.logs.all)")
+        #expect(session.logs.all.contains { $0.contains("lamp.label: AA:BB:CC:DD:EE:FF wrote a secured value (4 bytes, not shown)") }, "\(session.logs.all)")
+        #expect(session.logs.all.contains { $0.contains("lamp.mode: AA:BB:CC:DD:EE:FF wrote \"cold\"") }, "\(session.logs.all)")
+    }
+
+    @Test("a secured value set with bleadvctl reaches no journal line")
+    func securedSetNotLogged() async throws {
+        let session = try await session(trusting: true)
+
+        _ = try await session.ctl("set", "lamp", "label=sofa")
+
+        #expect(!session.logs.all.contains { $0.contains("sofa") }, "\(session.logs.all)")
+        #expect(session.logs.all.contains { $0.contains("lamp: set label=(secured: not shown)") }, "\(session.logs.all)")
+    }
+
     @Test("values set on a service are broadcast without the secured ones, and sent whole to a subscriber")
     func valuesBroadcastWithoutSecured() async throws {
         let session = try await session(trusting: true)

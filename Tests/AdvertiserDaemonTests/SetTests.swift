@@ -170,6 +170,39 @@ struct SetTests {
         #expect(fromFile.contains("\"bthome.battery\": \"50\""))
     }
 
+    static let encryptedConfig = Self.config + "\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db932\"\n"
+
+    @Test("an encrypted sensor's readings are not in the status a user outside the trusted set gets, and are in a trusted one's",
+          arguments: [false, true])
+    func encryptedReadingsInStatus(trusted: Bool) async throws {
+        let session = try await DaemonSession(config: Self.encryptedConfig, trusts: { _ in trusted })
+        _ = try await session.ctl("on", "kitchen")
+
+        let status = try await session.ctl("status", "--json")
+
+        #expect(status.output.contains("21.5") == trusted, "\(status.output)")
+        #expect(status.output.contains("\"kitchen\""), "\(status.output)")
+    }
+
+    @Test("an encrypted sensor's new readings are broadcast without them, and reach no journal line")
+    func encryptedReadingsNotBroadcastNorLogged() async throws {
+        let session = try await DaemonSession(config: Self.encryptedConfig) { $0.scriptUpdate(.always(.success(()))) }
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        session.keep(listener)
+        var changes = try await listener.signals(matching: DBusMatchRule(
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name))
+            .filter { $0.destination == nil }.makeAsyncIterator()
+        _ = try await session.ctl("on", "kitchen")
+
+        _ = try await session.ctl("set", "kitchen", "temperature=23.25")
+        let broadcast = await changes.next()
+
+        let keys = broadcast?.body[1].dictionaryEntries?.compactMap(\.key.string) ?? []
+        #expect(!keys.contains { $0.hasPrefix("bthome.") }, "\(keys)")
+        #expect(!session.logs.all.contains { $0.contains("23.25") }, "\(session.logs.all)")
+        #expect(session.logs.all.contains { $0.contains("kitchen: set temperature (encrypted: not shown)") }, "\(session.logs.all)")
+    }
+
     @Test("an encrypted sensor goes on air sealed, and neither status nor set ever shows its key")
     func encryptedSensor() async throws {
         let key = "231d39c1d7cc1ab1aee224cd096db932"
