@@ -135,7 +135,14 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     // MARK: AdvertiserControlling
 
     package func on(_ names: [String]) async throws(PeripheralError) {
-        try await each(names) { [module] name throws(PeripheralError) in try await Self.typed { try await module.on(name) } }
+        // Improv withdrawn (the Wi-Fi is connected, or it was provisioned) stays withdrawn:
+        // `on` is group bleadvd's, and Improv on air would let strangers in range provision.
+        if names.contains(ImprovConfig.name), !isOffered(ImprovConfig.name) {
+            throw PeripheralError(.invalid, "Improv is not offered now: this machine's Wi-Fi is connected, or it was provisioned; bleadvd puts it on air when its Wi-Fi is lost")
+        }
+        let targets = names.isEmpty ? await values.names.filter(isOffered) : names
+        guard !targets.isEmpty else { return }
+        try await each(targets) { [module] name throws(PeripheralError) in try await Self.typed { try await module.on(name) } }
     }
 
     package func off(_ names: [String]) async throws(PeripheralError) {

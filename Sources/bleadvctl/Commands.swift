@@ -24,7 +24,7 @@ extension Bleadvctl {
     struct On: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Put advertisements on air.",
-            discussion: "Returns once BlueZ has registered them, or fails with BlueZ's reason. bleadvd keeps trying transient failures; see status.")
+            discussion: "Returns once BlueZ has registered them, or fails with BlueZ's reason. bleadvd keeps trying transient failures; see status. Without names, all but Improv's while bleadvd withholds it (the Wi-Fi is connected, or the box was provisioned); naming improv then is refused (exit 2).")
         @OptionGroup var bus: BusOptions
         @OptionGroup var names: Names
 

@@ -59,8 +59,8 @@ struct ImprovWifiTests {
         authorization = "none"
         """
 
-    func session(_ wifi: Wifi) async throws -> DaemonSession {
-        try await DaemonSession(config: Self.config, joiner: wifi) { mock in
+    func session(_ wifi: Wifi, extra: String = "") async throws -> DaemonSession {
+        try await DaemonSession(config: Self.config + extra, joiner: wifi) { mock in
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptUpdateValue(.always(.success(())))
@@ -224,6 +224,27 @@ struct ImprovWifiTests {
         #expect(wifi.askedCount == 9)
         #expect(session.mock.calls.stopped.isEmpty)
         #expect(session.logs.all.contains { $0.contains("improv: offered whether or not the Wi-Fi is connected, which could not be told") })
+    }
+
+    @Test("bleadvctl on with no names, which group bleadvd may run, leaves a withdrawn Improv off the air and puts the others on")
+    func onLeavesWithdrawnImprov() async throws {
+        let session = try await session(Wifi(connected: true), extra: "\n[advertisement.beacon]\nlocal_name = \"B\"\nenabled = false\n")
+
+        let result = try await session.ctl("on")
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(session.mock.calls.started.map(\.advertisement.localName) == ["B"])
+    }
+
+    @Test("bleadvctl on improv while Improv is withdrawn is refused with exit 2, and nothing goes on air")
+    func onImprovWhileWithdrawnRefused() async throws {
+        let session = try await session(Wifi(connected: true))
+
+        let result = try await session.ctl("on", "improv")
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("Improv is not offered now"), "\(result.errors)")
+        #expect(session.mock.calls.started.isEmpty)
     }
 
     @Test("bleadvctl improv authorize while Improv is off the air is refused with exit 2")
