@@ -216,6 +216,14 @@ extension DBusConnection {
                 }
                 return true
             } else {
+                // A reply or an error here is none a pending call waits for (those reach it
+                // directly); a signal is unpacked only when its header says something takes it.
+                // Anyone on the bus may address signals to this connection's unique name,
+                // which no match rule filters: one nothing takes costs nothing to unpack,
+                // however large.
+                let header = DBusMessage(header: raw.pointer)
+                guard header.kind == .signal, takes(header) else { return false }
+                unpackedSignals += 1
                 message = try DBusMessage(raw: raw.pointer)
             }
         } catch {
@@ -229,6 +237,16 @@ extension DBusConnection {
             return false
         default:
             return false
+        }
+    }
+
+    /// Whether a signal with `header` is taken by something: the connection's own end, the
+    /// bus's word on a name whose owner is followed, or a subscription.
+    private func takes(_ header: DBusMessage) -> Bool {
+        if header.interface == "org.freedesktop.DBus.Local" && header.member == "Disconnected" { return true }
+        if header.sender == Self.busName, header.member == "NameOwnerChanged", !trackedOwners.isEmpty { return true }
+        return subscriptions.values.contains { subscription in
+            subscription.rule.matchesHeader(header, senderOwner: subscription.rule.sender.flatMap { trackedOwners[$0]?.owner })
         }
     }
 

@@ -48,6 +48,8 @@ public actor DBusConnection {
     var eventListeners: [UInt64: AsyncStream<Event>.Continuation] = [:]
     var subscriptions: [UInt64: Subscription] = [:]
     var trackedOwners: [String: TrackedOwner] = [:]
+    /// How many received signals were unpacked (something took them on their header).
+    var unpackedSignals = 0
     var objects: [DBusObjectPath: ExportedObject] = [:]
     /// The paths served as object managers, each with the one caller it answers (nil: anyone).
     var objectManagers: [DBusObjectPath: String?] = [:]

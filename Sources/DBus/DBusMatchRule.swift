@@ -46,12 +46,19 @@ public struct DBusMatchRule: Sendable, Hashable {
     /// Whether a signal matches. `senderOwner` is the unique name that currently owns
     /// `sender` when `sender` is a well-known name.
     func matches(_ message: DBusMessage, senderOwner: String?) -> Bool {
+        guard matchesHeader(message, senderOwner: senderOwner) else { return false }
+        if let arg0, message.body.first?.string != arg0 { return false }
+        return true
+    }
+
+    /// Whether `message`'s header matches (all but `arg0`, which is in the body): whether a
+    /// received signal is worth unpacking.
+    func matchesHeader(_ message: DBusMessage, senderOwner: String?) -> Bool {
         guard message.kind == .signal else { return false }
         if let sender, message.sender != sender, message.sender == nil || message.sender != senderOwner { return false }
         if let path, message.path != path { return false }
         if let interface, message.interface != interface { return false }
         if let member, message.member != member { return false }
-        if let arg0, message.body.first?.string != arg0 { return false }
         return true
     }
 

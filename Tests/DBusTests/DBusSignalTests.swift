@@ -51,6 +51,24 @@ struct DBusSignalTests {
         #expect(signal?.body == [.string("it's")])
     }
 
+    @Test("signals a stranger addresses to the connection that nothing there takes are not unpacked, however large: only the one a subscription takes is")
+    func untakenSignalsNotUnpacked() async throws {
+        let bus = try PrivateBus()
+        let connection = try await DBusConnection.connect(to: bus)
+        let stranger = try await DBusConnection.connect(to: bus)
+        var wanted = try await connection.signals(matching: DBusMatchRule(interface: "org.bleadvd.Test", member: "Wanted")).makeAsyncIterator()
+        let large = DBusValue.array(.string, Array(repeating: .string("x"), count: 10_000))
+
+        for _ in 0..<20 {
+            try await stranger.emit(path: "/org/bleadvd/Test", interface: "org.bleadvd.Test", member: "Flood", [large], to: connection.uniqueName)
+        }
+        try await stranger.emit(path: "/org/bleadvd/Test", interface: "org.bleadvd.Test", member: "Wanted", [.string("one")], to: connection.uniqueName)
+        let signal = await wanted.next()
+
+        #expect(signal?.body == [.string("one")])
+        #expect(await connection.unpackedSignals == 1)
+    }
+
     @Test("requesting a free name makes this connection its owner")
     func requestName() async throws {
         let bus = try PrivateBus()

@@ -89,11 +89,11 @@ before=$(admins)
 since=$(date '+%Y-%m-%d %H:%M:%S')
 # x" CR remove_network 0 CR save_config; the same with LF; a quote and terminate; a NUL; 200 bytes.
 payloads=(
-  "$(printf 'x"\rremove_network 0\rsave_config ' | od -An -tx1 | tr -d ' \n')"
-  "$(printf 'hunter22\nremove_network 0' | od -An -tx1 | tr -d ' \n')"
-  "$(printf 'hunter22"\r\nterminate' | od -An -tx1 | tr -d ' \n')"
+  "$(printf 'x"\rremove_network 0\rsave_config ' | od -v -An -tx1 | tr -d ' \n')"
+  "$(printf 'hunter22\nremove_network 0' | od -v -An -tx1 | tr -d ' \n')"
+  "$(printf 'hunter22"\r\nterminate' | od -v -An -tx1 | tr -d ' \n')"
   "68756e74657200323232"
-  "$(printf 'a%.0s' $(seq 200) | od -An -tx1 | tr -d ' \n')"
+  "$(printf 'a%.0s' $(seq 200) | od -v -An -tx1 | tr -d ' \n')"
 )
 steps=()
 for payload in "${payloads[@]}"; do steps+=("provision-hex:$ssid:$payload"); done
