@@ -65,7 +65,7 @@ struct HostileArgumentTests {
             c = s.accept(); time.sleep(60)
             """])
         defer { listener.terminate() }
-        _ = listener.stdout.readData(ofLength: 6)
+        _ = listener.stdout.readBytes(upTo: 6)
 
         let result = try await runProgram(product("bleadvctl"), ["status", "--timeout", "1"],
                                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(socket)"])

@@ -410,7 +410,7 @@ struct PairingTests {
         session.clock.advance(by: .seconds(5))
 
         let status = await pair.exitStatus()
-        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: pair.stderr!.readToEndRetrying(), as: UTF8.self)
 
         #expect(await asking.value == false)
         #expect(status == 1)
@@ -428,7 +428,7 @@ struct PairingTests {
 
         #expect(try await session.ctl("reload").status == 0)
         let status = await pair.exitStatus()
-        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: pair.stderr!.readToEndRetrying(), as: UTF8.self)
 
         #expect(status == 1)
         #expect(errors == "bleadvctl: the pairing window closed (the reloaded config needs no pairing); no central bonded\n")
@@ -445,7 +445,7 @@ struct PairingTests {
 
         session.requests.yield(.stop)
         let status = await pair.exitStatus()
-        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: pair.stderr!.readToEndRetrying(), as: UTF8.self)
 
         #expect(status == 1)
         #expect(errors == "bleadvctl: the pairing window closed (bleadvd is stopping); no central bonded\n")
@@ -461,7 +461,7 @@ struct PairingTests {
 
         await session.connection.close()
         let status = await pair.exitStatus()
-        let errors = String(decoding: pair.stderr!.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: pair.stderr!.readToEndRetrying(), as: UTF8.self)
 
         #expect(status == 1)
         #expect(errors == "bleadvctl: bleadvd left the bus, and the pairing window with it; no central bonded\n")

@@ -103,7 +103,7 @@ struct ProcessTests {
 
         #expect(list.output == "heart\n")
         #expect(status == 0)
-        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        let errors = String(decoding: daemon.stderr?.readToEndRetrying() ?? Data(), as: UTF8.self)
         for signal in [SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU] {
             #expect(errors.contains("<5>signal \(signal) ignored: bleadvd acts on TERM, INT and HUP only\n"))
         }
@@ -120,7 +120,7 @@ struct ProcessTests {
         kill(daemon.pid, SIGTERM)
         _ = await Task.detached { daemon.wait() }.value
 
-        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        let errors = String(decoding: daemon.stderr?.readToEndRetrying() ?? Data(), as: UTF8.self)
         let line = errors.split(separator: "\n").first { $0.hasPrefix("<7>dropped ") }
         let kib = line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
         #expect(kib >= 64, "\(line ?? "no 'dropped' line")")
@@ -156,7 +156,7 @@ struct ProcessTests {
         let status = await Task.detached { daemon.wait() }.value
         let client = try await runProgram(product("bleadvctl"), ["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
 
-        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        let errors = String(decoding: daemon.stderr?.readToEndRetrying() ?? Data(), as: UTF8.self)
         #expect(status == 1)
         #expect(errors.split(separator: "\n").filter { $0.hasPrefix("<2>") } == ["<2>lost the system bus; exiting so that systemd restarts bleadvd"])
         #expect(client.status == 3)
@@ -266,7 +266,7 @@ struct ProcessTests {
 
         let status = await Task.detached { daemon.wait() }.value
 
-        let errors = String(decoding: daemon.stderr?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        let errors = String(decoding: daemon.stderr?.readToEndRetrying() ?? Data(), as: UTF8.self)
         #expect(status == 2)
         #expect(errors == "<2>\(path): crashes the TOML parser (signal 6 in a child process; nothing was read): look for a table header, key, array or inline table cut short or not closed, e.g. a '[' at the end of a line or '[ }'\n")
     }

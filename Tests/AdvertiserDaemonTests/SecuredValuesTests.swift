@@ -190,7 +190,7 @@ struct SecuredValuesTests {
         _ = await watch.exitStatus()
 
         #expect(line == "written lamp label  AA:BB:CC:DD:EE:FF")
-        let errors = String(decoding: watch.stderr!.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: watch.stderr!.readToEndRetrying(), as: UTF8.self)
         #expect(errors.contains("bleadvctl: the values of secured characteristics are left out: they are shown to root and group bleadvd alone"))
     }
 }

@@ -302,6 +302,6 @@ final class MonitorProcess {
 
     func finish() throws -> String {
         process.terminate()
-        return String(decoding: process.stdout.readDataToEndOfFile(), as: UTF8.self)
+        return String(decoding: process.stdout.readToEndRetrying(), as: UTF8.self)
     }
 }

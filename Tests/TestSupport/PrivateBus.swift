@@ -104,7 +104,7 @@ public final class PrivateBus: @unchecked Sendable {
     public static func readLine(from handle: FileHandle) throws -> String {
         var bytes: [UInt8] = []
         while true {
-            let chunk = handle.readData(ofLength: 1)
+            let chunk = handle.readBytes(upTo: 1)
             guard let byte = chunk.first else { throw TestFailure("process exited before printing a line") }
             if byte == UInt8(ascii: "\n") { break }
             bytes.append(byte)

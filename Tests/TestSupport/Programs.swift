@@ -53,7 +53,7 @@ public func runProgram(_ executable: String, _ arguments: [String], environment:
                 let child = try Child(executable, arguments, environment: environment)
                 // Read stderr on another thread so a chatty program cannot fill one pipe and stall.
                 let errors = ErrorsReader(child.stderr!)
-                let output = child.stdout.readDataToEndOfFile()
+                let output = child.stdout.readToEndRetrying()
                 let status = child.wait()
                 return ProgramResult(
                     status: status, output: String(decoding: output, as: UTF8.self), errors: errors.text())
@@ -69,7 +69,7 @@ final class ErrorsReader: @unchecked Sendable {
 
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
-            data = handle.readDataToEndOfFile()
+            data = handle.readToEndRetrying()
             done.signal()
         }
     }
@@ -124,5 +124,27 @@ public final class NotifySocket: @unchecked Sendable {
                 continuation.resume(throwing: TestFailure("no \(text) within \(limit); got \(messages)"))
             }
         }
+    }
+}
+
+extension FileHandle {
+    /// Up to `count` bytes, fewer only at the end: Foundation's own reads abort on EINTR (a
+    /// `try!`), which a signal to the test process (a child's SIGCHLD under a handler without
+    /// SA_RESTART) causes now and then; these reads try again.
+    public func readBytes(upTo count: Int) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: Swift.min(count, 65_536))
+        while data.count < count {
+            let got = Glibc.read(fileDescriptor, &buffer, Swift.min(buffer.count, count - data.count))
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            data.append(contentsOf: buffer[..<got])
+        }
+        return data
+    }
+
+    /// Everything up to the end, as `readDataToEndOfFile()` would, trying again on EINTR.
+    public func readToEndRetrying() -> Data {
+        readBytes(upTo: .max)
     }
 }

@@ -33,7 +33,7 @@ final class BusRecord: @unchecked Sendable {
         // The bus delivers in order: a call of ours made now reaches the monitor after the rest.
         try await Task.sleep(for: .milliseconds(200))
         process.terminate()
-        let output = String(decoding: process.stdout.readDataToEndOfFile(), as: UTF8.self)
+        let output = String(decoding: process.stdout.readToEndRetrying(), as: UTF8.self)
         return output.split(separator: "\n").compactMap { line -> Call? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                   object["type"] as? String == "method_call", object["sender"] as? String == sender,
