@@ -87,20 +87,28 @@ bleadvctl improv authorize > /dev/null
 admins() { wpa_cli -i "$station" list_networks | tail -n +2; sha256sum < "/etc/wpa_supplicant/wpa_supplicant-$station.conf"; }
 before=$(admins)
 since=$(date '+%Y-%m-%d %H:%M:%S')
-# x" CR remove_network 0 CR save_config; the same with LF; a quote and terminate; a NUL; 200 bytes.
+# x" CR remove_network 0 CR save_config; the same with LF; a quote and terminate; a NUL: through
+# Home Assistant's client. 200 bytes, which that client cannot frame (it packs the length as a
+# signed byte), as a frame of our own making.
 payloads=(
   "$(printf 'x"\rremove_network 0\rsave_config ' | od -v -An -tx1 | tr -d ' \n')"
   "$(printf 'hunter22\nremove_network 0' | od -v -An -tx1 | tr -d ' \n')"
   "$(printf 'hunter22"\r\nterminate' | od -v -An -tx1 | tr -d ' \n')"
   "68756e74657200323232"
-  "$(printf 'a%.0s' $(seq 200) | od -v -An -tx1 | tr -d ' \n')"
 )
 steps=()
 for payload in "${payloads[@]}"; do steps+=("provision-hex:$ssid:$payload"); done
+long=$(python3 -c 'import sys
+ssid, password = sys.argv[1].encode(), b"a" * 200
+data = bytes([len(ssid)]) + ssid + bytes([len(password)]) + password
+head = bytes([1, len(data)]) + data
+print((head + bytes([sum(head) & 0xFF])).hex())' "$ssid")
+steps+=("raw:$long")
 out=$(improv_client "$address" "${steps[@]}")
-echo "$out" | sed 's/^/    /'
+echo "$out" | sed -E 's/raw [0-9a-f]{40,}/raw (a frame with 200 bytes of password)/; s/^/    /'
 refused=$(grep -c "provisioning $ssid failed: UNABLE_TO_CONNECT" <<< "$out" || true)
 [[ "$refused" == "${#payloads[@]}" ]] || fail "$refused of ${#payloads[@]} such passwords were refused"
+grep -q "raw $long: error UNABLE_TO_CONNECT" <<< "$out" || fail "the 200-byte password was not refused with unable to connect"
 journal=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null)
 grep -c "refused before any join" <<< "$journal" | sed 's/^/    journal: refused before any join, times: /'
 ! grep -q "improv: .* sent Wi-Fi settings" <<< "$journal" || fail "a join ran for such a password: $(grep 'sent Wi-Fi settings' <<< "$journal")"
