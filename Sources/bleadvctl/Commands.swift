@@ -84,32 +84,87 @@ extension Bleadvctl {
 
                 Example, from a systemd timer or cron every minute:
                   bleadvctl set kitchen temperature=$(read-sensor) battery=87
+
+                With --stdin, KEY=VALUE lines are read from standard input as well (one a \
+                line, empty lines skipped, at most 64 KiB): a value there is on no command line, \
+                where ps and the shell's history would show it. A line that is not KEY=VALUE is \
+                refused by its number, never shown.
+                  bleadvctl set lamp --stdin < /run/secrets/lamp-pin
                 """)
         @OptionGroup var bus: BusOptions
         @Argument(help: ArgumentHelp("The advertisement or GATT service.", valueName: "name"))
         var name: String
         @Argument(help: ArgumentHelp("What to change.", valueName: "key=value"))
-        var values: [String]
+        var values: [String] = []
+        @Flag(help: "Read KEY=VALUE lines from standard input too: for values that should be on no command line.")
+        var stdin = false
+
+        /// The most of standard input read.
+        static let inputLimit = 65_536
 
         func validate() throws {
-            for pair in values where !pair.contains("=") || pair.hasPrefix("=") {
+            for pair in values where !Self.isPair(pair) {
                 throw ValidationError("\(Untrusted.quoted(pair)) is not KEY=VALUE")
             }
-            if values.isEmpty { throw ValidationError("nothing to set; give KEY=VALUE, e.g. temperature=21.5") }
-            var keys = Swift.Set<Substring>()
-            for pair in values {
-                let key = pair.prefix { $0 != "=" }
-                guard keys.insert(key).inserted else { throw ValidationError("\(Untrusted.quoted(key)) is given twice; give each key once") }
-            }
+            if values.isEmpty && !stdin { throw ValidationError("nothing to set; give KEY=VALUE, e.g. temperature=21.5, or --stdin") }
+            try Self.changes(values)
         }
 
         func run() throws {
-            var changes: [String: String] = [:]
-            for pair in values {
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                changes[String(parts[0])] = String(parts[1])
+            var pairs = values
+            if stdin { pairs += try Self.standardInputPairs() }
+            let changes: [String: String]
+            do {
+                changes = try Self.changes(pairs)
+            } catch let error as ValidationError {
+                throw Failure(code: Failure.usage, message: error.message)
             }
+            guard !changes.isEmpty else { throw Failure(code: Failure.usage, message: "nothing to set: standard input had no KEY=VALUE line") }
             try withDaemon(bus) { try $0.set(name, changes) }
+        }
+
+        static func isPair(_ pair: some StringProtocol) -> Bool {
+            pair.contains("=") && !pair.hasPrefix("=")
+        }
+
+        /// The changes `pairs` ask for.
+        /// - Throws: a key given twice.
+        @discardableResult
+        static func changes(_ pairs: [String]) throws -> [String: String] {
+            var changes: [String: String] = [:]
+            for pair in pairs {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let key = String(parts[0])
+                guard changes.updateValue(String(parts[1]), forKey: key) == nil else {
+                    throw ValidationError("\(Untrusted.quoted(key)) is given twice; give each key once")
+                }
+            }
+            return changes
+        }
+
+        /// Standard input's KEY=VALUE lines, empty ones skipped.
+        /// - Throws: more than ``inputLimit`` bytes, or a line that is not KEY=VALUE (by its
+        ///   number: it may hold a secret).
+        static func standardInputPairs() throws -> [String] {
+            var input: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while input.count <= inputLimit {
+                let count = read(0, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                input += buffer[..<count]
+            }
+            defer { input.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
+            guard input.count <= inputLimit else {
+                throw Failure(code: Failure.usage, message: "more than \(inputLimit / 1024) KiB on standard input")
+            }
+            var pairs: [String] = []
+            for (number, line) in input.split(separator: 10, omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+                let text = String(decoding: line, as: UTF8.self)
+                guard isPair(text) else { throw Failure(code: Failure.usage, message: "standard input, line \(number + 1) is not KEY=VALUE") }
+                pairs.append(text)
+            }
+            return pairs
         }
     }
 

@@ -13,7 +13,7 @@ struct HostileArgumentTests {
     static let cases: [([String], String)] = [
         (["frobnicate"], "bleadvctl: Unexpected argument 'frobnicate' (see 'bleadvctl --help')"),
         (["set"], "bleadvctl: Missing expected argument '<name>' (see 'bleadvctl --help')"),
-        (["set", "kitchen"], "bleadvctl: Missing expected argument '<key=value> ...' (see 'bleadvctl --help')"),
+        (["set", "kitchen"], "bleadvctl: nothing to set; give KEY=VALUE, e.g. temperature=21.5, or --stdin (see 'bleadvctl --help')"),
         (["set", "kitchen", "temperature"], "bleadvctl: \"temperature\" is not KEY=VALUE (see 'bleadvctl --help')"),
         (["set", "kitchen", "=5"], "bleadvctl: \"=5\" is not KEY=VALUE (see 'bleadvctl --help')"),
         (["set", "kitchen", "temperature="], "bleadvctl: advertisement.kitchen.bthome.temperature: must be a number, not string"),

@@ -110,6 +110,37 @@ struct SecuredValuesTests {
         #expect(session.logs.all.contains { $0.contains("lamp: set label=(secured: not shown)") }, "\(session.logs.all)")
     }
 
+    @Test("bleadvctl set --stdin takes KEY=VALUE lines from standard input, so that a secret is on no command line")
+    func setFromStandardInput() async throws {
+        let session = try await session(trusting: true)
+        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
+
+        set.stdin!.write(Data("label=sofa\n\nmode=cold\n".utf8))
+        try set.stdin!.close()
+        let status = await set.exitStatus()
+
+        #expect(status == 0, "\(String(decoding: set.stderr!.readToEndRetrying(), as: UTF8.self))")
+        let values = await session.daemon.status()["lamp"]?.values
+        #expect(values?["label"] == "sofa")
+        #expect(values?["mode"] == "cold")
+    }
+
+    @Test("bleadvctl set --stdin refuses a line that is not KEY=VALUE, naming its number, and sets nothing")
+    func setFromStandardInputRefusesBadLine() async throws {
+        let session = try await session(trusting: true)
+        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
+
+        set.stdin!.write(Data("label=sofa\nsecret\n".utf8))
+        try set.stdin!.close()
+        let status = await set.exitStatus()
+
+        #expect(status == 2)
+        let errors = String(decoding: set.stderr!.readToEndRetrying(), as: UTF8.self)
+        #expect(errors.contains("standard input, line 2 is not KEY=VALUE"), "\(errors)")
+        #expect(!errors.contains("secret"), "\(errors)")
+        #expect(await session.daemon.status()["lamp"]?.values["label"] == "desk")
+    }
+
     @Test("values set on a service are broadcast without the secured ones, and sent whole to a subscriber")
     func valuesBroadcastWithoutSecured() async throws {
         let session = try await session(trusting: true)
