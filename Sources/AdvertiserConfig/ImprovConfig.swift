@@ -13,7 +13,7 @@ public struct ImprovConfig: Hashable, Sendable {
     /// The name the device info answer gives; nil for the hostname.
     public var deviceName: String?
     /// The hardware the device info answer names; nil for the board's model
-    /// (`/proc/device-tree/model`), or `Linux`.
+    /// (`/sys/firmware/devicetree/base/model`), or `Linux`.
     public var hardware: String?
     /// Where the client is sent once the box is on the network: `{address}` is replaced by the
     /// address it got. Nil for none.

@@ -95,13 +95,21 @@ struct ImprovRun<Instant: InstantProtocol>: Sendable where Instant.Duration == D
         return ["bleadvd", ControlAPI.version, config.hardware ?? boardModel() ?? "Linux", config.deviceName ?? hostname]
     }
 
-    /// The board's model as the device tree names it (`Raspberry Pi 4 Model B Rev 1.4`), or nil.
-    private static func boardModel() -> String? {
-        guard let file = fopen("/proc/device-tree/model", "r") else { return nil }
-        defer { fclose(file) }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let count = fread(&buffer, 1, buffer.count, file)
-        let model = String(decoding: buffer[..<count].prefix { $0 != 0 }, as: UTF8.self)
-        return model.isEmpty ? nil : model
+    /// Where the device tree names the board: /sys first, since the unit's `ProcSubset=pid`
+    /// hides /proc/device-tree (a link to it) from bleadvd.
+    static var boardModelFiles: [String] { ["/sys/firmware/devicetree/base/model", "/proc/device-tree/model"] }
+
+    /// The board's model as the device tree names it (`Raspberry Pi 4 Model B Rev 1.4`): the
+    /// first of `files` that names one, or nil.
+    static func boardModel(files: [String] = boardModelFiles) -> String? {
+        for path in files {
+            guard let file = fopen(path, "r") else { continue }
+            defer { fclose(file) }
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = fread(&buffer, 1, buffer.count, file)
+            let model = String(decoding: buffer[..<count].prefix { $0 != 0 }, as: UTF8.self)
+            if !model.isEmpty { return model }
+        }
+        return nil
     }
 }

@@ -1,4 +1,5 @@
 @testable import AdvertiserDaemon
+import Foundation
 import AdvertiserConfig
 import Peripheral
 import PeripheralMocks
@@ -220,5 +221,21 @@ struct ImprovSessionTests {
 
         #expect(reconfigured.state == .authorized)
         #expect(reconfigured.authorizedUntil == session.authorizedUntil)
+    }
+}
+
+@Suite("The board's model in Improv's device info")
+struct BoardModelTests {
+    @Test("the model comes from the first file that names one, /sys's before /proc's, which the unit's ProcSubset=pid hides")
+    func firstFileNamingOne() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("model-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let sys = folder.appendingPathComponent("sys-model").path
+        try Data("Raspberry Pi 4 Model B Rev 1.4\0".utf8).write(to: URL(fileURLWithPath: sys))
+
+        let model = ImprovRun<ManualClock.Instant>.boardModel(files: [folder.appendingPathComponent("hidden").path, sys])
+
+        #expect(model == "Raspberry Pi 4 Model B Rev 1.4")
     }
 }
