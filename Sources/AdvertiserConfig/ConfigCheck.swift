@@ -45,14 +45,7 @@ public enum ConfigCheck {
     /// writes the error, if any, as one line to standard output.
     /// - Returns: the exit status: 0 accepted, 2 refused.
     public static func childMain(file: String) -> Int32 {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while bytes.count <= ConfigParser.maximumFileSize {
-            let count = read(0, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += buffer[..<count]
-        }
+        let bytes = Spawn.standardInput(upTo: ConfigParser.maximumFileSize)
         do throws(ConfigError) {
             guard bytes.count <= ConfigParser.maximumFileSize else {
                 throw ConfigError(file: file, line: nil, key: "", message: "is over \(ConfigParser.maximumFileSize) bytes")

@@ -6,6 +6,20 @@ import Glibc
 /// no systemd notify socket, no Swift backtrace. The config check's child and the commands the
 /// config names (Improv's identify) start this way.
 public enum Spawn {
+    /// Standard input, read to its end but at most `limit` bytes and one more: a caller tells
+    /// input over its limit by the count, and holds no more than that however much comes.
+    public static func standardInput(upTo limit: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: Swift.min(65_536, limit + 1))
+        while bytes.count <= limit {
+            let count = read(0, &buffer, Swift.min(buffer.count, limit + 1 - bytes.count))
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += buffer[..<count]
+        }
+        return bytes
+    }
+
     /// `posix_spawn` failed; `code` is its errno.
     public struct Failure: Error, Sendable {
         /// The errno.

@@ -146,14 +146,7 @@ extension Bleadvctl {
         /// - Throws: more than ``inputLimit`` bytes, or a line that is not KEY=VALUE (by its
         ///   number: it may hold a secret).
         static func standardInputPairs() throws -> [String] {
-            var input: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while input.count <= inputLimit {
-                let count = read(0, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                input += buffer[..<count]
-            }
+            var input = Spawn.standardInput(upTo: inputLimit)
             defer { input.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
             guard input.count <= inputLimit else {
                 throw Failure(code: Failure.usage, message: "more than \(inputLimit / 1024) KiB on standard input")

@@ -99,14 +99,7 @@ struct Bleadvd: ParsableCommand {
 
     /// `join-wpa-supplicant` (``JoinWPASupplicantProgram``), on standard input and output.
     static func joinWPASupplicant() -> Int32 {
-        var input: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        while input.count <= JoinWPASupplicantProgram.inputLimit {
-            let count = read(0, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            input += buffer[..<count]
-        }
+        var input = Spawn.standardInput(upTo: JoinWPASupplicantProgram.inputLimit)
         defer { input.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
         return JoinWPASupplicantProgram.run(
             arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, input: input,
