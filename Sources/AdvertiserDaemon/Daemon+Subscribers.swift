@@ -14,7 +14,7 @@ extension Daemon: ValuesAnnouncing {
     package func status(for caller: String) async -> [String: AdvertisementState] {
         var states = await status()
         let services = await values.serviceValues
-        let advertisements = await values.advertisementPublicValues
+        let advertisements = await values.advertisementValues(public: true)
         let hides = services.values.contains { $0.everyone.count < $0.all.count }
             || advertisements.contains { $0.value.count < (states[$0.key]?.values.count ?? 0) }
         guard hides, await !isTrusted(caller) else { return states }

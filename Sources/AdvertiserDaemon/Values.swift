@@ -143,15 +143,10 @@ actor Values<C: Clock> where C.Duration == Duration {
         return names.isEmpty ? nil : GATTApplication(services: names.map { services[$0]!.live.service })
     }
 
-    /// The values of each advertisement as the config file would write them, by name.
-    var advertisementValues: [String: [String: String]] {
-        entries.keys.reduce(into: [:]) { result, name in result[name] = values(of: name) }
-    }
-
-    /// The values of each advertisement that anyone may see, by name (an encrypted sensor's
-    /// readings left out).
-    var advertisementPublicValues: [String: [String: String]] {
-        entries.keys.reduce(into: [:]) { result, name in result[name] = values(of: name, public: true) }
+    /// The values of each advertisement as the config file would write them, by name; with
+    /// `public`, those anyone may see (an encrypted sensor's readings left out).
+    func advertisementValues(public: Bool = false) -> [String: [String: String]] {
+        entries.keys.reduce(into: [:]) { result, name in result[name] = values(of: name, public: `public`) }
     }
 
     /// The values of each service: all of them, and those anyone may see.

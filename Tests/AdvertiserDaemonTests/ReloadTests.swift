@@ -11,41 +11,35 @@ struct ReloadTests {
     static let older = try! ConfigParser.parse("[advertisement.older]\nlocal_name = \"A\"\n", file: "older.toml")
     static let newer = try! ConfigParser.parse("[advertisement.newer]\nlocal_name = \"B\"\n", file: "newer.toml")
 
-    @Test("two reloads apply in the order they were asked for, however slow the first file is to read")
-    func reloadsApplyInOrder() async throws {
+    /// A reload of the older file, held in its read until `later` more reloads (which read the
+    /// newer file) have been asked for; returns once all have answered, with the reads counted.
+    fileprivate func reloads(whileOneIsSlow later: Int) async throws -> (Reads, DaemonSession) {
         let reads = Reads()
         let session = try await DaemonSession(loadConfig: { _ throws(ConfigError) in
-            // The first read is slow (a large file); the second, of a newer file, is quick.
+            // The first read is slow (a large file); the next, of a newer file, are quick.
             await reads.next() == 1 ? reads.held(Self.older) : Self.newer
         })
         let daemon = session.daemon
         let first = Task { try await daemon.reload() }
         await reads.waitUntilHeld()
-
-        let second = Task { try await daemon.reload() }
+        let more = (0..<later).map { _ in Task { try await daemon.reload() } }
         for _ in 0..<100 { await Task.yield() }
         reads.release()
         try await first.value
-        try await second.value
+        for reload in more { try await reload.value }
+        return (reads, session)
+    }
+
+    @Test("two reloads apply in the order they were asked for, however slow the first file is to read")
+    func reloadsApplyInOrder() async throws {
+        let (_, session) = try await reloads(whileOneIsSlow: 1)
 
         #expect(await session.daemon.list() == ["newer"])
     }
 
     @Test("reloads asked for while one is under way join the one waiting: ten asks read the file twice, and each gets the newer file's answer")
     func reloadsCoalesce() async throws {
-        let reads = Reads()
-        let session = try await DaemonSession(loadConfig: { _ throws(ConfigError) in
-            await reads.next() == 1 ? reads.held(Self.older) : Self.newer
-        })
-        let daemon = session.daemon
-        let first = Task { try await daemon.reload() }
-        await reads.waitUntilHeld()
-
-        let more = (0..<10).map { _ in Task { try await daemon.reload() } }
-        for _ in 0..<100 { await Task.yield() }
-        reads.release()
-        try await first.value
-        for reload in more { try await reload.value }
+        let (reads, session) = try await reloads(whileOneIsSlow: 10)
 
         #expect(await reads.count == 2)
         #expect(await session.daemon.list() == ["newer"])

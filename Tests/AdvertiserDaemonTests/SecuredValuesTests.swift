@@ -110,16 +110,22 @@ struct SecuredValuesTests {
         #expect(session.logs.all.contains { $0.contains("lamp: set label=(secured: not shown)") }, "\(session.logs.all)")
     }
 
+    /// `bleadvctl set lamp --stdin` given `input` on its standard input: its exit status and errors.
+    func setLamp(_ session: DaemonSession, stdin input: String) async throws -> (status: Int32, errors: String) {
+        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
+        set.stdin!.write(Data(input.utf8))
+        try set.stdin!.close()
+        let status = await set.exitStatus()
+        return (status, String(decoding: set.stderr!.readToEndRetrying(), as: UTF8.self))
+    }
+
     @Test("bleadvctl set --stdin takes KEY=VALUE lines from standard input, so that a secret is on no command line")
     func setFromStandardInput() async throws {
         let session = try await session(trusting: true)
-        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
 
-        set.stdin!.write(Data("label=sofa\n\nmode=cold\n".utf8))
-        try set.stdin!.close()
-        let status = await set.exitStatus()
+        let set = try await setLamp(session, stdin: "label=sofa\n\nmode=cold\n")
 
-        #expect(status == 0, "\(String(decoding: set.stderr!.readToEndRetrying(), as: UTF8.self))")
+        #expect(set.status == 0, "\(set.errors)")
         let values = await session.daemon.status()["lamp"]?.values
         #expect(values?["label"] == "sofa")
         #expect(values?["mode"] == "cold")
@@ -128,16 +134,12 @@ struct SecuredValuesTests {
     @Test("bleadvctl set --stdin refuses a line that is not KEY=VALUE, naming its number, and sets nothing")
     func setFromStandardInputRefusesBadLine() async throws {
         let session = try await session(trusting: true)
-        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
 
-        set.stdin!.write(Data("label=sofa\nsecret\n".utf8))
-        try set.stdin!.close()
-        let status = await set.exitStatus()
+        let set = try await setLamp(session, stdin: "label=sofa\nsecret\n")
 
-        #expect(status == 2)
-        let errors = String(decoding: set.stderr!.readToEndRetrying(), as: UTF8.self)
-        #expect(errors.contains("standard input, line 2 is not KEY=VALUE"), "\(errors)")
-        #expect(!errors.contains("secret"), "\(errors)")
+        #expect(set.status == 2)
+        #expect(set.errors.contains("standard input, line 2 is not KEY=VALUE"), "\(set.errors)")
+        #expect(!set.errors.contains("secret"), "\(set.errors)")
         #expect(await session.daemon.status()["lamp"]?.values["label"] == "desk")
     }
 
