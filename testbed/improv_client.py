@@ -19,6 +19,9 @@ failed command, as in Home Assistant) the next step discovers and connects again
     partial:HEX         writes HEX to the RPC command characteristic, expecting no answer (the
                         start of a frame: 01ff announces 255 bytes that never come)
     state               the state characteristic
+    authorize           the owner at the box authorizes this client, connected: runs
+                        `bleadvctl improv authorize` (as Home Assistant's flow waits for it),
+                        prints its answer, then the state once notified AUTHORIZED
     disconnect          ends the connection (the next step connects again)
 Exit status 1 when the device was not discovered or a step raised.
 """
@@ -216,6 +219,21 @@ async def main():
                 await client.ensure_connected()
                 say(f"state: {State(await client.read_characteristic(CHARACTERISTIC_UUID_STATE)).name}, "
                     f"error: {Error(await client.read_characteristic(CHARACTERISTIC_UUID_ERROR)).name}")
+            elif name == "authorize":
+                authorized = asyncio.get_running_loop().create_future()
+                remove = client._notification_handlers.subscribe_state(
+                    lambda state: state == State.AUTHORIZED and not authorized.done() and authorized.set_result(state))
+                try:
+                    process = await asyncio.create_subprocess_exec(
+                        "bleadvctl", "improv", "authorize", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+                    answer = (await process.communicate())[0].decode().strip()
+                    say(f"authorize: exit {process.returncode}: {answer}")
+                    if process.returncode != 0:
+                        return 1
+                    await asyncio.wait_for(authorized, 10)
+                    say("state: AUTHORIZED (notified)")
+                finally:
+                    remove()
             elif name == "disconnect":
                 await disconnect(client)
                 say("disconnected")

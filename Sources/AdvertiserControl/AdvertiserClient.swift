@@ -60,9 +60,11 @@ public struct AdvertiserClient {
         return (reply[0].string ?? "", reply[1].uint32 ?? 0)
     }
 
-    /// Allows Improv Wi-Fi provisioning; returns for how many seconds.
-    public func improvAuthorize() throws -> UInt32 {
-        try call(.improvAuthorize)[0].uint32 ?? 0
+    /// Allows one connected central (`central`; empty: the only one connected) to provision
+    /// Improv Wi-Fi; returns for how many seconds, and the central's address.
+    public func improvAuthorize(_ central: String) throws -> (seconds: UInt32, central: String) {
+        let reply = try call(.improvAuthorize, [.string(central)])
+        return (reply[0].uint32 ?? 0, reply[1].string ?? "")
     }
 
     /// Answers a numeric comparison.

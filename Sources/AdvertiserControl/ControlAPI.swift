@@ -83,9 +83,13 @@ public enum ControlAPI {
         /// bleadvd's pairing windows, or with any central when `any` is true (`UnknownName` when
         /// none is bonded, `AccessDenied` for a bond bleadvd did not make and `any` false).
         case forget = "Forget"
-        /// `ImprovAuthorize() -> u seconds`: allows Improv Wi-Fi provisioning for the
-        /// configured `authorization_seconds` (returned). Refused (`Invalid`) when `[improv]` is
-        /// not configured, needs no authorization, or the device is joining or provisioned.
+        /// `ImprovAuthorize(s central) -> (u seconds, s central)`: allows one connected central
+        /// (its address; empty: the only one connected) to provision Improv Wi-Fi for the
+        /// configured `authorization_seconds`; returns them and the central's address. Every
+        /// other central's Improv frames are ignored meanwhile. Refused (`Invalid`) when
+        /// `[improv]` is not configured, needs no authorization, the device is joining or
+        /// provisioned, or the central is not connected (none or several are, with an empty
+        /// address: the message lists them).
         case improvAuthorize = "ImprovAuthorize"
         /// `Subscribe()`: from now until the caller leaves the bus, every `ValuesChanged` and
         /// `Written` is also sent to it alone, whole: with the values of secured
@@ -104,7 +108,8 @@ public enum ControlAPI {
             case .pair: [DBusArgument("seconds", .uint32)]
             case .confirm: [DBusArgument("central", .string), DBusArgument("matches", .boolean)]
             case .forget: [DBusArgument("central", .string), DBusArgument("any", .boolean)]
-            case .status, .list, .reload, .bonds, .improvAuthorize, .subscribe: []
+            case .improvAuthorize: [DBusArgument("central", .string)]
+            case .status, .list, .reload, .bonds, .subscribe: []
             }
         }
 
@@ -115,7 +120,7 @@ public enum ControlAPI {
             case .list: [DBusArgument("names", .array(.string))]
             case .pair: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)]
             case .bonds: [DBusArgument("bonds", .dictionary(key: .string, value: .string))]
-            case .improvAuthorize: [DBusArgument("seconds", .uint32)]
+            case .improvAuthorize: [DBusArgument("seconds", .uint32), DBusArgument("central", .string)]
             case .on, .off, .set, .reload, .confirm, .forget, .subscribe: []
             }
         }

@@ -40,7 +40,7 @@ public protocol AdvertiserControlling: Sendable {
     /// Allows Improv Wi-Fi provisioning for the configured time; returns it, in seconds.
     /// - Throws: `invalid` when Improv is not configured, needs no authorization, is not on air
     ///   now, or the device is joining a network or provisioned already.
-    func improvAuthorize() async throws(PeripheralError) -> Int
+    func improvAuthorize(_ central: String) async throws(PeripheralError) -> (seconds: Int, central: String)
     /// Sends `caller` every `ValuesChanged` and `Written` whole, until it leaves the bus.
     /// - Throws: `accessDenied` for a caller not trusted with secured values.
     func subscribe(_ caller: String) async throws(PeripheralError)
@@ -127,9 +127,10 @@ public enum ControlService {
         case .forget:
             { call in try await perform { () throws(PeripheralError) in try await target.forget(call.arguments[0].string ?? "", any: call.arguments[1].boolean ?? false) } }
         case .improvAuthorize:
-            { _ in
+            { call in
                 do throws(PeripheralError) {
-                    return [.uint32(UInt32(try await target.improvAuthorize()))]
+                    let (seconds, central) = try await target.improvAuthorize(call.arguments[0].string ?? "")
+                    return [.uint32(UInt32(seconds)), .string(central)]
                 } catch {
                     throw ControlAPI.dbusError(error)
                 }

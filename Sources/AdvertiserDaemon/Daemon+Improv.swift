@@ -11,10 +11,13 @@ extension Daemon: ImprovShowing {
     static var improvCommand: GATTCharacteristicID { GATTCharacteristicID(service: ImprovConfig.name, characteristic: "command") }
 
     /// What centrals send Improv, in order: a frame (or part of one) written to its command
-    /// characteristic, or the end of a central's link (which drops its partial frame).
+    /// characteristic, a central's link (a person may authorize it), or its end (which drops its
+    /// partial frame), or the end of every link on an adapter (nil: on all, bluetoothd left).
     enum ImprovInput: Sendable {
         case frame([UInt8], central: String)
+        case arrived(String, adapter: String)
         case left(String)
+        case linksEnded(adapter: String?)
     }
 
     /// How many of those wait for Improv at most (a few hundred KiB): Improv answers through
@@ -22,9 +25,10 @@ extension Daemon: ImprovShowing {
     /// beyond it is dropped (a client waits for each answer: only a flood comes near it).
     static var improvBacklog: Int { 1024 }
 
-    /// `bleadvctl improv authorize`: a person allows provisioning for the configured time.
-    package func improvAuthorize() async throws(PeripheralError) -> Int {
-        try await improv.authorize()
+    /// `bleadvctl improv authorize [ADDRESS]`: a person allows one connected central to
+    /// provision for the configured time.
+    package func improvAuthorize(_ central: String) async throws(PeripheralError) -> (seconds: Int, central: String) {
+        try await improv.authorize(central)
     }
 
     func showImprov(_ shown: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async {

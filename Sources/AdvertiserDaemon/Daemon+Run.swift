@@ -66,7 +66,9 @@ extension Daemon {
             let toImprov = Self.queue(in: &group, buffering: .bufferingOldest(Self.improvBacklog)) { [improv] (input: ImprovInput) in
                 switch input {
                 case .frame(let bytes, let central): await improv.written(bytes, central: central)
+                case .arrived(let central, let adapter): await improv.centralArrived(central, on: adapter)
                 case .left(let central): await improv.centralLeft(central)
+                case .linksEnded(let adapter): await improv.linksEnded(on: adapter)
                 }
             }
             group.addTask {
@@ -121,7 +123,8 @@ extension Daemon {
 
     /// Hands BlueZ's events to whom they concern: a central's write to Values (or to Improv's
     /// queue, for its command characteristic) and to the module, which keeps it at once; a bond
-    /// to Pairing's queue; a link's end to Improv's too; the rest to the module's queue.
+    /// to Pairing's queue; a link's start and end (and the end of an adapter's links) to
+    /// Improv's too; the rest to the module's queue.
     private nonisolated func feed(
         _ bluez: AsyncStream<PeripheralEvent>, module toModule: AsyncStream<PeripheralEvent>.Continuation,
         pairing toPairing: AsyncStream<String>.Continuation, improv toImprov: AsyncStream<ImprovInput>.Continuation
@@ -147,8 +150,17 @@ extension Daemon {
                 case .enqueued: dropping = false
                 default: break
                 }
+            case .connected(let central, let adapter):
+                toImprov.yield(.arrived(central, adapter: adapter))
+                toModule.yield(event)
             case .disconnected(let central, _):
                 toImprov.yield(.left(central))
+                toModule.yield(event)
+            case .bluezVanished:
+                toImprov.yield(.linksEnded(adapter: nil))
+                toModule.yield(event)
+            case .adapterRemoved(let adapter, _), .adapterPowered(let adapter, false, _):
+                toImprov.yield(.linksEnded(adapter: adapter))
                 toModule.yield(event)
             default:
                 toModule.yield(event)

@@ -85,6 +85,9 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     var improv: ImprovRun<C.Instant>?
     /// Whether this machine's Wi-Fi is connected, and since when, once the joiner told.
     var wifi: (connected: Bool, since: C.Instant)?
+    /// The centrals connected since bleadvd started (address to adapter): those a person may
+    /// authorize.
+    var centrals: [String: String] = [:]
     /// The work asked for, which ``run()`` carries out.
     let works: AsyncStream<Work>
     let post: AsyncStream<Work>.Continuation
@@ -182,9 +185,9 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
             return
         case .overrun:
             // More bytes than the frame's length says: as malformed as a frame can be.
-            step = run.session.handle([], at: clock.now)
+            step = run.session.handle([], from: central, at: clock.now)
         case .frame(let frame):
-            step = run.session.handle(frame, at: clock.now)
+            step = run.session.handle(frame, from: central, at: clock.now)
         }
         // One line a central every interval, saying how many it stands for.
         let held = run.mayLog(central, at: clock.now, every: Self.logInterval)
@@ -211,6 +214,12 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
             run.scanning = true
             if let more { logger.info("improv: \(who) asked for the Wi-Fi networks in range\(more)") }
             work = .scan
+        case .ignored:
+            if let more, let owner = run.session.authorizedCentral {
+                logger.warning("improv: ignored \(who)'s frame: the authorization is \(Central.named(owner))'s\(more)")
+            }
+            improv = run
+            return
         case .result, .none:
             if run.session.error != .none, let more { logger.warning("improv: \(who): \(Self.errorText(run.session.error))\(more)") }
         }
@@ -243,8 +252,21 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
         scheduleFramesTimer()
     }
 
-    /// A central disconnected: its partial frame, if it left one, is dropped.
+    /// A central connected on `adapter`: a person may authorize it.
+    func centralArrived(_ central: String, on adapter: String) {
+        centrals[central] = adapter
+    }
+
+    /// The links on `adapter` (on every adapter: nil) ended with it, or with bluetoothd.
+    func linksEnded(on adapter: String?) {
+        centrals = centrals.filter { adapter != nil && $0.value != adapter }
+    }
+
+    /// A central disconnected: its partial frame, if it left one, is dropped. An authorization
+    /// of it lasts its time (the same client may connect again: Home Assistant's does after a
+    /// failed command), still its alone.
     func centralLeft(_ central: String) {
+        centrals[central] = nil
         guard let bytes = improv?.frames.drop(central) else { return }
         logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): it disconnected")
     }
@@ -260,9 +282,11 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
 
     // MARK: Authorization, identify, scan, join
 
-    /// `bleadvctl improv authorize`: a person allows provisioning for the configured time;
-    /// returns how long, in seconds.
-    func authorize() async throws(PeripheralError) -> Int {
+    /// `bleadvctl improv authorize [ADDRESS]`: a person allows one central to provision for the
+    /// configured time: `requested` (an address; empty: the one central connected, refused when
+    /// there are none or several, which the refusal lists). Returns how long, in seconds, and
+    /// the central's address.
+    func authorize(_ requested: String) async throws(PeripheralError) -> (seconds: Int, central: String) {
         guard var run = improv else {
             throw PeripheralError(.invalid, "Improv is not offered ([improv] in \(configPath))")
         }
@@ -275,13 +299,34 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
         guard run.session.state == .authorizationRequired || run.session.state == .authorized else {
             throw PeripheralError(.invalid, "the device is \(run.session.state == .provisioning ? "joining a network" : "provisioned already")")
         }
-        run.session.authorize(at: clock.now)
+        let central = try centralToAuthorize(requested)
+        run.session.authorize(central, at: clock.now)
         improv = run
         let seconds = Int(run.config.authorization.components.seconds)
-        logger.notice("improv: authorized for \(seconds) s, as bleadvctl says")
+        logger.notice("improv: authorized \(central) for \(seconds) s, as bleadvctl says; other centrals' frames are ignored meanwhile")
         if let until = run.session.authorizedUntil { post.yield(.due(.authorization, until)) }
         await show()
-        return seconds
+        return (seconds, central)
+    }
+
+    /// The connected central `requested` names (empty: the only one connected).
+    func centralToAuthorize(_ requested: String) throws(PeripheralError) -> String {
+        let connected = centrals.keys.sorted().map { "\($0) (on \(centrals[$0]!))" }.joined(separator: ", ")
+        guard requested.isEmpty else {
+            guard Bond.isAddress(requested) else {
+                throw PeripheralError(.invalid, "\(Untrusted.quoted(requested, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+            }
+            let address = requested.uppercased()
+            guard centrals[address] != nil else {
+                throw PeripheralError(.invalid, "\(address) is not connected" + (centrals.isEmpty ? "; no central is" : "; connected: \(connected)"))
+            }
+            return address
+        }
+        switch centrals.count {
+        case 0: throw PeripheralError(.invalid, "no central is connected: connect the Improv client (Home Assistant's Improv set-up) first, then authorize it")
+        case 1: return centrals.keys.first!
+        default: throw PeripheralError(.invalid, "\(centrals.count) centrals are connected: \(connected); name the one your Improv client runs on: bleadvctl improv authorize ADDRESS")
+        }
     }
 
     /// The authorization's time came: it ends unless it was renewed since.

@@ -18,6 +18,11 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         case join(Improv.Credentials)
         /// Nothing more (the state or error says it all).
         case none
+        /// A frame from a central other than the one authorized, taken while that one's
+        /// authorization or join lasts: nothing changes, and nothing is shown (what centrals
+        /// read and are notified of is shared: the owner's client would take a stranger's
+        /// error for its own).
+        case ignored
     }
 
     /// The state centrals read and are notified of.
@@ -26,7 +31,11 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
     private(set) var error: Improv.ErrorState = .none
     /// Until when a person's authorization holds; nil when none is needed or none was given.
     private(set) var authorizedUntil: Instant?
-    /// The joins that failed since the last authorization.
+    /// The central a person authorized (its address), from the authorization until it runs out,
+    /// is used up, or the join it allowed ends: the one central whose frames are taken then.
+    private(set) var authorizedCentral: String?
+    /// The joins that failed since the last authorization (the authorized central's: no other
+    /// central's frame starts one).
     private(set) var failedJoins = 0
     /// How many failed joins one authorization allows: then a person must authorize again, so
     /// that a client cannot use one authorization to try password after password.
@@ -43,12 +52,14 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         state = config.firstState
     }
 
-    /// A person allowed provisioning at `now` (`bleadvctl improv authorize`).
-    mutating func authorize(at now: Instant) {
+    /// A person allowed `central` (an address) to provision at `now` (`bleadvctl improv
+    /// authorize`): until the authorization ends, every other central's frames are ignored.
+    mutating func authorize(_ central: String, at now: Instant) {
         guard config.needsAuthorization, state == .authorizationRequired || state == .authorized else { return }
         state = .authorized
         error = .none
         authorizedUntil = now.advanced(by: config.authorization)
+        authorizedCentral = central
         failedJoins = 0
     }
 
@@ -62,9 +73,11 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         case .provisioning, .provisioned:
             next.state = state
             next.error = error
+            next.authorizedCentral = authorizedCentral
         case .authorized where config.needsAuthorization && authorizedUntil != nil:
             next.state = .authorized
             next.authorizedUntil = authorizedUntil
+            next.authorizedCentral = authorizedCentral
             next.failedJoins = failedJoins
         default:
             break
@@ -77,11 +90,17 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         guard state == .authorized, let until = authorizedUntil, until <= now else { return false }
         state = .authorizationRequired
         authorizedUntil = nil
+        authorizedCentral = nil
         return true
     }
 
-    /// What to do with `frame`, written by a client at `now`.
-    mutating func handle(_ frame: [UInt8], at now: Instant) -> Step {
+    /// What to do with `frame`, written by `central` at `now`. While a person's authorization
+    /// of another central lasts (authorized, or joining the network it sent), nothing: the
+    /// frame is ignored.
+    mutating func handle(_ frame: [UInt8], from central: String, at now: Instant) -> Step {
+        if let authorizedCentral, central != authorizedCentral, state == .authorized || state == .provisioning {
+            return .ignored
+        }
         switch Improv.command(from: frame) {
         case .failure(let failure):
             error = failure
@@ -118,6 +137,7 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         state = .provisioned
         error = .none
         authorizedUntil = nil
+        authorizedCentral = nil
         // A redirect too long for a frame (the config bounds it; the address filled in may not
         // fit) is left out rather than the result.
         return .result(Improv.result(of: 0x01, redirect.map { [$0] } ?? []) ?? Improv.result(of: 0x01, [])!)
@@ -142,6 +162,7 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         if failedJoins >= Self.failedJoinsPerAuthorization {
             state = .authorizationRequired
             authorizedUntil = nil
+            authorizedCentral = nil
         } else {
             state = .authorized
             authorizedUntil = now.advanced(by: config.authorization)

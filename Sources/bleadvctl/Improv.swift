@@ -1,5 +1,6 @@
 import AdvertiserControl
 import ArgumentParser
+import Peripheral
 
 extension Bleadvctl {
     /// `bleadvctl improv`: Improv Wi-Fi, which puts this box on a network from Home Assistant.
@@ -16,17 +17,30 @@ extension Bleadvctl {
 
         struct Authorize: ParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Allow a client to send Wi-Fi credentials now.",
+                abstract: "Allow the client connected now to send Wi-Fi credentials.",
                 discussion: """
-                    Prints how long the authorization holds. Exit status 2 when Improv is not \
-                    configured, needs no authorization, is not on air now (the box is on \
-                    Wi-Fi, or was provisioned), or the box is joining a network. Needs root.
+                    Connect the Improv client first (Home Assistant's Improv set-up connects when \
+                    it asks you to authorize). The authorization is that central's alone: until it \
+                    runs out or the join it allowed ends, bleadvd ignores every other central's \
+                    Improv frames, so a stranger in range can neither join nor disturb it. With \
+                    several centrals connected, name the one by its address (the refusal lists \
+                    them). Prints the central and how long the authorization holds. Exit status 2 \
+                    when Improv is not configured, needs no authorization, is not on air now (the \
+                    box is on Wi-Fi, or was provisioned), the box is joining a network, or no \
+                    central, several, or not the one named, is connected. Needs root.
                     """)
+            @Argument(help: ArgumentHelp("The central to authorize, e.g. AA:BB:CC:DD:EE:FF (needed when several are connected).", valueName: "address"))
+            var address: String?
             @OptionGroup var bus: BusOptions
 
+            func validate() throws {
+                guard let address, !Bond.isAddress(address) else { return }
+                throw ValidationError("\(Untrusted.quoted(address, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+            }
+
             func run() throws {
-                let seconds = try withDaemon(bus) { try $0.improvAuthorize() }
-                try emit("authorized: a client may send Wi-Fi credentials for the next \(seconds) s\n")
+                let (seconds, central) = try withDaemon(bus) { try $0.improvAuthorize(address ?? "") }
+                try emit("authorized \(Untrusted.escaped(central)): it may send Wi-Fi credentials for the next \(seconds) s\n")
             }
         }
     }

@@ -91,6 +91,11 @@ struct DaemonSession {
 
     /// Runs `bleadvctl` against the daemon's bus.
     func ctl(_ arguments: String...) async throws -> ProgramResult {
+        try await ctl(arguments)
+    }
+
+    /// Runs `bleadvctl` with `arguments` against the daemon's bus.
+    func ctl(_ arguments: [String]) async throws -> ProgramResult {
         try await runProgram(product("bleadvctl"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
     }
 

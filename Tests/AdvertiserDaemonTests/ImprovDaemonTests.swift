@@ -87,6 +87,26 @@ struct ImprovDaemonTests {
         }
     }
 
+    /// `bleadvctl improv authorize [ADDRESS]`, once the daemon's Improv has seen `connected`
+    /// connect (BlueZ's events and the call take different ways in).
+    func authorize(_ session: DaemonSession, _ address: String? = nil, connected: [String]) async throws -> ProgramResult {
+        for central in connected { session.mock.emit(.connected(central: central, adapter: "hci0")) }
+        try await settle(session)
+        return try await session.ctl(["improv", "authorize"] + (address.map { [$0] } ?? []))
+    }
+
+    /// Returns once Improv has taken every event emitted before: a passer-by's partial frame
+    /// and the end of its link come after them, in order, and the journal says it dropped it.
+    func settle(_ session: DaemonSession) async throws {
+        let passerBy = "00:00:00:00:00:\(String(format: "%02X", session.mock.calls.updatedValues.count % 256))"
+        let before = session.logs.all.count
+        session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x01, 0xFF], .bytes([0x01, 0xFF])), central: passerBy)))
+        session.mock.emit(.disconnected(central: passerBy, adapter: "hci0"))
+        try await eventually("Improv took the events before") {
+            session.logs.all.dropFirst(before).contains { $0.contains("dropped \(passerBy)'s partial frame") }
+        }
+    }
+
     @Test("credentials reach the join program, and the device is provisioned with the redirect carrying the address it got")
     func provisioned() async throws {
         let session = try await session()
@@ -137,16 +157,16 @@ struct ImprovDaemonTests {
         #expect(!FileManager.default.fileExists(atPath: session.bus.folder.appendingPathComponent("password").path))
     }
 
-    @Test("bleadvctl improv authorize lets a client in: the state turns authorized, and credentials are joined")
+    @Test("bleadvctl improv authorize lets the connected client in: the state turns authorized, and its credentials are joined")
     func authorized() async throws {
         let session = try await session(authorization: "bleadvctl")
 
-        let result = try await session.ctl("improv", "authorize")
+        let result = try await authorize(session, connected: ["AA:BB:CC:DD:EE:FF"])
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
         await advance(session) { notified(session, Self.result).count == 1 }
 
         #expect(result.status == 0, "\(result.errors)")
-        #expect(result.output == "authorized: a client may send Wi-Fi credentials for the next 60 s\n")
+        #expect(result.output == "authorized AA:BB:CC:DD:EE:FF: it may send Wi-Fi credentials for the next 60 s\n")
         #expect(notified(session, Self.state) == [[0x02], [0x03], [0x04]])
     }
 

@@ -10,6 +10,8 @@ import Testing
 @Suite("Improv's state machine")
 struct ImprovSessionTests {
     let start = ManualClock().now
+    /// The central a client writes from.
+    static let client = "AA:BB:CC:DD:EE:FF"
     static let home = Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!
     /// Wi-Fi settings for "Home" / "hunter22".
     static let wifi = frame(0x01, [4] + Array("Home".utf8) + [8] + Array("hunter22".utf8))
@@ -33,7 +35,7 @@ struct ImprovSessionTests {
     func credentialsJoin() {
         var session = makeSession()
 
-        let step = session.handle(Self.wifi, at: start)
+        let step = session.handle(Self.wifi, from: Self.client, at: start)
 
         #expect(step == .join(Self.home))
         #expect(session.state == .provisioning)
@@ -44,7 +46,7 @@ struct ImprovSessionTests {
     func credentialsBeforeAuthorization() {
         var session = makeSession(needsAuthorization: true)
 
-        let step = session.handle(Self.wifi, at: start)
+        let step = session.handle(Self.wifi, from: Self.client, at: start)
 
         #expect(step == .none)
         #expect(session.state == .authorizationRequired)
@@ -54,20 +56,58 @@ struct ImprovSessionTests {
     @Test("after bleadvctl improv authorize, credentials start a join")
     func credentialsAfterAuthorization() {
         var session = makeSession(needsAuthorization: true)
-        session.authorize(at: start)
+        session.authorize(Self.client, at: start)
 
-        let step = session.handle(Self.wifi, at: start.advanced(by: .seconds(59)))
+        let step = session.handle(Self.wifi, from: Self.client, at: start.advanced(by: .seconds(59)))
 
         #expect(step == .join(Self.home))
+    }
+
+    @Test("while one central is authorized, another's credentials are ignored: no join, no error, the state stays")
+    func strangerIgnoredWhileAuthorized() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(Self.client, at: start)
+
+        let step = session.handle(Self.wifi, from: "66:66:66:66:66:66", at: start.advanced(by: .seconds(1)))
+
+        #expect(step == .ignored)
+        #expect(session.state == .authorized)
+        #expect(session.error == .none)
+    }
+
+    @Test("during the authorized central's join, another's malformed frame is ignored: the error its client waits on stays none")
+    func strangerIgnoredDuringJoin() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(Self.client, at: start)
+        _ = session.handle(Self.wifi, from: Self.client, at: start)
+
+        let step = session.handle([0x02, 0x00, 0x00], from: "66:66:66:66:66:66", at: start.advanced(by: .seconds(1)))
+
+        #expect(step == .ignored)
+        #expect(session.state == .provisioning)
+        #expect(session.error == .none)
+    }
+
+    @Test("once the authorization ran out, another central's credentials are refused with not authorized, as anyone's")
+    func strangerAfterExpiry() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(Self.client, at: start)
+        _ = session.expire(at: start.advanced(by: .seconds(60)))
+
+        let step = session.handle(Self.wifi, from: "66:66:66:66:66:66", at: start.advanced(by: .seconds(61)))
+
+        #expect(step == .none)
+        #expect(session.error == .notAuthorized)
+        #expect(session.authorizedCentral == nil)
     }
 
     @Test("an authorization runs out at its time, and credentials are refused again")
     func authorizationRunsOut() {
         var session = makeSession(needsAuthorization: true)
-        session.authorize(at: start)
+        session.authorize(Self.client, at: start)
 
         let expired = session.expire(at: start.advanced(by: .seconds(60)))
-        let step = session.handle(Self.wifi, at: start.advanced(by: .seconds(60)))
+        let step = session.handle(Self.wifi, from: Self.client, at: start.advanced(by: .seconds(60)))
 
         #expect(expired)
         #expect(session.state == .authorizationRequired)
@@ -81,7 +121,7 @@ struct ImprovSessionTests {
         var frame = Self.wifi
         frame[frame.count - 1] &+= 1
 
-        let step = session.handle(frame, at: start)
+        let step = session.handle(frame, from: Self.client, at: start)
 
         #expect(step == .none)
         #expect(session.error == .invalidRPC)
@@ -94,7 +134,7 @@ struct ImprovSessionTests {
     func notOffered(id: UInt8, identify: Bool) {
         var session = makeSession(identify: identify)
 
-        let step = session.handle(Self.frame(id, []), at: start)
+        let step = session.handle(Self.frame(id, []), from: Self.client, at: start)
 
         #expect(step == .none)
         #expect(session.error == .unknownRPC)
@@ -104,7 +144,7 @@ struct ImprovSessionTests {
     func deviceInfo() {
         var session = makeSession(needsAuthorization: true)
 
-        let step = session.handle(Self.frame(0x03, []), at: start)
+        let step = session.handle(Self.frame(0x03, []), from: Self.client, at: start)
 
         #expect(step == .result(Improv.result(of: 0x03, Self.info)!))
     }
@@ -114,7 +154,7 @@ struct ImprovSessionTests {
         var session = makeSession(needsAuthorization: true, joiner: .networkManager)
         let networks = [Improv.Network(ssid: Array("Home".utf8), rssi: -52, security: .wpa2)]
 
-        let step = session.handle(Self.frame(0x04, []), at: start)
+        let step = session.handle(Self.frame(0x04, []), from: Self.client, at: start)
 
         #expect(step == .scan)
         #expect(session.scanned(networks) == .result(Improv.scanResult(networks)))
@@ -124,7 +164,7 @@ struct ImprovSessionTests {
     @Test("a joined network makes the device provisioned, and the result carries the redirect")
     func joined() {
         var session = makeSession()
-        _ = session.handle(Self.wifi, at: start)
+        _ = session.handle(Self.wifi, from: Self.client, at: start)
 
         let step = session.joined(redirect: "http://192.168.4.2:8123")
 
@@ -135,8 +175,8 @@ struct ImprovSessionTests {
     @Test("a failed join says unable to connect, takes credentials again and restarts the authorization's time")
     func failedToJoin() {
         var session = makeSession(needsAuthorization: true)
-        session.authorize(at: start)
-        _ = session.handle(Self.wifi, at: start.advanced(by: .seconds(50)))
+        session.authorize(Self.client, at: start)
+        _ = session.handle(Self.wifi, from: Self.client, at: start.advanced(by: .seconds(50)))
 
         session.failedToJoin(at: start.advanced(by: .seconds(55)))
 
@@ -148,9 +188,9 @@ struct ImprovSessionTests {
     @Test("credentials while a join is under way start no second one")
     func credentialsWhileProvisioning() {
         var session = makeSession()
-        _ = session.handle(Self.wifi, at: start)
+        _ = session.handle(Self.wifi, from: Self.client, at: start)
 
-        let step = session.handle(Self.wifi, at: start)
+        let step = session.handle(Self.wifi, from: Self.client, at: start)
 
         #expect(step == .none)
         #expect(session.state == .provisioning)
@@ -160,13 +200,13 @@ struct ImprovSessionTests {
     @Test("one authorization allows a bounded number of failed joins; after the last, authorization is required again")
     func failedJoinsBounded() {
         var session = makeSession(needsAuthorization: true)
-        session.authorize(at: start)
+        session.authorize(Self.client, at: start)
         for attempt in 1...ImprovSession<ManualClock.Instant>.failedJoinsPerAuthorization {
-            #expect(session.handle(Self.wifi, at: start) == .join(Self.home), "attempt \(attempt)")
+            #expect(session.handle(Self.wifi, from: Self.client, at: start) == .join(Self.home), "attempt \(attempt)")
             session.failedToJoin(at: start)
         }
 
-        let step = session.handle(Self.wifi, at: start)
+        let step = session.handle(Self.wifi, from: Self.client, at: start)
 
         #expect(step == .none)
         #expect(session.state == .authorizationRequired)
@@ -176,24 +216,24 @@ struct ImprovSessionTests {
     @Test("a new authorization allows failed joins anew")
     func authorizationRenewsFailedJoins() {
         var session = makeSession(needsAuthorization: true)
-        session.authorize(at: start)
+        session.authorize(Self.client, at: start)
         for _ in 1...ImprovSession<ManualClock.Instant>.failedJoinsPerAuthorization {
-            _ = session.handle(Self.wifi, at: start)
+            _ = session.handle(Self.wifi, from: Self.client, at: start)
             session.failedToJoin(at: start)
         }
 
-        session.authorize(at: start)
+        session.authorize(Self.client, at: start)
 
-        #expect(session.handle(Self.wifi, at: start) == .join(Self.home))
+        #expect(session.handle(Self.wifi, from: Self.client, at: start) == .join(Self.home))
     }
 
     @Test("reconfigured during a join, the session is still joining: credentials start no second join")
     func reconfiguredWhileJoining() {
         var session = makeSession()
-        _ = session.handle(Self.wifi, at: start)
+        _ = session.handle(Self.wifi, from: Self.client, at: start)
 
         var reconfigured = session.reconfigured(ImprovConfig(joiner: .program("/usr/local/libexec/other-join")), deviceInfo: Self.info)
-        let step = reconfigured.handle(Self.wifi, at: start)
+        let step = reconfigured.handle(Self.wifi, from: Self.client, at: start)
 
         #expect(reconfigured.state == .provisioning)
         #expect(step == .none)
@@ -213,7 +253,7 @@ struct ImprovSessionTests {
     @Test("reconfigured while a person's authorization holds, it keeps holding until its time")
     func reconfiguredKeepsAuthorization() {
         var session = makeSession(needsAuthorization: true)
-        session.authorize(at: start)
+        session.authorize(Self.client, at: start)
         var config = ImprovConfig(joiner: .program("/usr/local/libexec/other-join"))
         config.needsAuthorization = true
 

@@ -49,8 +49,7 @@ for ((round = 1; round <= rounds; round++)); do
   monitor=$!
   pkill -USR2 -x bluetoothd || true
   systemctl restart bleadvd
-  wait_for 30 "Improv on air" "bleadvctl improv authorize > /dev/null 2>&1"
-  improv_client "$address" "provision:$ssid:$password" > "$TESTBED_WORK/killed.out" &
+  improv_client "$address" authorize "provision:$ssid:$password" > "$TESTBED_WORK/killed.out" &
   client=$!
   wait_for 90 "the join to start" "journalctl -u bleadvd --since '@${since%.*}' -o cat 2> /dev/null | grep -q 'improv: .* joining'"
   restart_bluetoothd

@@ -7,7 +7,9 @@
 # pieces are joined into its own frame: the identify program runs, the join program is given B's
 # network and password, no frame is malformed. Before frames were joined per central, the two
 # interleaved frames became one broken frame; before #50, B found nothing of bleadvd's on air
-# while A was connected.
+# while A was connected. Then (#64) the same two with authorization required: B, a stranger,
+# writes credentials every 0.3 s while the owner runs bleadvctl improv authorize (refused,
+# naming both) and then authorizes A by its address: only A's network is joined.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -90,4 +92,50 @@ grep -q "improv: $b sent Wi-Fi settings for \"Home\"" "$TESTBED_WORK/bleadvd.log
   || fail "the join program was not given B's network and password"
 ! grep -qi "malformed\|invalid" "$TESTBED_WORK/bleadvd.log" || fail "a frame was taken as malformed"
 echo "    the identify program ran; the join program was given \"Home\" and B's password; no frame malformed"
+stop_bleadvd
+
+echo "4. an authorization is the owner's central's: B, a stranger, loops credentials while the owner authorizes A (#64)"
+# improv_frame SSID PASSWORD: Improv's Wi-Fi settings frame, in hex.
+improv_frame() {
+  python3 -c 'import sys
+ssid, password = sys.argv[1].encode(), sys.argv[2].encode()
+data = bytes([len(ssid)]) + ssid + bytes([len(password)]) + password
+head = bytes([1, len(data)]) + data
+print((head + bytes([sum(head) & 0xFF])).hex())' "$1" "$2"
+}
+sed -i 's/^authorization = "none"/authorization = "bleadvctl"/' "$config"
+rm -f "$TESTBED_WORK/joined-ssid" "$TESTBED_WORK/joined-password"
+start_bleadvd "$config"
+rm -rf "$turn"; mkdir -p "$turn"
+before=$(relinks)
+# A connects and waits for the owner's authorization; B connects beside it and writes its
+# credentials every 0.3 s, before, during and after the authorization, 30 times.
+central_run a "read:$state" "touch:$turn/a-connected" "await:$turn/authorized" "pause:1" \
+  "write:$command=$(improv_frame Owner hunter22)" "pause:3" > "$TESTBED_WORK/a4.lines" &
+a_run=$!
+wait_for 60 "A's link" "[ -e '$turn/a-connected' ]"
+relinked "$before"
+stranger=("read:$state" "touch:$turn/b-connected")
+for _ in $(seq 30); do stranger+=("write:$command=$(improv_frame Stranger hunter22)" "pause:0.3"); done
+central_run b "${stranger[@]}" > "$TESTBED_WORK/b4.lines" &
+b_run=$!
+wait_for 60 "B's link" "[ -e '$turn/b-connected' ]"
+sleep 2
+status=0
+refusal=$(bleadvctl improv authorize 2>&1) || status=$?
+echo "    bleadvctl improv authorize with both connected: exit $status: $refusal"
+[[ $status == 2 && "$refusal" == *"$a"* && "$refusal" == *"$b"* ]] || fail "authorize did not refuse naming both centrals"
+bleadvctl improv authorize "$a" | sed 's/^/    bleadvctl improv authorize A: /'
+touch "$turn/authorized"
+wait "$a_run" || true
+wait "$b_run" || true
+sed 's/^/    A:/' "$TESTBED_WORK/a4.lines"
+echo "    B: $(grep -c "wrote $command" "$TESTBED_WORK/b4.lines") credential frames written, $(grep -c "ATT error" "$TESTBED_WORK/b4.lines" || true) refused by ATT"
+wait_for 20 "the join program's run" "[ -s '$TESTBED_WORK/joined-ssid' ]" || true
+grep "improv:" "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /' | awk 'NR <= 12'
+(( $(grep -c "wrote $command" "$TESTBED_WORK/b4.lines") >= 20 )) || fail "the stranger wrote too few frames to count"
+[[ "$(cat "$TESTBED_WORK/joined-ssid" 2> /dev/null)" == Owner ]] || fail "the join program was given \"$(cat "$TESTBED_WORK/joined-ssid" 2> /dev/null)\", not the owner's network"
+! grep -q "sent Wi-Fi settings for \"Stranger\"" "$TESTBED_WORK/bleadvd.log" || fail "the stranger's credentials started a join"
+grep -q "ignored $b's frame: the authorization is $a's" "$TESTBED_WORK/bleadvd.log" || fail "bleadvd did not say it ignored the stranger's frames"
+echo "    the join program ran for A's network alone; every credential frame of B's was refused or ignored"
 stop_bleadvd

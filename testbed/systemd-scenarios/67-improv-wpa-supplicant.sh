@@ -67,9 +67,8 @@ authorization_seconds = 300
 TOML
 systemctl restart bleadvd
 address=$(adapter_address)
-bleadvctl improv authorize > /dev/null
 since=$(date '+%Y-%m-%d %H:%M:%S')
-out=$(improv_client "$address" "provision:$ssid:$password")
+out=$(improv_client "$address" authorize "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
 expect_line "provisioning $ssid failed: UNABLE_TO_CONNECT" "$out"
 why=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep "improv: could not join" || true)
@@ -83,7 +82,6 @@ cp /usr/share/doc/bleadvd/examples/join-wpa-supplicant.conf /etc/systemd/system/
 systemctl daemon-reload
 systemctl restart bleadvd
 echo "    bleadvd's unit: SupplementaryGroups=$(unit_property SupplementaryGroups) RuntimeDirectory=$(unit_property RuntimeDirectory)"
-bleadvctl improv authorize > /dev/null
 admins() { wpa_cli -i "$station" list_networks | tail -n +2; sha256sum < "/etc/wpa_supplicant/wpa_supplicant-$station.conf"; }
 before=$(admins)
 since=$(date '+%Y-%m-%d %H:%M:%S')
@@ -104,7 +102,7 @@ data = bytes([len(ssid)]) + ssid + bytes([len(password)]) + password
 head = bytes([1, len(data)]) + data
 print((head + bytes([sum(head) & 0xFF])).hex())' "$ssid")
 steps+=("raw:$long")
-out=$(improv_client "$address" "${steps[@]}")
+out=$(improv_client "$address" authorize "${steps[@]}")
 echo "$out" | sed -E 's/raw [0-9a-f]{40,}/raw (a frame with 200 bytes of password)/; s/^/    /'
 refused=$(grep -c "provisioning $ssid failed: UNABLE_TO_CONNECT" <<< "$out" || true)
 [[ "$refused" == "${#payloads[@]}" ]] || fail "$refused of ${#payloads[@]} such passwords were refused"
@@ -142,8 +140,7 @@ echo "5. provisioning again keeps one network"
 # A program cannot tell whether the Wi-Fi is connected: Improv, withdrawn 30 s after it
 # provisioned, is offered again when bleadvd starts.
 systemctl restart bleadvd
-bleadvctl improv authorize > /dev/null
-out=$(improv_client "$address" "provision:$ssid:$password")
+out=$(improv_client "$address" authorize "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
 grep -q "provisioned $ssid: redirect" <<< "$out" || fail "not provisioned the second time"
 [[ "$(networks)" == 1 ]] || fail "provisioning again left $(networks) networks: $(wpa_cli -i "$station" list_networks)"

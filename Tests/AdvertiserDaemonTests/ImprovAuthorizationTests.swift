@@ -1,0 +1,127 @@
+import AdvertiserDaemon
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// A person's `bleadvctl improv authorize` lets one central in: the one their Improv client
+/// runs on, connected when they authorize. A stranger in range, connected beside it, writing
+/// credentials before, during or after, gets nothing joined and changes nothing the owner's
+/// client sees (#64 item 2). Over the mock, with the real `bleadvctl` and a real join program.
+@Suite("Improv: an authorization belongs to one central", .timeLimit(.minutes(1)))
+struct ImprovAuthorizationTests {
+    let improv = ImprovDaemonTests()
+    static let owner = "AA:BB:CC:DD:EE:01"
+    static let stranger = "66:66:66:66:66:66"
+
+    /// Wi-Fi settings for `ssid` / "hunter22".
+    static func wifi(_ ssid: String) -> [UInt8] {
+        let data: [UInt8] = [UInt8(ssid.utf8.count)] + Array(ssid.utf8) + [8] + Array("hunter22".utf8)
+        let head: [UInt8] = [0x01, UInt8(data.count)] + data
+        return head + [UInt8(truncatingIfNeeded: head.reduce(0) { $0 + Int($1) })]
+    }
+
+    func write(_ session: DaemonSession, _ frame: [UInt8], from central: String) {
+        session.mock.emit(.gatt(GATTEvent(ImprovDaemonTests.command, .written(frame, .bytes(frame)), central: central)))
+    }
+
+    @Test("a stranger who connects after the owner authorized and sends credentials gets nothing joined, and the owner's join goes on")
+    func strangerAfterAuthorization() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+        let authorized = try await improv.authorize(session, connected: [Self.owner])
+        #expect(authorized.status == 0, "\(authorized.errors)")
+
+        session.mock.emit(.connected(central: Self.stranger, adapter: "hci0"))
+        for _ in 1...3 { write(session, Self.wifi("Stranger"), from: Self.stranger) }
+        write(session, Self.wifi("Owner"), from: Self.owner)
+        await improv.advance(session) { improv.notified(session, ImprovDaemonTests.result).count == 1 }
+
+        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("runs").path, encoding: .utf8) == "run\n")
+        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("ssid").path, encoding: .utf8) == "Owner")
+    }
+
+    @Test("a stranger's credentials while the owner is authorized notify no error the owner's client would take for its own")
+    func strangerNotifiesNothing() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+        _ = try await improv.authorize(session, Self.owner, connected: [Self.owner, Self.stranger])
+        let before = session.mock.calls.updatedValues.count
+
+        write(session, Self.wifi("Stranger"), from: Self.stranger)
+        write(session, [0x02, 0x00, 0x00], from: Self.stranger)
+        try await eventually("the stranger's frames are handled") {
+            session.logs.all.contains { $0.contains("ignored") && $0.contains(Self.stranger) }
+        }
+
+        #expect(session.mock.calls.updatedValues.count == before)
+        #expect(improv.notified(session, ImprovDaemonTests.state).last == [0x02])
+    }
+
+    @Test("with two centrals connected, bleadvctl improv authorize names both and authorizes neither (exit 2)")
+    func twoConnectedNeedAnAddress() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+        session.mock.emit(.connected(central: Self.owner, adapter: "hci0"))
+
+        let result = try await improv.authorize(session, connected: [Self.stranger])
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains(Self.owner) && result.errors.contains(Self.stranger), "\(result.errors)")
+        #expect(result.errors.contains("bleadvctl improv authorize ADDRESS"), "\(result.errors)")
+        #expect(improv.notified(session, ImprovDaemonTests.state).allSatisfy { $0 != [0x02] })
+    }
+
+    @Test("with two centrals connected, bleadvctl improv authorize ADDRESS authorizes that one, and says so")
+    func addressNamesTheOne() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+
+        let result = try await improv.authorize(session, Self.owner.lowercased(), connected: [Self.owner, Self.stranger])
+        write(session, Self.wifi("Stranger"), from: Self.stranger)
+        write(session, Self.wifi("Owner"), from: Self.owner)
+        await improv.advance(session) { improv.notified(session, ImprovDaemonTests.result).count == 1 }
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output == "authorized \(Self.owner): it may send Wi-Fi credentials for the next 60 s\n")
+        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("ssid").path, encoding: .utf8) == "Owner")
+    }
+
+    @Test("with no central connected, bleadvctl improv authorize is refused (exit 2): the client connects first")
+    func noneConnected() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+
+        let result = try await session.ctl("improv", "authorize")
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("no central is connected"), "\(result.errors)")
+    }
+
+    @Test("an address that is not connected is refused (exit 2), and text that is no address is refused before bleadvd is asked, escaped")
+    func unknownAddress() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+        session.mock.emit(.connected(central: Self.owner, adapter: "hci0"))
+        try await improv.settle(session)
+
+        let absent = try await session.ctl("improv", "authorize", Self.stranger)
+        let malformed = try await session.ctl("improv", "authorize", "owner\u{1B}[2J")
+
+        #expect(absent.status == 2)
+        #expect(absent.errors.contains("\(Self.stranger) is not connected"), "\(absent.errors)")
+        #expect(malformed.status == 2)
+        #expect(malformed.errors.contains("is not a Bluetooth address"), "\(malformed.errors)")
+        #expect(!malformed.errors.contains("\u{1B}"), "\(malformed.errors)")
+    }
+
+    @Test("the owner's link ending does not hand the authorization to whoever comes next")
+    func ownerLeaves() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+        _ = try await improv.authorize(session, connected: [Self.owner])
+
+        session.mock.emit(.disconnected(central: Self.owner, adapter: "hci0"))
+        session.mock.emit(.connected(central: Self.stranger, adapter: "hci0"))
+        write(session, Self.wifi("Stranger"), from: Self.stranger)
+        try await eventually("the stranger's frame is handled") {
+            session.logs.all.contains { $0.contains("ignored") && $0.contains(Self.stranger) }
+        }
+
+        #expect(!FileManager.default.fileExists(atPath: session.bus.folder.appendingPathComponent("runs").path))
+    }
+}
