@@ -109,4 +109,20 @@ struct PairingComponentTests {
         #expect(stranger?.code == .accessDenied)
         #expect(await asking.value)
     }
+    @Test("a stranger's comparison left unanswered is refused after its 30 s, so bluetoothd's one agent (busy meanwhile) takes the owner's request then")
+    func unansweredComparisonFreesTheAgent() async throws {
+        let h = try await Harness(PairingConfig(method: .numericComparison, window: .seconds(120), attempts: 3))
+        _ = try await h.pairing.pair(for: 120, by: ":1.7")
+        let stranger = Task { await h.pairing.decide(PairingRequest(central: "66:66:66:66:66:66", .confirm(111_111))) }
+        try await eventually("the stranger's comparison waits for an answer") { await !h.pairing.confirmations.isEmpty }
+
+        h.clock.advance(by: Component.timeout)
+        await h.pairing.timerFired(h.clock.now)
+        let owner = Task { await h.pairing.decide(PairingRequest(central: Self.phone, .confirm(222_222))) }
+        try await eventually("the owner's comparison waits for an answer") { await h.pairing.confirmations[Self.phone] != nil }
+        try await h.pairing.confirm(Self.phone, matches: true, by: ":1.7")
+
+        #expect(await stranger.value == false)
+        #expect(await owner.value)
+    }
 }
