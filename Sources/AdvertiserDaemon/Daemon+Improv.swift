@@ -11,13 +11,14 @@ extension Daemon: ImprovShowing {
     static var improvCommand: GATTCharacteristicID { GATTCharacteristicID(service: ImprovConfig.name, characteristic: "command") }
 
     /// What centrals send Improv, in order: a frame (or part of one) written to its command
-    /// characteristic, a central's link (a person may authorize it), or its end (which drops its
-    /// partial frame), or the end of every link on an adapter (nil: on all, bluetoothd left).
+    /// characteristic, a read of one of its characteristics (the central uses Improv: a person
+    /// may authorize it), the end of a central's link (which drops its partial frame), or of
+    /// every link (bluetoothd left, an adapter went).
     enum ImprovInput: Sendable {
         case frame([UInt8], central: String)
-        case arrived(String, adapter: String)
+        case read(central: String)
         case left(String)
-        case linksEnded(adapter: String?)
+        case linksEnded
     }
 
     /// How many of those wait for Improv at most (a few hundred KiB): Improv answers through

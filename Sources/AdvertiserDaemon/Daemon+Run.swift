@@ -66,9 +66,9 @@ extension Daemon {
             let toImprov = Self.queue(in: &group, buffering: .bufferingOldest(Self.improvBacklog)) { [improv] (input: ImprovInput) in
                 switch input {
                 case .frame(let bytes, let central): await improv.written(bytes, central: central)
-                case .arrived(let central, let adapter): await improv.centralArrived(central, on: adapter)
+                case .read(let central): await improv.centralUses(central)
                 case .left(let central): await improv.centralLeft(central)
-                case .linksEnded(let adapter): await improv.linksEnded(on: adapter)
+                case .linksEnded: await improv.linksEnded()
                 }
             }
             group.addTask {
@@ -123,8 +123,8 @@ extension Daemon {
 
     /// Hands BlueZ's events to whom they concern: a central's write to Values (or to Improv's
     /// queue, for its command characteristic) and to the module, which keeps it at once; a bond
-    /// to Pairing's queue; a link's start and end (and the end of an adapter's links) to
-    /// Improv's too; the rest to the module's queue.
+    /// to Pairing's queue; a read of Improv's characteristics, a link's end (and the end of
+    /// every link) to Improv's too; the rest to the module's queue.
     private nonisolated func feed(
         _ bluez: AsyncStream<PeripheralEvent>, module toModule: AsyncStream<PeripheralEvent>.Continuation,
         pairing toPairing: AsyncStream<String>.Continuation, improv toImprov: AsyncStream<ImprovInput>.Continuation
@@ -136,6 +136,9 @@ extension Daemon {
                 toPairing.yield(central)
             case .gatt(let central):
                 guard case .written(let bytes, _) = central.kind, central.characteristic == Self.improvCommand else {
+                    if central.kind == .read, central.characteristic.service == ImprovConfig.name, !central.central.isEmpty {
+                        toImprov.yield(.read(central: central.central))
+                    }
                     await values.centralDid(central)
                     // Of what centrals do, only a write changes what the module keeps, and the
                     // module keeps it at once, without its turn: as fast as centrals write,
@@ -150,17 +153,11 @@ extension Daemon {
                 case .enqueued: dropping = false
                 default: break
                 }
-            case .connected(let central, let adapter):
-                toImprov.yield(.arrived(central, adapter: adapter))
-                toModule.yield(event)
             case .disconnected(let central, _):
                 toImprov.yield(.left(central))
                 toModule.yield(event)
-            case .bluezVanished:
-                toImprov.yield(.linksEnded(adapter: nil))
-                toModule.yield(event)
-            case .adapterRemoved(let adapter, _), .adapterPowered(let adapter, false, _):
-                toImprov.yield(.linksEnded(adapter: adapter))
+            case .bluezVanished, .adapterRemoved, .adapterPowered(_, false, _):
+                toImprov.yield(.linksEnded)
                 toModule.yield(event)
             default:
                 toModule.yield(event)

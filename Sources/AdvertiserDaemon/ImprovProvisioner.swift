@@ -85,9 +85,11 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     var improv: ImprovRun<C.Instant>?
     /// Whether this machine's Wi-Fi is connected, and since when, once the joiner told.
     var wifi: (connected: Bool, since: C.Instant)?
-    /// The centrals connected since bleadvd started (address to adapter): those a person may
-    /// authorize.
-    var centrals: [String: String] = [:]
+    /// The connected centrals that used Improv's service on their link (read or wrote one of
+    /// its characteristics, as every Improv client does once connected): those a person may
+    /// authorize. A central the box itself connected to, or one that only reads other
+    /// services, is not among them.
+    var centrals: Set<String> = []
     /// The work asked for, which ``run()`` carries out.
     let works: AsyncStream<Work>
     let post: AsyncStream<Work>.Continuation
@@ -171,6 +173,7 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     /// A client wrote `bytes` to Improv's command characteristic: a frame (or part of one) to
     /// act on. Never logged or announced as it is: it may carry a Wi-Fi password.
     func written(_ bytes: [UInt8], central: String) async {
+        centralUses(central)
         guard var run = improv else { return }
         let who = Central.named(central)
         let step: ImprovSession<C.Instant>.Step
@@ -252,21 +255,23 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
         scheduleFramesTimer()
     }
 
-    /// A central connected on `adapter`: a person may authorize it.
-    func centralArrived(_ central: String, on adapter: String) {
-        centrals[central] = adapter
+    /// A connected central read or wrote one of Improv's characteristics: a person may
+    /// authorize it.
+    func centralUses(_ central: String) {
+        guard !central.isEmpty else { return }
+        centrals.insert(central)
     }
 
-    /// The links on `adapter` (on every adapter: nil) ended with it, or with bluetoothd.
-    func linksEnded(on adapter: String?) {
-        centrals = centrals.filter { adapter != nil && $0.value != adapter }
+    /// Every link ended (bluetoothd left, an adapter went or was powered off).
+    func linksEnded() {
+        centrals = []
     }
 
     /// A central disconnected: its partial frame, if it left one, is dropped. An authorization
     /// of it lasts its time (the same client may connect again: Home Assistant's does after a
     /// failed command), still its alone.
     func centralLeft(_ central: String) {
-        centrals[central] = nil
+        centrals.remove(central)
         guard let bytes = improv?.frames.drop(central) else { return }
         logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): it disconnected")
     }
@@ -311,21 +316,21 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
 
     /// The connected central `requested` names (empty: the only one connected).
     func centralToAuthorize(_ requested: String) throws(PeripheralError) -> String {
-        let connected = centrals.keys.sorted().map { "\($0) (on \(centrals[$0]!))" }.joined(separator: ", ")
+        let connected = centrals.sorted().joined(separator: ", ")
         guard requested.isEmpty else {
             guard Bond.isAddress(requested) else {
                 throw PeripheralError(.invalid, "\(Untrusted.quoted(requested, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
             }
             let address = requested.uppercased()
-            guard centrals[address] != nil else {
-                throw PeripheralError(.invalid, "\(address) is not connected" + (centrals.isEmpty ? "; no central is" : "; connected: \(connected)"))
+            guard centrals.contains(address) else {
+                throw PeripheralError(.invalid, "\(address) is not connected to Improv" + (centrals.isEmpty ? "; no central is" : "; connected: \(connected)"))
             }
             return address
         }
         switch centrals.count {
-        case 0: throw PeripheralError(.invalid, "no central is connected: connect the Improv client (Home Assistant's Improv set-up) first, then authorize it")
-        case 1: return centrals.keys.first!
-        default: throw PeripheralError(.invalid, "\(centrals.count) centrals are connected: \(connected); name the one your Improv client runs on: bleadvctl improv authorize ADDRESS")
+        case 0: throw PeripheralError(.invalid, "no central is connected to Improv: connect the Improv client (Home Assistant's Improv set-up) first, then authorize it")
+        case 1: return centrals.first!
+        default: throw PeripheralError(.invalid, "\(centrals.count) centrals are connected to Improv: \(connected); name the one your Improv client runs on: bleadvctl improv authorize ADDRESS")
         }
     }
 

@@ -32,7 +32,7 @@ struct ImprovAuthorizationTests {
         let authorized = try await improv.authorize(session, connected: [Self.owner])
         #expect(authorized.status == 0, "\(authorized.errors)")
 
-        session.mock.emit(.connected(central: Self.stranger, adapter: "hci0"))
+        improv.reads(session, Self.stranger)
         for _ in 1...3 { write(session, Self.wifi("Stranger"), from: Self.stranger) }
         write(session, Self.wifi("Owner"), from: Self.owner)
         await improv.advance(session) { improv.notified(session, ImprovDaemonTests.result).count == 1 }
@@ -60,7 +60,7 @@ struct ImprovAuthorizationTests {
     @Test("with two centrals connected, bleadvctl improv authorize names both and authorizes neither (exit 2)")
     func twoConnectedNeedAnAddress() async throws {
         let session = try await improv.session(authorization: "bleadvctl")
-        session.mock.emit(.connected(central: Self.owner, adapter: "hci0"))
+        improv.reads(session, Self.owner)
 
         let result = try await improv.authorize(session, connected: [Self.stranger])
 
@@ -91,23 +91,35 @@ struct ImprovAuthorizationTests {
         let result = try await session.ctl("improv", "authorize")
 
         #expect(result.status == 2)
-        #expect(result.errors.contains("no central is connected"), "\(result.errors)")
+        #expect(result.errors.contains("no central is connected to Improv"), "\(result.errors)")
     }
 
     @Test("an address that is not connected is refused (exit 2), and text that is no address is refused before bleadvd is asked, escaped")
     func unknownAddress() async throws {
         let session = try await improv.session(authorization: "bleadvctl")
-        session.mock.emit(.connected(central: Self.owner, adapter: "hci0"))
+        improv.reads(session, Self.owner)
         try await improv.settle(session)
 
         let absent = try await session.ctl("improv", "authorize", Self.stranger)
         let malformed = try await session.ctl("improv", "authorize", "owner\u{1B}[2J")
 
         #expect(absent.status == 2)
-        #expect(absent.errors.contains("\(Self.stranger) is not connected"), "\(absent.errors)")
+        #expect(absent.errors.contains("\(Self.stranger) is not connected to Improv"), "\(absent.errors)")
         #expect(malformed.status == 2)
         #expect(malformed.errors.contains("is not a Bluetooth address"), "\(malformed.errors)")
         #expect(!malformed.errors.contains("\u{1B}"), "\(malformed.errors)")
+    }
+
+    @Test("a central that is connected but never used Improv (the box's own link to a sensor, a phone reading another service) is not one to authorize")
+    func onlyImprovUsersCount() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+        session.mock.emit(.connected(central: "11:22:33:44:55:66", adapter: "hci0"))
+        session.mock.emit(.gatt(GATTEvent(GATTCharacteristicID(service: "lamp", characteristic: "level"), .read, central: "77:88:99:AA:BB:CC")))
+
+        let result = try await improv.authorize(session, connected: [Self.owner])
+
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.hasPrefix("authorized \(Self.owner):"), "\(result.output)")
     }
 
     @Test("the owner's link ending does not hand the authorization to whoever comes next")
@@ -116,7 +128,7 @@ struct ImprovAuthorizationTests {
         _ = try await improv.authorize(session, connected: [Self.owner])
 
         session.mock.emit(.disconnected(central: Self.owner, adapter: "hci0"))
-        session.mock.emit(.connected(central: Self.stranger, adapter: "hci0"))
+        improv.reads(session, Self.stranger)
         write(session, Self.wifi("Stranger"), from: Self.stranger)
         try await eventually("the stranger's frame is handled") {
             session.logs.all.contains { $0.contains("ignored") && $0.contains(Self.stranger) }

@@ -87,10 +87,15 @@ struct ImprovDaemonTests {
         }
     }
 
+    /// `central` reads Improv's state, as a client does once connected.
+    func reads(_ session: DaemonSession, _ central: String) {
+        session.mock.emit(.gatt(GATTEvent(Self.state, .read, central: central)))
+    }
+
     /// `bleadvctl improv authorize [ADDRESS]`, once the daemon's Improv has seen `connected`
-    /// connect (BlueZ's events and the call take different ways in).
+    /// read its state (BlueZ's events and the call take different ways in).
     func authorize(_ session: DaemonSession, _ address: String? = nil, connected: [String]) async throws -> ProgramResult {
-        for central in connected { session.mock.emit(.connected(central: central, adapter: "hci0")) }
+        for central in connected { reads(session, central) }
         try await settle(session)
         return try await session.ctl(["improv", "authorize"] + (address.map { [$0] } ?? []))
     }

@@ -108,9 +108,10 @@ rm -f "$TESTBED_WORK/joined-ssid" "$TESTBED_WORK/joined-password"
 start_bleadvd "$config"
 rm -rf "$turn"; mkdir -p "$turn"
 before=$(relinks)
-# A connects and waits for the owner's authorization; B connects beside it and writes its
-# credentials every 0.3 s, before, during and after the authorization, 30 times.
-central_run a "read:$state" "touch:$turn/a-connected" "await:$turn/authorized" "pause:1" \
+# A connects (reading Improv's state, as a client does) and waits for B, then for the owner's
+# authorization; B connects beside it and writes its credentials every 0.3 s, before, during
+# and after the authorization, 30 times.
+central_run a "read:$state" "touch:$turn/a-connected" "await:$turn/b-connected" "await:$turn/authorized" "pause:1" \
   "write:$command=$(improv_frame Owner hunter22)" "pause:3" > "$TESTBED_WORK/a4.lines" &
 a_run=$!
 wait_for 60 "A's link" "[ -e '$turn/a-connected' ]"
