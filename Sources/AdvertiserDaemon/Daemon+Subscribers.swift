@@ -8,8 +8,6 @@ package import Peripheral
 /// (`ValuesChanged`, `Written`) never carry them, and a trusted client that calls `Subscribe`
 /// is sent every event whole, as signals to it alone, until it leaves the bus.
 extension Daemon: ValuesAnnouncing {
-    /// The most subscribers at once: each costs a signal per event and a match rule on the bus.
-    package static var mostSubscribers: Int { 32 }
 
     package func status(for caller: String) async -> [String: AdvertisementState] {
         var states = await status()
@@ -28,14 +26,11 @@ extension Daemon: ValuesAnnouncing {
     }
 
     package func subscribe(_ caller: String) async throws(PeripheralError) {
-        guard await isTrusted(caller) else {
+        guard let uid = await bus.user(of: caller), trusts(uid) else {
             throw PeripheralError(.accessDenied, "the values of secured characteristics go to root, bleadvd's user and the members of group \(LocalTrust.groupName) alone")
         }
         guard !subscribers.contains(caller) else { return }
-        guard subscribers.count < Self.mostSubscribers else {
-            throw PeripheralError(.failed, "\(Self.mostSubscribers) clients are subscribed already (bleadvctl watch); one must end first")
-        }
-        subscribers.insert(caller)
+        try subscribers.admit(caller, uid: uid)
         post.yield(.subscriber(caller))
     }
 
@@ -57,13 +52,13 @@ extension Daemon: ValuesAnnouncing {
     /// secured ones, each subscriber all of them.
     func announceValues(_ name: String, all: [String: String], everyone: [String: String]) async {
         await bus.valuesChanged(name, everyone, to: nil)
-        for subscriber in subscribers { await bus.valuesChanged(name, all, to: subscriber) }
+        for subscriber in subscribers.names { await bus.valuesChanged(name, all, to: subscriber) }
     }
 
     /// Announces a central's write: the broadcast without the value when the characteristic
     /// is secured, each subscriber with it (`value` nil: a secret, shown to no one).
     func announceWrite(_ id: GATTCharacteristicID, _ value: GATTValue?, secured: Bool, central: String) async {
         await bus.written(id, secured ? nil : value, central: central, to: nil)
-        for subscriber in subscribers { await bus.written(id, value, central: central, to: subscriber) }
+        for subscriber in subscribers.names { await bus.written(id, value, central: central, to: subscriber) }
     }
 }

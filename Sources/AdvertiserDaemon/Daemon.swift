@@ -60,7 +60,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     /// Pairing: its window, its comparisons and its timer.
     let pairing: Pairing<C>
     /// The clients sent every event whole (`Subscribe`), until each leaves the bus.
-    var subscribers: Set<String> = []
+    var subscribers = Subscribers()
     /// Whether a local user (by id) may see the values of secured characteristics.
     let trusts: @Sendable (UInt32) -> Bool
     /// Improv Wi-Fi provisioning, a component: its session, the Wi-Fi, its timers.

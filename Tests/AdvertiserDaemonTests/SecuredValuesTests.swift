@@ -173,7 +173,7 @@ struct SecuredValuesTests {
     @Test("subscribers that left the bus make room: as many as bleadvd takes come and go, and the next is taken")
     func departedSubscribersForgotten() async throws {
         let session = try await session(trusting: true)
-        for _ in 0..<Daemon<ManualClock>.mostSubscribers {
+        for _ in 0..<Subscribers.most {
             let client = try await DBusConnection.connect(to: .address(session.bus.address))
             _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                       member: ControlAPI.Method.subscribe.name)
@@ -185,6 +185,31 @@ struct SecuredValuesTests {
         try await eventually("a subscription is taken again", within: .seconds(2)) {
             (try? await next.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                   member: ControlAPI.Method.subscribe.name)) != nil
+        }
+    }
+
+    @Test("one user holds at most four subscriptions: its fifth connection's Subscribe is refused, saying why, and one leaving makes room")
+    func subscriptionsPerUser() async throws {
+        let session = try await session(trusting: true)
+        var held: [DBusConnection] = []
+        for _ in 0..<Subscribers.perUser {
+            let client = try await DBusConnection.connect(to: .address(session.bus.address))
+            _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                      member: ControlAPI.Method.subscribe.name)
+            held.append(client)
+        }
+        let fifth = try await DBusConnection.connect(to: .address(session.bus.address))
+
+        let refusal = await #expect(throws: DBusError.self) {
+            _ = try await fifth.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                     member: ControlAPI.Method.subscribe.name)
+        }
+        await held.removeFirst().close()
+
+        #expect(refusal?.message.contains("this user has 4 subscriptions already") == true, "\(String(describing: refusal))")
+        try await eventually("the fifth is taken once one left", within: .seconds(2)) {
+            (try? await fifth.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
+                                   member: ControlAPI.Method.subscribe.name)) != nil
         }
     }
 
