@@ -94,7 +94,8 @@ public enum ControlAPI {
         /// `Subscribe()`: from now until the caller leaves the bus, every `ValuesChanged` and
         /// `Written` is also sent to it alone, whole: with the values of secured
         /// characteristics, which the broadcasts leave out. For root, bleadvd's user and group
-        /// `bleadvd` (`AccessDenied` for anyone else).
+        /// `bleadvd` (`AccessDenied` for anyone else); at most four a user and 32 in all
+        /// (`Failed`), root's apart.
         case subscribe = "Subscribe"
 
         /// The member name.
