@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 package import DBus
 package import Logging
 package import Peripheral
@@ -25,14 +28,27 @@ package enum JoinHelper {
     package static var failed: DBusError.Name { DBusError.Name(rawValue: "org.bleadvd.Join.Error.Failed") }
     /// How long bleadvd waits for an answer: NetworkManager's join gives up within 90 s.
     static var timeout: Duration { .seconds(120) }
-    /// How long the helper waits for its call once started before it exits unasked.
-    package static var idle: Duration { .seconds(30) }
+    /// How long the helper waits for its call once started before it exits unasked. bleadvd
+    /// starts it by calling `Join`, which dbus-daemon holds until the helper owns its name and
+    /// then delivers at once: a helper that waits longer was started by someone else
+    /// (`StartServiceByName` is open to every local user).
+    package static var idle: Duration { .seconds(10) }
+
+    /// Whether `uid` is bleadvd's own user, the one caller the helper joins for (root runs
+    /// bleadvd's joins itself, through NetworkManager).
+    package static func isBleadvd(uid: UInt32) -> Bool {
+        guard let user = getpwnam(LocalTrust.groupName) else { return false }
+        return user.pointee.pw_uid == uid
+    }
 
     /// Serves one `Join` on `connection` with `joiner`, then returns (after ``idle`` when none
-    /// comes). Takes the name last, once the object answers.
+    /// comes). A call from a user `accepts` refuses (anyone but bleadvd's own, by default:
+    /// the bus policy lets root in too) is answered `AccessDenied`, and the helper ends at once,
+    /// having asked NetworkManager nothing. Takes the name last, once the object answers.
     /// - Throws: ``DBusError`` when the object cannot be exported or the name taken.
     package static func serve<C: Clock>(
-        on connection: DBusConnection, joiner: any NetworkJoining, clock: C, logger: Logger
+        on connection: DBusConnection, joiner: any NetworkJoining, clock: C, logger: Logger,
+        accepts: @escaping @Sendable (UInt32) -> Bool = isBleadvd(uid:)
     ) async throws where C.Duration == Duration {
         let (answered, answer) = AsyncStream<Void>.makeStream()
         let join = DBusMethod(
@@ -40,6 +56,11 @@ package enum JoinHelper {
             outputs: [DBusArgument("address", .string)]
         ) { call in
             defer { answer.yield() }
+            let uid = try? await connection.unixUser(of: call.sender ?? "")
+            guard let uid, accepts(uid) else {
+                logger.warning("join helper: refused a Join from \(uid.map { "uid \($0)" } ?? "a caller the bus could not name"), which is not bleadvd's user; exiting")
+                throw DBusError(.accessDenied, "the join helper joins networks for bleadvd's own user alone")
+            }
             let credentials = try credentials(call.arguments)
             do {
                 let address = try await joiner.join(credentials)

@@ -36,9 +36,12 @@ struct JoinHelperTests {
 
     /// The helper serving `joiner` on its own connection to `bus` (until one join or its idle
     /// time), and a `HelperJoiner` on another.
-    static func helper(_ joiner: Joiner, on bus: PrivateBus, clock: ManualClock = ManualClock()) async throws -> (HelperJoiner<ManualClock>, Task<Void, any Error>) {
+    /// It joins for this process's user (as bleadvd's), unless `accepting` says otherwise.
+    static func helper(
+        _ joiner: Joiner, on bus: PrivateBus, clock: ManualClock = ManualClock(), accepting: @escaping @Sendable (UInt32) -> Bool = { $0 == getuid() }
+    ) async throws -> (HelperJoiner<ManualClock>, Task<Void, any Error>) {
         let helperSide = try await DBusConnection.connect(to: .address(bus.address))
-        let served = Task { try await JoinHelper.serve(on: helperSide, joiner: joiner, clock: clock, logger: Logger(label: "test")) }
+        let served = Task { try await JoinHelper.serve(on: helperSide, joiner: joiner, clock: clock, logger: Logger(label: "test"), accepts: accepting) }
         let bleadvdSide = try await DBusConnection.connect(to: .address(bus.address))
         // The name is taken last, once the helper answers.
         try await eventually("the join helper owns its name") { try await bleadvdSide.nameOwner(JoinHelper.busName) != nil }
@@ -101,6 +104,19 @@ struct JoinHelperTests {
         _ = try await helperJoiner.join(Self.home)
 
         try await served.value
+    }
+
+    @Test("a Join from a user who is not bleadvd's is refused with AccessDenied, NetworkManager is asked nothing, and the helper ends at once")
+    func strangerRefused() async throws {
+        let bus = try PrivateBus()
+        let joiner = Joiner(.success(nil))
+        let (helperJoiner, served) = try await Self.helper(joiner, on: bus, accepting: { _ in false })
+
+        let refusal = await #expect(throws: (any Error).self) { _ = try await helperJoiner.join(Self.home) }
+        try await served.value
+
+        #expect("\(String(describing: refusal))".contains("for bleadvd's own user alone"))
+        #expect(joiner.joined.isEmpty)
     }
 
     @Test("a helper nobody asks ends after its idle time")

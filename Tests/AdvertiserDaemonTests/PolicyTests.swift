@@ -247,7 +247,12 @@ struct PolicyTests {
     func onlyBleadvdMayJoin() async throws {
         let bus = try Self.bluezBus()
         let helper = try await DBusConnection.connect(to: .address(bus.address))
-        let served = Task { try await JoinHelper.serve(on: helper, joiner: JoinHelperTests.Joiner(.success(nil)), clock: ManualClock(), logger: Logger(label: "test")) }
+        // nobody plays user bleadvd here, for the policy and for the helper.
+        let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
+        let served = Task {
+            try await JoinHelper.serve(
+                on: helper, joiner: JoinHelperTests.Joiner(.success(nil)), clock: ManualClock(), logger: Logger(label: "test"), accepts: { $0 == nobody })
+        }
         defer { served.cancel() }
         try await eventually("the join helper owns its name") { try await helper.nameOwner(JoinHelper.busName) != nil }
 
