@@ -66,6 +66,10 @@ extension Bleadvctl {
             } catch let error as DBusError where error.name == .accessDenied || error.name == ControlAPI.errorName(.accessDenied) {
                 printError("the values of secured characteristics are left out: they are shown to root and group bleadvd alone")
                 return false
+            } catch let error as DBusError {
+                // A limit met (four a user): said, as bleadvd words it.
+                printError("the values of secured characteristics are left out: \(error.message)")
+                return false
             } catch {
                 return false
             }

@@ -108,3 +108,44 @@ echo "    watch: alice subscribed (secured values shown), bob not: $(cat "$TESTB
 runuser -u bob -- /usr/bin/bleadvctl status > "$TESTBED_WORK/bob-status.txt" || fail "bob may not read the status"
 echo "    bob: status -> $(tr -s ' \n' ' ' < "$TESTBED_WORK/bob-status.txt")"
 grep -q heart "$TESTBED_WORK/bob-status.txt" || fail "bob's status does not show heart"
+
+# Bounded group powers (#64 item 8): alice holds four watches; her fifth is told why it gets no
+# secured values, and root's still gets them.
+watches=()
+for _ in 1 2 3 4; do runuser -u alice -- /usr/bin/bleadvctl watch > /dev/null 2>&1 & watches+=($!); done
+sleep 2
+timeout 3 runuser -u alice -- /usr/bin/bleadvctl watch > /dev/null 2> "$TESTBED_WORK/alice-fifth.err" || true
+timeout 3 /usr/bin/bleadvctl watch > /dev/null 2> "$TESTBED_WORK/root-watch.err" || true
+kill "${watches[@]}" 2> /dev/null || true
+wait "${watches[@]}" 2> /dev/null || true
+expect_line "this user has 4 subscriptions already" "$(cat "$TESTBED_WORK/alice-fifth.err")"
+[[ ! -s "$TESTBED_WORK/root-watch.err" ]] || fail "root's watch beside alice's four was refused: $(cat "$TESTBED_WORK/root-watch.err")"
+echo "    alice's fifth watch: $(cat "$TESTBED_WORK/alice-fifth.err"); root's beside them subscribed"
+
+# A local user's signal flood (#64 item 7): four processes as nobody send bleadvd's unique name
+# signals of 262,144 values each for 20 s. bleadvd reads no body it did not subscribe to: the
+# watchdog (WatchdogSec=) never fires, status is answered throughout, RSS stays flat.
+pid=$(unit_property MainPID) restarts=$(unit_property NRestarts)
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
+rss_before=$(rss)
+flooders=()
+for n in 1 2 3 4; do
+  runuser -u nobody -- "$(decoders_python)" "$TESTBED_ROOT/testbed/flood_signals.py" --seconds 20 > "$TESTBED_WORK/flood-$n.out" 2>&1 &
+  flooders+=($!)
+done
+slowest=0
+for _ in $(seq 20); do
+  started=$(date +%s%N)
+  bleadvctl status > /dev/null || fail "status was not answered during the flood"
+  took=$(( ($(date +%s%N) - started) / 1000000 ))
+  (( took > slowest )) && slowest=$took
+  sleep 1
+done
+wait "${flooders[@]}" || true
+rss_after=$(rss)
+sed 's/^/    nobody: /' "$TESTBED_WORK"/flood-*.out
+[[ "$(unit_property MainPID)" == "$pid" && "$(unit_property NRestarts)" == "$restarts" ]] \
+  || fail "bleadvd was restarted during the flood (PID $pid -> $(unit_property MainPID), NRestarts $restarts -> $(unit_property NRestarts))"
+! journalctl -u bleadvd --no-pager -o cat | grep -qi "watchdog timeout" || fail "the watchdog fired during the flood"
+(( rss_after < rss_before + 8192 )) || fail "bleadvd's RSS grew from $rss_before kB to $rss_after kB during the flood"
+echo "    signal flood (4 x nobody, 20 s): same PID, NRestarts $restarts, status answered in at most $slowest ms, RSS $rss_before -> $rss_after kB"
