@@ -86,6 +86,11 @@ public struct AdvertiserClient {
         _ = try call(.forget, [.string(central), .boolean(any)])
     }
 
+    /// Records an existing bond with `central` as one of bleadvd's (secured characteristics).
+    public func adopt(_ central: String) throws {
+        _ = try call(.adopt, [.string(central)])
+    }
+
     /// Calls `method`; a reply that is not what the contract declares is refused.
     private func call(_ method: ControlAPI.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
         assert(arguments.map(\.type) == method.inputs.map(\.type), "\(method.name)'s arguments are not as ControlAPI.Method declares")

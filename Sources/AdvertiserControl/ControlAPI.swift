@@ -83,6 +83,11 @@ public enum ControlAPI {
         /// bleadvd's pairing windows, or with any central when `any` is true (`UnknownName` when
         /// none is bonded, `AccessDenied` for a bond bleadvd did not make and `any` false).
         case forget = "Forget"
+        /// `Adopt(s central)`: records a bond that no bleadvd pairing window made (one made
+        /// before bleadvd was installed, say) as bleadvd's: the central may then read and write
+        /// secured characteristics, which bleadvd serves to the centrals its windows bonded
+        /// alone (`UnknownName` when it is not bonded).
+        case adopt = "Adopt"
         /// `ImprovAuthorize(s central) -> (u seconds, s central)`: allows one connected central
         /// (its address; empty: the only one connected) to provision Improv Wi-Fi for the
         /// configured `authorization_seconds`; returns them and the central's address. Every
@@ -109,6 +114,7 @@ public enum ControlAPI {
             case .pair: [DBusArgument("seconds", .uint32)]
             case .confirm: [DBusArgument("central", .string), DBusArgument("matches", .boolean)]
             case .forget: [DBusArgument("central", .string), DBusArgument("any", .boolean)]
+            case .adopt: [DBusArgument("central", .string)]
             case .improvAuthorize: [DBusArgument("central", .string)]
             case .status, .list, .reload, .bonds, .subscribe: []
             }
@@ -122,7 +128,7 @@ public enum ControlAPI {
             case .pair: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)]
             case .bonds: [DBusArgument("bonds", .dictionary(key: .string, value: .string))]
             case .improvAuthorize: [DBusArgument("seconds", .uint32), DBusArgument("central", .string)]
-            case .on, .off, .set, .reload, .confirm, .forget, .subscribe: []
+            case .on, .off, .set, .reload, .confirm, .forget, .adopt, .subscribe: []
             }
         }
 
@@ -133,7 +139,7 @@ public enum ControlAPI {
             /// Root, the group `bleadvd` and the daemon's own user: it changes what is on air.
             case group
             /// Root alone: it lets a central in, or reaches the box's bonds or its network
-            /// (pairing, confirming, bonds, forgetting, authorizing Improv).
+            /// (pairing, confirming, bonds, forgetting, adopting, authorizing Improv).
             case root
         }
 
@@ -142,7 +148,7 @@ public enum ControlAPI {
             switch self {
             case .status, .list: .everyone
             case .on, .off, .set, .reload, .subscribe: .group
-            case .pair, .confirm, .bonds, .forget, .improvAuthorize: .root
+            case .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize: .root
             }
         }
     }

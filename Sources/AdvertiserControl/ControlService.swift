@@ -37,6 +37,10 @@ public protocol AdvertiserControlling: Sendable {
     /// - Throws: `unknownName` when it is not bonded, `accessDenied` when bleadvd did not make
     ///   the bond and `any` is false.
     func forget(_ central: String, any: Bool) async throws(PeripheralError)
+    /// Records the bond with `central` as one of bleadvd's, so that it may use secured
+    /// characteristics.
+    /// - Throws: `unknownName` when it is not bonded.
+    func adopt(_ central: String) async throws(PeripheralError)
     /// Allows Improv Wi-Fi provisioning for the configured time; returns it, in seconds.
     /// - Throws: `invalid` when Improv is not configured, needs no authorization, is not on air
     ///   now, or the device is joining a network or provisioned already.
@@ -126,6 +130,8 @@ public enum ControlService {
             }
         case .forget:
             { call in try await perform { () throws(PeripheralError) in try await target.forget(call.arguments[0].string ?? "", any: call.arguments[1].boolean ?? false) } }
+        case .adopt:
+            { call in try await perform { () throws(PeripheralError) in try await target.adopt(call.arguments[0].string ?? "") } }
         case .improvAuthorize:
             { call in
                 do throws(PeripheralError) {

@@ -21,6 +21,10 @@ extension Daemon {
         try await pairing.forget(central, any: any)
     }
 
+    package func adopt(_ central: String) async throws(PeripheralError) {
+        try await pairing.adopt(central)
+    }
+
     /// Whether a characteristic of `services` asks for a bond (its `security` is not none): only
     /// then is the pairing agent registered.
     static func bondNeeded(_ services: some Sequence<ConfiguredService>) -> Bool {

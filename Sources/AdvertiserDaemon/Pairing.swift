@@ -154,6 +154,21 @@ actor Pairing<C: Clock> where C.Duration == Duration {
         try await Daemon<C>.typed { [module] in try await module.bonds() }
     }
 
+    /// Records the bond with `central`, made outside bleadvd's windows, as bleadvd's: it may
+    /// use secured characteristics from now on (root's `bleadvctl pair --adopt`).
+    func adopt(_ central: String) async throws(PeripheralError) {
+        guard Bond.isAddress(central) else {
+            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(central)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+        }
+        let address = central.uppercased()
+        guard try await bonds().contains(where: { $0.central == address }) else {
+            throw PeripheralError(.unknownName, "no central \(address) is bonded with the adapter")
+        }
+        guard let bondRecord else { return }
+        try bondRecord.add(address)
+        logger.notice("pairing: \(address) adopted, as bleadvctl says: its bond (made outside bleadvd's windows) may use secured characteristics")
+    }
+
     func forget(_ central: String, any: Bool) async throws(PeripheralError) {
         guard Bond.isAddress(central) else {
             throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(central)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")

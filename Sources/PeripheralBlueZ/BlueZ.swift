@@ -23,6 +23,8 @@ package enum BlueZ {
     package static let descriptorInterface = "org.bluez.GattDescriptor1"
     /// The error bluetoothd turns into ATT's Invalid Offset.
     static let invalidOffset: DBusError.Name = "org.bluez.Error.InvalidOffset"
+    /// What bluetoothd answers a central with as ATT's Insufficient Authorization (0x08).
+    static let notAuthorized: DBusError.Name = "org.bluez.Error.NotAuthorized"
 
     /// Where bleadvd exports its advertisements for BlueZ: `/org/bleadvd/advertisement/N`.
     package static let advertisementRoot: DBusObjectPath = "/org/bleadvd/advertisement"

@@ -74,13 +74,15 @@ extension BlueZPeripheralManager {
         let methods = [
             DBusMethod("ReadValue", inputs: [GATTObjectTree.optionsArgument], outputs: [GATTObjectTree.valueArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
-                return [.bytes(try await self.read(id, at: path, options: call.arguments[0].variantDictionary ?? [:]))]
+                let options = call.arguments[0].variantDictionary ?? [:]
+                try await self.admit(characteristic, id, options: options, to: "read")
+                return [.bytes(try await self.read(id, at: path, options: options))]
             },
             DBusMethod("WriteValue", inputs: [GATTObjectTree.valueArgument, GATTObjectTree.optionsArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
-                try await self.write(
-                    call.arguments[0].bytes ?? [], to: characteristic, id, at: path,
-                    options: call.arguments[1].variantDictionary ?? [:])
+                let options = call.arguments[1].variantDictionary ?? [:]
+                try await self.admit(characteristic, id, options: options, to: "write")
+                try await self.write(call.arguments[0].bytes ?? [], to: characteristic, id, at: path, options: options)
                 return []
             },
             DBusMethod("StartNotify") { [weak self] _ in
@@ -103,6 +105,20 @@ extension BlueZPeripheralManager {
                          emitsChanged: !characteristic.flags.isDisjoint(with: [.notify, .indicate])),
             DBusProperty("Notifying", value: .boolean(false)),
         ])
+    }
+
+    /// Refuses a central bleadvd does not admit (``admits``) a characteristic whose security
+    /// is not none, with the error bluetoothd answers as ATT's Insufficient Authorization;
+    /// logged once a central.
+    private func admit(_ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, options: [String: DBusValue], to action: String) throws {
+        guard characteristic.security != .none else { return }
+        let central = Self.central(options)
+        guard !admits(central) else { return }
+        if refusalsLogged.count >= Self.maximumLongReads { refusalsLogged.removeAll() }
+        if refusalsLogged.insert(central).inserted {
+            logger.warning("GATT: refused \(Central.named(central)) the \(action) of \(id) (security \(characteristic.security.rawValue)): it did not bond in a bleadvd pairing window (bleadvctl pair --adopt lets an existing bond in)")
+        }
+        throw DBusError(BlueZ.notAuthorized, "\(id) is served to centrals bonded in a bleadvd pairing window")
     }
 
     /// One central's long read of one characteristic.

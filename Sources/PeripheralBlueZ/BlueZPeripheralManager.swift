@@ -44,6 +44,12 @@ public actor BlueZPeripheralManager: PeripheralManaging {
 
     /// The running kernel's release, to name known failures (``KnownFailures``).
     let kernelRelease: String
+    /// Whether a central (its address) may read and write characteristics whose security is not
+    /// none; any other is answered `NotAuthorized`, whatever its link's encryption.
+    let admits: @Sendable (String) -> Bool
+    /// The centrals refused a secured characteristic whose refusal was logged (once each, at
+    /// most ``maximumLongReads`` kept).
+    var refusalsLogged: Set<String> = []
 
     /// A manager on `connection` (the system bus in production).
     /// - Parameters:
@@ -51,13 +57,19 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     ///   - logger: where what happens with BlueZ is logged.
     ///   - kernelRelease: the kernel's release as `uname -r` prints it (nil: the running one), to
     ///     name failures known on some kernels.
+    ///   - admits: whether a central (its address) may read and write characteristics whose
+    ///     security is not none. BlueZ checks the link's encryption alone, and any local user
+    ///     may let a central bond through BlueZ's own API (its default bus policy): bleadvd
+    ///     admits the centrals bonded in its pairing windows or adopted by root. Every one, by
+    ///     default.
     public init(
         connection: DBusConnection, logger: Logger = Logger(label: "bleadvd.bluez"),
-        kernelRelease: String? = nil
+        kernelRelease: String? = nil, admits: @escaping @Sendable (String) -> Bool = { _ in true }
     ) {
         self.connection = connection
         self.logger = logger
         self.kernelRelease = kernelRelease ?? KnownFailures.runningKernel
+        self.admits = admits
     }
 
     /// Runs on the connection's executor, so calls to the connection need no thread hop.

@@ -238,9 +238,14 @@ func connectToSystemBus(on loop: EventLoop) async throws -> DBusConnection {
 /// Connects to the system bus, runs `body` against the daemon, and turns every failure into
 /// a ``Failure`` with the documented exit status.
 func withDaemon<T>(_ options: BusOptions, _ body: (AdvertiserClient) throws -> T) throws -> T {
+    try withDaemon(timeout: options.timeout, body)
+}
+
+/// The same, giving up after `timeout` seconds.
+func withDaemon<T>(timeout: UInt32, _ body: (AdvertiserClient) throws -> T) throws -> T {
     // One deadline for the whole command, connecting included: a bus or a bleadvd that accepts
     // the connection and never answers must not hold a script (or `systemctl reload`).
-    giveUpAfter(options.timeout)
+    giveUpAfter(timeout)
     defer { alarm(0) }
     let connection: DBusBlockingConnection
     do {

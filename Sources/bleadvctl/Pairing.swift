@@ -21,19 +21,36 @@ extension Bleadvctl {
                 and codes come to this command alone. It closes once one central bonded, when \
                 its time runs out, or when a reload turns pairing off. Needs root.
 
-                Exit status: 0 a central bonded; 1 the window closed without a bond; 2 pairing \
-                is off or no GATT service is configured; 3 bleadvd is not running.
+                Secured characteristics are served to the centrals bonded in bleadvd's windows \
+                alone (BlueZ lets any local user make a bond). --adopt ADDRESS lets in a bond \
+                made otherwise (before bleadvd was installed, say): no window opens.
+
+                Exit status: 0 a central bonded (or was adopted); 1 the window closed without a \
+                bond; 2 pairing is off, no GATT service is configured, or the central to adopt \
+                is not bonded; 3 bleadvd is not running.
                 """)
         @Argument(help: ArgumentHelp("How long the window stays open (1 to 3600; default: the config's).", valueName: "seconds"))
         var seconds: UInt32?
+        @Option(help: ArgumentHelp("Record the existing bond with this central (e.g. AA:BB:CC:DD:EE:FF) as bleadvd's, so that it may use secured characteristics; opens no window.", valueName: "address"))
+        var adopt: String?
 
         func validate() throws {
             if let seconds, !(1...3600).contains(seconds) {
                 throw ValidationError("a pairing window lasts 1 to 3600 seconds, not \(seconds)")
             }
+            if let adopt {
+                guard seconds == nil else { throw ValidationError("--adopt opens no window: give it no seconds") }
+                guard Bond.isAddress(adopt) else {
+                    throw ValidationError("\(Untrusted.quoted(adopt, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+                }
+            }
         }
 
         func run() throws {
+            if let adopt {
+                try withDaemon(timeout: 30) { try $0.adopt(adopt) }
+                return try emit("adopted \(adopt.uppercased()): it may use secured characteristics\n")
+            }
             let seconds = seconds ?? 0
             try runOnEventLoop(exitingWith: 0) { loop in try await Self.pair(seconds: seconds, on: loop) }
         }

@@ -171,7 +171,11 @@ struct Bleadvd: ParsableCommand {
         let state = stateDirectory ?? environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/bleadvd"
         let daemon = Daemon(
             config: settings, configPath: config, adapter: adapter,
-            manager: BlueZPeripheralManager(connection: connection, logger: logger), bus: DBusControlBus(connection: connection),
+            manager: BlueZPeripheralManager(connection: connection, logger: logger, admits: { central in
+                // Secured characteristics go to the centrals bonded in bleadvd's windows (or
+                // adopted by root) alone: BlueZ lets any local user make a bond.
+                (try? BondRecord(directory: state).centrals().contains(central)) ?? false
+            }), bus: DBusControlBus(connection: connection),
             clock: LoopClock(on: loop), notifier: SystemdNotifier(environment: environment),
             counters: CounterDirectory(path: state), bondRecord: BondRecord(directory: state),
             loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)

@@ -279,6 +279,29 @@ struct PairingTests {
         #expect(session.mock.calls.removedBonds.map(\.central) == ["11:22:33:44:55:66"])
     }
 
+    @Test("pair --adopt lets a bond made outside bleadvd's windows (before it was installed) use secured characteristics: the record takes it")
+    func adoptExistingBond() async throws {
+        let session = try await session()
+        session.mock.scriptBonds(.always(.success([Bond(central: "11:22:33:44:55:66", name: "Pixel 8")])))
+
+        let adopt = try await session.ctl("pair", "--adopt", "11:22:33:44:55:66")
+
+        #expect(adopt.status == 0, "\(adopt.errors)")
+        #expect(adopt.output == "adopted 11:22:33:44:55:66: it may use secured characteristics\n")
+        #expect(try session.bondRecord.centrals() == ["11:22:33:44:55:66"])
+    }
+
+    @Test("pair --adopt of a central that is not bonded is refused with exit 2, and the record is unchanged")
+    func adoptUnbonded() async throws {
+        let session = try await session()
+
+        let adopt = try await session.ctl("pair", "--adopt", "11:22:33:44:55:66")
+
+        #expect(adopt.status == 2)
+        #expect(adopt.errors == "bleadvctl: no central 11:22:33:44:55:66 is bonded with the adapter\n")
+        #expect(try session.bondRecord.centrals() == [])
+    }
+
     @Test("forget of a central that is not bonded says so with exit 2, and nothing is removed")
     func forgetUnknownCentral() async throws {
         let session = try await session()

@@ -186,6 +186,41 @@ struct BlueZGATTContractTests {
         #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([42])])
     }
 
+    /// A lock whose value only a central bleadvd admits (bonded in its window) may read or write.
+    static let secured = GATTApplication(services: [
+        GATTService(name: "door", uuid: try! BluetoothUUID("6e400010-b5a3-f393-e0a9-e50e24dcca9e"), characteristics: [
+            GATTCharacteristic(
+                name: "lock", uuid: try! BluetoothUUID("6e400011-b5a3-f393-e0a9-e50e24dcca9e"),
+                flags: [.read, .write], format: GATTFormat(.utf8, maximumLength: 8), value: Array("locked".utf8), security: .encrypted),
+        ]),
+    ])
+
+    @Test("a central bonded around bleadvd (bluetoothctl's agent, any local user) reads nothing of a secured characteristic and writes nothing to it: NotAuthorized, nothing reported")
+    func securedRefusedToCentralsNotAdmitted() async throws {
+        let session = try await StandInSession(admits: { $0 == "00:AA:02:00:00:77" })
+        let events = await EventLog.reading(try await session.manager.events())
+        _ = try await session.manager.register(.application(Self.secured), on: "hci0")
+        let path = try await Self.characteristics(session)["6e400011-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let read = await #expect(throws: DBusError.self) { try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) }
+        let write = try await session.control("WriteCharacteristic", [.string(path), .bytes(Array("open".utf8))])
+
+        #expect(read?.name.rawValue == "org.bluez.Error.NotAuthorized", "\(String(describing: read))")
+        #expect(write.first?.string?.contains("org.bluez.Error.NotAuthorized") == true, "\(write)")
+        await #expect(throws: TestFailure.self) { try await events.next(within: .milliseconds(300)) }
+    }
+
+    @Test("a central bleadvd admits reads and writes the secured characteristic")
+    func securedServedToAdmitted() async throws {
+        let session = try await StandInSession(admits: { $0 == "00:AA:02:00:00:01" })
+        _ = try await session.manager.register(.application(Self.secured), on: "hci0")
+        let path = try await Self.characteristics(session)["6e400011-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let read = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+
+        #expect(read == [.bytes(Array("locked".utf8))])
+    }
+
     @Test("a write from a process other than the bluetoothd it was registered with is refused and reported nowhere")
     func forgedWriteRefused() async throws {
         let session = try await StandInSession()

@@ -12,11 +12,15 @@ struct StandInSession {
     let connection: DBusConnection
     let manager: BlueZPeripheralManager
 
-    init(adapters: [String] = ["hci0"], kernelRelease: String = "6.1.0-56-amd64", bus: PrivateBus? = nil) async throws {
+    /// - Parameter admits: the centrals the manager serves secured characteristics to.
+    init(
+        adapters: [String] = ["hci0"], kernelRelease: String = "6.1.0-56-amd64", bus: PrivateBus? = nil,
+        admits: @escaping @Sendable (String) -> Bool = { _ in true }
+    ) async throws {
         self.bus = try bus ?? PrivateBus()
         standIn = try BlueZStandIn(bus: self.bus, adapters: adapters)
         connection = try await DBusConnection.connect(to: .address(self.bus.address))
-        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"), kernelRelease: kernelRelease)
+        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"), kernelRelease: kernelRelease, admits: admits)
     }
 
     /// Calls the stand-in's control object. It goes over the manager's own connection, so it
