@@ -21,7 +21,9 @@
 # - a pairing flood with wrong codes: each fails, the window's attempts run out and the rest
 #   are refused, each logged with the central's address; nothing is written;
 # - `bleadvctl forget`: the bond is gone and the next read fails again; a bond bleadvd has no
-#   record of making is left unless --any; user nobody's status shows no secured value;
+#   record of making is left unless --any, and reads no secured value until root adopts it
+#   (pair --adopt); user nobody's status shows no secured value; nobody's bluetoothctl turns
+#   Pairable on (BlueZ's policy lets it) and the central bonds: it reads no secured value;
 # - Pairable is false after a reload that turns pairing off with a window open, after SIGTERM
 #   with a window open, and after SIGKILL once bleadvd starts again.
 set -euo pipefail
@@ -277,8 +279,28 @@ status=0; refusal=$(bleadvctl forget "$central_address" 2>&1) || status=$?
 echo "    without the record: exit $status: $refusal"
 ((status == 1)) || fail "forget of a bond bleadvd did not make exited $status"
 expect_line "$central_address" "$(bonds)"
+# Secured values go to the centrals bonded in bleadvd's windows alone (#64 item 3): the same
+# bond, no longer on record, reads nothing until root adopts it.
+out=$(central encrypt "read:$state")
+echo "$out"
+grep -qE "read $state: ATT error INSUFFICIENT_AUTHORI" <<< "$out" || fail "a bond bleadvd has no record of read the secured value"
+bleadvctl pair --adopt "$central_address" | sed 's/^/    /'
+out=$(central encrypt "read:$state")
+echo "$out"
+expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 bleadvctl forget --any "$central_address"
 [[ -z "$(bonds)" ]] || fail "forget --any left the bond: $(bonds)"
+
+echo "5e. BlueZ's own open door (#64 item 3): user nobody's bluetoothctl turns Pairable on; the central bonds, and reads no secured value"
+nobody_said=$(runuser -u nobody -- bluetoothctl pairable on 2>&1 | tr -d '\r' | grep -v "^\[" | tail -n 2 | tr '\n' ' ')
+echo "    nobody: bluetoothctl pairable on: $nobody_said"
+out=$(central pair "read:$state")
+echo "$out"
+grep -q "^paired" <<< "$out" || echo "    (no bond was made: nothing more to show)"
+grep -q "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" <<< "$out" && fail "a central bonded through nobody's door read the secured value"
+grep "GATT: refused" "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /' | tail -n 2
+busctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable b false
+bleadvctl forget --any "$central_address" 2> /dev/null || true
 
 echo "6. passkey: the code bleadvctl pair prints, typed on the central"
 rm -f "$keys"

@@ -127,7 +127,10 @@ echo "    alice's fifth watch: $(cat "$TESTBED_WORK/alice-fifth.err"); root's be
 # watchdog (WatchdogSec=) never fires, status is answered throughout, RSS stays flat.
 pid=$(unit_property MainPID) restarts=$(unit_property NRestarts)
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
-rss_before=$(rss)
+# CPU time (utime + stime, in clock ticks) of a process.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+bus_pid=$(systemctl show -P MainPID dbus.service)
+rss_before=$(rss) cpu_before=$(ticks "$pid") bus_before=$(ticks "$bus_pid")
 flooders=()
 for n in 1 2 3 4; do
   runuser -u nobody -- "$(decoders_python)" "$TESTBED_ROOT/testbed/flood_signals.py" --seconds 20 > "$TESTBED_WORK/flood-$n.out" 2>&1 &
@@ -142,10 +145,10 @@ for _ in $(seq 20); do
   sleep 1
 done
 wait "${flooders[@]}" || true
-rss_after=$(rss)
+rss_after=$(rss) cpu=$(( $(ticks "$pid") - cpu_before )) bus_cpu=$(( $(ticks "$bus_pid") - bus_before ))
 sed 's/^/    nobody: /' "$TESTBED_WORK"/flood-*.out
 [[ "$(unit_property MainPID)" == "$pid" && "$(unit_property NRestarts)" == "$restarts" ]] \
   || fail "bleadvd was restarted during the flood (PID $pid -> $(unit_property MainPID), NRestarts $restarts -> $(unit_property NRestarts))"
 ! journalctl -u bleadvd --no-pager -o cat | grep -qi "watchdog timeout" || fail "the watchdog fired during the flood"
 (( rss_after < rss_before + 8192 )) || fail "bleadvd's RSS grew from $rss_before kB to $rss_after kB during the flood"
-echo "    signal flood (4 x nobody, 20 s): same PID, NRestarts $restarts, status answered in at most $slowest ms, RSS $rss_before -> $rss_after kB"
+echo "    signal flood (4 x nobody, 20 s): same PID, NRestarts $restarts, status answered in at most $slowest ms, RSS $rss_before -> $rss_after kB; CPU: bleadvd $cpu ticks, dbus-daemon $bus_cpu (of $(getconf CLK_TCK) a second)"
