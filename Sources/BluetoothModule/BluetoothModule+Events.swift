@@ -19,6 +19,18 @@ extension BluetoothModule {
             switch event {
             // A central in radio range decides how often these come.
             case .gatt, .paired, .connected, .disconnected: logger.debug("event: \(event)")
+            case .pairable(let adapter, true):
+                // bleadvd owns Pairable while its agent is registered: on outside a window
+                // (another program's, any local user may by BlueZ's policy) is put back.
+                guard !pairable, case .on(_, adapter)? = registrations[.agent]?.status.phase else { return }
+                logger.warning("\(adapter) was made pairable outside a bleadvd pairing window, by another program (BlueZ does not say which: bluetoothctl pairable on, say); made not pairable again")
+                do {
+                    try await manager.setPairable(false, adapter: adapter)
+                } catch {
+                    logger.error("\(adapter) could not be made not pairable again: \(error)")
+                }
+            case .pairable:
+                break
             case .released:
                 logger.info("event: \(event)")
                 scheduleAudit()
@@ -73,7 +85,7 @@ extension BluetoothModule {
                 links[adapter] = nil
                 relinkAt[adapter] = nil
                 await lastLinkEnded(on: adapter)
-            case .paired, .gatt:
+            case .paired, .gatt, .pairable:
                 break  // a write is kept above; what else centrals do changes nothing here
             case .released(let id):
                 guard let key = registrations.key(of: id) else { return }

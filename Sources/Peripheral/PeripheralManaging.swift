@@ -66,6 +66,9 @@ public enum PeripheralEvent: Hashable, Sendable {
     /// A central's link with an adapter ended (its address, the adapter): what it left half
     /// done (a command frame written in pieces) is to be dropped.
     case disconnected(central: String, adapter: String)
+    /// An adapter's `Pairable` changed (by bleadvd, or by any other program: BlueZ's signal
+    /// does not say who).
+    case pairable(adapter: String, Bool)
 }
 
 /// What the domain needs from a Bluetooth stack to keep advertisements on air. The Linux

@@ -157,9 +157,9 @@ extension BlueZPeripheralManager {
             case nil: break
             }
         case DBusProperties.changed where body.count >= 2:
-            guard let path = message.path, let name = BlueZ.adapterName(of: path),
-                  let powered = body[1].variantDictionary?["Powered"]?.boolean else { return }
-            publish(.adapterPowered(name, powered, bluetoothd!))
+            guard let path = message.path, let name = BlueZ.adapterName(of: path), let changed = body[1].variantDictionary else { return }
+            if let powered = changed["Powered"]?.boolean { publish(.adapterPowered(name, powered, bluetoothd!)) }
+            if let pairable = changed["Pairable"]?.boolean { publish(.pairable(adapter: name, pairable)) }
         default:
             logger.debug("ignored signal \(message.member ?? "?") from \(message.sender ?? "?")")
         }

@@ -54,6 +54,36 @@ struct PairingTests {
         #expect(await h.module.agentStatus()?.phase == .on(Agent.id, adapter: "hci0"))
     }
 
+    @Test("Pairable turned on by another program while no window is open (any local user may, by BlueZ's policy) is turned off again")
+    func foreignPairableTurnedOff() async {
+        let h = await Agent.harness()
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
+
+        await h.module.handle(.pairable(adapter: "hci0", true))
+
+        #expect(h.mock.calls.pairable.map(\.pairable) == [false, false])
+    }
+
+    @Test("Pairable on while bleadvd's own window is open is left alone")
+    func ownPairableKept() async throws {
+        let h = await Agent.harness()
+        await h.module.offerPairing(.justWorks, decider: RecordingDecider(true))
+        try await h.module.setPairable(true)
+
+        await h.module.handle(.pairable(adapter: "hci0", true))
+
+        #expect(h.mock.calls.pairable.map(\.pairable) == [false, true])
+    }
+
+    @Test("without an agent of bleadvd's (no [pairing]), Pairable is the administrator's: left alone")
+    func noAgentNoWatch() async {
+        let h = await Agent.harness()
+
+        await h.module.handle(.pairable(adapter: "hci0", true))
+
+        #expect(h.mock.calls.pairable.isEmpty)
+    }
+
     @Test("the same method offered again changes nothing")
     func sameMethodIsKept() async {
         let h = await Agent.harness()

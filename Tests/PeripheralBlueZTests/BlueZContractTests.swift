@@ -226,6 +226,17 @@ struct BlueZContractTests {
         #expect(try await session.advertisements()[id.rawValue]?["TxPower"] == nil)
     }
 
+    @Test("another program turning an adapter pairable is an event (BlueZ's signal does not say who)")
+    func foreignPairableIsAnEvent() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+
+        _ = try await busctl(session.bus, ["call", "org.bluez", "/org/bluez/hci0", "org.freedesktop.DBus.Properties", "Set",
+                                           "ssv", "org.bluez.Adapter1", "Pairable", "b", "true"])
+
+        #expect(try await events.next() == .pairable(adapter: "hci0", true))
+    }
+
     @Test("powering on sets the adapter's Powered property")
     func poweringOnSetsTheAdapterPoweredProperty() async throws {
         let session = try await StandInSession()

@@ -22,8 +22,9 @@
 #   are refused, each logged with the central's address; nothing is written;
 # - `bleadvctl forget`: the bond is gone and the next read fails again; a bond bleadvd has no
 #   record of making is left unless --any, and reads no secured value until root adopts it
-#   (pair --adopt); user nobody's status shows no secured value; nobody's bluetoothctl turns
-#   Pairable on (BlueZ's policy lets it) and the central bonds: it reads no secured value;
+#   (pair --adopt); user nobody's status shows no secured value; nobody's bluetoothctl takes
+#   the default agent and turns Pairable on (BlueZ's policy lets it): bleadvd turns Pairable off
+#   again, saying so, and the central reads no secured value;
 # - Pairable is false after a reload that turns pairing off with a window open, after SIGTERM
 #   with a window open, and after SIGKILL once bleadvd starts again.
 set -euo pipefail
@@ -291,15 +292,20 @@ expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 bleadvctl forget --any "$central_address"
 [[ -z "$(bonds)" ]] || fail "forget --any left the bond: $(bonds)"
 
-echo "5e. BlueZ's own open door (#64 item 3): user nobody's bluetoothctl takes the default agent and turns Pairable on; the central bonds through it, and reads no secured value"
+echo "5e. BlueZ's own open door (#64 item 3): user nobody's bluetoothctl takes the default agent and turns Pairable on; bleadvd turns it off again, and the central reads no secured value"
 # Debian's bluetooth.conf lets every local user call anything of org.bluez. nobody's agent
 # answers yes to whatever it is asked (a line each second).
 (echo "agent NoInputNoOutput"; echo "default-agent"; echo "pairable on"; for _ in $(seq 40); do sleep 1; echo yes; done) \
   | runuser -u nobody -- bluetoothctl > "$TESTBED_WORK/nobody-bluetoothctl.out" 2>&1 &
 nobody_ctl=$!
-wait_for 20 "nobody's bluetoothctl to turn Pairable on" "busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable | grep -q true" \
-  || fail "nobody could not turn Pairable on: $(tr -d '\r' < "$TESTBED_WORK/nobody-bluetoothctl.out" | tail -n 5)"
+# bleadvd, whose agent is registered, owns Pairable: it turns it off again and says so.
+wait_for 20 "bleadvd to see hci0 made pairable by another program" \
+  "grep -q 'hci0 was made pairable outside a bleadvd pairing window' '$TESTBED_WORK/bleadvd.log'" \
+  || fail "bleadvd did not notice Pairable turned on: $(tr -d '\r' < "$TESTBED_WORK/nobody-bluetoothctl.out" | tail -n 5)"
 tr -d '\r' < "$TESTBED_WORK/nobody-bluetoothctl.out" | grep -oE "Agent registered|Default agent request successful|Changing pairable on succeeded" | sed 's/^/    nobody: bluetoothctl: /'
+grep "made pairable outside" "$TESTBED_WORK/bleadvd.log" | tail -n 1 | sed 's/^/    journal: /'
+wait_for 5 "Pairable to be off again" "busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable | grep -q false" \
+  || fail "Pairable stayed on"
 out=$(central pair "read:$state")
 echo "$out"
 kill "$nobody_ctl" 2> /dev/null || true; wait "$nobody_ctl" 2> /dev/null || true
