@@ -164,6 +164,7 @@ install: ## install stripped binaries, units, D-Bus policy, interface and activa
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	ln -sfr $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant
 	install -Dm644 systemd/join-wpa-supplicant.conf $(DESTDIR)$(EXAMPLEDIR)/join-wpa-supplicant.conf
+	install -Dm644 systemd/bluez-lockdown.conf $(DESTDIR)$(EXAMPLEDIR)/bluez-lockdown.conf
 	install -Dm644 systemd/man/bleadvd.8 $(DESTDIR)$(MANDIR)/man8/bleadvd.8
 	install -Dm644 systemd/man/bleadvctl.1 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1
 	install -Dm644 systemd/man/bleadvd.toml.5 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5
@@ -188,7 +189,8 @@ uninstall: ## stop and disable the service, remove what install put there (keeps
 	  $(DESTDIR)$(SYSUSERSDIR)/bleadvd.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml \
 	  $(DESTDIR)$(MANDIR)/man8/bleadvd.8 $(DESTDIR)$(MANDIR)/man1/bleadvctl.1 $(DESTDIR)$(MANDIR)/man5/bleadvd.toml.5 \
 	  $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl \
-	  $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant $(DESTDIR)$(EXAMPLEDIR)/join-wpa-supplicant.conf
+	  $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant $(DESTDIR)$(EXAMPLEDIR)/join-wpa-supplicant.conf \
+	  $(DESTDIR)$(EXAMPLEDIR)/bluez-lockdown.conf
 	rmdir $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(PREFIX)/share/doc/bleadvd 2>/dev/null || true
 	if [ -z "$(DESTDIR)" ]; then \
 	  systemctl daemon-reload 2>/dev/null || true; \

@@ -183,7 +183,11 @@ struct PolicyTests {
     /// The policy with its section for user bleadvd naming `nobody` (this machine need not have
     /// the user), beside BlueZ's own policy as Debian ships it: root owns org.bluez, and every
     /// user may send it anything.
-    static func bluezBus() throws -> PrivateBus {
+    /// The optional drop-in that closes BlueZ's doors to local users outside root and group
+    /// bluetooth.
+    static let lockdown = ContractTests.repository.appendingPathComponent("systemd/bluez-lockdown.conf").path
+
+    static func bluezBus(lockdown: Bool = false) throws -> PrivateBus {
         let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
             .replacingOccurrences(of: "<policy user=\"bleadvd\">", with: "<policy user=\"nobody\">")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID())")
@@ -199,7 +203,7 @@ struct PolicyTests {
               <policy context="default"><allow send_destination="org.bluez"/></policy>
             </busconfig>
             """.write(toFile: bluez, atomically: true, encoding: .utf8)
-        return try PrivateBus(systemPolicy: [bluez, ours])
+        return try PrivateBus(systemPolicy: [bluez] + (lockdown ? [Self.lockdown] : []) + [ours])
     }
 
     func callBlueZ(_ bus: PrivateBus, _ interface: String, _ member: String, as user: String) async throws -> ProgramResult {
@@ -233,6 +237,37 @@ struct PolicyTests {
         #expect(denied.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(denied.errors)")
         // The same call from another user passes the bus (BlueZ's policy): the deny is ours.
         #expect(!otherUser.errors.contains("AccessDenied"), "\(otherUser.errors)")
+    }
+
+    /// The doors a local user finds open in Debian's bluetooth.conf: an agent of its own, an
+    /// adapter made pairable, a bond removed.
+    static let doors = [("org.bluez.AgentManager1", "RegisterAgent"), ("org.freedesktop.DBus.Properties", "Set"), ("org.bluez.Adapter1", "RemoveDevice")]
+
+    @Test("with the lockdown drop-in a local user may not register an agent, set an adapter's property or remove a device; without it, BlueZ's policy lets it", arguments: doors)
+    func lockdownClosesTheDoors(interface: String, member: String) async throws {
+        let open = try Self.bluezBus()
+        let closed = try Self.bluezBus(lockdown: true)
+        let standIns = try [BlueZStandIn(bus: open), BlueZStandIn(bus: closed)]
+        defer { withExtendedLifetime(standIns) {} }
+
+        let before = try await callBlueZ(open, interface, member, as: "daemon")
+        let after = try await callBlueZ(closed, interface, member, as: "daemon")
+        let root = try await callBlueZ(closed, interface, member, as: "root")
+
+        #expect(!before.errors.contains("AccessDenied"), "\(before.errors)")
+        #expect(after.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(after.errors)")
+        #expect(!root.errors.contains("AccessDenied"), "\(root.errors)")
+    }
+
+    @Test("with the lockdown drop-in user bleadvd still calls each BlueZ method bleadvd calls", arguments: BlueZ.Method.allCases)
+    func lockdownKeepsBleadvd(method: BlueZ.Method) async throws {
+        let bus = try Self.bluezBus(lockdown: true)
+        let standIn = try BlueZStandIn(bus: bus)
+        defer { withExtendedLifetime(standIn) {} }
+
+        let result = try await callBlueZ(bus, method.interface, method.member, as: "nobody")
+
+        #expect(!result.errors.contains("AccessDenied"), "\(result.errors)")
     }
 
     // MARK: Improv's join helper
