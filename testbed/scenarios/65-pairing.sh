@@ -302,8 +302,9 @@ nobody_ctl=$!
 wait_for 20 "bleadvd to see hci0 made pairable by another program" \
   "grep -q 'hci0 was made pairable outside a bleadvd pairing window' '$TESTBED_WORK/bleadvd.log'" \
   || fail "bleadvd did not notice Pairable turned on: $(tr -d '\r' < "$TESTBED_WORK/nobody-bluetoothctl.out" | tail -n 5)"
-tr -d '\r' < "$TESTBED_WORK/nobody-bluetoothctl.out" | grep -oE "Agent registered|Default agent request successful|Changing pairable on succeeded" | sed 's/^/    nobody: bluetoothctl: /'
-grep "made pairable outside" "$TESTBED_WORK/bleadvd.log" | tail -n 1 | sed 's/^/    journal: /'
+{ tr -d '\r' < "$TESTBED_WORK/nobody-bluetoothctl.out" | grep -oE "Agent registered|Default agent request successful|Changing pairable on succeeded" || true; } \
+  | sed 's/^/    nobody: bluetoothctl: /'
+{ grep "made pairable outside" "$TESTBED_WORK/bleadvd.log" || true; } | tail -n 1 | sed 's/^/    journal: /'
 wait_for 5 "Pairable to be off again" "busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable | grep -q false" \
   || fail "Pairable stayed on"
 out=$(central pair "read:$state")
@@ -312,7 +313,7 @@ kill "$nobody_ctl" 2> /dev/null || true; wait "$nobody_ctl" 2> /dev/null || true
 grep -q "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" <<< "$out" && fail "a central bonded through nobody's door read the secured value"
 if grep -q "^paired" <<< "$out"; then
   expect_line "read $state: ATT error INSUFFICIENT_AUTHORIZATION" "$out"
-  grep "GATT: refused" "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /' | tail -n 1
+  { grep "GATT: refused" "$TESTBED_WORK/bleadvd.log" || true; } | sed 's/^/    journal: /' | tail -n 1
 else
   echo "    (no bond was made through nobody's agent)"
 fi
