@@ -23,7 +23,7 @@ extension BluetoothModule {
                 // bleadvd owns Pairable while its agent is registered: on outside a window
                 // (another program's, any local user may by BlueZ's policy) is put back.
                 guard !pairable, case .on(_, adapter)? = registrations[.agent]?.status.phase else { return }
-                logger.warning("\(adapter) was made pairable outside a bleadvd pairing window, by another program (BlueZ does not say which: bluetoothctl pairable on, say); made not pairable again")
+                logger.warning("\(adapter) was made pairable outside a bleadvd pairing window, by another program (BlueZ does not say which: bluetoothctl pairable on, say); made not pairable again, and bleadvd's agent the default again")
                 do {
                     try await manager.setPairable(false, adapter: adapter)
                 } catch {

@@ -46,10 +46,24 @@ extension BlueZPeripheralManager {
         return RegistrationID(path.rawValue, generation: generation)
     }
 
-    /// Sets the adapter's `Pairable`.
+    /// Sets the adapter's `Pairable`. Closing it first makes this manager's agent, when one is
+    /// registered, the default again: any local user may take the default with BlueZ's
+    /// `RequestDefaultAgent` (its policy lets every user), and BlueZ says so to no one. First,
+    /// because a new default agent makes the adapters pairable (agent.c's `add_default_agent`,
+    /// with `AlwaysPairable` false); the one at the head already changes nothing.
     public func setPairable(_ pairable: Bool, adapter: String) async throws {
+        let generation = try await currentBluetoothd()
+        if !pairable, exports[BlueZ.agentPath]?.generation == generation {
+            do {
+                _ = try await callBlueZ(
+                    on: generation, path: BlueZ.agentManagerPath, .requestDefaultAgent,
+                    [.objectPath(BlueZ.agentPath)], expecting: .empty, about: .agent)
+            } catch {
+                logger.warning("the pairing agent could not be made the default again: \(error)")
+            }
+        }
         _ = try await callBlueZ(
-            on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), .setProperty, [.string(BlueZ.adapterInterface), .string("Pairable"), .variant(.boolean(pairable))], about: .agent)
+            on: generation, path: try BlueZ.adapterPath(adapter), .setProperty, [.string(BlueZ.adapterInterface), .string("Pairable"), .variant(.boolean(pairable))], about: .agent)
         logger.info("\(adapter) \(pairable ? "takes new bonds" : "takes no new bonds")")
     }
 

@@ -117,6 +117,23 @@ struct BlueZPairingContractTests {
         #expect(try await session.control("Pairable", [.string("hci0")]) == [.boolean(false)])
     }
 
+    @Test("closing the adapter takes the default agent back from another program that took it (any local user may), and leaves the adapter closed")
+    func closingReclaimsTheDefaultAgent() async throws {
+        let session = try await StandInSession()
+        _ = try await session.manager.register(.agent(.justWorks, decider: RecordingDecider(true)), on: "hci0")
+        let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
+        for (member, arguments) in [("RegisterAgent", [DBusValue.objectPath("/stranger"), .string("NoInputNoOutput")]), ("RequestDefaultAgent", [.objectPath("/stranger")])] {
+            _ = try await stranger.call(destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1", member: member, arguments)
+        }
+        let taken = try await session.control("Agents")[0]
+
+        try await session.manager.setPairable(false, adapter: "hci0")
+
+        #expect(taken.arrayElements?.first == .structure([.string("/stranger"), .string("NoInputNoOutput")]))
+        #expect(try await session.control("Agents")[0].arrayElements?.first == .structure([.string("/org/bleadvd/agent"), .string("NoInputNoOutput")]))
+        #expect(try await session.control("Pairable", [.string("hci0")]) == [.boolean(false)])
+    }
+
     @Test("unregistering the agent tells bluetoothd, which closes the adapters")
     func unregister() async throws {
         let session = try await StandInSession()
