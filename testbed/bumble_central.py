@@ -61,7 +61,7 @@ STARTED = time.monotonic()  # before Bumble's imports: under emulation they take
 from bumble.att import ATT_Error
 from bumble.core import UUID
 from bumble.device import Device, Peer
-from bumble.hci import Address, OwnAddressType
+from bumble.hci import Address, HCI_Constant, OwnAddressType
 from bumble.keys import JsonKeyStore
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
@@ -169,13 +169,27 @@ class Link:
         self.connection = connection
         self.peer = None
         self.notified = {}  # UUID -> the values notified, in order
+        self.ended = None  # the link's end, as the controller reported it
+        connection.on("disconnection", lambda reason: setattr(self, "ended", reason))
+
+    def end_note(self):
+        """"; the link had ended (reason 0x13 ...)" once it has: what the central saw."""
+        if self.ended is None:
+            return ""
+        return "; the link had ended (reason 0x%02X %s)" % (self.ended, HCI_Constant.error_name(self.ended))
 
     async def characteristic(self, uuid):
+        # The peer is kept only once discovery completed: a discovery cut short (the link
+        # dropped) is made again by the next step, never read as "no such characteristic".
         if self.peer is None:
-            self.peer = Peer(self.connection)
-            await self.peer.discover_services()
-            await self.peer.discover_characteristics()
-        return self.peer.get_characteristics_by_uuid(UUID(uuid))[0]
+            peer = Peer(self.connection)
+            await peer.discover_services()
+            await peer.discover_characteristics()
+            self.peer = peer
+        found = self.peer.get_characteristics_by_uuid(UUID(uuid))
+        if not found:
+            raise LookupError("no characteristic %s among the %d services discovered%s" % (uuid, len(self.peer.services), self.end_note()))
+        return found[0]
 
 
 # What a step may raise and still leave the run going: an ATT error, a timeout, and the
@@ -190,14 +204,14 @@ async def do_step(run, link, step):
             value = await (await link.characteristic(what)).read_value()
             run.say("read %s: %s" % (what, bytes(value).hex()))
         except STEP_ERRORS as error:
-            run.say("read %s: ATT error %s" % (what, att_name(error)))
+            run.say("read %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
     elif kind == "write":
         uuid, _, hex_value = what.partition("=")
         try:
             await (await link.characteristic(uuid)).write_value(bytes.fromhex(hex_value), with_response=True)
             run.say("wrote %s" % uuid)
         except STEP_ERRORS as error:
-            run.say("write %s: ATT error %s" % (uuid, att_name(error)))
+            run.say("write %s: ATT error %s%s" % (uuid, att_name(error), link.end_note()))
     elif kind == "pair":
         started = time.monotonic()
         try:
