@@ -61,19 +61,30 @@ step "the test bed's packages, kernels, images and the two packages under test" 
 lanes=$(mktemp -d)
 (
   export BLEADVD_TESTBED_LANE=1
+  started=$SECONDS
   step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test PREPARED=1
   step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point" make --no-print-directory testbed-homeassistant-test PREPARED=1
+  echo $((SECONDS - started)) > "$lanes/1.seconds"
 ) > "$lanes/1" 2>&1 &
 first=$!
 (
   export BLEADVD_TESTBED_LANE=2
+  started=$SECONDS
   step "the package under systemd (PID 1) in the VM test bed, after 40 cycles of two centrals connecting" make --no-print-directory testbed-systemd-test PREPARED=1
   step "the other stacks in the VM test bed: trixie, controllers without extended advertising" make --no-print-directory testbed-stacks-test PREPARED=1
+  echo $((SECONDS - started)) > "$lanes/2.seconds"
 ) > "$lanes/2" 2>&1 &
 second=$!
 printf '\n==> the test bed, in two lanes at once (each lane shown whole when both are done)\n'
 wait "$first" "$second"
 cat "$lanes/1" "$lanes/2"
+# Where the bed's time went: each lane's, and the five slowest scenarios (harness.sh's PASS and
+# FAIL lines carry each scenario's seconds).
+printf '\nthe test bed: lane 1 (end-to-end, Home Assistant) %s s, lane 2 (systemd, other stacks) %s s; the slowest scenarios:\n' \
+  "$(cat "$lanes/1.seconds" 2> /dev/null || echo '?')" "$(cat "$lanes/2.seconds" 2> /dev/null || echo '?')"
+grep -ahE '^(PASS|FAIL) .* \([0-9.]+ s\)$' "$lanes/1" "$lanes/2" \
+  | sed -E 's/^(PASS|FAIL) (.*) \(([0-9.]+) s\)$/\3\t\1 \2/' | sort -t$'\t' -k1,1 -rn | head -n 5 \
+  | awk -F'\t' '{ printf "  %6.0f s  %s\n", $1, $2 }'
 # Every failed scenario again, last, with the lines it printed before it failed: a CI log cut
 # in the middle keeps its tail.
 grep -ahE '^(testbed: FAILED |testbed:   \| |FAILED: )' "$lanes/1" "$lanes/2"

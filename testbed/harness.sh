@@ -27,7 +27,7 @@ run_scenarios() {
       sed 's/^/    /' "$out"
     else
       failed=$((failed + 1))
-      printf 'FAIL %s [%s]\n---- scenario output\n' "$name" "$(stack_label)"
+      printf 'FAIL %s [%s] (%s s)\n---- scenario output\n' "$name" "$(stack_label)" "$(elapsed "$start")"
       cat "$out"
       show_diagnostics
       failures+=("$name [$(stack_label)]: $(grep -a . "$out" | tail -n 1)")
