@@ -82,7 +82,8 @@ cat "$lanes/1" "$lanes/2"
 # FAIL lines carry each scenario's seconds).
 printf '\nthe test bed: lane 1 (end-to-end, Home Assistant) %s s, lane 2 (systemd, other stacks) %s s; the slowest scenarios:\n' \
   "$(cat "$lanes/1.seconds" 2> /dev/null || echo '?')" "$(cat "$lanes/2.seconds" 2> /dev/null || echo '?')"
-grep -ahE '^(PASS|FAIL) .* \([0-9.]+ s\)$' "$lanes/1" "$lanes/2" \
+# (A guest under systemd writes its lines through a console: they end in CR LF.)
+tr -d '\r' < <(cat "$lanes/1" "$lanes/2") | grep -aE '^(PASS|FAIL) .* \([0-9.]+ s\)$' \
   | sed -E 's/^(PASS|FAIL) (.*) \(([0-9.]+) s\)$/\3\t\1 \2/' | sort -t$'\t' -k1,1 -rn | head -n 5 \
   | awk -F'\t' '{ printf "  %6.0f s  %s\n", $1, $2 }'
 # Every failed scenario again, last, with the lines it printed before it failed: a CI log cut
