@@ -318,9 +318,7 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     func centralToAuthorize(_ requested: String) throws(PeripheralError) -> String {
         let connected = centrals.sorted().joined(separator: ", ")
         guard requested.isEmpty else {
-            guard Bond.isAddress(requested) else {
-                throw PeripheralError(.invalid, "\(Untrusted.quoted(requested, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
-            }
+            if let refusal = Bond.refusal(ofAddress: requested) { throw PeripheralError(.invalid, refusal) }
             let address = requested.uppercased()
             guard centrals.contains(address) else {
                 throw PeripheralError(.invalid, "\(address) is not connected to Improv" + (centrals.isEmpty ? "; no central is" : "; connected: \(connected)"))

@@ -37,7 +37,7 @@ package enum JoinHelper {
     /// Whether `uid` is bleadvd's own user, the one caller the helper joins for (root runs
     /// bleadvd's joins itself, through NetworkManager).
     package static func isBleadvd(uid: UInt32) -> Bool {
-        guard let user = getpwnam(LocalTrust.groupName) else { return false }
+        guard let user = getpwnam(LocalTrust.userName) else { return false }
         return user.pointee.pw_uid == uid
     }
 

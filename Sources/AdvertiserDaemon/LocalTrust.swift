@@ -9,6 +9,8 @@ import Glibc
 package enum LocalTrust {
     /// The group whose members are trusted.
     package static let groupName = "bleadvd"
+    /// The user bleadvd runs as under its unit (the package's sysusers).
+    package static let userName = "bleadvd"
 
     /// Whether the user `uid` is trusted: root, this process's user, or a member of ``groupName``
     /// (its primary group or a supplementary one, as the system's user database says, as

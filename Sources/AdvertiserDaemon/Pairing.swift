@@ -157,10 +157,7 @@ actor Pairing<C: Clock> where C.Duration == Duration {
     /// Records the bond with `central`, made outside bleadvd's windows, as bleadvd's: it may
     /// use secured characteristics from now on (root's `bleadvctl pair --adopt`).
     func adopt(_ central: String) async throws(PeripheralError) {
-        guard Bond.isAddress(central) else {
-            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(central)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
-        }
-        let address = central.uppercased()
+        let address = try Self.address(central)
         guard try await bonds().contains(where: { $0.central == address }) else {
             throw PeripheralError(.unknownName, "no central \(address) is bonded with the adapter")
         }
@@ -169,11 +166,15 @@ actor Pairing<C: Clock> where C.Duration == Duration {
         logger.notice("pairing: \(address) adopted, as bleadvctl says: its bond (made outside bleadvd's windows) may use secured characteristics")
     }
 
+    /// `text` as an address, in capitals as BlueZ writes it.
+    /// - Throws: `invalidValue` when it is none.
+    static func address(_ text: String) throws(PeripheralError) -> String {
+        if let refusal = Bond.refusal(ofAddress: text) { throw PeripheralError(.invalidValue, refusal) }
+        return text.uppercased()
+    }
+
     func forget(_ central: String, any: Bool) async throws(PeripheralError) {
-        guard Bond.isAddress(central) else {
-            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(central)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
-        }
-        let address = central.uppercased()
+        let address = try Self.address(central)
         if !any {
             let made: Bool
             do {

@@ -104,4 +104,9 @@ public struct Bond: Hashable, Sendable, Comparable {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
     }
+
+    /// The one line that refuses `text` as an address (escaped, bounded); nil when it is one.
+    public static func refusal(ofAddress text: String) -> String? {
+        isAddress(text) ? nil : "\(PeripheralError.quoted(text)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)"
+    }
 }

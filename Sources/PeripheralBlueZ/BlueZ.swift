@@ -65,9 +65,7 @@ package enum BlueZ {
     /// The path of a device under an adapter.
     /// - Throws: `PeripheralError` `invalid` when `address` is not an address.
     static func devicePath(_ address: String, adapter: String) throws -> DBusObjectPath {
-        guard Bond.isAddress(address) else {
-            throw PeripheralError(.invalid, "\(PeripheralError.quoted(address)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
-        }
+        if let refusal = Bond.refusal(ofAddress: address) { throw PeripheralError(.invalid, refusal) }
         return try adapterPath(adapter).appending("dev_" + String(address.uppercased().map { $0 == ":" ? "_" : $0 }))
     }
 

@@ -34,8 +34,7 @@ extension Bleadvctl {
             @OptionGroup var bus: BusOptions
 
             func validate() throws {
-                guard let address, !Bond.isAddress(address) else { return }
-                throw ValidationError("\(Untrusted.quoted(address, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
+                if let address, let refusal = Bond.refusal(ofAddress: address) { throw ValidationError(refusal) }
             }
 
             func run() throws {

@@ -40,9 +40,7 @@ extension Bleadvctl {
             }
             if let adopt {
                 guard seconds == nil else { throw ValidationError("--adopt opens no window: give it no seconds") }
-                guard Bond.isAddress(adopt) else {
-                    throw ValidationError("\(Untrusted.quoted(adopt, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
-                }
+                if let refusal = Bond.refusal(ofAddress: adopt) { throw ValidationError(refusal) }
             }
         }
 
@@ -191,9 +189,7 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func validate() throws {
-            guard Bond.isAddress(address) else {
-                throw ValidationError("\(Untrusted.quoted(address, limit: 40)) is not a Bluetooth address (expected e.g. AA:BB:CC:DD:EE:FF)")
-            }
+            if let refusal = Bond.refusal(ofAddress: address) { throw ValidationError(refusal) }
         }
 
         func run() throws {
