@@ -2,6 +2,12 @@
 # TESTBED_ROOT (the repository) and TESTBED_WORK (a writable scratch folder) set. What runs the
 # scenarios and reports them to the host is testbed/harness.sh.
 
+# A scenario that `set -e` stops says where, and on what, as `fail` says what it checked: a
+# failed command's silence (a `grep` that matched nothing, under pipefail) is no verdict.
+if [[ $- == *e* ]]; then
+  trap 'echo "the scenario stopped at ${BASH_SOURCE[0]##*/}:$LINENO: a command failed (status $?): $BASH_COMMAND" >&2' ERR
+fi
+
 # wait_for SECONDS WHAT CONDITION: polls CONDITION (shell code) every 0.2 s.
 wait_for() {
   local seconds=$1 what=$2 condition=$3 i
