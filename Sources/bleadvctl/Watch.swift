@@ -43,7 +43,7 @@ extension Bleadvctl {
         static func watch(json: Bool, on loop: EventLoop) async throws {
             let connection = try await connectToSystemBus(on: loop)
             // Subscribed before the rules are in place: what comes after them comes once.
-            let subscribed = await subscribe(on: connection)
+            let subscribed = try await subscribe(on: connection)
             let rules = ControlAPI.Signal.allCases.filter { $0 != .pairing }.map {
                 DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
             }
@@ -56,13 +56,16 @@ extension Bleadvctl {
             throw Failure(code: Failure.failed, message: "the system bus connection ended")
         }
 
-        /// Asks bleadvd for every event whole; false when it is not this user's to have.
-        static func subscribe(on connection: DBusConnection) async -> Bool {
+        /// Asks bleadvd for every event whole; false when it is not this user's to have. Throws
+        /// (exit 3) when bleadvd is not running: a watch of no daemon would wait for good.
+        static func subscribe(on connection: DBusConnection) async throws(Failure) -> Bool {
             do {
                 _ = try await connection.call(
                     destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                     member: ControlAPI.Method.subscribe.name, expecting: "")
                 return true
+            } catch let error as DBusError where error.name == .serviceUnknown || error.name == .nameHasNoOwner {
+                throw Failure(dbus: error)
             } catch let error as DBusError where error.name == .accessDenied || error.name == ControlAPI.errorName(.accessDenied) {
                 printError("the values of secured characteristics are left out: they are shown to root and group bleadvd alone")
                 return false

@@ -235,4 +235,14 @@ struct ControlTests {
         #expect(result.status == 3)
         #expect(result.errors.hasPrefix("bleadvctl: bleadvd is not running"))
     }
+
+    @Test("with no daemon on the bus, bleadvctl watch exits 3 at once instead of waiting for good")
+    func watchNotRunning() async throws {
+        let bus = try PrivateBus()
+
+        let result = try await runProgram(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+
+        #expect(result.status == 3)
+        #expect(result.errors.hasPrefix("bleadvctl: bleadvd is not running"))
+    }
 }
