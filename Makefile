@@ -135,8 +135,8 @@ test-matrix: deb ## every scenario on every stack (bookworm, trixie, sid; both k
 test: ## everything: unit, bus, daemon, unit file and end-to-end tests; each step's time in .build/test-figures.tsv (it changes no tracked file)
 	@scripts/test-all.sh
 
-figures: ## write the figures of the last make test, if everything passed, into the README
-	@scripts/readme-figures.sh
+figures: ## write the figures of the last make test, if everything passed, into docs/TESTING.md (with the machine, and whether it began from a fresh clone)
+	@scripts/test-figures.sh
 
 demo: build ## boot the test bed and run bleadvd from the example config; see what hci1 hears
 	testbed/setup.sh
@@ -203,7 +203,7 @@ deb: build ## a Debian package in .build/bleadvd_VERSION-1_ARCH.deb, checked by 
 debian-swift: ## build, unit-test and package bleadvd with Debian's own Swift (unstable's swiftlang 6.2.3) in a chroot of Debian's packages, linked for Debian 13 and later: .build/debian-amd64/ (about 6 min the first time)
 	scripts/debian-swift.sh amd64
 
-deb-arm64: ## the arm64 package for a Raspberry Pi (Debian 13 / Raspberry Pi OS 13 and later), built as make debian-swift builds, in an arm64 chroot under qemu-user: .build/debian-arm64/ (slow: see the README)
+deb-arm64: ## the arm64 package for a Raspberry Pi (Debian 13 / Raspberry Pi OS 13 and later), built as make debian-swift builds, in an arm64 chroot under qemu-user: .build/debian-arm64/ (slow: see docs/GUIDE.md, "Install")
 	scripts/debian-swift.sh arm64 build deb
 
 testbed-arm64-test: ## the arm64 package on a Debian 13 arm64 guest (qemu-system-aarch64), with and without extended advertising; run make deb-arm64 first
@@ -233,7 +233,7 @@ bench: build ## bleadvd side by side with busctl, bluetoothctl and BlueZ's examp
 	testbed/setup.sh
 	testbed/run.sh testbed/bench/bench.sh
 
-bench-address: build ## the address a scanner on hci1 hears across 10 sets, broadcast and peripheral (scenario 56): README "addresses"
+bench-address: build ## the address a scanner on hci1 hears across 10 sets, broadcast and peripheral (scenario 56): docs/GUIDE.md, "Broadcast a sensor"
 	testbed/setup.sh
 	testbed/run.sh testbed/scenarios/56-address.sh
 

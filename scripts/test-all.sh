@@ -3,8 +3,9 @@
 #   tests: N passed, N failed
 # (the Swift tests and the test bed scenarios; a step that fails before reporting counts as one
 # failure). Exit code 0 only when everything passed. Each step's time and counts go to
-# .build/test-figures.tsv; a run changes no file git tracks: `make figures` writes a passing
-# run's record into the README (scripts/readme-figures.sh), whose figures are never typed by hand.
+# .build/test-figures.tsv (and the machine it ran on, and whether it began from a fresh clone, in
+# .build/test-figures.machine); a run changes no file git tracks: `make figures` writes a passing
+# run's record into docs/TESTING.md (scripts/test-figures.sh): figures are never typed by hand.
 #
 # The test bed's four stages run in two lanes at once, each booting its own VMs: one VM under
 # software emulation keeps about one of the machine's cores busy (its guest mostly waits on
@@ -17,7 +18,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 figures=.build/test-figures.tsv
+# A fresh clone has no build yet: its figures are what a newcomer meets, a warm cache's are not.
+if [[ -d .build/debug || -d .build/release ]]; then start="a warm build directory (.build/ already built)"; else start="a fresh clone"; fi
 mkdir -p .build
+{
+  echo "machine=$(nproc) cores ($(sed -nE 's/^model name[[:space:]]*: (.*)/\1/p' /proc/cpuinfo | head -n1)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
+  echo "start=$start"
+  echo "date=$(date -u +%Y-%m-%d)"
+} > .build/test-figures.machine
 printf 'step\tseconds\tpassed\tfailed\n' > "$figures"
 started_all=$SECONDS
 
@@ -95,4 +103,4 @@ printf '(wall clock)\t%d\t0\t0\n' $((SECONDS - started_all)) >> "$figures"
 read -r passed failed < <(awk -F'\t' 'NR > 1 { p += $3; f += $4 } END { print p + 0, f + 0 }' "$figures")
 printf '\ntests: %d passed, %d failed\n' "$passed" "$failed"
 [ "$failed" -eq 0 ] || exit 1
-echo "each step's time is in $figures; make figures writes them into the README"
+echo "each step's time is in $figures; make figures writes them into docs/TESTING.md"
