@@ -226,21 +226,11 @@ struct ControlTests {
         #expect(back == [.string("heart"), .string("on")])
     }
 
-    @Test("with no daemon on the bus, bleadvctl exits 3")
-    func notRunning() async throws {
+    @Test("with no daemon on the bus, bleadvctl exits 3 at once: a command, and watch, which would wait for good", arguments: ["status", "watch"])
+    func notRunning(_ command: String) async throws {
         let bus = try PrivateBus()
 
-        let result = try await runProgram(product("bleadvctl"), ["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
-
-        #expect(result.status == 3)
-        #expect(result.errors.hasPrefix("bleadvctl: bleadvd is not running"))
-    }
-
-    @Test("with no daemon on the bus, bleadvctl watch exits 3 at once instead of waiting for good")
-    func watchNotRunning() async throws {
-        let bus = try PrivateBus()
-
-        let result = try await runProgram(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        let result = try await runProgram(product("bleadvctl"), [command], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
 
         #expect(result.status == 3)
         #expect(result.errors.hasPrefix("bleadvctl: bleadvd is not running"))
