@@ -8,8 +8,9 @@
 # run's record into docs/TESTING.md (scripts/test-figures.sh): figures are never typed by hand.
 #
 # The test bed's four stages run in two lanes at once, each booting its own VMs: one VM under
-# software emulation keeps about one of the machine's cores busy (its guest mostly waits on
-# the emulated radio and on timeouts), so a second one uses the core the first leaves idle.
+# software emulation keeps about one of the machine's cores busy, so a second one uses the core
+# the first leaves; with both, the cores are busy throughout (docs/TESTING.md, "Where the time
+# goes"): a third lane would only slow the two.
 # Everything both lanes need (the test bed's packages, kernels and images, the release build and
 # both packages) is made before either starts: nothing is installed or built while a guest runs
 # (a library replaced under a guest sharing this machine's root crashes its programs). Each
