@@ -107,6 +107,29 @@ package enum BlueZ {
         }
     }
 
+    /// Why a call must not go out; nil when it may. User bleadvd's bus policy lets it set any
+    /// property of any BlueZ object and remove any device (a bus policy cannot see paths or
+    /// property names), so each `Properties.Set` and `RemoveDevice` is checked here before it
+    /// goes out: an adapter's `Powered` and `Pairable` alone, a device of the adapter called.
+    /// Which bonds may go is Pairing's check (its record, or root's `--any`).
+    package static func refusal(of method: Method, at path: DBusObjectPath, _ arguments: [DBusValue]) -> String? {
+        switch method {
+        case .setProperty:
+            guard adapterName(of: path) != nil, arguments.count == 3, arguments[0].string == adapterInterface,
+                  let name = arguments[1].string, ["Powered", "Pairable"].contains(name),
+                  arguments[2].variantValue?.boolean != nil else {
+                return "bleadvd sets an adapter's Powered and Pairable alone; Properties.Set on \(path) refused"
+            }
+        case .removeDevice:
+            guard let adapter = adapterName(of: path), arguments.count == 1,
+                  let device = arguments[0].objectPath.flatMap(Self.device(at:)), device.adapter == adapter else {
+                return "bleadvd removes a device of the adapter it asks; RemoveDevice on \(path) refused"
+            }
+        default: break
+        }
+        return nil
+    }
+
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     /// The signature of `GetManagedObjects`' reply.
     static let managedObjectsSignature: DBusSignature = "a{oa{sa{sv}}}"

@@ -275,6 +275,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     ) async throws -> [DBusValue] {
         // bluetoothd answers in milliseconds: a second is a stack that is stuck or slow, and the
         // module's other work waits behind the call.
+        if let refusal = BlueZ.refusal(of: method, at: path, arguments) { throw PeripheralError(.invalid, refusal) }
         let started = ContinuousClock.now
         defer {
             let took = ContinuousClock.now - started
