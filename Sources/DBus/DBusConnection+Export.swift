@@ -71,17 +71,22 @@ extension DBusConnection {
 
     /// Changes an exported property and, when it changed and emits changes, sends
     /// `PropertiesChanged`; with `always`, even when the value is the one the property has (a
-    /// GATT value set again is a notification a central may be waiting for).
+    /// GATT value set again is a notification a central may be waiting for). With `announce`
+    /// false the value changes silently (a GATT value whose notification must wait).
     /// - Throws: ``DBusError`` when there is no such property or the value's type is not the
     ///   property's.
-    public func setProperty(_ name: String, of interface: String, at path: DBusObjectPath, to value: DBusValue, always: Bool = false) throws {
+    public func setProperty(
+        _ name: String, of interface: String, at path: DBusObjectPath, to value: DBusValue, always: Bool = false, announce: Bool = true
+    ) throws {
         guard let index = objects[path]?.interfaces[interface]?.properties.firstIndex(where: { $0.name == name }) else {
             throw DBusError(.unknownProperty, "no property \(interface).\(name) at \(path)")
         }
-        try store(value, index: index, interface: interface, path: path, always: always)
+        try store(value, index: index, interface: interface, path: path, always: always, announce: announce)
     }
 
-    private func store(_ value: DBusValue, index: Int, interface: String, path: DBusObjectPath, always: Bool = false) throws {
+    private func store(
+        _ value: DBusValue, index: Int, interface: String, path: DBusObjectPath, always: Bool = false, announce: Bool = true
+    ) throws {
         let property = objects[path]!.interfaces[interface]!.properties[index]
         guard value.type == property.type else {
             throw DBusError.invalidArgs(
@@ -90,7 +95,7 @@ extension DBusConnection {
         try value.validate()
         guard always || value != property.value else { return }
         objects[path]!.interfaces[interface]!.properties[index].value = value
-        if property.emitsChanged && property.access.isReadable {
+        if announce && property.emitsChanged && property.access.isReadable {
             try emit(path: path, interface: StandardInterface.properties, member: DBusProperties.changed,
                      [.string(interface), .variantDictionary([property.name: value]), .strings([])], to: objects[path]!.caller)
         }

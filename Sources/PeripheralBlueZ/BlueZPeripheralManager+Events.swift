@@ -100,6 +100,7 @@ extension BlueZPeripheralManager {
     private func vanished(_ generation: StackGeneration) async {
         if bluetoothd == generation { bluetoothd = nil }
         await forget { $0.generation == generation }
+        await linksEnded(on: nil)
         publish(.bluezVanished(generation))
     }
 
@@ -130,6 +131,7 @@ extension BlueZPeripheralManager {
             guard let device = body[0].objectPath.flatMap(BlueZ.device(at:)),
                   let properties = body[1].dictionaryEntries?.first(where: { $0.key.string == BlueZ.deviceInterface })?.value.variantDictionary,
                   properties["Connected"]?.boolean == true else { return }
+            linked(device.address, on: device.adapter, bonded: properties["Paired"]?.boolean)
             publish(.connected(central: device.address, adapter: device.adapter))
         // BlueZ announces an adapter's advertising manager once when it comes and once when it
         // goes. These are the only source of the events: a reply to adapters() that already lists
@@ -145,20 +147,32 @@ extension BlueZPeripheralManager {
                   interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
             let generation = bluetoothd!
             await forget { $0.adapter == name && $0.generation == generation }
+            await linksEnded(on: name)
             publish(.adapterRemoved(name, generation))
         case DBusProperties.changed where body.count >= 2 && body[0].string == BlueZ.deviceInterface:
             // A central that finished pairing (its Paired turns true), whose link came up or
             // ended (Connected turns true or false).
             guard let path = message.path, let device = BlueZ.device(at: path), let changed = body[1].variantDictionary else { return }
-            if changed["Paired"]?.boolean == true { publish(.paired(central: device.address, adapter: device.adapter)) }
+            let paired = changed["Paired"]?.boolean
+            if paired == true {
+                if links[device.adapter]?[device.address] != nil { linked(device.address, on: device.adapter, bonded: true) }
+                publish(.paired(central: device.address, adapter: device.adapter))
+            }
             switch changed["Connected"]?.boolean {
-            case true?: publish(.connected(central: device.address, adapter: device.adapter))
-            case false?: publish(.disconnected(central: device.address, adapter: device.adapter))
+            case true?:
+                linked(device.address, on: device.adapter, bonded: paired)
+                publish(.connected(central: device.address, adapter: device.adapter))
+            case false?:
+                await unlinked(device.address, on: device.adapter)
+                publish(.disconnected(central: device.address, adapter: device.adapter))
             case nil: break
             }
         case DBusProperties.changed where body.count >= 2:
             guard let path = message.path, let name = BlueZ.adapterName(of: path), let changed = body[1].variantDictionary else { return }
-            if let powered = changed["Powered"]?.boolean { publish(.adapterPowered(name, powered, bluetoothd!)) }
+            if let powered = changed["Powered"]?.boolean {
+                if !powered { await linksEnded(on: name) }
+                publish(.adapterPowered(name, powered, bluetoothd!))
+            }
             if let pairable = changed["Pairable"]?.boolean { publish(.pairable(adapter: name, pairable)) }
         default:
             logger.debug("ignored signal \(message.member ?? "?") from \(message.sender ?? "?")")

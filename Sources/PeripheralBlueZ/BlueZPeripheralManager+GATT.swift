@@ -61,7 +61,7 @@ extension BlueZPeripheralManager {
         guard !tree.secrets.contains(characteristic) else { return }
         // Set again, a value is notified again: a central may be waiting for it (Improv's
         // client for the error its second malformed frame gets).
-        try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value), always: true)
+        try await store(value, of: characteristic, at: path, secured: tree.securedNotifying.contains(characteristic), always: true)
     }
 
     // MARK: What BlueZ calls
@@ -171,7 +171,7 @@ extension BlueZPeripheralManager {
         }
         // Centrals read what they may read from here; what they can only write is not kept.
         if !characteristic.isSecret {
-            try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes))
+            try await store(bytes, of: id, at: path, secured: characteristic.isSecuredNotifying, always: false)
         }
         publish(.gatt(GATTEvent(id, .written(bytes, value), central: central)))
     }

@@ -50,6 +50,13 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// The centrals refused a secured characteristic whose refusal was logged (once each, at
     /// most ``maximumLongReads`` kept).
     var refusalsLogged: Set<String> = []
+    /// The centrals connected to each adapter, each with whether it may be bonded (BlueZ said
+    /// it is paired, or did not say it is not). bluetoothd sends a characteristic's change to
+    /// every subscriber alike, so a secured one's change waits while a central bleadvd does not
+    /// admit may be among them (``heldChanges``).
+    var links: [String: [String: Bool]] = [:]
+    /// The secured characteristics whose change waits for such centrals to leave, by path.
+    var heldChanges: [DBusObjectPath: (adapter: String, id: GATTCharacteristicID)] = [:]
 
     /// A manager on `connection` (the system bus in production).
     /// - Parameters:

@@ -64,6 +64,8 @@ struct GATTObjectTree {
     let characteristics: [GATTCharacteristicID: DBusObjectPath]
     /// The write-only characteristics, whose values are secrets kept nowhere on the bus.
     let secrets: Set<GATTCharacteristicID>
+    /// The secured characteristics that notify or indicate, whose changes may have to wait.
+    let securedNotifying: Set<GATTCharacteristicID>
 
     /// The tree of `application` at `root`: `…/serviceK`, `…/serviceK/charJ`, `…/charJ/desc0`.
     /// - Parameter characteristic: the exported interface of one characteristic (its id, the
@@ -75,6 +77,7 @@ struct GATTObjectTree {
         var objects: [(path: DBusObjectPath, interfaces: [DBusInterface])] = []
         var characteristics: [GATTCharacteristicID: DBusObjectPath] = [:]
         var secrets: Set<GATTCharacteristicID> = []
+        var securedNotifying: Set<GATTCharacteristicID> = []
         for (s, service) in application.services.enumerated() {
             let servicePath = try root.appending("service\(s)")
             objects.append((servicePath, [Self.serviceInterface(service)]))
@@ -84,6 +87,7 @@ struct GATTObjectTree {
                 objects.append((path, [characteristic(item, id, servicePath, path)]))
                 characteristics[id] = path
                 if item.isSecret { secrets.insert(id) }
+                if item.isSecuredNotifying { securedNotifying.insert(id) }
                 if let text = item.userDescription {
                     objects.append((try path.appending("desc0"), [Self.userDescriptionInterface(text, of: path)]))
                 }
@@ -93,6 +97,7 @@ struct GATTObjectTree {
         self.objects = objects
         self.characteristics = characteristics
         self.secrets = secrets
+        self.securedNotifying = securedNotifying
     }
 
     /// Exports the tree for one caller (bluetoothd's unique name), the only one its objects

@@ -22,7 +22,8 @@
 #   are refused, each logged with the central's address; nothing is written;
 # - `bleadvctl forget`: the bond is gone and the next read fails again; a bond bleadvd has no
 #   record of making is left unless --any, and reads no secured value until root adopts it
-#   (pair --adopt); user nobody's status shows no secured value; nobody's bluetoothctl takes
+#   (pair --adopt), nor is it notified of a secured change (which goes out once it left);
+#   user nobody's status shows no secured value; nobody's bluetoothctl takes
 #   the default agent and turns Pairable on (BlueZ's policy lets it): bleadvd turns Pairable off
 #   again, saying so, and the central reads no secured value;
 # - Pairable is false after a reload that turns pairing off with a window open, after SIGTERM
@@ -45,7 +46,7 @@ uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
 [service.lock.characteristic.state]
 uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
 format = "utf8"
-flags = ["read", "write"]
+flags = ["read", "write", "notify"]
 value = "locked"
 
 [service.lock.characteristic.dimmer]
@@ -285,10 +286,35 @@ expect_line "$central_address" "$(bonds)"
 out=$(central encrypt "read:$state")
 echo "$out"
 grep -qE "read $state: ATT error INSUFFICIENT_AUTHORI" <<< "$out" || fail "a bond bleadvd has no record of read the secured value"
+# Nor does it hear the secured value change: bluetoothd notifies every subscriber alike, so
+# the change waits while that central is connected, and goes out once it left.
+# notified_of WHAT NAME: the central, encrypted, subscribes to the state; root sets it to WHAT
+# meanwhile; the central's lines in NAME.lines.
+notified_of() {
+  local turn="$TESTBED_WORK/notify-$2" run
+  rm -rf "$turn"; mkdir -p "$turn"
+  central encrypt "subscribe:$state" "touch:$turn/subscribed" "await:$turn/set" "notified:$state=$(printf '%s' "$1" | od -An -tx1 | tr -d ' \n')" \
+    > "$TESTBED_WORK/$2.lines" &
+  run=$!
+  wait_for 60 "the central to subscribe" "[ -e '$turn/subscribed' ] || ! kill -0 $run" || true
+  bleadvctl set lock "state=$1"
+  touch "$turn/set"
+  wait "$run" || true
+  cat "$TESTBED_WORK/$2.lines"
+}
+notified_of open stranger-notify
+grep -q "notified $state: nothing in 10 s" "$TESTBED_WORK/stranger-notify.lines" \
+  || fail "a central bonded around bleadvd was notified of the secured value"
+wait_for 10 "the held change to go out once it left" "grep -q \"lock.state's held change went out\" '$TESTBED_WORK/bleadvd.log'" \
+  || fail "the held change did not go out once the central left"
+{ grep -E "lock.state's (change waits|held change)" "$TESTBED_WORK/bleadvd.log" || true; } | tail -n 2 | sed 's/^/    journal: /'
 bleadvctl pair --adopt "$central_address" | sed 's/^/    /'
 out=$(central encrypt "read:$state")
 echo "$out"
-expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
+expect_line "read $state: $(printf open | od -An -tx1 | tr -d ' \n')" "$out"
+# Adopted, it hears the change (the check above can fail).
+notified_of locked adopted-notify
+expect_line "notified $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$(cat "$TESTBED_WORK/adopted-notify.lines")"
 bleadvctl forget --any "$central_address"
 [[ -z "$(bonds)" ]] || fail "forget --any left the bond: $(bonds)"
 
