@@ -20,7 +20,7 @@ extension Daemon {
     /// What the loop reacts to, one at a time.
     enum Event: Sendable {
         /// The module's states changed (after a control call, an event, a retry).
-        case states([String: BluetoothModule<C>.Status])
+        case states([RegistrationKey: BluetoothModule<C>.Status])
         /// The start-up registrations finished (`true`), or ``readyWait`` passed first.
         case started(settled: Bool)
         /// The process asked for something.

@@ -23,9 +23,9 @@ extension Daemon {
         name != ImprovConfig.name || improvOffered
     }
 
-    /// The control API's view of the services: each is where the application is.
-    func serviceStates() async -> [String: AdvertisementState] {
-        guard let status = await module.applicationStatus().status else { return [:] }
+    /// The control API's view of the services: each is where the application is (`status`).
+    func serviceStates(_ status: BluetoothModule<C>.Status?) async -> [String: AdvertisementState] {
+        guard let status else { return [:] }
         var state = state(status)
         state.kind = .service
         return await values.serviceValues.mapValues { shown in

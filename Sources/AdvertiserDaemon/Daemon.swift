@@ -150,7 +150,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     }
 
     package func status() async -> [String: AdvertisementState] {
-        states(await module.status(), values: await values.advertisementValues()).merging(await serviceStates()) { advertisement, _ in advertisement }
+        let statuses = await module.status()
+        return states(statuses.advertisements, values: await values.advertisementValues())
+            .merging(await serviceStates(statuses[.application])) { advertisement, _ in advertisement }
     }
 
     package func set(_ name: String, _ new: [String: DBusValue]) async throws(PeripheralError) {
@@ -255,8 +257,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
 
     /// Announces what changed: StateChanged for each advertisement whose state moved, and
     /// STATUS= when the summary did. Called from the loop only.
-    func publish(_ statuses: [String: BluetoothModule<C>.Status]) async {
-        let states = states(statuses, values: await values.advertisementValues())
+    func publish(_ statuses: [RegistrationKey: BluetoothModule<C>.Status]) async {
+        let states = states(statuses.advertisements, values: await values.advertisementValues())
         let names = Set(await values.names)
         let before = statusLine()
         for (name, state) in states.sorted(by: { $0.key < $1.key }) where names.contains(name) {

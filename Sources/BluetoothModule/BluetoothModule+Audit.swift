@@ -79,7 +79,7 @@ extension BluetoothModule {
         for finding in new { logger.warning("audit: \(finding.text)") }
         for adapter in gone { logger.notice("audit: \(adapter): what BlueZ holds agrees with bleadvd again") }
         for key in registrations.keys {
-            guard case .advertisement = key, case .on(_, let adapter)? = registrations[key]?.status.phase else { continue }
+            guard key.kind == .advertisement, case .on(_, let adapter)? = registrations[key]?.status.phase else { continue }
             registrations[key]?.status.mismatch = audits.found[adapter]
         }
     }

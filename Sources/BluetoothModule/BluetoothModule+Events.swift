@@ -67,7 +67,7 @@ extension BluetoothModule {
                 stack.powered(adapter, false, settleUntil: clock.now.advanced(by: Self.powerOffSettle))
                 // Advertisements leave the air with the power; BlueZ keeps the GATT application.
                 for key in registrations.keys {
-                    guard case .advertisement = key, case .on(let id, adapter)? = registrations[key]?.status.phase,
+                    guard key.kind == .advertisement, case .on(let id, adapter)? = registrations[key]?.status.phase,
                           id.generation == generation else { continue }
                     await takeOff(key)
                 }

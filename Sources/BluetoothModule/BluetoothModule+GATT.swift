@@ -5,8 +5,9 @@ public import Peripheral
 extension BluetoothModule {
     // MARK: GATT
 
-    /// The GATT application in force (with the values set and written since).
-    var application: GATTApplication? {
+    /// The GATT application in force (with the values set and written since); nil when none
+    /// is configured. Where it is: `status()[.application]`.
+    public var application: GATTApplication? {
         if case .application(let application)? = registrations[.application]?.subject { application } else { nil }
     }
 
@@ -55,12 +56,6 @@ extension BluetoothModule {
         }
     }
 
-    /// The application in force (with the values set and written since), and where it is; nil
-    /// for both when none is configured.
-    public func applicationStatus() -> (application: GATTApplication?, status: Status?) {
-        (application, registrations[.application]?.status)
-    }
-
     func send(_ value: [UInt8], of characteristic: GATTCharacteristicID, in id: RegistrationID) async {
         do {
             try await manager.updateValue(value, of: characteristic, in: id)
@@ -96,11 +91,6 @@ extension BluetoothModule {
             guard case .on(_, let adapter)? = registrations[.agent]?.status.phase else { return }
             try await manager.setPairable(open, adapter: adapter)
         }
-    }
-
-    /// The agent's registration, nil when pairing is off.
-    public func agentStatus() -> Status? {
-        registrations[.agent]?.status
     }
 
     /// The centrals bonded with the adapter in use.

@@ -102,7 +102,7 @@ extension BluetoothModule {
         case .retrying(_, let delay)?:
             logger.warning("\(key): \(error.message); retrying in \(delay)")
         case .failed?:
-            let until = if case .application = key { "the config changes" } else { "it is turned on again" }
+            let until = if key == .application { "the config changes" } else { "it is turned on again" }
             logger.error("\(key): \(error.message); not retrying until \(until)")
         }
     }

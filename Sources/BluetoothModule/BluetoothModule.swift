@@ -73,11 +73,11 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// Whether the changes about to be announced are the audit's own repairs, which schedule
     /// their own recount.
     var auditing = false
-    var listeners: [Int: AsyncStream<[String: Status]>.Continuation] = [:]
+    var listeners: [Int: AsyncStream<[RegistrationKey: Status]>.Continuation] = [:]
     /// Whether the adapter is to take new bonds (a pairing window is open); sent again after
     /// each registration of the agent, which makes BlueZ's adapters pairable.
     var pairable = false
-    var announced: [String: Status] = [:]
+    var announced: [RegistrationKey: Status] = [:]
     /// The links up on each adapter, by the other side's address, as the events told them.
     var links: [String: Set<String>] = [:]
     /// When what the links on each adapter took off air is to be registered again, and when it
@@ -172,7 +172,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     public func configure(_ advertisements: [String: Advertisement]) async {
         try? await exclusively {
             for key in registrations.keys {
-                guard case .advertisement(let name) = key, advertisements[name] == nil else { continue }
+                guard let name = key.advertisement, advertisements[name] == nil else { continue }
                 await takeOff(key)
                 registrations[key] = nil
             }
@@ -261,15 +261,16 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         holder.map { ($0.operation, $0.since.duration(to: clock.now), turnstile.waiting) }
     }
 
-    /// The status of every advertisement, by name.
-    public func status() -> [String: Status] {
-        registrations.advertisementStatuses
+    /// The status of every registration: the advertisements (by name), the GATT application,
+    /// the pairing agent. `status().advertisements` has the advertisements' by name.
+    public func status() -> [RegistrationKey: Status] {
+        registrations.statuses
     }
 
     /// Every change of ``status()`` from now on, latest first: a consumer that falls behind
     /// gets the newest state, not every step.
-    public func changes() -> AsyncStream<[String: Status]> {
-        let (stream, continuation) = AsyncStream<[String: Status]>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    public func changes() -> AsyncStream<[RegistrationKey: Status]> {
+        let (stream, continuation) = AsyncStream<[RegistrationKey: Status]>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = nextListener
         nextListener += 1
         listeners[id] = continuation
@@ -376,8 +377,10 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         auditing = false
         let now = status()
         guard now != announced else { return }
+        // The audit compares the advertisements with what BlueZ holds: their changes call for one.
+        let advertisementsChanged = now.advertisements != announced.advertisements
         announced = now
-        if !fromAudit { scheduleAudit() }
+        if !fromAudit && advertisementsChanged { scheduleAudit() }
         for listener in listeners.values { listener.yield(now) }
     }
 

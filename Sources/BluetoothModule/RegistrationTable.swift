@@ -1,18 +1,42 @@
-import Peripheral
+public import Peripheral
 
-/// Which registration: an advertisement by its name, the GATT application, or the pairing
-/// agent. In order: the advertisements by name, then the application, then the agent.
-enum RegistrationKey: Hashable, Comparable, Sendable, CustomStringConvertible {
-    case advertisement(String)
-    case application
-    case agent
+/// Which registration: its kind and, for an advertisement, its name (there is one GATT
+/// application and one pairing agent). In order: the advertisements by name, then the
+/// application, then the agent.
+public struct RegistrationKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// What kind of registration it is.
+    public let kind: RegistrationSubject.Kind
+    /// The advertisement's name; empty for the application and the agent.
+    public let name: String
+
+    /// The advertisement named `name`.
+    public static func advertisement(_ name: String) -> Self { Self(kind: .advertisement, name: name) }
+    /// The GATT application.
+    public static let application = Self(kind: .application, name: "")
+    /// The pairing agent.
+    public static let agent = Self(kind: .agent, name: "")
+
+    /// The advertisement's name, if it is one.
+    public var advertisement: String? { kind == .advertisement ? name : nil }
+
+    /// By kind (advertisements first), then by name.
+    public static func < (a: Self, b: Self) -> Bool { (a.kind, a.name) < (b.kind, b.name) }
 
     /// How the log names it: the advertisement's name, `GATT`, or `pairing`.
-    var description: String {
-        switch self {
-        case .advertisement(let name): name
+    public var description: String {
+        switch kind {
+        case .advertisement: name
         case .application: "GATT"
         case .agent: "pairing"
+        }
+    }
+}
+
+extension Dictionary where Key == RegistrationKey {
+    /// The advertisements' entries, by name.
+    public var advertisements: [String: Value] {
+        reduce(into: [:]) { result, entry in
+            if let name = entry.key.advertisement { result[name] = entry.value }
         }
     }
 }
@@ -58,12 +82,8 @@ struct RegistrationTable<Instant: InstantProtocol & Sendable>: Sendable where In
     /// The keys, in order.
     var keys: [Key] { registrations.keys.sorted() }
 
-    /// Each advertisement's status, by name.
-    var advertisementStatuses: [String: Status] {
-        registrations.reduce(into: [:]) { result, entry in
-            if case .advertisement(let name) = entry.key { result[name] = entry.value.status }
-        }
-    }
+    /// Every registration's status.
+    var statuses: [Key: Status] { registrations.mapValues(\.status) }
 
     /// The key registered as `id`.
     func key(of id: RegistrationID) -> Key? {
@@ -73,7 +93,7 @@ struct RegistrationTable<Instant: InstantProtocol & Sendable>: Sendable where In
     /// The advertisements on air on `adapter`, in order.
     func advertisementsOnAir(on adapter: String) -> [Key] {
         keys.filter { key in
-            guard case .advertisement = key, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
+            guard key.kind == .advertisement, case .on(_, adapter)? = registrations[key]?.status.phase else { return false }
             return true
         }
     }

@@ -33,6 +33,29 @@ public enum RegistrationSubject: Sendable {
     /// closes the adapter again (the stack may reopen it whenever an agent registers, so call
     /// it after this). The stack holds it for every adapter.
     case agent(PairingMethod, decider: any PairingDecider)
+
+    /// A registration's kind, without what it carries: the one list of kinds, from which the
+    /// domain's keys, the managers' records and the errors about a registration derive.
+    public enum Kind: Int, Hashable, Comparable, Sendable, CaseIterable {
+        /// An advertisement.
+        case advertisement
+        /// The GATT application.
+        case application
+        /// The pairing agent.
+        case agent
+
+        /// Advertisements first, then the application, then the agent.
+        public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// Its kind.
+    public var kind: Kind {
+        switch self {
+        case .advertisement: .advertisement
+        case .application: .application
+        case .agent: .agent
+        }
+    }
 }
 
 /// Something that happened below the domain: BlueZ, adapters, or an advertisement BlueZ dropped.

@@ -28,7 +28,7 @@ extension BlueZPeripheralManager {
         do {
             _ = try await callBlueZ(
                 on: generation, path: adapterPath, .registerApplication,
-                [.objectPath(root), .variantDictionary([:])], expecting: .empty, about: .application)
+                [.objectPath(root), .variantDictionary([:])], expecting: .empty, about: .registration(.application))
         } catch let error as PeripheralError where error.code != .timeout {
             await tree.unexport(from: connection)
             throw error
@@ -37,7 +37,7 @@ extension BlueZPeripheralManager {
             await tree.unexport(from: connection)
             _ = try? await callBlueZ(
                 on: generation, path: adapterPath, .unregisterApplication,
-                [.objectPath(root)], expecting: .empty, about: .application)
+                [.objectPath(root)], expecting: .empty, about: .registration(.application))
             logger.warning("\(root.rawValue) withdrawn: its registration got no answer (\(error))")
             throw error
         }
@@ -45,7 +45,7 @@ extension BlueZPeripheralManager {
             await tree.unexport(from: connection)
             throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the GATT application")
         }
-        exports[root] = Export(adapter: adapter, generation: generation, kind: .application(tree))
+        exports[root] = Export(adapter: adapter, generation: generation, objects: .application(tree))
         return RegistrationID(root.rawValue, generation: generation)
     }
 

@@ -26,13 +26,13 @@ extension BlueZPeripheralManager {
             do {
                 _ = try await callBlueZ(
                     on: generation, path: BlueZ.agentManagerPath, .registerAgent,
-                    [.objectPath(path), .string(BlueZ.capability(method))], expecting: .empty, about: .agent)
+                    [.objectPath(path), .string(BlueZ.capability(method))], expecting: .empty, about: .registration(.agent))
             } catch let error as PeripheralError where error.code == .alreadyRegistered {
                 // Registered by this connection already (a registration whose answer was lost).
             }
             _ = try await callBlueZ(
                 on: generation, path: BlueZ.agentManagerPath, .requestDefaultAgent,
-                [.objectPath(path)], expecting: .empty, about: .agent)
+                [.objectPath(path)], expecting: .empty, about: .registration(.agent))
         } catch {
             await connection.unexport(path)
             throw error
@@ -41,7 +41,7 @@ extension BlueZPeripheralManager {
             await connection.unexport(path)
             throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the pairing agent")
         }
-        exports[path] = Export(adapter: "", generation: generation, kind: .agent(method))
+        exports[path] = Export(adapter: "", generation: generation, objects: .agent(method))
         logger.debug("pairing agent \(path) registered with bluetoothd \(generation) as \(BlueZ.capability(method))")
         return RegistrationID(path.rawValue, generation: generation)
     }
@@ -57,13 +57,13 @@ extension BlueZPeripheralManager {
             do {
                 _ = try await callBlueZ(
                     on: generation, path: BlueZ.agentManagerPath, .requestDefaultAgent,
-                    [.objectPath(BlueZ.agentPath)], expecting: .empty, about: .agent)
+                    [.objectPath(BlueZ.agentPath)], expecting: .empty, about: .registration(.agent))
             } catch {
                 logger.warning("the pairing agent could not be made the default again: \(error)")
             }
         }
         _ = try await callBlueZ(
-            on: generation, path: try BlueZ.adapterPath(adapter), .setProperty, [.string(BlueZ.adapterInterface), .string("Pairable"), .variant(.boolean(pairable))], about: .agent)
+            on: generation, path: try BlueZ.adapterPath(adapter), .setProperty, [.string(BlueZ.adapterInterface), .string("Pairable"), .variant(.boolean(pairable))], about: .registration(.agent))
         logger.info("\(adapter) \(pairable ? "takes new bonds" : "takes no new bonds")")
     }
 
@@ -71,7 +71,7 @@ extension BlueZPeripheralManager {
     /// 5.65 has no `Bonded`), from `GetManagedObjects`.
     public func bonds(adapter: String) async throws -> [Bond] {
         let reply = try await callBlueZ(
-            on: try await currentBluetoothd(), path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .agent)
+            on: try await currentBluetoothd(), path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .registration(.agent))
         return (reply[0].dictionaryEntries ?? []).compactMap { entry -> Bond? in
             guard let path = entry.key.objectPath, let device = BlueZ.device(at: path), device.adapter == adapter,
                   let properties = entry.value.dictionaryEntries?.first(where: { $0.key.string == BlueZ.deviceInterface })?
@@ -86,7 +86,7 @@ extension BlueZPeripheralManager {
         let device = try BlueZ.devicePath(central, adapter: adapter)
         do {
             _ = try await callBlueZ(
-                on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), .removeDevice, [.objectPath(device)], expecting: .empty, about: .agent)
+                on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), .removeDevice, [.objectPath(device)], expecting: .empty, about: .registration(.agent))
         } catch let error as PeripheralError where error.code == .notRegistered || error.code == .rejected {
             throw PeripheralError(.unknownName, "\(adapter) has no bond with \(central.uppercased())")
         }

@@ -178,7 +178,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             await connection.unexport(path)
             throw PeripheralError(.bluezUnavailable, "bluetoothd \(generation) left the bus while registering the advertisement")
         }
-        exports[path] = Export(adapter: adapter, generation: generation, kind: .advertisement(advertisement))
+        exports[path] = Export(adapter: adapter, generation: generation, objects: .advertisement(advertisement))
         logger.debug("registered \(path) on \(adapter) of bluetoothd \(generation) in \(ContinuousClock.now - started)")
         return RegistrationID(path.rawValue, generation: generation)
     }
@@ -220,7 +220,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         guard exports[path] != nil else {
             throw PeripheralError(.notRegistered, "\(id) was released by BlueZ while it was being updated")
         }
-        exports[path]?.kind = .advertisement(advertisement)
+        exports[path]?.objects = .advertisement(advertisement)
     }
 
     /// Says `PropertiesChanged` of the advertisement's `Type`, its value unchanged: BlueZ sends
@@ -278,7 +278,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// `PeripheralError` about `subject`.
     func callBlueZ(
         on generation: StackGeneration, path: DBusObjectPath, _ method: BlueZ.Method,
-        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, about subject: BlueZSubject = .advertisement
+        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, about subject: BlueZSubject = .registration(.advertisement)
     ) async throws -> [DBusValue] {
         // bluetoothd answers in milliseconds: a second is a stack that is stuck or slow, and the
         // module's other work waits behind the call.

@@ -5,8 +5,8 @@ import Peripheral
 /// advertisement's object, or a GATT application's object tree. One table holds them all
 /// (`BlueZPeripheralManager.exports`, by root path), and one place forgets them.
 struct Export {
-    /// What the objects are.
-    enum Kind {
+    /// What the objects hold, by kind of registration (``RegistrationSubject/Kind``).
+    enum Objects {
         /// One `LEAdvertisement1` object at the root, with the advertisement last set on it.
         case advertisement(Advertisement)
         /// A GATT application's objects under the root.
@@ -19,30 +19,39 @@ struct Export {
     var adapter: String
     /// The bluetoothd that holds it.
     var generation: StackGeneration
-    var kind: Kind
+    var objects: Objects
+
+    /// The kind of registration it is.
+    var kind: RegistrationSubject.Kind {
+        switch objects {
+        case .advertisement: .advertisement
+        case .application: .application
+        case .agent: .agent
+        }
+    }
 
     /// The advertisement, if it is one.
     var advertisement: Advertisement? {
-        if case .advertisement(let advertisement) = kind { advertisement } else { nil }
+        if case .advertisement(let advertisement) = objects { advertisement } else { nil }
     }
 
     /// The application's objects, if it is one.
     var application: GATTObjectTree? {
-        if case .application(let tree) = kind { tree } else { nil }
+        if case .application(let tree) = objects { tree } else { nil }
     }
 
     /// The agent's method, if it is the agent.
     var agent: PairingMethod? {
-        if case .agent(let method) = kind { method } else { nil }
+        if case .agent(let method) = objects { method } else { nil }
     }
 
     /// How BlueZ unregisters it: the object whose manager holds it (its adapter; the agent
     /// manager for the agent), the method, and what the method's errors are about.
     func unregistration() throws -> (path: DBusObjectPath, method: BlueZ.Method, about: BlueZSubject) {
         switch kind {
-        case .advertisement: (try BlueZ.adapterPath(adapter), .unregisterAdvertisement, .advertisement)
-        case .application: (try BlueZ.adapterPath(adapter), .unregisterApplication, .application)
-        case .agent: (BlueZ.agentManagerPath, .unregisterAgent, .agent)
+        case .advertisement: (try BlueZ.adapterPath(adapter), .unregisterAdvertisement, .registration(kind))
+        case .application: (try BlueZ.adapterPath(adapter), .unregisterApplication, .registration(kind))
+        case .agent: (BlueZ.agentManagerPath, .unregisterAgent, .registration(kind))
         }
     }
 

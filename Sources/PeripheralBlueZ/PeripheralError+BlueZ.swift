@@ -2,27 +2,26 @@ package import DBus
 package import Peripheral
 
 /// What a call to BlueZ was about, so that its errors name it.
-package enum BlueZSubject: Sendable {
-    case advertisement
-    case application
-    case agent
+package enum BlueZSubject: Sendable, Equatable {
+    /// A registration of this kind (registering it, unregistering it, what it does).
+    case registration(RegistrationSubject.Kind)
     /// The adapter's own properties (powering it on).
     case adapter
 
     var noun: String {
         switch self {
-        case .advertisement: "the advertisement"
-        case .application: "the GATT application"
-        case .agent: "the pairing agent"
+        case .registration(.advertisement): "the advertisement"
+        case .registration(.application): "the GATT application"
+        case .registration(.agent): "the pairing agent"
         case .adapter: "the adapter's setting"
         }
     }
 
     var ability: String {
         switch self {
-        case .advertisement: "advertise"
-        case .application: "serve GATT"
-        case .agent: "pair"
+        case .registration(.advertisement): "advertise"
+        case .registration(.application): "serve GATT"
+        case .registration(.agent): "pair"
         case .adapter: "be powered on"
         }
     }
@@ -32,7 +31,7 @@ extension PeripheralError {
     /// Translates an error from BlueZ or the bus into a code and a message a person can act on.
     /// This is the one place BlueZ's error names are mapped; an unknown name keeps its name in
     /// the message under the `unknown` code.
-    package init(bluez error: DBusError, about subject: BlueZSubject = .advertisement) {
+    package init(bluez error: DBusError, about subject: BlueZSubject = .registration(.advertisement)) {
         let detail = error.message.isEmpty ? "" : " (BlueZ: \(error.message))"
         switch error.name.rawValue {
         case "org.bluez.Error.NotPermitted" where error.message.contains("Maximum advertisements"):

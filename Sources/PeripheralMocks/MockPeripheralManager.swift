@@ -47,12 +47,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         /// The calls that never answer (``Script/neverAnswers``), held so they stay pending.
         var unanswered: [UnsafeContinuation<Void, Never>] = []
         /// The kind of each identity a registration handed out, for its unregistering.
-        var kinds: [RegistrationID: Kind] = [:]
-    }
-
-    /// The kind of a registration, as the mock scripts and records each kind on its own.
-    enum Kind {
-        case advertisement, application, agent
+        var kinds: [RegistrationID: RegistrationSubject.Kind] = [:]
     }
 
     /// Everything the mock was asked, in order per kind of call.
@@ -184,23 +179,20 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// ``Calls/registeredAgents``); answers as that kind's script says (``scriptStart(_:)``,
     /// ``scriptRegisterApplication(_:)``, ``scriptRegisterAgent(_:)``).
     public func register(_ subject: RegistrationSubject, on adapter: String) async throws -> RegistrationID {
-        let (kind, id): (Kind, RegistrationID)
+        let id: RegistrationID
         switch subject {
         case .advertisement(let advertisement):
-            kind = .advertisement
             id = try await answer("register(.advertisement, on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
         case .application(let application):
-            kind = .application
             id = try await answer("register(.application, on: \(adapter))", \.registerApplication) {
                 $0.registeredApplications.append((application, adapter))
             }
         case .agent(let method, let decider):
-            kind = .agent
             id = try await answer("register(.agent(\(method)), on: \(adapter))", \.registerAgent) {
                 $0.registeredAgents.append((method, decider))
             }
         }
-        state.withLock { $0.kinds[id] = kind }
+        state.withLock { $0.kinds[id] = subject.kind }
         return id
     }
 

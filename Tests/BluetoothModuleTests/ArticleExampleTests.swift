@@ -24,6 +24,6 @@ struct ArticleExampleTests {
         await module.retryDue()
 
         #expect(mock.startAdvertisingCallCount == 2)
-        #expect(await module.status()["beacon"]?.phase == .on(RegistrationID("/ad/1"), adapter: "hci0"))
+        #expect(await module.status()[.advertisement("beacon")]?.phase == .on(RegistrationID("/ad/1"), adapter: "hci0"))
     }
 }

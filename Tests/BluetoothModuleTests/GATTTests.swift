@@ -38,7 +38,7 @@ struct GATTTests {
 
         #expect(h.mock.calls.registeredApplications.map(\.adapter) == ["hci0"])
         #expect(h.mock.calls.registeredApplications.first?.application == App.battery(80))
-        #expect(await h.module.applicationStatus().status?.phase == .on(App.id, adapter: "hci0"))
+        #expect(await h.module.status()[.application]?.phase == .on(App.id, adapter: "hci0"))
     }
 
     @Test("a new value of the same shape changes in place: one update, no new registration")
@@ -74,7 +74,7 @@ struct GATTTests {
         await h.module.serve(nil)
 
         #expect(h.mock.calls.unregisteredApplications == [App.id])
-        #expect(await h.module.applicationStatus().status == nil)
+        #expect(await h.module.status()[.application] == nil)
     }
 
     @Test("setting a value updates the registered characteristic")
@@ -85,7 +85,7 @@ struct GATTTests {
         try await h.module.setValue([42], of: App.level)
 
         #expect(h.mock.calls.updatedValues.map(\.value) == [[42]])
-        #expect(await h.module.applicationStatus().application?[App.level]?.value == [42])
+        #expect(await h.module.application?[App.level]?.value == [42])
     }
 
     @Test("setting an unknown characteristic is refused and calls nothing")
@@ -106,7 +106,7 @@ struct GATTTests {
         try await h.module.setValue([33], of: App.level)
 
         await h.module.handle(.bluezVanished())
-        #expect(await h.module.applicationStatus().status?.phase == .waiting)
+        #expect(await h.module.status()[.application]?.phase == .waiting)
         await h.module.handle(.bluezAppeared())
 
         #expect(h.mock.calls.registeredApplications.count == 2)
@@ -156,7 +156,7 @@ struct GATTTests {
 
         await h.module.handle(.adapterRemoved("hci1"))
 
-        #expect(await h.module.applicationStatus().status?.phase == .on(App.id, adapter: "hci0"))
+        #expect(await h.module.status()[.application]?.phase == .on(App.id, adapter: "hci0"))
     }
 
     @Test("a transient failure is retried on the clock")
@@ -164,8 +164,8 @@ struct GATTTests {
         let h = await App.harness()
         h.mock.scriptRegisterApplication(.sequence([.failure(PeripheralError(.failed, "busy")), .success(App.id)]))
         await h.module.serve(App.battery(80))
-        guard case .retrying(let at, 1)? = await h.module.applicationStatus().status?.phase else {
-            Issue.record("not retrying: \(String(describing: await h.module.applicationStatus().status?.phase))")
+        guard case .retrying(let at, 1)? = await h.module.status()[.application]?.phase else {
+            Issue.record("not retrying: \(String(describing: await h.module.status()[.application]?.phase))")
             return
         }
 
@@ -173,7 +173,7 @@ struct GATTTests {
         await h.module.retryDue()
 
         #expect(h.mock.calls.registeredApplications.count == 2)
-        #expect(await h.module.applicationStatus().status?.phase == .on(App.id, adapter: "hci0"))
+        #expect(await h.module.status()[.application]?.phase == .on(App.id, adapter: "hci0"))
     }
 
     @Test("a refusal that would repeat is not retried")
@@ -183,7 +183,7 @@ struct GATTTests {
 
         await h.module.serve(App.battery(80))
 
-        #expect(await h.module.applicationStatus().status?.phase == .failed(PeripheralError(.rejected, "bad")))
+        #expect(await h.module.status()[.application]?.phase == .failed(PeripheralError(.rejected, "bad")))
         #expect(await h.module.nextRetry == nil)
     }
 }

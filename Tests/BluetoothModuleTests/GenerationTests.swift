@@ -90,7 +90,7 @@ struct GenerationTests {
         await h.module.handle(.bluezVanished(.first))
         await h.module.handle(.bluezAppeared(Self.second))
 
-        #expect(await h.module.applicationStatus().status?.phase == .on(id, adapter: "hci0"))
+        #expect(await h.module.status()[.application]?.phase == .on(id, adapter: "hci0"))
         #expect(h.mock.calls.registeredApplications.count == 1)
     }
 }

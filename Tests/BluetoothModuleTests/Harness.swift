@@ -32,6 +32,6 @@ struct Harness {
     }
 
     func status(_ name: String = "heart") async -> BluetoothModule<ManualClock>.Status? {
-        await module.status()[name]
+        await module.status()[.advertisement(name)]
     }
 }

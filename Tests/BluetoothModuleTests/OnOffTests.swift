@@ -154,7 +154,7 @@ struct OnOffTests {
         await h.module.configure(["door": Harness.door])
 
         #expect(h.mock.calls.stopped == [Harness.heartID])
-        #expect(await h.module.status().keys.sorted() == ["door"])
+        #expect(await h.module.status().keys.sorted() == [.advertisement("door")])
     }
 
     @Test("a call nobody scripted is reported as a test issue naming the call")

@@ -27,7 +27,7 @@ struct PairingTests {
         #expect(h.mock.calls.registeredAgents.map(\.method) == [.passkey])
         #expect(await h.mock.agentRequest(PairingRequest(central: "AA:BB:CC:DD:EE:FF", .authorize)) == true)
         #expect(decider.asked == [PairingRequest(central: "AA:BB:CC:DD:EE:FF", .authorize)])
-        #expect(await h.module.agentStatus()?.phase == .on(Agent.id, adapter: "hci0"))
+        #expect(await h.module.status()[.agent]?.phase == .on(Agent.id, adapter: "hci0"))
     }
 
     @Test("the adapter is closed to new bonds right after the agent registers, which opens it")
@@ -51,7 +51,7 @@ struct PairingTests {
 
         #expect(h.mock.calls.registeredAgents.count == 2)
         #expect(h.mock.calls.pairable.map(\.pairable) == [false, true, true])
-        #expect(await h.module.agentStatus()?.phase == .on(Agent.id, adapter: "hci0"))
+        #expect(await h.module.status()[.agent]?.phase == .on(Agent.id, adapter: "hci0"))
     }
 
     @Test("Pairable turned on by another program while no window is open (any local user may, by BlueZ's policy) is turned off again")
@@ -114,7 +114,7 @@ struct PairingTests {
         await h.module.offerPairing(nil, decider: RecordingDecider(true))
 
         #expect(h.mock.calls.unregisteredAgents == [Agent.id])
-        #expect(await h.module.agentStatus() == nil)
+        #expect(await h.module.status()[.agent] == nil)
     }
 
     @Test("an agent bluetoothd released is registered again")
@@ -125,7 +125,7 @@ struct PairingTests {
         await h.module.handle(.released(Agent.id))
 
         #expect(h.mock.calls.registeredAgents.count == 2)
-        #expect(await h.module.agentStatus()?.phase == .on(Agent.id, adapter: "hci0"))
+        #expect(await h.module.status()[.agent]?.phase == .on(Agent.id, adapter: "hci0"))
     }
 
     @Test("a window opened before the agent registers is sent with its registration")
@@ -149,7 +149,7 @@ struct PairingTests {
         await h.module.retryDue()
 
         #expect(h.mock.calls.registeredAgents.count == 2)
-        #expect(await h.module.agentStatus()?.phase == .on(Agent.id, adapter: "hci0"))
+        #expect(await h.module.status()[.agent]?.phase == .on(Agent.id, adapter: "hci0"))
     }
 
     @Test("bonds and forget go to the adapter in use")

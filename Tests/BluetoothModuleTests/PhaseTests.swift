@@ -17,7 +17,7 @@ struct PhaseTests {
         await h.clock.waitForSleepers()
 
         h.clock.advance(by: .seconds(1))
-        let onAir = await changes.first { $0["heart"]?.phase == .on(Harness.heartID, adapter: "hci0") }
+        let onAir = await changes.first { $0[.advertisement("heart")]?.phase == .on(Harness.heartID, adapter: "hci0") }
 
         #expect(onAir != nil)
         #expect(h.mock.startAdvertisingCallCount == 2)

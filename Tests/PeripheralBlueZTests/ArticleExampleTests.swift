@@ -19,7 +19,7 @@ struct ArticleExampleTests {
         await module.configure(["door": try Beacon.eddystoneURL(url: "https://example.com", txPower: -20).advertisement()])
         let changes = await module.changes()
         try await module.on("door")
-        let onAir = await changes.first { if case .on = $0["door"]?.phase { true } else { false } }
+        let onAir = await changes.first { if case .on = $0[.advertisement("door")]?.phase { true } else { false } }
 
         #expect(onAir != nil)
         #expect(try await session.advertisements().count == 1)
