@@ -37,10 +37,9 @@ extension Daemon {
     /// ``stopWait``, whatever BlueZ does) or until the bus is lost.
     ///
     /// Everything it starts is a child of one task group, cancelled and awaited before it
-    /// returns: a feeder per source (BlueZ's events, handed to the module in order; the
-    /// module's states; the process's requests; the bus's loss; the start-up registrations;
-    /// the watchdog), reloads asked for by signal, and a sender per advertisement whose values
-    /// are being set.
+    /// returns: a feeder per source (BlueZ's events, handed to the components by a ``Router``,
+    /// with each component's queue and `run()`; the module's states; the process's requests;
+    /// the bus's loss; the start-up registrations; the watchdog) and reloads asked for by signal.
     /// - Parameter watchdog: systemd's `WatchdogSec=` (`$WATCHDOG_USEC`), if set: WATCHDOG=1 is
     ///   sent every half of it, each after a round trip through this actor and the bus.
     /// - Throws: ``DaemonFailure`` when the name is taken or refused, BlueZ cannot be watched,
@@ -57,28 +56,22 @@ extension Daemon {
         let bluez = try await start()
         let changes = await module.changes()
         let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
-            // BlueZ's events go to the features as they come. Those whose handling waits for
-            // the module's turn with BlueZ (which a call bluetoothd is slow to answer can hold
-            // for seconds) go through a queue each, so that none holds up a central's write on
-            // its way to the value in force.
-            let toModule = Self.queue(in: &group) { [module] (event: PeripheralEvent) in await module.handle(event) }
-            let toPairing = Self.queue(in: &group) { [pairing] (central: String) in await pairing.centralPaired(central) }
-            let toImprov = Self.queue(in: &group, buffering: .bufferingOldest(Self.improvBacklog)) { [improv] (input: ImprovInput) in
-                switch input {
-                case .frame(let bytes, let central): await improv.written(bytes, central: central)
-                case .read(let central): await improv.centralUses(central)
-                case .left(let central): await improv.centralLeft(central)
-                case .linksEnded: await improv.linksEnded()
-                }
-            }
-            group.addTask {
-                await self.feed(bluez, module: toModule, pairing: toPairing, improv: toImprov)
-                toModule.finish(); toPairing.finish(); toImprov.finish()
+            // The components, in the order BlueZ's events reach them: Improv first (its
+            // command's frames are its alone), then what centrals write to the value in force,
+            // then advertising, then pairing. Each takes its share at once or through a queue
+            // of its own, so that none holds up another: the module's turn with BlueZ, which a
+            // call bluetoothd is slow to answer can hold for seconds, never keeps a central's
+            // write from the value in force, nor a bond from Pairing.
+            var router = Router()
+            router.add(improv, in: &group, logger: logger)
+            router.add(values, in: &group, logger: logger)
+            router.add(module, in: &group, logger: logger)
+            router.add(pairing, in: &group, logger: logger)
+            group.addTask { [router] in
+                for await event in bluez { await router.route(event) }
+                router.finish()
             }
             group.addTask { [post] in for await states in changes { post.yield(.states(states)) } }
-            group.addTask { [pairing] in await pairing.run() }
-            group.addTask { [improv] in await improv.run() }
-            group.addTask { [values] in await values.run() }
             group.addTask { [post] in for await request in requests { post.yield(.request(request)) } }
             group.addTask { [post, bus] in
                 await bus.lost()
@@ -119,61 +112,6 @@ extension Daemon {
             return nil
         }
         if let failure { throw failure }
-    }
-
-    /// Hands BlueZ's events to whom they concern: a central's write to Values (or to Improv's
-    /// queue, for its command characteristic) and to the module, which keeps it at once; a bond
-    /// to Pairing's queue; a read of Improv's characteristics, a link's end (and the end of
-    /// every link) to Improv's too; the rest to the module's queue.
-    private nonisolated func feed(
-        _ bluez: AsyncStream<PeripheralEvent>, module toModule: AsyncStream<PeripheralEvent>.Continuation,
-        pairing toPairing: AsyncStream<String>.Continuation, improv toImprov: AsyncStream<ImprovInput>.Continuation
-    ) async {
-        var dropping = false
-        for await event in bluez {
-            switch event {
-            case .paired(let central, _):
-                toPairing.yield(central)
-            case .gatt(let central):
-                guard case .written(let bytes, _) = central.kind, central.characteristic == Self.improvCommand else {
-                    if central.kind == .read, central.characteristic.service == ImprovConfig.name, !central.central.isEmpty {
-                        toImprov.yield(.read(central: central.central))
-                    }
-                    await values.centralDid(central)
-                    // Of what centrals do, only a write changes what the module keeps, and the
-                    // module keeps it at once, without its turn: as fast as centrals write,
-                    // nothing queues.
-                    if case .written = central.kind { await module.handle(event) }
-                    continue
-                }
-                switch toImprov.yield(.frame(bytes, central: central.central)) {
-                case .dropped where !dropping:
-                    dropping = true
-                    logger.warning("improv: dropped a write of \(Central.named(central.central))'s: \(Self.improvBacklog) wait for Improv's answers already (and those after it, until they are answered)")
-                case .enqueued: dropping = false
-                default: break
-                }
-            case .disconnected(let central, _):
-                toImprov.yield(.left(central))
-                toModule.yield(event)
-            case .bluezVanished, .adapterRemoved, .adapterPowered(_, false, _):
-                toImprov.yield(.linksEnded)
-                toModule.yield(event)
-            default:
-                toModule.yield(event)
-            }
-        }
-    }
-
-    /// A queue whose values `handle` takes one at a time, in order, in a child of `group`:
-    /// whoever yields to it never waits for `handle`.
-    private static func queue<T: Sendable>(
-        in group: inout DiscardingTaskGroup, buffering: AsyncStream<T>.Continuation.BufferingPolicy = .unbounded,
-        _ handle: @escaping @Sendable (T) async -> Void
-    ) -> AsyncStream<T>.Continuation {
-        let (stream, continuation) = AsyncStream<T>.makeStream(bufferingPolicy: buffering)
-        group.addTask { for await value in stream { await handle(value) } }
-        return continuation
     }
 
     /// Says STOPPING=1 and takes everything off air (unregisters from BlueZ), giving up after

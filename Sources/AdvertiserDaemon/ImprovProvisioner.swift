@@ -494,3 +494,62 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
         }
     }
 }
+
+/// What Improv takes of BlueZ's events: frames written to its command characteristic (which no
+/// other component sees: a frame may carry a Wi-Fi password, and is no value to keep), reads of
+/// its characteristics (the central uses Improv: a person may authorize it), the end of a
+/// central's link (which drops its partial frame) and of every link (bluetoothd left, an
+/// adapter went), in order, at most ``queueLimit`` waiting.
+extension ImprovProvisioner: DaemonComponent {
+    /// What centrals send Improv, in order.
+    enum Input: Sendable {
+        /// A frame, or part of one, written to the command characteristic.
+        case frame([UInt8], central: String)
+        /// A read of one of Improv's characteristics.
+        case read(central: String)
+        /// The central's link ended.
+        case left(String)
+        /// Every link ended.
+        case linksEnded
+    }
+
+    /// The characteristic Improv's clients write their commands to.
+    static var command: GATTCharacteristicID { GATTCharacteristicID(service: ImprovConfig.name, characteristic: "command") }
+
+    /// How many inputs wait for Improv at most (a few hundred KiB): Improv answers through the
+    /// module, whose turn with BlueZ a slow bluetoothd can hold for seconds; what comes beyond
+    /// it is dropped (a client waits for each answer: only a flood comes near it).
+    static var queueLimit: Int { 1024 }
+
+    nonisolated var backlog: Int? { Self.queueLimit }
+
+    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<Input> {
+        switch event {
+        case .gatt(let gatt):
+            if case .written(let bytes, _) = gatt.kind, gatt.characteristic == Self.command {
+                return .inTurnAlone(.frame(bytes, central: gatt.central))
+            }
+            guard gatt.kind == .read, gatt.characteristic.service == ImprovConfig.name, !gatt.central.isEmpty else { return .pass }
+            return .inTurn(.read(central: gatt.central))
+        case .disconnected(let central, _): return .inTurn(.left(central))
+        case .bluezVanished, .adapterRemoved, .adapterPowered(_, false, _): return .inTurn(.linksEnded)
+        default: return .pass
+        }
+    }
+
+    nonisolated func dropped(_ input: Input) -> String {
+        guard case .frame(_, let central) = input else {
+            return "improv: dropped what BlueZ said of a link: \(Self.queueLimit) inputs wait for Improv's answers already"
+        }
+        return "improv: dropped a write of \(Central.named(central))'s: \(Self.queueLimit) wait for Improv's answers already (and those after it, until they are answered)"
+    }
+
+    func take(_ input: Input) async {
+        switch input {
+        case .frame(let bytes, let central): await written(bytes, central: central)
+        case .read(let central): centralUses(central)
+        case .left(let central): centralLeft(central)
+        case .linksEnded: linksEnded()
+        }
+    }
+}

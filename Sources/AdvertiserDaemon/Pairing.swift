@@ -329,3 +329,15 @@ struct PairingAgent<C: Clock>: PairingDecider where C.Duration == Duration {
         await pairing?.cancelConfirmations()
     }
 }
+
+/// What Pairing takes of BlueZ's events: a central that finished pairing, in turn (it records
+/// the bond and may close the window through the module, whose turn a slow bluetoothd holds).
+extension Pairing: DaemonComponent {
+    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<String> {
+        if case .paired(let central, _) = event { .inTurn(central) } else { .pass }
+    }
+
+    func take(_ central: String) async {
+        await centralPaired(central)
+    }
+}

@@ -419,3 +419,15 @@ actor Values<C: Clock> where C.Duration == Duration {
         await announcer?.announceWrite(id, secret ? nil : value, secured: service.isSecured(id.characteristic), central: event.central)
     }
 }
+
+/// What Values takes of BlueZ's events: what centrals do, at once (a write is the value in
+/// force before the next event is handed out).
+extension Values: DaemonComponent {
+    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<GATTEvent> {
+        if case .gatt(let gatt) = event { .now(gatt) } else { .pass }
+    }
+
+    func take(_ event: GATTEvent) async {
+        await centralDid(event)
+    }
+}

@@ -156,7 +156,7 @@ struct DaemonInProcessTests {
         defer { h.stop() }
         try await eventually("Improv is on air") { h.bus.all.contains("StateChanged improv on") }
 
-        h.mock.emit(.gatt(GATTEvent(Daemon<ManualClock>.improvCommand, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
+        h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
         try await eventually("the level's write is announced") { h.bus.all.contains("Written dial.level (not shown)") }
 
@@ -181,7 +181,7 @@ struct DaemonInProcessTests {
         let (h, off) = try await Self.holdingTheTurn(Self.improvConfig)
         defer { off.cancel(); h.stop() }
 
-        h.mock.emit(.gatt(GATTEvent(Daemon<ManualClock>.improvCommand, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
+        h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
         try await eventually("the other central's write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
@@ -206,9 +206,9 @@ struct DaemonInProcessTests {
     func improvBacklogIsBounded() async throws {
         let (h, off) = try await Self.holdingTheTurn(Self.improvConfig)
         defer { off.cancel(); h.stop() }
-        let frame = GATTEvent(Daemon<ManualClock>.improvCommand, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")
+        let frame = GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")
 
-        for _ in 0..<(Daemon<ManualClock>.improvBacklog + 10) { h.mock.emit(.gatt(frame)) }
+        for _ in 0..<(ImprovProvisioner<ManualClock>.queueLimit + 10) { h.mock.emit(.gatt(frame)) }
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
         try await eventually("the other central's write is announced") { h.bus.all.contains("Written dial.level (not shown)") }
