@@ -97,7 +97,7 @@ extension Daemon {
                 case .started(let settled):
                     await announceReady(settled: settled)
                 case .subscriber(let name):
-                    group.addTask { await self.follow(name) }
+                    group.addTask { [announcements] in await announcements.follow(name) }
                 case .request(.reload):
                     logger.notice("reloading \(configPath)")
                     group.addTask { try? await self.reload() }
@@ -156,7 +156,7 @@ extension Daemon {
             throw DaemonFailure("cannot watch BlueZ on the system bus, so advertisements could not be restored after bluetoothd restarts: \(error)")
         }
         await module.configure(await values.advertisements)
-        await values.announce(to: self)
+        await values.announce(to: announcements)
         return events
     }
 

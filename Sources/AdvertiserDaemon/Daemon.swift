@@ -59,10 +59,8 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     var published: [String: AdvertisementState] = [:]
     /// Pairing: its window, its comparisons and its timer.
     let pairing: Pairing<C>
-    /// The clients sent every event whole (`Subscribe`), until each leaves the bus.
-    var subscribers = Subscribers()
-    /// Whether a local user (by id) may see the values of secured characteristics.
-    let trusts: @Sendable (UInt32) -> Bool
+    /// Values' port: the signals that announce values and writes, and the subscribers.
+    let announcements: Announcements
     /// Improv Wi-Fi provisioning, a component: its session, the Wi-Fi, its timers.
     let improv: ImprovProvisioner<C>
     /// Whether Improv's service and advertisement are offered, as the provisioner last said:
@@ -115,7 +113,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.bus = bus
         self.clock = clock
         self.notifier = notifier
-        self.trusts = trusts
+        self.announcements = Announcements(bus: bus, trusts: trusts)
         self.logger = logger
         let module = BluetoothModule(
             manager: manager, clock: clock, adapter: adapter ?? config.adapter, powerOn: config.powerOn,

@@ -5,8 +5,8 @@ import Logging
 import Peripheral
 
 /// Where values are announced: the control API's `ValuesChanged` and `Written` signals, to
-/// everyone without the secured values, and whole to each subscriber. The daemon is this port:
-/// it keeps the subscribers.
+/// everyone without the secured values, and whole to each subscriber: ``Announcements``, which
+/// keeps the subscribers.
 protocol ValuesAnnouncing: AnyObject, Sendable {
     /// A service's or an advertisement's values went on air: `all` of them to the subscribers,
     /// and to everyone those `everyone` may see.
@@ -74,7 +74,8 @@ actor Values<C: Clock> where C.Duration == Duration {
     let logger: Logger
     /// Where it runs (in bleadvd, the bus connection's event loop, as the daemon).
     nonisolated let executor: any SerialExecutor
-    /// Where values and writes are announced: the daemon, once it runs (``announce(to:)``).
+    /// Where values and writes are announced (``Announcements``), once the daemon runs
+    /// (``announce(to:)``).
     weak var announcer: (any ValuesAnnouncing)?
     /// Each advertisement's values, by name.
     var entries: [String: Entry]
