@@ -168,10 +168,10 @@ extension Daemon {
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(await application())
         await pairing.offer()
-        for name in enabled where isOffered(name) { try? await module.on(name) }
+        for name in enabled where await stage.isOffered(name) { try? await module.on(name) }
         // Improv waits for its look at the Wi-Fi (NetworkManager may be slow to answer at
         // boot): everything else goes first.
-        await improv.start(showing: self)
+        await improv.start(showing: stage)
     }
 
     private func announceReady(settled: Bool) async {

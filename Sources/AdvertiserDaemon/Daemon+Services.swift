@@ -6,21 +6,9 @@ import Logging
 import Peripheral
 
 extension Daemon {
-    /// The services in force as one application, in name order (Improv's only while it is
-    /// offered); nil when there are none.
+    /// The services offered as one application, in name order (``Stage``); nil when there are none.
     func application() async -> GATTApplication? {
-        let improvOffered = improvOffered
-        return await values.application { name in Self.isOffered(name, improvOffered: improvOffered) }
-    }
-
-    /// Whether what `name` configures may be on air: all but Improv's while it is withheld.
-    func isOffered(_ name: String) -> Bool {
-        Self.isOffered(name, improvOffered: improvOffered)
-    }
-
-    /// ``isOffered(_:)`` as a value of `improvOffered`, for a predicate handed to another actor.
-    static func isOffered(_ name: String, improvOffered: Bool) -> Bool {
-        name != ImprovConfig.name || improvOffered
+        await stage.application()
     }
 
     /// The control API's view of the services: each is where the application is (`status`).

@@ -63,9 +63,9 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     let announcements: Announcements
     /// Improv Wi-Fi provisioning, a component: its session, the Wi-Fi, its timers.
     let improv: ImprovProvisioner<C>
-    /// Whether Improv's service and advertisement are offered, as the provisioner last said:
-    /// the application holds its service only then.
-    var improvOffered = false
+    /// What of the config is on air (all but what a component withholds), and the GATT
+    /// application assembled from it: the components' showing port.
+    let stage: Stage<C>
     /// Where the daemon is in its life.
     var lifecycle = Lifecycle.starting
     /// One reload at a time; the next one waits here.
@@ -125,6 +125,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Self.bondNeeded(config.services.values), configPath: configPath, module: module,
             clock: clock, announcer: bus, bondRecord: bondRecord, logger: logger, executor: bus.eventLoop)
+        self.stage = Stage(values: values, module: module, withheld: ImprovProvisioner<C>.withheldAtStart, executor: bus.eventLoop)
         self.improv = ImprovProvisioner(
             config: config.improv, configPath: configPath, clock: clock, logger: logger, executor: bus.eventLoop,
             joiners: { config in joiner ?? bus.joiner(for: config, clock: clock) })
@@ -133,12 +134,16 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
     // MARK: AdvertiserControlling
 
     package func on(_ names: [String]) async throws(PeripheralError) {
-        // Improv withdrawn (the Wi-Fi is connected, or it was provisioned) stays withdrawn:
-        // `on` is group bleadvd's, and Improv on air would let strangers in range provision.
-        if names.contains(ImprovConfig.name), !isOffered(ImprovConfig.name) {
-            throw PeripheralError(.invalid, "Improv is not offered now: this machine's Wi-Fi is connected, or it was provisioned; bleadvd puts it on air when its Wi-Fi is lost")
+        // What a component withholds stays withheld (Improv while the Wi-Fi is connected, or
+        // once it provisioned): `on` is group bleadvd's, and Improv on air would let strangers
+        // in range provision.
+        for name in names {
+            if let refusal = await stage.refusal(name) { throw PeripheralError(.invalid, refusal) }
         }
-        let targets = names.isEmpty ? await values.names.filter(isOffered) : names
+        var targets = names
+        if names.isEmpty {
+            for name in await values.names where await stage.isOffered(name) { targets.append(name) }
+        }
         guard !targets.isEmpty else { return }
         try await each(targets) { [module] name throws(PeripheralError) in try await Self.typed { try await module.on(name) } }
     }
@@ -204,12 +209,12 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         let added = new.names.filter { !known.contains($0) && new.advertisements[$0]!.enabled }
         let advertisements = await values.reload(advertisements: new.advertisements)
         published = published.filter { new.advertisements[$0.key] != nil }
-        improvOffered = await improv.reconfigure(new.improv)
+        await improv.reconfigure(new.improv)
         await module.configure(advertisements)
         await values.reload(services: new.services)
         await module.serve(await application())
         await pairing.reconfigure(new.pairing, bondNeeded: Self.bondNeeded(new.services.values))
-        for name in added where isOffered(name) { try? await module.on(name) }
+        for name in added where await stage.isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }
 

@@ -5,18 +5,6 @@ import AdvertiserConfig
 import Logging
 import Peripheral
 
-/// Where Improv shows itself. The daemon serves it: Improv's service and advertisement are
-/// assembled, sent and put on and off the air with the rest of the daemon's.
-protocol ImprovShowing: AnyObject, Sendable {
-    /// Improv's characteristics take `values`, each at once and in this order (so that a client
-    /// waiting for one of them is notified even of a value it had before), and its
-    /// advertisement takes `advertisement`.
-    func showImprov(_ values: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async
-    /// Improv's service and advertisement go on air (`offered`), the service starting afresh
-    /// from `fresh` when given (a new session), or leave it.
-    func offerImprov(_ offered: Bool, fresh: ConfiguredService?) async
-}
-
 /// Improv Wi-Fi provisioning, a component of the daemon: the session and the frames centrals
 /// write (``ImprovRun``), whether this machine's Wi-Fi is connected, the joiner, and Improv's
 /// timers and work (a join, a scan, the identify program), which its own ``run()`` carries out.
@@ -80,7 +68,7 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     /// Where it runs (in bleadvd, the bus connection's event loop, as the daemon).
     nonisolated let executor: any SerialExecutor
     /// Where Improv shows itself: the daemon, once it runs this component (``start(showing:)``).
-    weak var display: (any ImprovShowing)?
+    weak var display: (any Showing)?
     /// The session, while `[improv]` is configured.
     var improv: ImprovRun<C.Instant>?
     /// Whether this machine's Wi-Fi is connected, and since when, once the joiner told.
@@ -123,25 +111,35 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     /// Improv's first look at the Wi-Fi, once everything else is registered (NetworkManager may
     /// be slow to answer at boot): it goes on air through `display` unless the Wi-Fi is
     /// connected.
-    func start(showing display: any ImprovShowing) async {
+    func start(showing display: any Showing) async {
         self.display = display
         guard improv != nil else { return }
         improv?.offered = false
         if await look() { await putOnAir() }
     }
 
-    /// Takes a reloaded `[improv]` (nil: removed), and returns whether Improv is offered: a
-    /// session under way goes on reconfigured, keeping whether it is offered; a newcomer is
-    /// offered as the Wi-Fi says (followed from its first look on).
-    func reconfigure(_ config: ImprovConfig?) async -> Bool {
-        guard config != improv?.config else { return improv?.offered ?? false }
-        let newcomer = improv == nil
-        let offered = improv?.offered ?? true
-        improv = config.map { config in improv.map { $0.reconfigured(config) } ?? ImprovRun(config) }
-        improv?.offered = offered
-        if newcomer, improv != nil { improv?.offered = await look() }
-        return improv?.offered ?? false
+    /// Takes a reloaded `[improv]` (nil: removed), and marks on its showing port whether Improv
+    /// is offered (the reload serves what is offered once the config is in): a session under
+    /// way goes on reconfigured, keeping whether it is offered; a newcomer is offered as the
+    /// Wi-Fi says (followed from its first look on).
+    func reconfigure(_ config: ImprovConfig?) async {
+        if config != improv?.config {
+            let newcomer = improv == nil
+            let offered = improv?.offered ?? true
+            improv = config.map { config in improv.map { $0.reconfigured(config) } ?? ImprovRun(config) }
+            improv?.offered = offered
+            if newcomer, improv != nil { improv?.offered = await look() }
+        }
+        await display?.mark(ImprovConfig.name, withheld: improv?.offered == true ? nil : Self.notOffered)
     }
+
+    /// Why Improv is not on air while it is withheld: what `bleadvctl on improv` answers.
+    static var notOffered: String {
+        "Improv is not offered now: this machine's Wi-Fi is connected, or it was provisioned; bleadvd puts it on air when its Wi-Fi is lost"
+    }
+
+    /// What Improv withholds before its first look at the Wi-Fi.
+    static var withheldAtStart: [String: String] { [ImprovConfig.name: notOffered] }
 
     /// Carries out `work`.
     func perform(_ work: Work) async {
@@ -282,7 +280,7 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
         guard let run = improv, run.offered else { return }
         var values: [(characteristic: String, bytes: [UInt8])] = [("error", [run.session.error.rawValue]), ("state", [run.session.state.rawValue])]
         if case .result(let frame) = step { values.append(("result", frame)) }
-        await display?.showImprov(values, advertisement: run.config.advertisement(state: run.session.state))
+        await display?.show(ImprovConfig.name, values, advertisement: run.config.advertisement(state: run.session.state))
     }
 
     // MARK: Authorization, identify, scan, join
@@ -435,7 +433,7 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     /// Puts Improv on air, with a fresh service when a new session starts.
     func putOnAir(fresh: ConfiguredService? = nil) async {
         improv?.offered = true
-        await display?.offerImprov(true, fresh: fresh)
+        await display?.offer(ImprovConfig.name, withheld: nil, fresh: fresh)
     }
 
     /// The Wi-Fi connected, or is no longer: Improv leaves the air at once (not while its own
@@ -476,7 +474,7 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     /// Takes Improv's advertisement and service off the air.
     func withdraw(because reason: String) async {
         improv?.offered = false
-        await display?.offerImprov(false, fresh: nil)
+        await display?.offer(ImprovConfig.name, withheld: Self.notOffered, fresh: nil)
         logger.notice("improv: no longer offered: \(reason)")
         if let wifi, !wifi.connected { post.yield(.due(.offer, clock.now.advanced(by: Self.offerDelay))) }
     }

@@ -17,16 +17,20 @@ struct ImprovComponentTests {
 
     /// What the component asked its port to show or offer, in order: `offer`, `offer fresh`,
     /// `withdraw`, or `show` with the state byte (and `result` when one came).
-    final class Display: ImprovShowing {
+    final class Display: Showing {
         let said = Mutex<[String]>([])
 
-        func showImprov(_ values: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async {
+        func show(_ name: String, _ values: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async {
             let shown = values.map { "\($0.characteristic)=\($0.bytes.count == 1 ? String($0.bytes[0]) : "\($0.bytes.count) bytes")" }
             said.withLock { $0.append((["show"] + shown).joined(separator: " ")) }
         }
 
-        func offerImprov(_ offered: Bool, fresh: ConfiguredService?) async {
-            said.withLock { $0.append(offered ? (fresh == nil ? "offer" : "offer fresh") : "withdraw") }
+        func offer(_ name: String, withheld: String?, fresh: ConfiguredService?) async {
+            said.withLock { $0.append(withheld == nil ? (fresh == nil ? "offer" : "offer fresh") : "withdraw") }
+        }
+
+        func mark(_ name: String, withheld: String?) async {
+            said.withLock { $0.append(withheld == nil ? "marked offered" : "marked withheld") }
         }
 
         var all: [String] { said.withLock { $0 } }
@@ -83,6 +87,18 @@ struct ImprovComponentTests {
         await h.improv.start(showing: h.display)
 
         #expect(h.display.all.isEmpty)
+    }
+
+    @Test("a reload marks on the port whether Improv is offered, without taking it on or off the air itself", arguments: [
+        (true, "marked withheld"), (false, "marked offered"),
+    ])
+    func reloadMarksWhetherOffered(removed: Bool, marked: String) async throws {
+        let h = try Harness(connected: false)
+        await h.improv.start(showing: h.display)
+
+        await h.improv.reconfigure(removed ? nil : Harness.open)
+
+        #expect(h.display.all == ["offer", marked])
     }
 
     @Test("Wi-Fi settings join, show provisioned with the redirect, and Improv leaves the air once the withdrawal's time came")
