@@ -11,10 +11,9 @@ public import Peripheral
 /// `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config
 /// (``errorNames``).
 ///
-/// Adding a method: a case of ``Method`` with its arguments and who may call it
-/// (``Method/access``), its handler in `ControlService` (the compiler asks for it), and its
-/// rule in the bus policy unless it is root's alone; then the contract's tests say what else
-/// to update.
+/// Adding a method: an entry of ``Method/all`` (`ControlMethods.swift`) with its arguments, who
+/// may call it (``Method/access``) and its handler, and its rule in the bus policy unless it is
+/// root's alone; then the contract's tests say what else to update.
 public enum ControlAPI {
     /// bleadvd's version, which `--version` of both programs prints and the Makefile gives
     /// the .deb: the one place it is written.
@@ -43,94 +42,38 @@ public enum ControlAPI {
     /// Every error name the daemon answers a call with.
     public static let errorNames: [DBusError.Name] = PeripheralError.Code.allCases.map(errorName) + [configError]
 
-    /// A method of the control interface.
-    public enum Method: String, CaseIterable, Sendable {
-        /// `On(as names)`: puts advertisements on air (every configured one when `names` is
-        /// empty); returns once BlueZ registered them all.
-        case on = "On"
-        /// `Off(as names)`: takes advertisements off air (every configured one when empty).
-        case off = "Off"
-        /// `Status() -> a{sa{sv}}`: per configured name, advertisements and GATT services (whose
-        /// state is the services' registration), `kind` s (advertisement, service), `desired` b,
-        /// `state` s (on, off, retrying, waiting, failed), `since_seconds` d, `values` a{ss} (its
-        /// config values, as set now), and when set `id` s, `error` s, `error_code` s,
-        /// `retry_in_seconds` d, `ignored` as (config fields bluetoothd accepted but does not act
-        /// on), `mismatch` s. The values of secured characteristics (`security` not none) are
-        /// there for root, bleadvd's user and group `bleadvd` alone.
-        case status = "Status"
-        /// `List() -> as`: the configured names, advertisements and GATT services, sorted: the
-        /// names `Status` reports.
-        case list = "List"
-        /// `Set(s name, a{sv} values)`: changes values on air in place (BTHome measurements,
-        /// beacon fields, raw fields by config key; a GATT service's characteristics, which
-        /// subscribed centrals are notified of), checked as the config file is.
-        case set = "Set"
-        /// `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
-        case reload = "Reload"
-        /// `Pair(u seconds) -> (s method, u seconds)`: opens a pairing window for `seconds`
-        /// (0: the config's `window_seconds`); returns the method and the window's length. The
-        /// window closes when it runs out or once a central bonded; its events are `Pairing`
-        /// signals sent to the caller alone. Refused (`Invalid`) when `[pairing] method` is `off`.
-        case pair = "Pair"
-        /// `Confirm(s central, b matches)`: answers a numeric comparison the central asked for
-        /// (`Pairing` with event `confirm`): true when both sides show the same code. Only the
-        /// connection that opened the window may answer (`AccessDenied` for any other).
-        case confirm = "Confirm"
-        /// `Bonds() -> a{ss}`: the centrals bonded with the adapter, address to name (empty
-        /// when it gave none).
-        case bonds = "Bonds"
-        /// `Forget(s central, b any)`: removes the bond with a central that bonded in one of
-        /// bleadvd's pairing windows, or with any central when `any` is true (`UnknownName` when
-        /// none is bonded, `AccessDenied` for a bond bleadvd did not make and `any` false).
-        case forget = "Forget"
-        /// `Adopt(s central)`: records a bond that no bleadvd pairing window made (one made
-        /// before bleadvd was installed, say) as bleadvd's: the central may then read and write
-        /// secured characteristics, which bleadvd serves to the centrals its windows bonded
-        /// alone (`UnknownName` when it is not bonded).
-        case adopt = "Adopt"
-        /// `ImprovAuthorize(s central) -> (u seconds, s central)`: allows one connected central
-        /// (its address; empty: the only one connected) to provision Improv Wi-Fi for the
-        /// configured `authorization_seconds`; returns them and the central's address. Every
-        /// other central's Improv frames are ignored meanwhile. Refused (`Invalid`) when
-        /// `[improv]` is not configured, needs no authorization, the device is joining or
-        /// provisioned, or the central is not connected (none or several are, with an empty
-        /// address: the message lists them).
-        case improvAuthorize = "ImprovAuthorize"
-        /// `Subscribe()`: from now until the caller leaves the bus, every `ValuesChanged` and
-        /// `Written` is also sent to it alone, whole: with the values of secured
-        /// characteristics, which the broadcasts leave out. For root, bleadvd's user and group
-        /// `bleadvd` (`AccessDenied` for anyone else); at most four a user and 32 in all
-        /// (`Failed`), root's apart.
-        case subscribe = "Subscribe"
-
+    /// A method of the control interface: its name, arguments, who may call it, and what a
+    /// call does (its handler, given the daemon): one entry of ``all`` each, with no switch over
+    /// methods anywhere else.
+    public struct Method: Sendable, Hashable, CustomStringConvertible {
         /// The member name.
-        public var name: String { rawValue }
-
+        public let name: String
         /// The arguments a call carries.
-        public var inputs: [DBusArgument] {
-            switch self {
-            case .on, .off: [DBusArgument("names", .array(.string))]
-            case .set: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))]
-            case .pair: [DBusArgument("seconds", .uint32)]
-            case .confirm: [DBusArgument("central", .string), DBusArgument("matches", .boolean)]
-            case .forget: [DBusArgument("central", .string), DBusArgument("any", .boolean)]
-            case .adopt: [DBusArgument("central", .string)]
-            case .improvAuthorize: [DBusArgument("central", .string)]
-            case .status, .list, .reload, .bonds, .subscribe: []
-            }
+        public let inputs: [DBusArgument]
+        /// The arguments of its reply.
+        public let outputs: [DBusArgument]
+        /// Who may call it.
+        public let access: Access
+        /// What a call does to `target`; its arguments are checked against ``inputs`` already.
+        let handler: @Sendable (_ target: any AdvertiserControlling) -> DBusMethod.Handler
+
+        init(
+            _ name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [], access: Access,
+            handler: @escaping @Sendable (_ target: any AdvertiserControlling) -> DBusMethod.Handler
+        ) {
+            self.name = name
+            self.inputs = inputs
+            self.outputs = outputs
+            self.access = access
+            self.handler = handler
         }
 
-        /// The arguments of its reply.
-        public var outputs: [DBusArgument] {
-            switch self {
-            case .status: [DBusArgument("states", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]
-            case .list: [DBusArgument("names", .array(.string))]
-            case .pair: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)]
-            case .bonds: [DBusArgument("bonds", .dictionary(key: .string, value: .string))]
-            case .improvAuthorize: [DBusArgument("seconds", .uint32), DBusArgument("central", .string)]
-            case .on, .off, .set, .reload, .confirm, .forget, .adopt, .subscribe: []
-            }
-        }
+        /// Its member name.
+        public var description: String { name }
+        /// The same method: the same member name.
+        public static func == (a: Self, b: Self) -> Bool { a.name == b.name }
+        /// Hashes its member name.
+        public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
         /// Who may call a method, as the bus policy (`org.bleadvd.Advertiser.conf`) says it.
         public enum Access: Hashable, Sendable, CaseIterable {
@@ -142,17 +85,7 @@ public enum ControlAPI {
             /// (pairing, confirming, bonds, forgetting, adopting, authorizing Improv).
             case root
         }
-
-        /// Who may call it.
-        public var access: Access {
-            switch self {
-            case .status, .list: .everyone
-            case .on, .off, .set, .reload, .subscribe: .group
-            case .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize: .root
-            }
-        }
     }
-
     /// A signal of the control interface.
     public enum Signal: String, CaseIterable, Sendable {
         /// `StateChanged(s name, s state)`, once per change; changes in quick succession are

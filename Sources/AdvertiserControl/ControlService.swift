@@ -66,93 +66,12 @@ public enum ControlService {
     /// Exports the control object: every ``ControlAPI/Method`` with its handler, every
     /// ``ControlAPI/Signal``. The caller owns the bus name (``ControlAPI/busName``).
     public static func export(_ target: any AdvertiserControlling, on connection: DBusConnection) async throws {
-        let methods = ControlAPI.Method.allCases.map { method in
-            DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: handler(method, target))
+        let methods = ControlAPI.Method.all.map { method in
+            DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: method.handler(target))
         }
         let signals = ControlAPI.Signal.allCases.map { DBusSignalDescription($0.name, arguments: $0.arguments) }
         try await connection.export(
             [DBusInterface(name: ControlAPI.interface, methods: methods, signals: signals)], at: ControlAPI.path)
-    }
-
-    /// What a call of `method` does; its arguments are checked against `method.inputs` already.
-    private static func handler(_ method: ControlAPI.Method, _ target: any AdvertiserControlling) -> DBusMethod.Handler {
-        switch method {
-        case .on:
-            { call in try await perform { () throws(PeripheralError) in try await target.on(call.arguments[0].stringArray ?? []) } }
-        case .off:
-            { call in try await perform { () throws(PeripheralError) in try await target.off(call.arguments[0].stringArray ?? []) } }
-        case .status:
-            { call in
-                let status = await target.status(for: call.sender ?? "")
-                return [.dictionary(
-                    key: .string, value: .dictionary(key: .string, value: .variant),
-                    status.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), $0.value.dbusValue) })]
-            }
-        case .list:
-            { _ in [.strings(await target.list())] }
-        case .set:
-            { call in
-                try await perform { () throws(PeripheralError) in
-                    var values: [String: DBusValue] = [:]
-                    for entry in call.arguments[1].dictionaryEntries ?? [] {
-                        guard let key = entry.key.string, let value = entry.value.variantValue else { continue }
-                        guard values.updateValue(value, forKey: key) == nil else {
-                            throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(key)) is given twice; give each key once")
-                        }
-                    }
-                    try await target.set(call.arguments[0].string ?? "", values)
-                }
-            }
-        case .pair:
-            { call in
-                do throws(PeripheralError) {
-                    let seconds = call.arguments[0].uint32 ?? 0
-                    let (method, length) = try await target.pair(for: seconds == 0 ? nil : Int(seconds), by: call.sender ?? "")
-                    return [.string(method.rawValue), .uint32(UInt32(length))]
-                } catch {
-                    throw ControlAPI.dbusError(error)
-                }
-            }
-        case .confirm:
-            { call in
-                try await perform { () throws(PeripheralError) in
-                    try await target.confirm(call.arguments[0].string ?? "", matches: call.arguments[1].boolean ?? false, by: call.sender ?? "")
-                }
-            }
-        case .bonds:
-            { _ in
-                do throws(PeripheralError) {
-                    let bonds = try await target.bonds()
-                    return [.dictionary(key: .string, value: .string, bonds.map { DBusDictEntry(.string($0.central), .string($0.name ?? "")) })]
-                } catch {
-                    throw ControlAPI.dbusError(error)
-                }
-            }
-        case .forget:
-            { call in try await perform { () throws(PeripheralError) in try await target.forget(call.arguments[0].string ?? "", any: call.arguments[1].boolean ?? false) } }
-        case .adopt:
-            { call in try await perform { () throws(PeripheralError) in try await target.adopt(call.arguments[0].string ?? "") } }
-        case .improvAuthorize:
-            { call in
-                do throws(PeripheralError) {
-                    let (seconds, central) = try await target.improvAuthorize(call.arguments[0].string ?? "")
-                    return [.uint32(UInt32(seconds)), .string(central)]
-                } catch {
-                    throw ControlAPI.dbusError(error)
-                }
-            }
-        case .subscribe:
-            { call in try await perform { () throws(PeripheralError) in try await target.subscribe(call.sender ?? "") } }
-        case .reload:
-            { _ in
-                do {
-                    try await target.reload()
-                } catch let error as ReloadError {
-                    throw DBusError(ControlAPI.configError, error.message)
-                }
-                return []
-            }
-        }
     }
 
     /// Announces a state change.
@@ -193,14 +112,5 @@ public enum ControlService {
     private static func emit(_ signal: ControlAPI.Signal, to destination: String? = nil, _ arguments: [DBusValue], on connection: DBusConnection) async {
         assert(arguments.map(\.type) == signal.arguments.map(\.type), "\(signal.name)'s arguments are not as ControlAPI.Signal declares")
         try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: signal.name, arguments, to: destination)
-    }
-
-    private static func perform(_ body: () async throws(PeripheralError) -> Void) async throws -> [DBusValue] {
-        do {
-            try await body()
-        } catch {
-            throw ControlAPI.dbusError(error)
-        }
-        return []
     }
 }

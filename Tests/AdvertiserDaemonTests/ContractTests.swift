@@ -54,7 +54,7 @@ struct ContractTests {
     func introspectionDeclaresTheContract() async throws {
         let live = try await introspectedInterface()
 
-        for method in ControlAPI.Method.allCases {
+        for method in ControlAPI.Method.all {
             let arguments = (method.inputs.map { ($0, "in") } + method.outputs.map { ($0, "out") })
                 .map { "<arg name=\"\($0.0.name)\" type=\"\($0.0.type.signature)\" direction=\"\($0.1)\"/>" }
             #expect(live.contains("<method name=\"\(method.name)\">"), "\(method.name)")
@@ -69,7 +69,7 @@ struct ContractTests {
     func manualNamesTheContract() throws {
         let manual = try String(contentsOf: Self.repository.appendingPathComponent("systemd/man/bleadvd.8"), encoding: .utf8)
 
-        let members = ControlAPI.Method.allCases.map { "\($0.name)(" } + ControlAPI.Signal.allCases.map { "signal \($0.name)(" }
+        let members = ControlAPI.Method.all.map { "\($0.name)(" } + ControlAPI.Signal.allCases.map { "signal \($0.name)(" }
         let errors = ControlAPI.errorNames.map { ".B \($0.rawValue)\n" }
 
         #expect(members.filter { !manual.contains($0) } == [])

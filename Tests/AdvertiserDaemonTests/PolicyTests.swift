@@ -32,7 +32,7 @@ struct PolicyTests {
     }
 
     @Test("an unprivileged user gets AccessDenied for each method the contract keeps to root and its group",
-          arguments: ControlAPI.Method.allCases.filter { $0.access != .everyone })
+          arguments: ControlAPI.Method.all.filter { $0.access != .everyone })
     func othersAreDenied(method: ControlAPI.Method) async throws {
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
 
@@ -43,7 +43,7 @@ struct PolicyTests {
     }
 
     @Test("an unprivileged user may call each method the contract opens to everyone",
-          arguments: ControlAPI.Method.allCases.filter { $0.access == .everyone })
+          arguments: ControlAPI.Method.all.filter { $0.access == .everyone })
     func othersMayRead(method: ControlAPI.Method) async throws {
         let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
 
@@ -153,7 +153,7 @@ struct PolicyTests {
     /// (which this machine need not have): what the section grants its members. (The real group
     /// is tested in the systemd test bed, scenario 60.)
     @Test("a member of the policy's group may call each method the contract opens to the group or everyone",
-          arguments: ControlAPI.Method.allCases.filter { $0.access != .root })
+          arguments: ControlAPI.Method.all.filter { $0.access != .root })
     func groupMayCallItsMethods(method: ControlAPI.Method) async throws {
         let file = try Self.policyForNogroup()
         defer { try? FileManager.default.removeItem(atPath: file) }
@@ -166,7 +166,7 @@ struct PolicyTests {
     }
 
     @Test("a member of the policy's group gets AccessDenied for each method the contract keeps to root (pairing, bonds, Improv)",
-          arguments: ControlAPI.Method.allCases.filter { $0.access == .root })
+          arguments: ControlAPI.Method.all.filter { $0.access == .root })
     func groupIsDeniedRootsMethods(method: ControlAPI.Method) async throws {
         let file = try Self.policyForNogroup()
         defer { try? FileManager.default.removeItem(atPath: file) }

@@ -1,0 +1,185 @@
+public import DBus
+import Peripheral
+
+/// The control interface's methods, each with its arguments, who may call it and what a call
+/// does: the one list the service exports, the bus policy's tests check and the committed
+/// introspection follows (in this order).
+extension ControlAPI.Method {
+    /// Every method, in the order the interface lists them.
+    public static let all: [Self] = [.on, .off, .status, .list, .set, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe]
+
+    /// `On(as names)`: puts advertisements on air (every configured one when `names` is
+    /// empty); returns once BlueZ registered them all.
+    public static let on = Self("On", inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
+        { call in try await perform { () throws(PeripheralError) in try await target.on(call.arguments[0].stringArray ?? []) } }
+    }
+
+    /// `Off(as names)`: takes advertisements off air (every configured one when empty).
+    public static let off = Self("Off", inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
+        { call in try await perform { () throws(PeripheralError) in try await target.off(call.arguments[0].stringArray ?? []) } }
+    }
+
+    /// `Status() -> a{sa{sv}}`: per configured name, advertisements and GATT services (whose
+    /// state is the services' registration), `kind` s (advertisement, service), `desired` b,
+    /// `state` s (on, off, retrying, waiting, failed), `since_seconds` d, `values` a{ss} (its
+    /// config values, as set now), and when set `id` s, `error` s, `error_code` s,
+    /// `retry_in_seconds` d, `ignored` as (config fields bluetoothd accepted but does not act
+    /// on), `mismatch` s. The values of secured characteristics (`security` not none) are
+    /// there for root, bleadvd's user and group `bleadvd` alone.
+    public static let status = Self(
+        "Status", outputs: [DBusArgument("states", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))],
+        access: .everyone
+    ) { target in
+        { call in
+            let status = await target.status(for: call.sender ?? "")
+            return [.dictionary(
+                key: .string, value: .dictionary(key: .string, value: .variant),
+                status.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), $0.value.dbusValue) })]
+        }
+    }
+
+    /// `List() -> as`: the configured names, advertisements and GATT services, sorted: the
+    /// names `Status` reports.
+    public static let list = Self("List", outputs: [DBusArgument("names", .array(.string))], access: .everyone) { target in
+        { _ in [.strings(await target.list())] }
+    }
+
+    /// `Set(s name, a{sv} values)`: changes values on air in place (BTHome measurements,
+    /// beacon fields, raw fields by config key; a GATT service's characteristics, which
+    /// subscribed centrals are notified of), checked as the config file is.
+    public static let set = Self(
+        "Set", inputs: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))], access: .group
+    ) { target in
+        { call in
+            try await perform { () throws(PeripheralError) in
+                var values: [String: DBusValue] = [:]
+                for entry in call.arguments[1].dictionaryEntries ?? [] {
+                    guard let key = entry.key.string, let value = entry.value.variantValue else { continue }
+                    guard values.updateValue(value, forKey: key) == nil else {
+                        throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(key)) is given twice; give each key once")
+                    }
+                }
+                try await target.set(call.arguments[0].string ?? "", values)
+            }
+        }
+    }
+
+    /// `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
+    public static let reload = Self("Reload", access: .group) { target in
+        { _ in
+            do {
+                try await target.reload()
+            } catch let error as ReloadError {
+                throw DBusError(ControlAPI.configError, error.message)
+            }
+            return []
+        }
+    }
+
+    /// `Pair(u seconds) -> (s method, u seconds)`: opens a pairing window for `seconds`
+    /// (0: the config's `window_seconds`); returns the method and the window's length. The
+    /// window closes when it runs out or once a central bonded; its events are `Pairing`
+    /// signals sent to the caller alone. Refused (`Invalid`) when `[pairing] method` is `off`.
+    public static let pair = Self(
+        "Pair", inputs: [DBusArgument("seconds", .uint32)], outputs: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)],
+        access: .root
+    ) { target in
+        { call in
+            try await answer { () throws(PeripheralError) in
+                let seconds = call.arguments[0].uint32 ?? 0
+                let (method, length) = try await target.pair(for: seconds == 0 ? nil : Int(seconds), by: call.sender ?? "")
+                return [.string(method.rawValue), .uint32(UInt32(length))]
+            }
+        }
+    }
+
+    /// `Confirm(s central, b matches)`: answers a numeric comparison the central asked for
+    /// (`Pairing` with event `confirm`): true when both sides show the same code. Only the
+    /// connection that opened the window may answer (`AccessDenied` for any other).
+    public static let confirm = Self(
+        "Confirm", inputs: [DBusArgument("central", .string), DBusArgument("matches", .boolean)], access: .root
+    ) { target in
+        { call in
+            try await perform { () throws(PeripheralError) in
+                try await target.confirm(call.arguments[0].string ?? "", matches: call.arguments[1].boolean ?? false, by: call.sender ?? "")
+            }
+        }
+    }
+
+    /// `Bonds() -> a{ss}`: the centrals bonded with the adapter, address to name (empty
+    /// when it gave none).
+    public static let bonds = Self("Bonds", outputs: [DBusArgument("bonds", .dictionary(key: .string, value: .string))], access: .root) { target in
+        { _ in
+            try await answer { () throws(PeripheralError) in
+                let bonds = try await target.bonds()
+                return [.dictionary(key: .string, value: .string, bonds.map { DBusDictEntry(.string($0.central), .string($0.name ?? "")) })]
+            }
+        }
+    }
+
+    /// `Forget(s central, b any)`: removes the bond with a central that bonded in one of
+    /// bleadvd's pairing windows, or with any central when `any` is true (`UnknownName` when
+    /// none is bonded, `AccessDenied` for a bond bleadvd did not make and `any` false).
+    public static let forget = Self(
+        "Forget", inputs: [DBusArgument("central", .string), DBusArgument("any", .boolean)], access: .root
+    ) { target in
+        { call in
+            try await perform { () throws(PeripheralError) in
+                try await target.forget(call.arguments[0].string ?? "", any: call.arguments[1].boolean ?? false)
+            }
+        }
+    }
+
+    /// `Adopt(s central)`: records a bond that no bleadvd pairing window made (one made
+    /// before bleadvd was installed, say) as bleadvd's: the central may then read and write
+    /// secured characteristics, which bleadvd serves to the centrals its windows bonded
+    /// alone (`UnknownName` when it is not bonded).
+    public static let adopt = Self("Adopt", inputs: [DBusArgument("central", .string)], access: .root) { target in
+        { call in try await perform { () throws(PeripheralError) in try await target.adopt(call.arguments[0].string ?? "") } }
+    }
+
+    /// `ImprovAuthorize(s central) -> (u seconds, s central)`: allows one connected central
+    /// (its address; empty: the only one connected) to provision Improv Wi-Fi for the
+    /// configured `authorization_seconds`; returns them and the central's address. Every
+    /// other central's Improv frames are ignored meanwhile. Refused (`Invalid`) when
+    /// `[improv]` is not configured, needs no authorization, the device is joining or
+    /// provisioned, or the central is not connected (none or several are, with an empty
+    /// address: the message lists them).
+    public static let improvAuthorize = Self(
+        "ImprovAuthorize", inputs: [DBusArgument("central", .string)],
+        outputs: [DBusArgument("seconds", .uint32), DBusArgument("central", .string)], access: .root
+    ) { target in
+        { call in
+            try await answer { () throws(PeripheralError) in
+                let (seconds, central) = try await target.improvAuthorize(call.arguments[0].string ?? "")
+                return [.uint32(UInt32(seconds)), .string(central)]
+            }
+        }
+    }
+
+    /// `Subscribe()`: from now until the caller leaves the bus, every `ValuesChanged` and
+    /// `Written` is also sent to it alone, whole: with the values of secured
+    /// characteristics, which the broadcasts leave out. For root, bleadvd's user and group
+    /// `bleadvd` (`AccessDenied` for anyone else); at most four a user and 32 in all
+    /// (`Failed`), root's apart.
+    public static let subscribe = Self("Subscribe", access: .group) { target in
+        { call in try await perform { () throws(PeripheralError) in try await target.subscribe(call.sender ?? "") } }
+    }
+
+    /// Runs `body`, answering its peripheral error as the control API names it.
+    private static func answer(_ body: () async throws(PeripheralError) -> [DBusValue]) async throws -> [DBusValue] {
+        do {
+            return try await body()
+        } catch {
+            throw ControlAPI.dbusError(error)
+        }
+    }
+
+    /// ``answer(_:)`` for a method that returns nothing.
+    private static func perform(_ body: () async throws(PeripheralError) -> Void) async throws -> [DBusValue] {
+        try await answer { () throws(PeripheralError) -> [DBusValue] in
+            try await body()
+            return []
+        }
+    }
+}
