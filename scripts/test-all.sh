@@ -26,6 +26,7 @@ mkdir -p .build
   echo "machine=$(nproc) cores ($(sed -nE 's/^model name[[:space:]]*: (.*)/\1/p' /proc/cpuinfo | head -n1)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)"
   echo "start=$start"
   echo "date=$(date -u +%Y-%m-%d)"
+  echo "commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)"
 } > .build/test-figures.machine
 printf 'step\tseconds\tpassed\tfailed\n' > "$figures"
 started_all=$SECONDS

@@ -30,9 +30,10 @@ total_passed = sum(int(r[2]) for r in rows)
 minutes = lambda s: "%.1f min" % (int(s) / 60)
 lines = [
     "<!-- make-test-figures: written by make figures from the record of a make test where everything passed (scripts/test-figures.sh); not edited by hand -->",
-    "The last full run (%s) took %s: %d tests and scenarios passed. It ran on %s, from %s." % (
+    "The last full run (%s) took %s: %d tests and scenarios passed. It ran on %s, from %s%s." % (
         machine.get("date", day), minutes(total_seconds), total_passed,
-        machine.get("machine", "%s cores" % cores), machine.get("start", "a build directory of unknown state")),
+        machine.get("machine", "%s cores" % cores), machine.get("start", "a build directory of unknown state"),
+        " (of %s)" % machine["commit"] if "commit" in machine else ""),
     "",
 ] + ([
     "The test bed's four steps run in two lanes at once (the end-to-end tests, then Home Assistant's libraries, in one; the package under systemd, then the other stacks, in the other): their times overlap.",
