@@ -92,17 +92,17 @@ public enum ConfigCheck {
             return .failed("cannot start the child process: \(String(cString: strerror(error.code)))")
         }
         close(child)
-        let answer = exchange(on: parent, input: input, timeoutMilliseconds: timeoutMilliseconds)
-        if answer == nil { kill(pid, SIGKILL) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        guard let answer = exchange(on: parent, input: input, timeoutMilliseconds: timeoutMilliseconds) else {
+            Spawn.stop(pid)
+            return .failed("the check took longer than \(timeoutMilliseconds) ms")
+        }
+        let status = Spawn.status(waitingFor: pid)
         let signal = status & 0x7F
-        if answer == nil { return .failed("the check took longer than \(timeoutMilliseconds) ms") }
         if signal != 0 && signal != 0x7F { return .crashed(signal) }
         let code = (status >> 8) & 0xFF
         switch code {
         case 0: return .accepted
-        case 2: return .refused(String(decoding: answer!, as: UTF8.self))
+        case 2: return .refused(String(decoding: answer, as: UTF8.self))
         default: return .failed("the child process exited with status \(code)")
         }
     }

@@ -100,13 +100,19 @@ public enum Spawn {
         return waitpid(pid, &status, WNOHANG) == pid ? status : nil
     }
 
+    /// Waits for `pid` to exit, blocking the calling thread: its status, reaped.
+    public static func status(waitingFor pid: Int32) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return status
+    }
+
     /// Kills `pid`, and its process group when it leads one (``start(_:_:stdio:environment:group:)``),
     /// and reaps it.
     public static func stop(_ pid: Int32) {
         // The group first, so that nothing it started outlives it (ESRCH when it leads none).
         kill(-pid, SIGKILL)
         kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        _ = status(waitingFor: pid)
     }
 }
