@@ -399,14 +399,25 @@ bleadvd_quiet_since() {
   return 1
 }
 
+# bleadvd_journal SINCE: bleadvd.service's journal since then (a time journalctl takes), its
+# messages alone.
+bleadvd_journal() {
+  journalctl -u bleadvd --since "$1" --no-pager -o cat 2> /dev/null || true
+}
+
+# bus_owner NAME: the unique name that owns NAME on the system bus (empty when none does).
+bus_owner() {
+  dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.GetNameOwner "string:$1" 2> /dev/null | tr -d ' ' || true
+}
+
 # record_bus BUS_LOG OWNERS_LOG: the bus's own record, until stop_bus_record: every message to
 # or from bleadvd (which must be on the bus) and BlueZ's object and property signals, one line
 # each in BUS_LOG (dbus-monitor --profile: type, time, serial, sender, destination, path,
 # interface, member), and who owned org.bluez when in OWNERS_LOG (a second monitor: --profile
 # does not print a signal's arguments; bluez_owners reads it). Sets BLEADVD_UNIQUE_NAME.
 record_bus() {
-  BLEADVD_UNIQUE_NAME=$(dbus-send --system --print-reply=literal --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-    org.freedesktop.DBus.GetNameOwner string:org.bleadvd.Advertiser | tr -d ' ')
+  BLEADVD_UNIQUE_NAME=$(bus_owner org.bleadvd.Advertiser)
   # Line-buffered: a monitor stopped with SIGTERM loses nothing it printed.
   stdbuf -oL dbus-monitor --system --profile "sender='$BLEADVD_UNIQUE_NAME'" "destination='$BLEADVD_UNIQUE_NAME'" \
     "type='signal',interface='org.freedesktop.DBus.ObjectManager'" \
@@ -632,5 +643,5 @@ restart_bluetoothd() {
 
 # bluez_gone: waits (10 s at most) until no one owns org.bluez on the system bus.
 bluez_gone() {
-  wait_for 10 "org.bluez to vanish" '! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.GetNameOwner string:org.bluez > /dev/null 2>&1'
+  wait_for 10 "org.bluez to vanish" '[[ -z "$(bus_owner org.bluez)" ]]'
 }

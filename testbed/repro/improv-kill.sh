@@ -51,11 +51,11 @@ for ((round = 1; round <= rounds; round++)); do
   systemctl restart bleadvd
   improv_client "$address" authorize "provision:$ssid:$password" > "$TESTBED_WORK/killed.out" &
   client=$!
-  wait_for 90 "the join to start" "journalctl -u bleadvd --since '@${since%.*}' -o cat 2> /dev/null | grep -q 'improv: .* joining'"
+  wait_for 90 "the join to start" "bleadvd_journal '@${since%.*}' | grep -q 'improv: .* joining'"
   restart_bluetoothd
   pkill -USR2 -x bluetoothd || true
   killed_at=$(date +%s.%N)
-  wait_for 60 "the join to end" "journalctl -u bleadvd --since '@${since%.*}' -o cat 2> /dev/null | grep -qE 'improv: (joined|could not join)'"
+  wait_for 60 "the join to end" "bleadvd_journal '@${since%.*}' | grep -qE 'improv: (joined|could not join)'"
   ended_at=$(elapsed "$killed_at")
   heard=$(heard_service_data 00004677-0000-1000-8000-00805f9b34fb)
   pkill -f "$TESTBED_ROOT/testbed/improv_client.py" || true
@@ -67,7 +67,7 @@ for ((round = 1; round <= rounds; round++)); do
     /Starting bleadvd-join/ { s = $1 } /Started bleadvd-join/ && s { printf "%.1f s", $1 - s; exit }
     /start operation timed out/ && s { printf "over %.1f s (timed out)", $1 - s; exit }')
   echo "    round $round: the join helper started in ${helper:-?}; the join ended $ended_at s after the kill; hci1 hears $heard, $(elapsed "$killed_at") s after it"
-  journalctl -u bleadvd --since "@${since%.*}" -o cat 2> /dev/null | grep -E "improv: (joined|could not join)" | sed 's/^/        bleadvd: /'
+  bleadvd_journal "@${since%.*}" | grep -E "improv: (joined|could not join)" | sed 's/^/        bleadvd: /'
   if [[ "$heard" != 04* ]]; then
     failed=$((failed + 1))
     grep -E '^ +[0-9]+\.[0-9]+ s  ' "$TESTBED_WORK/killed.out" | sed 's/^/        the client: /'

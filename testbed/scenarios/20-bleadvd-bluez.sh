@@ -41,10 +41,8 @@ bleadvctl on e2e
 sleep 0.5
 kill "$monitor"; wait "$monitor" 2>/dev/null || true
 echo "D-Bus messages between bleadvd and bluetoothd for one stop and one start:"
-bleadvd_name=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-  org.freedesktop.DBus.GetNameOwner string:org.bleadvd.Advertiser | awk -F'"' '/string/ {print $2}')
-bluez_name=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-  org.freedesktop.DBus.GetNameOwner string:org.bluez | awk -F'"' '/string/ {print $2}')
+bleadvd_name=$(bus_owner org.bleadvd.Advertiser)
+bluez_name=$(bus_owner org.bluez)
 # dbus-monitor --profile columns: type time serial sender destination path interface member;
 # replies: type time serial sender destination reply-serial. bleadvd calls bluetoothd by its
 # unique name (never org.bluez: a call to the well-known name can reach the next bluetoothd).

@@ -70,8 +70,7 @@ awk 'NR == FNR { start[FNR] = $1; want[FNR] = $2; n = FNR; next }
   "$TESTBED_WORK/set-times.txt" "$TESTBED_WORK/adv-times.txt" | sort -n > "$TESTBED_WORK/set-latency.txt"
 echo "    set to controller, ms: $(tr '\n' ' ' < "$TESTBED_WORK/set-latency.txt")-> median $(sed -n 5p "$TESTBED_WORK/set-latency.txt")-$(sed -n 6p "$TESTBED_WORK/set-latency.txt") ms"
 ! grep -q missing "$TESTBED_WORK/set-latency.txt" || { echo "a set never reached the controller" >&2; exit 1; }
-bleadvd_name=$(dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-  org.freedesktop.DBus.GetNameOwner string:org.bleadvd.Advertiser | awk -F'"' '/string/ {print $2}')
+bleadvd_name=$(bus_owner org.bleadvd.Advertiser)
 # dbus-monitor --profile: type time serial sender destination path interface member.
 awk -v daemon="$bleadvd_name" '
   $1 == "mc" && $8 == "Set" && $7 == "org.bleadvd.Advertiser1" { received = $2 }

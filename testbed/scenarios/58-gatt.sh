@@ -101,7 +101,7 @@ wait_for 10 "Percentage to follow the set to 55" '[[ "$(percentage)" == 55 ]]'
 echo "    Percentage 55 $(elapsed "$set_at") s after bleadvctl set power level=55"
 # What one set costs on the bus with a subscribed central (the battery plugin): every message
 # to or from bleadvd, seen by a bus monitor.
-owner=$(busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetNameOwner s org.bleadvd.Advertiser | awk '{print $2}' | tr -d '"')
+owner=$(bus_owner org.bleadvd.Advertiser)
 timeout 4 dbus-monitor --system "sender='$owner'" "destination='$owner'" > "$TESTBED_WORK/monitor.out" 2>&1 &
 monitor=$!
 sleep 1

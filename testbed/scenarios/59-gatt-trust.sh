@@ -76,7 +76,7 @@ rss_after=$(ps -o rss= -p "$BLEADVD_PID" | tr -d ' ')
 flood_seconds=$(sed -nE 's/^flood .* in ([0-9.]+) s .*/\1/p' "$TESTBED_WORK/central.out")
 
 echo "a local process (root) calls WriteValue on every characteristic bleadvd exports:"
-owner=$(busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetNameOwner s org.bleadvd.Advertiser | awk '{print $2}' | tr -d '"')
+owner=$(bus_owner org.bleadvd.Advertiser)
 refused=0
 for path in $(busctl --system tree --list "$owner" | grep -E '/char[0-9]+$'); do
   if out=$(busctl --system call "$owner" "$path" org.bluez.GattCharacteristic1 WriteValue 'aya{sv}' 6 70 79 82 71 69 68 0 2>&1); then

@@ -115,19 +115,19 @@ systemctl restart bleadvd
 since=$(date '+%Y-%m-%d %H:%M:%S')
 improv_client "$address" authorize "provision:$ssid:$password" > "$TESTBED_WORK/killed.out" &
 client=$!
-wait_for 60 "the join to start" "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -q 'improv: .* joining'"
+wait_for 60 "the join to start" "bleadvd_journal '$since' | grep -q 'improv: .* joining'"
 restart_bluetoothd
 killed_at=$(date +%s.%N)
-wait_for 60 "the join to end" "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -qE 'improv: (joined|could not join)'"
+wait_for 60 "the join to end" "bleadvd_journal '$since' | grep -qE 'improv: (joined|could not join)'"
 # Provisioned, Improv stays on air 30 s: heard within them. The client lost its link with
 # bluetoothd and waits for a result it cannot get: it is stopped.
 heard=$(heard_service_data 00004677-0000-1000-8000-00805f9b34fb)
 pkill -f "$TESTBED_ROOT/testbed/improv_client.py" || true
 wait "$client" || true
 grep -E '^ +[0-9]+\.[0-9]+ s  ' "$TESTBED_WORK/killed.out" | sed 's/^/    the client: /'
-journalctl -u bleadvd --since "$since" --no-pager -o cat 2> /dev/null | grep -E "improv:|event: bluez" | sed 's/^/    journal: /'
+bleadvd_journal "$since" | grep -E "improv:|event: bluez" | sed 's/^/    journal: /'
 echo "    hci1 hears Improv's service data $heard, $(elapsed "$killed_at") s after the kill"
-outcome=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep -E "improv: (joined|could not join)" | tail -n1 || true)
+outcome=$(bleadvd_journal "$since" | grep -E "improv: (joined|could not join)" | tail -n1 || true)
 [[ "$heard" == 04* ]] || fail "after the kill the advertisement does not say provisioned: $heard (bleadvd: $outcome)"
 [[ "$(nmcli -g GENERAL.STATE device show "$station")" == 100* ]] || fail "NetworkManager is not connected after the kill"
 saved=$(nmcli -t -f NAME connection show | grep -c "^$ssid$" || true)
@@ -138,21 +138,21 @@ echo "    the admin's connection admin-$ssid is kept"
 
 echo "5. provisioned, Improv leaves the air; it is offered only while the Wi-Fi is not connected"
 wait_for 60 "Improv to leave the air after provisioning" \
-  "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -q 'improv: no longer offered: the device was provisioned'"
+  "bleadvd_journal '$since' | grep -q 'improv: no longer offered: the device was provisioned'"
 left=$(observe 5 | grep -c "service_data=00004677" || true)
-echo "    $(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep 'improv: no longer offered'); hci1 hears Improv $left time(s) in 5 s"
+echo "    $(bleadvd_journal "$since" | grep 'improv: no longer offered'); hci1 hears Improv $left time(s) in 5 s"
 [[ "$left" == 0 ]] || fail "Improv is still heard after it was withdrawn"
 since=$(date '+%Y-%m-%d %H:%M:%S')
 systemctl restart bleadvd
-wait_for 30 "bleadvd to look at the Wi-Fi" "journalctl -u bleadvd --since '$since' -o cat 2> /dev/null | grep -q 'improv: not offered'"
-echo "    bleadvd restarted with the Wi-Fi connected: $(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep 'improv: not offered')"
+wait_for 30 "bleadvd to look at the Wi-Fi" "bleadvd_journal '$since' | grep -q 'improv: not offered'"
+echo "    bleadvd restarted with the Wi-Fi connected: $(bleadvd_journal "$since" | grep 'improv: not offered')"
 [[ "$(observe 5 | grep -c "service_data=00004677" || true)" == 0 ]] || fail "Improv is heard while the Wi-Fi is connected"
 nmcli device disconnect "$station" > /dev/null
 lost_at=$(date +%s.%N)
 observe_until 90 "service_data=00004677-0000-1000-8000-00805f9b34fb:01" > "$TESTBED_WORK/offered.out" \
   || { cat "$TESTBED_WORK/offered.out"; fail "Improv was not offered again after the Wi-Fi was lost"; }
 echo "    the Wi-Fi disconnected (nmcli device disconnect): Improv heard again, authorization required, $(elapsed "$lost_at") s later"
-journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep "improv:" | sed 's/^/    journal: /'
+bleadvd_journal "$since" | grep "improv:" | sed 's/^/    journal: /'
 
 echo "6. the password"
 seen=$( (journalctl --no-pager -o cat 2> /dev/null; bleadvctl status --json) | grep -c "$password" || true)

@@ -71,7 +71,7 @@ since=$(date '+%Y-%m-%d %H:%M:%S')
 out=$(improv_client "$address" authorize "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
 expect_line "provisioning $ssid failed: UNABLE_TO_CONNECT" "$out"
-why=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep "improv: could not join" || true)
+why=$(bleadvd_journal "$since" | grep "improv: could not join" || true)
 echo "    journal: $why"
 [[ "$why" == *"no wpa_supplicant control socket in /run/wpa_supplicant that user bleadvd may open"* ]] \
   || fail "the journal does not say why the program could not join"
@@ -107,7 +107,7 @@ echo "$out" | sed -E 's/raw [0-9a-f]{40,}/raw (a frame with 200 bytes of passwor
 refused=$(grep -c "provisioning $ssid failed: UNABLE_TO_CONNECT" <<< "$out" || true)
 [[ "$refused" == "${#payloads[@]}" ]] || fail "$refused of ${#payloads[@]} such passwords were refused"
 grep -q "raw $long: error UNABLE_TO_CONNECT" <<< "$out" || fail "the 200-byte password was not refused with unable to connect"
-journal=$(journalctl -u bleadvd --since "$since" -o cat 2> /dev/null)
+journal=$(bleadvd_journal "$since")
 grep -c "refused before any join" <<< "$journal" | sed 's/^/    journal: refused before any join, times: /'
 ! grep -q "improv: .* sent Wi-Fi settings" <<< "$journal" || fail "a join ran for such a password: $(grep 'sent Wi-Fi settings' <<< "$journal")"
 [[ "$(admins)" == "$before" ]] || fail "wpa_supplicant's networks or saved config changed: before $before; after $(admins)"
@@ -118,7 +118,7 @@ since=$(date '+%Y-%m-%d %H:%M:%S')
 out=$(improv_client "$address" "provision:$ssid:wrong-password-1" state "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
 expect_line "provisioning $ssid failed: UNABLE_TO_CONNECT" "$out"
-journalctl -u bleadvd --since "$since" -o cat 2> /dev/null | grep "improv:" | sed 's/^/    journal: /'
+bleadvd_journal "$since" | grep "improv:" | sed 's/^/    journal: /'
 redirect=$(sed -nE "s|.*provisioned $ssid: redirect (http://[^ ]*).*|\1|p" <<< "$out")
 if [[ -z "$redirect" ]]; then
   echo "    wpa_supplicant's networks: $(wpa_cli -i "$station" list_networks | tail -n +2 | tr '\t\n' ' /')"
