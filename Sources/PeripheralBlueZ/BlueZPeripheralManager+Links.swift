@@ -21,17 +21,12 @@ extension BlueZPeripheralManager {
     /// change of a `secured` characteristic (``GATTCharacteristic/isSecuredNotifying``) is not
     /// announced while a ``stranger(on:)`` is connected: it waits in ``heldChanges``, logged once.
     func store(_ bytes: [UInt8], of id: GATTCharacteristicID, at path: DBusObjectPath, secured: Bool, always: Bool) async throws {
-        guard secured, let adapter = exports.first(where: { path.isDescendant(of: $0.key) })?.value.adapter else {
-            try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes), always: always)
-            return
-        }
-        guard let stranger = stranger(on: adapter) else {
-            await sendHeldChanges(on: adapter)
-            try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes), always: always)
-            return
-        }
-        try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes), always: always, announce: false)
-        if heldChanges.updateValue((adapter, id), forKey: path) == nil {
+        let adapter = secured ? exports.first(where: { path.isDescendant(of: $0.key) })?.value.adapter : nil
+        let stranger = adapter.flatMap(stranger(on:))
+        if let adapter, stranger == nil { await sendHeldChanges(on: adapter) }
+        try await connection.setProperty(
+            "Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes), always: always, announce: stranger == nil)
+        if let adapter, let stranger, heldChanges.updateValue((adapter, id), forKey: path) == nil {
             logger.notice("GATT: \(id)'s change waits: \(Central.named(stranger)) is connected to \(adapter) and may be bonded outside bleadvd's pairing windows, and BlueZ notifies every subscriber alike; it goes out once no such central is connected")
         }
     }

@@ -48,11 +48,12 @@ struct Export {
     /// How BlueZ unregisters it: the object whose manager holds it (its adapter; the agent
     /// manager for the agent), the method, and what the method's errors are about.
     func unregistration() throws -> (path: DBusObjectPath, method: BlueZ.Method, about: BlueZSubject) {
-        switch kind {
-        case .advertisement: (try BlueZ.adapterPath(adapter), .unregisterAdvertisement, .registration(kind))
-        case .application: (try BlueZ.adapterPath(adapter), .unregisterApplication, .registration(kind))
-        case .agent: (BlueZ.agentManagerPath, .unregisterAgent, .registration(kind))
+        let (path, method): (DBusObjectPath, BlueZ.Method) = switch kind {
+        case .advertisement: (try BlueZ.adapterPath(adapter), .unregisterAdvertisement)
+        case .application: (try BlueZ.adapterPath(adapter), .unregisterApplication)
+        case .agent: (BlueZ.agentManagerPath, .unregisterAgent)
         }
+        return (path, method, .registration(kind))
     }
 
     /// Removes its objects from the bus, in the reverse of the order they were exported.

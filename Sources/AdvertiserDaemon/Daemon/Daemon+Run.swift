@@ -166,7 +166,7 @@ extension Daemon {
         let (advertisements, services) = (await values.names.count, await values.serviceNames.count)
         logger.notice("bleadvd starting: \(advertisements) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services) GATT service(s)")
         // The services first: a central that connects to the advertisement finds them.
-        await module.serve(await application())
+        await module.serve(await stage.application())
         await pairing.offer()
         for name in enabled where await stage.isOffered(name) { try? await module.on(name) }
         // Improv waits for its look at the Wi-Fi (NetworkManager may be slow to answer at

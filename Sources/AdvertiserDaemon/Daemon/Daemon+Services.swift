@@ -6,11 +6,6 @@ import Logging
 import Peripheral
 
 extension Daemon {
-    /// The services offered as one application, in name order (``Stage``); nil when there are none.
-    func application() async -> GATTApplication? {
-        await stage.application()
-    }
-
     /// The control API's view of the services: each is where the application is (`status`).
     func serviceStates(_ status: BluetoothModule<C>.Status?) async -> [String: AdvertisementState] {
         guard let status else { return [:] }

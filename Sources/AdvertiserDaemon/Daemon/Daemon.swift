@@ -212,7 +212,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         await improv.reconfigure(new.improv)
         await module.configure(advertisements)
         await values.reload(services: new.services)
-        await module.serve(await application())
+        await module.serve(await stage.application())
         await pairing.reconfigure(new.pairing, bondNeeded: Self.bondNeeded(new.services.values))
         for name in added where await stage.isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
