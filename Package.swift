@@ -113,6 +113,14 @@ let package = Package(
             name: "TestSupport", dependencies: [.product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport", exclude: ["Peers"]
         ),
+        // The daemon on an in-memory bus (its ControlBus), as NIOEmbedded serves NIO: the
+        // daemon's and the components' behaviour tests run on it, with the mock and the manual
+        // clock, and no dbus-daemon.
+        .target(
+            name: "AdvertiserDaemonTesting",
+            dependencies: ["AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "Events", "Peripheral"],
+            path: "Tests/AdvertiserDaemonTesting"
+        ),
         .testTarget(name: "EventsTests", dependencies: ["Events", "TestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral", "TestSupport"]),
@@ -123,7 +131,7 @@ let package = Package(
             name: "AdvertiserDaemonTests",
             dependencies: [
                 "AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "PeripheralMocks", "PeripheralBlueZ",
-                "TestSupport",
+                "TestSupport", "AdvertiserDaemonTesting",
                 // Built for the tests, which run it as a program (as bleadvd and as bleadvctl).
                 "bleadvd",
             ]

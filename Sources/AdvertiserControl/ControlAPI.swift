@@ -11,9 +11,10 @@ public import Peripheral
 /// `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config
 /// (``errorNames``).
 ///
-/// Adding a method: an entry of ``Method/all`` (`ControlMethods.swift`) with its arguments, who
-/// may call it (``Method/access``) and its handler, and its rule in the bus policy unless it is
-/// root's alone; then the contract's tests say what else to update.
+/// Adding a method: an entry of ``Method/all`` (`ControlMethods.swift`) with the part it belongs
+/// to (``AdvertisingControl``, ``PairingControl``, ``ImprovControl``, or a feature's own), its
+/// arguments, who may call it (``Method/access``) and its handler, and its rule in the bus policy
+/// unless it is root's alone; then the contract's tests say what else to update.
 public enum ControlAPI {
     /// bleadvd's version, which `--version` of both programs prints and the Makefile gives
     /// the .deb: the one place it is written.
@@ -54,18 +55,25 @@ public enum ControlAPI {
         public let outputs: [DBusArgument]
         /// Who may call it.
         public let access: Access
-        /// What a call does to `target`; its arguments are checked against ``inputs`` already.
-        let handler: @Sendable (_ target: any AdvertiserControlling) -> DBusMethod.Handler
+        /// What a call does, given the targets: to the one that serves the method's part; its
+        /// arguments are checked against ``inputs`` already.
+        let handler: @Sendable (_ targets: ControlTargets) -> DBusMethod.Handler
 
-        init(
-            _ name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [], access: Access,
-            handler: @escaping @Sendable (_ target: any AdvertiserControlling) -> DBusMethod.Handler
+        /// A method of `part`, whose `handler` says what a call does to the target serving it.
+        init<Part: Sendable>(
+            _ name: String, of part: Part.Type, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [], access: Access,
+            handler: @escaping @Sendable (_ target: Part) -> DBusMethod.Handler
         ) {
             self.name = name
             self.inputs = inputs
             self.outputs = outputs
             self.access = access
-            self.handler = handler
+            self.handler = { targets in
+                guard let target = targets.first(Part.self) else {
+                    return { _ in throw DBusError(.failed, "\(name) is not served by this daemon") }
+                }
+                return handler(target)
+            }
         }
 
         /// Its member name.

@@ -10,12 +10,12 @@ extension ControlAPI.Method {
 
     /// `On(as names)`: puts advertisements on air (every configured one when `names` is
     /// empty); returns once BlueZ registered them all.
-    public static let on = Self("On", inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
+    public static let on = Self("On", of: (any AdvertisingControl).self, inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
         { call in try await perform { () throws(PeripheralError) in try await target.on(call.arguments[0].stringArray ?? []) } }
     }
 
     /// `Off(as names)`: takes advertisements off air (every configured one when empty).
-    public static let off = Self("Off", inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
+    public static let off = Self("Off", of: (any AdvertisingControl).self, inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
         { call in try await perform { () throws(PeripheralError) in try await target.off(call.arguments[0].stringArray ?? []) } }
     }
 
@@ -27,7 +27,7 @@ extension ControlAPI.Method {
     /// on), `mismatch` s. The values of secured characteristics (`security` not none) are
     /// there for root, bleadvd's user and group `bleadvd` alone.
     public static let status = Self(
-        "Status", outputs: [DBusArgument("states", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))],
+        "Status", of: (any AdvertisingControl).self, outputs: [DBusArgument("states", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))],
         access: .everyone
     ) { target in
         { call in
@@ -40,7 +40,7 @@ extension ControlAPI.Method {
 
     /// `List() -> as`: the configured names, advertisements and GATT services, sorted: the
     /// names `Status` reports.
-    public static let list = Self("List", outputs: [DBusArgument("names", .array(.string))], access: .everyone) { target in
+    public static let list = Self("List", of: (any AdvertisingControl).self, outputs: [DBusArgument("names", .array(.string))], access: .everyone) { target in
         { _ in [.strings(await target.list())] }
     }
 
@@ -48,7 +48,7 @@ extension ControlAPI.Method {
     /// beacon fields, raw fields by config key; a GATT service's characteristics, which
     /// subscribed centrals are notified of), checked as the config file is.
     public static let set = Self(
-        "Set", inputs: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))], access: .group
+        "Set", of: (any AdvertisingControl).self, inputs: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))], access: .group
     ) { target in
         { call in
             try await perform { () throws(PeripheralError) in
@@ -65,7 +65,7 @@ extension ControlAPI.Method {
     }
 
     /// `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
-    public static let reload = Self("Reload", access: .group) { target in
+    public static let reload = Self("Reload", of: (any AdvertisingControl).self, access: .group) { target in
         { _ in
             do {
                 try await target.reload()
@@ -81,7 +81,7 @@ extension ControlAPI.Method {
     /// window closes when it runs out or once a central bonded; its events are `Pairing`
     /// signals sent to the caller alone. Refused (`Invalid`) when `[pairing] method` is `off`.
     public static let pair = Self(
-        "Pair", inputs: [DBusArgument("seconds", .uint32)], outputs: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)],
+        "Pair", of: (any PairingControl).self, inputs: [DBusArgument("seconds", .uint32)], outputs: [DBusArgument("method", .string), DBusArgument("seconds", .uint32)],
         access: .root
     ) { target in
         { call in
@@ -97,7 +97,7 @@ extension ControlAPI.Method {
     /// (`Pairing` with event `confirm`): true when both sides show the same code. Only the
     /// connection that opened the window may answer (`AccessDenied` for any other).
     public static let confirm = Self(
-        "Confirm", inputs: [DBusArgument("central", .string), DBusArgument("matches", .boolean)], access: .root
+        "Confirm", of: (any PairingControl).self, inputs: [DBusArgument("central", .string), DBusArgument("matches", .boolean)], access: .root
     ) { target in
         { call in
             try await perform { () throws(PeripheralError) in
@@ -108,7 +108,7 @@ extension ControlAPI.Method {
 
     /// `Bonds() -> a{ss}`: the centrals bonded with the adapter, address to name (empty
     /// when it gave none).
-    public static let bonds = Self("Bonds", outputs: [DBusArgument("bonds", .dictionary(key: .string, value: .string))], access: .root) { target in
+    public static let bonds = Self("Bonds", of: (any PairingControl).self, outputs: [DBusArgument("bonds", .dictionary(key: .string, value: .string))], access: .root) { target in
         { _ in
             try await answer { () throws(PeripheralError) in
                 let bonds = try await target.bonds()
@@ -121,7 +121,7 @@ extension ControlAPI.Method {
     /// bleadvd's pairing windows, or with any central when `any` is true (`UnknownName` when
     /// none is bonded, `AccessDenied` for a bond bleadvd did not make and `any` false).
     public static let forget = Self(
-        "Forget", inputs: [DBusArgument("central", .string), DBusArgument("any", .boolean)], access: .root
+        "Forget", of: (any PairingControl).self, inputs: [DBusArgument("central", .string), DBusArgument("any", .boolean)], access: .root
     ) { target in
         { call in
             try await perform { () throws(PeripheralError) in
@@ -134,7 +134,7 @@ extension ControlAPI.Method {
     /// before bleadvd was installed, say) as bleadvd's: the central may then read and write
     /// secured characteristics, which bleadvd serves to the centrals its windows bonded
     /// alone (`UnknownName` when it is not bonded).
-    public static let adopt = Self("Adopt", inputs: [DBusArgument("central", .string)], access: .root) { target in
+    public static let adopt = Self("Adopt", of: (any PairingControl).self, inputs: [DBusArgument("central", .string)], access: .root) { target in
         { call in try await perform { () throws(PeripheralError) in try await target.adopt(call.arguments[0].string ?? "") } }
     }
 
@@ -146,7 +146,7 @@ extension ControlAPI.Method {
     /// provisioned, or the central is not connected (none or several are, with an empty
     /// address: the message lists them).
     public static let improvAuthorize = Self(
-        "ImprovAuthorize", inputs: [DBusArgument("central", .string)],
+        "ImprovAuthorize", of: (any ImprovControl).self, inputs: [DBusArgument("central", .string)],
         outputs: [DBusArgument("seconds", .uint32), DBusArgument("central", .string)], access: .root
     ) { target in
         { call in
@@ -162,7 +162,7 @@ extension ControlAPI.Method {
     /// characteristics, which the broadcasts leave out. For root, bleadvd's user and group
     /// `bleadvd` (`AccessDenied` for anyone else); at most four a user and 32 in all
     /// (`Failed`), root's apart.
-    public static let subscribe = Self("Subscribe", access: .group) { target in
+    public static let subscribe = Self("Subscribe", of: (any AdvertisingControl).self, access: .group) { target in
         { call in try await perform { () throws(PeripheralError) in try await target.subscribe(call.sender ?? "") } }
     }
 

@@ -1,8 +1,9 @@
 public import DBus
 public import Peripheral
 
-/// What the control API drives: the daemon, or a test's stand-in for it.
-public protocol AdvertiserControlling: Sendable {
+/// The control API's advertising part, which the daemon serves: what is on air, its values, the
+/// config.
+public protocol AdvertisingControl: Sendable {
     /// Puts the named advertisements on air (all when `names` is empty); returns once registered.
     func on(_ names: [String]) async throws(PeripheralError)
     /// Takes the named advertisements off air (all when `names` is empty).
@@ -21,6 +22,14 @@ public protocol AdvertiserControlling: Sendable {
     /// typed, or a number, a boolean or an array of strings.
     /// - Throws: `unknownName`, or `invalidValue` naming the key (nothing changes then).
     func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError)
+    /// Sends `caller` every `ValuesChanged` and `Written` whole, until it leaves the bus.
+    /// - Throws: `accessDenied` for a caller not trusted with secured values.
+    func subscribe(_ caller: String) async throws(PeripheralError)
+}
+
+/// The control API's pairing part, which the pairing component serves: its window, the
+/// comparisons, the bonds.
+public protocol PairingControl: Sendable {
     /// Opens a pairing window for `seconds` (nil: the configured length) on behalf of `caller`
     /// (the bus's unique name of whoever asked), to whom alone the window's events and codes
     /// go; returns the method and the length.
@@ -41,13 +50,37 @@ public protocol AdvertiserControlling: Sendable {
     /// characteristics.
     /// - Throws: `unknownName` when it is not bonded.
     func adopt(_ central: String) async throws(PeripheralError)
+}
+
+/// The control API's Improv part, which Improv's component serves.
+public protocol ImprovControl: Sendable {
     /// Allows Improv Wi-Fi provisioning for the configured time; returns it, in seconds.
     /// - Throws: `invalid` when Improv is not configured, needs no authorization, is not on air
     ///   now, or the device is joining a network or provisioned already.
     func improvAuthorize(_ central: String) async throws(PeripheralError) -> (seconds: Int, central: String)
-    /// Sends `caller` every `ValuesChanged` and `Written` whole, until it leaves the bus.
-    /// - Throws: `accessDenied` for a caller not trusted with secured values.
-    func subscribe(_ caller: String) async throws(PeripheralError)
+}
+
+/// The whole control API served by one type (a test's stand-in for the daemon, say).
+public typealias AdvertiserControlling = AdvertisingControl & PairingControl & ImprovControl
+
+/// What serves the control API: its parts (``AdvertisingControl``, ``PairingControl``,
+/// ``ImprovControl``), each served by a component of its own. A method goes to the first target
+/// that serves its part; a part no target serves answers `org.freedesktop.DBus.Error.Failed`.
+public struct ControlTargets: Sendable {
+    let targets: [any Sendable]
+
+    /// The targets, in the order a method looks for its part among them.
+    public init(_ targets: [any Sendable]) {
+        self.targets = targets
+    }
+
+    /// The first target that serves `part` (`(any PairingControl).self`, say).
+    public func first<Part>(_ part: Part.Type) -> Part? {
+        for target in targets {
+            if let served = target as? Part { return served }
+        }
+        return nil
+    }
 }
 
 /// A refused config, as `Reload` reports it.
@@ -63,11 +96,12 @@ public struct ReloadError: Error, Hashable, Sendable {
 
 /// Serves the control API for an ``AdvertiserControlling`` on a connection.
 public enum ControlService {
-    /// Exports the control object: every ``ControlAPI/Method`` with its handler, every
-    /// ``ControlAPI/Signal``. The caller owns the bus name (``ControlAPI/busName``).
-    public static func export(_ target: any AdvertiserControlling, on connection: DBusConnection) async throws {
+    /// Exports the control object: every ``ControlAPI/Method`` with its handler, given the
+    /// target of its part, and every ``ControlAPI/Signal``. The caller owns the bus name
+    /// (``ControlAPI/busName``).
+    public static func export(_ targets: ControlTargets, on connection: DBusConnection) async throws {
         let methods = ControlAPI.Method.all.map { method in
-            DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: method.handler(target))
+            DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: method.handler(targets))
         }
         let signals = ControlAPI.Signal.allCases.map { DBusSignalDescription($0.name, arguments: $0.arguments) }
         try await connection.export(

@@ -8,117 +8,25 @@ import Peripheral
 import PeripheralMocks
 import Synchronization
 import TestSupport
+import AdvertiserDaemonTesting
 import Testing
 
-/// The daemon's own logic in process, through its bus port (``ControlBus``), as NIOEmbedded
-/// serves NIO: a bus that records the signals and answers for callers, the mock, the manual
+/// The daemon's own logic in process, through its bus port (``ControlBus``) on the in-memory bus
+/// (``EmbeddedBus``), which records the signals and answers for callers: the mock, the manual
 /// clock, no dbus-daemon. What the control API does over D-Bus is the bus tests' (ControlTests,
-/// SetTests, ServiceTests and the rest), which run the same daemon on a private bus.
+/// SetTests, ServiceTests and the rest), which run the same daemon on a private dbus-daemon.
 @Suite("The daemon in process", .timeLimit(.minutes(1)))
 struct DaemonInProcessTests {
-    /// The daemon's bus, in this process: it serves nothing on a real bus, records each signal
-    /// as a line (`StateChanged heart on`, `ValuesChanged lamp [to :1.7] key=value...`,
-    /// `Written lamp.mode [to :1.7] VALUE`), says who callers are (none leaves), and is lost
-    /// when told.
-    final class InProcessBus: ControlBus {
-        let eventLoop: EventLoop
-        let users: [String: UInt32]
-        let refusal: DaemonFailure?
-        let signals = Mutex<[String]>([])
-        let served = Mutex<Bool>(false)
-        let (losses, lose) = AsyncStream<Void>.makeStream()
-
-        init(loop: EventLoop, users: [String: UInt32] = [:], refusal: DaemonFailure? = nil) {
-            eventLoop = loop
-            self.users = users
-            self.refusal = refusal
-        }
-
-        var all: [String] { signals.withLock { $0 } }
-
-        func record(_ line: String) { signals.withLock { $0.append(line) } }
-
-        func serve(_ target: any AdvertiserControlling) async throws(DaemonFailure) {
-            if let refusal { throw refusal }
-            served.withLock { $0 = true }
-        }
-
-        func lost() async {
-            for await _ in losses { return }
-        }
-
-        func ownsName() async -> Bool { served.withLock { $0 } }
-        func user(of caller: String) async -> UInt32? { users[caller] }
-        /// No caller leaves: a subscriber stays until the daemon stops.
-        func departure(of caller: String) async {
-            while (try? await Task.sleep(for: .seconds(60))) != nil {}
-        }
-
-        func stateChanged(_ name: String, _ state: AdvertisementState.State) async {
-            record("StateChanged \(name) \(state.rawValue)")
-        }
-
-        func valuesChanged(_ name: String, _ values: [String: String], to subscriber: String?) async {
-            let shown = values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            record((["ValuesChanged", name] + (subscriber.map { ["to", $0] } ?? []) + shown).joined(separator: " "))
-        }
-
-        func written(_ id: GATTCharacteristicID, _ value: GATTValue?, central: String, to subscriber: String?) async {
-            record((["Written", "\(id)"] + (subscriber.map { ["to", $0] } ?? []) + [value.map(\.description) ?? "(not shown)"]).joined(separator: " "))
-        }
-
-        func pairing(_ event: String, central: String, detail: String, to opener: String) async {
-            record("Pairing \(event) to \(opener)")
-        }
-
-        func joiner<C: Clock>(for config: ImprovConfig, clock: C) -> any NetworkJoining where C.Duration == Duration {
-            Refusing()
-        }
-    }
-
-    /// A joiner that can neither join nor tell: Improv is offered whatever the Wi-Fi.
-    struct Refusing: NetworkJoining {
-        struct Refused: Error {}
-        func join(_ credentials: Improv.Credentials) async throws -> String? { throw Refused() }
-        func networks() async throws -> [Improv.Network] { throw Refused() }
-        func wifi() async throws -> WifiWatch? { nil }
-    }
-
-    /// A daemon on an in-process bus, its loop running until the test ends.
-    struct Harness {
-        let mock = MockPeripheralManager()
-        let clock = ManualClock()
-        let loop: EventLoop
-        let bus: InProcessBus
-        let daemon: Daemon<ManualClock>
-        let running: Task<Void, any Error>
-        let requests: AsyncStream<Daemon<ManualClock>.Request>.Continuation
-        let logs = LogLines()
-
-        init(_ text: String, users: [String: UInt32] = [:], refusal: DaemonFailure? = nil) throws {
-            mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: DaemonSession.address)])))
-            mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/1"))))
-            mock.scriptStop(.always(.success(())))
+    /// A daemon on the in-memory bus running `text`, the mock scripted for GATT and pairing as
+    /// well; `users` says who each caller is, `refusal` why the name cannot be taken.
+    static func session(_ text: String, users: [String: UInt32] = [:], refusal: DaemonFailure? = nil) async throws -> DaemonSession {
+        try await DaemonSession(config: text, users: users, refusal: refusal, waitForReady: false, script: { mock in
             mock.scriptUpdate(.always(.success(())))
-            mock.scriptAudit(.always(.success([])))
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptUpdateValue(.always(.success(())))
             mock.scriptAgent()
-            loop = try EventLoop.onNewThread(name: "daemon-test")
-            bus = InProcessBus(loop: loop, users: users, refusal: refusal)
-            daemon = Daemon(
-                config: try ConfigParser.parse(text, file: "/etc/bleadvd.toml"), configPath: "/etc/bleadvd.toml", manager: mock, bus: bus,
-                clock: clock, trusts: { $0 == 0 }, loadConfig: { path throws(ConfigError) in try ConfigParser.load(path: path) },
-                auditDelay: nil, joiner: Refusing(), logger: logs.logger())
-            let (stream, requests) = AsyncStream<Daemon<ManualClock>.Request>.makeStream()
-            self.requests = requests
-            running = Task { [daemon] in try await daemon.run(requests: stream) }
-        }
-
-        func stop() {
-            requests.yield(.stop)
-        }
+        }, trusts: { $0 == 0 })
     }
 
     /// Values' config with Improv, which any central may use.
@@ -127,9 +35,9 @@ struct DaemonInProcessTests {
     /// A daemon on `text` whose module has the turn with BlueZ and keeps it: kitchen's
     /// unregistration, which bluetoothd never answers (until the task returned is cancelled).
     /// `first` runs once kitchen is on air, before the turn is taken.
-    static func holdingTheTurn(_ text: String, first: (Harness) async throws -> Void = { _ in }) async throws -> (Harness, Task<Void, any Error>) {
-        let h = try Harness(text)
-        try await eventually("kitchen is announced on") { h.bus.all.contains("StateChanged kitchen on") }
+    static func holdingTheTurn(_ text: String, first: (DaemonSession) async throws -> Void = { _ in }) async throws -> (DaemonSession, Task<Void, any Error>) {
+        let h = try await session(text)
+        try await eventually("kitchen is announced on") { h.signals.contains("StateChanged kitchen on") }
         try await first(h)
         h.mock.scriptStop(.hangs)
         let off = Task { try await h.daemon.off(["kitchen"]) }
@@ -139,28 +47,28 @@ struct DaemonInProcessTests {
 
     @Test("a state that moves is announced as StateChanged once, on the bus port")
     func stateChangesAnnouncedOnce() async throws {
-        let h = try Harness(DaemonSession.config)
+        let h = try await Self.session(DaemonSession.config)
         defer { h.stop() }
-        try await eventually("heart is announced on") { h.bus.all.contains("StateChanged heart on") }
+        try await eventually("heart is announced on") { h.signals.contains("StateChanged heart on") }
 
         try await h.daemon.on(["door"])
-        try await eventually("door is announced on") { h.bus.all.contains("StateChanged door on") }
+        try await eventually("door is announced on") { h.signals.contains("StateChanged door on") }
         try await h.daemon.on(["door"])
 
-        #expect(h.bus.all.filter { $0 == "StateChanged door on" }.count == 1)
+        #expect(h.signals.filter { $0 == "StateChanged door on" }.count == 1)
     }
 
     @Test("a central's write to Improv's command goes to Improv, never out as Written; a write to another characteristic is announced (its value not shown: it is secured)")
     func improvWritesAreRouted() async throws {
-        let h = try Harness(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")
+        let h = try await Self.session(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")
         defer { h.stop() }
-        try await eventually("Improv is on air") { h.bus.all.contains("StateChanged improv on") }
+        try await eventually("Improv is on air") { h.signals.contains("StateChanged improv on") }
 
         h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
-        try await eventually("the level's write is announced") { h.bus.all.contains("Written dial.level (not shown)") }
+        try await eventually("the level's write is announced") { h.signals.contains("Written dial.level (not shown)") }
 
-        #expect(!h.bus.all.contains { $0.hasPrefix("Written improv") })
+        #expect(!h.signals.contains { $0.hasPrefix("Written improv") })
         #expect(h.mock.calls.updatedValues.contains { $0.characteristic == GATTCharacteristicID(service: "improv", characteristic: "error") })
     }
 
@@ -172,7 +80,7 @@ struct DaemonInProcessTests {
         h.mock.emit(.connected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
 
-        try await eventually("the write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
+        try await eventually("the write is announced", within: .seconds(2)) { h.signals.contains("Written dial.level (not shown)") }
         #expect(await h.daemon.status()["dial"]?.values["level"] == "7")
     }
 
@@ -184,13 +92,13 @@ struct DaemonInProcessTests {
         h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
-        try await eventually("the other central's write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
+        try await eventually("the other central's write is announced", within: .seconds(2)) { h.signals.contains("Written dial.level (not shown)") }
     }
 
     @Test("a central's bond, which closes the pairing window through the module, does not hold up another central's write while the module waits on BlueZ")
     func bondsDoNotHoldUpWrites() async throws {
         let (h, off) = try await Self.holdingTheTurn(ValuesComponentTests.config) { h in
-            _ = try await h.daemon.pair(for: 60, by: ":1.7")
+            _ = try await h.daemon.pairing.pair(for: 60, by: ":1.7")
             #expect(await h.mock.agentRequest(PairingRequest(central: "AA:BB:CC:DD:EE:01", .authorize)) == true)
         }
         defer { off.cancel(); h.stop() }
@@ -198,7 +106,7 @@ struct DaemonInProcessTests {
         h.mock.emit(.paired(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
-        try await eventually("the other central's write is announced", within: .seconds(2)) { h.bus.all.contains("Written dial.level (not shown)") }
+        try await eventually("the other central's write is announced", within: .seconds(2)) { h.signals.contains("Written dial.level (not shown)") }
         #expect(h.logs.all.contains { $0.contains("pairing: AA:BB:CC:DD:EE:01 paired and bonded") })
     }
 
@@ -211,22 +119,22 @@ struct DaemonInProcessTests {
         for _ in 0..<(ImprovProvisioner<ManualClock>.queueLimit + 10) { h.mock.emit(.gatt(frame)) }
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
-        try await eventually("the other central's write is announced") { h.bus.all.contains("Written dial.level (not shown)") }
-        #expect(h.logs.all.filter { $0.hasPrefix("warning: improv: dropped a write of AA:BB:CC:DD:EE:01's") }.count == 1)
+        try await eventually("the other central's write is announced") { h.signals.contains("Written dial.level (not shown)") }
+        #expect(h.logs.all.filter { $0.contains("improv: dropped a write of AA:BB:CC:DD:EE:01's") }.count == 1)
     }
 
     @Test("values set go to everyone without the secured ones, and whole to a trusted subscriber alone")
     func securedValuesGoToSubscribersAlone() async throws {
-        let h = try Harness(SecuredValuesTests.config, users: [":1.7": 0, ":1.8": 1000])
+        let h = try await Self.session(SecuredValuesTests.config, users: [":1.7": 0, ":1.8": 1000])
         defer { h.stop() }
         try await eventually("the application is registered") { !h.mock.calls.registeredApplications.isEmpty }
         try await h.daemon.subscribe(":1.7")
         let stranger = await #expect(throws: PeripheralError.self) { try await h.daemon.subscribe(":1.8") }
 
         try await h.daemon.set("lamp", ["label": .string("hall"), "mode": .string("cold")])
-        try await eventually("the values are announced") { h.bus.all.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") } }
+        try await eventually("the values are announced") { h.signals.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") } }
 
-        let announced = h.bus.all.filter { $0.hasPrefix("ValuesChanged lamp") }
+        let announced = h.signals.filter { $0.hasPrefix("ValuesChanged lamp") }
         #expect(stranger?.code == .accessDenied)
         #expect(announced.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") && $0.contains("label=hall") })
         #expect(announced.contains { !$0.contains(" to ") && $0.contains("mode=cold") && !$0.contains("label=") })
@@ -234,10 +142,10 @@ struct DaemonInProcessTests {
 
     @Test("the bus lost ends the daemon's run with a failure that says so")
     func busLostEndsTheRun() async throws {
-        let h = try Harness(DaemonSession.config)
-        try await eventually("heart is announced on") { h.bus.all.contains("StateChanged heart on") }
+        let h = try await Self.session(DaemonSession.config)
+        try await eventually("heart is announced on") { h.signals.contains("StateChanged heart on") }
 
-        h.bus.lose.yield()
+        h.embedded?.lose()
         let failure = await #expect(throws: DaemonFailure.self) { try await h.running.value }
 
         #expect(failure?.description.contains("lost the system bus") == true)
@@ -245,7 +153,7 @@ struct DaemonInProcessTests {
 
     @Test("a name the bus refuses ends the run before anything is registered")
     func refusedNameRegistersNothing() async throws {
-        let h = try Harness(DaemonSession.config, refusal: DaemonFailure("another bleadvd is running"))
+        let h = try await Self.session(DaemonSession.config, refusal: DaemonFailure("another bleadvd is running"))
 
         let failure = await #expect(throws: DaemonFailure.self) { try await h.running.value }
 

@@ -1,5 +1,7 @@
 import AdvertiserConfig
+import AdvertiserControl
 import AdvertiserDaemon
+import AdvertiserDaemonTesting
 import DBus
 import Foundation
 import Logging
@@ -7,8 +9,10 @@ import Peripheral
 import PeripheralMocks
 import TestSupport
 
-/// The daemon in this process over the counting mock, owning its name on a private bus; the
-/// real `bleadvctl` binary talks to it there.
+/// The daemon in this process over the counting mock and the manual clock, running its loop, on
+/// one of two buses: the in-memory one (``EmbeddedBus``, the default: the daemon's behaviour),
+/// or a private dbus-daemon (`onDBus`: what only a real bus shows, its policy, marshalling and
+/// the real `bleadvctl` binary talking to the daemon there, ``ctl(_:)``).
 struct DaemonSession {
     static let config = """
         [advertisement.heart]
@@ -21,13 +25,19 @@ struct DaemonSession {
         manufacturer_data = { "0xFFFF" = "0102" }
         """
 
-    let bus: PrivateBus
+    /// The private dbus-daemon the daemon owns its name on (`onDBus`), else nil.
+    let dbus: PrivateBus?
+    /// The in-memory bus the daemon is on, unless it is on a dbus-daemon.
+    let embedded: EmbeddedBus?
+    /// The daemon's connection to the dbus-daemon (`onDBus`), else nil.
+    let connection: DBusConnection?
+    /// A folder of the session's own: the config file, the state directory, the notify socket.
+    let folder: URL
     let mock = MockPeripheralManager()
     let clock = ManualClock()
-    let connection: DBusConnection
     let daemon: Daemon<ManualClock>
     let configPath: String
-    /// Where the daemon records the bonds its windows made (a folder of the private bus's).
+    /// Where the daemon records the bonds its windows made (in the session's folder).
     let bondRecord: BondRecord
     /// What the daemon told systemd.
     let notify: NotifySocket
@@ -48,8 +58,21 @@ struct DaemonSession {
     /// hci0's address, which encrypted BTHome is sealed for.
     static let address = "54:48:E6:8F:80:A5"
 
+    /// The private dbus-daemon of a session made `onDBus`.
+    var bus: PrivateBus {
+        get throws {
+            guard let dbus else { throw TestFailure("this session's daemon is on the in-memory bus: make it with onDBus: true") }
+            return dbus
+        }
+    }
+
     /// A daemon running its loop, READY; `heart` is on air (enabled), `door` is off.
     /// - Parameters:
+    ///   - onDBus: on a private dbus-daemon (`bus`, or a new one) rather than the in-memory bus.
+    ///   - users: on the in-memory bus, the user of each caller (a unique name).
+    ///   - folder: the session's folder (one the test wrote programs into, say); nil for a new one
+    ///     (the dbus-daemon's, on one).
+    ///   - refusal: on the in-memory bus, why the control API's name cannot be taken (nil: it can).
     ///   - script: scripts the mock further before the daemon starts.
     ///   - waitForReady: whether to return only after READY=1.
     ///   - joiner: joins Improv's networks and tells whether the Wi-Fi is connected; nil for the
@@ -59,15 +82,31 @@ struct DaemonSession {
     ///   - auditDelay: the module's self-check; off unless a test is about it (its timer would
     ///     be one more sleeper on the manual clock).
     init(
-        config: String = Self.config, bus: PrivateBus? = nil, watchdog: Duration? = nil, auditDelay: Duration? = nil,
+        onDBus: Bool = false, config: String = Self.config, bus: PrivateBus? = nil, users: [String: UInt32] = [:], refusal: DaemonFailure? = nil,
+        folder scratch: ScratchFolder? = nil,
+        watchdog: Duration? = nil, auditDelay: Duration? = nil,
         waitForReady: Bool = true, joiner: (any NetworkJoining)? = nil,
         script: (MockPeripheralManager) -> Void = { _ in },
         loadConfig: @escaping Daemon<ManualClock>.ConfigLoader = { path throws(ConfigError) in try ConfigParser.load(path: path) },
         trusts: @escaping @Sendable (UInt32) -> Bool = LocalTrust.isTrusted(uid:)
     ) async throws {
-        self.bus = try bus ?? PrivateBus()
-        configPath = self.bus.folder.appendingPathComponent("bleadvd.toml").path
-        bondRecord = BondRecord(directory: self.bus.folder.appendingPathComponent("state").path)
+        let controlBus: any ControlBus
+        var scratch = scratch
+        if onDBus || bus != nil {
+            let dbus = try bus ?? PrivateBus()
+            let connection = try await DBusConnection.connect(to: .address(dbus.address))
+            (self.dbus, self.connection, embedded, folder) = (dbus, connection, nil, scratch?.url ?? dbus.folder)
+            controlBus = DBusControlBus(connection: connection)
+        } else {
+            let embedded = try EmbeddedBus(users: users, refusal: refusal)
+            let own = try scratch ?? ScratchFolder("session")
+            scratch = own
+            (dbus, connection, self.embedded, folder) = (nil, nil, embedded, own.url)
+            controlBus = embedded
+        }
+        if let scratch { kept.append(scratch) }
+        configPath = folder.appendingPathComponent("bleadvd.toml").path
+        bondRecord = BondRecord(directory: folder.appendingPathComponent("state").path)
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: Self.address)])))
         mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/1"))))
@@ -75,11 +114,10 @@ struct DaemonSession {
         mock.scriptAudit(.always(.success([])))
         mock.scriptBonds(.always(.success([])))
         script(mock)
-        connection = try await DBusConnection.connect(to: .address(self.bus.address))
-        notify = try NotifySocket(in: self.bus.folder, name: "notify-\(UUID().uuidString.prefix(8))")
+        notify = try NotifySocket(in: folder, name: "notify-\(UUID().uuidString.prefix(8))")
         let daemon = Daemon(
             config: try ConfigParser.load(path: configPath), configPath: configPath, manager: mock,
-            bus: DBusControlBus(connection: connection), clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
+            bus: controlBus, clock: clock, notifier: SystemdNotifier(environment: ["NOTIFY_SOCKET": notify.path]),
             counters: MockCounters(), bondRecord: bondRecord, trusts: trusts, loadConfig: loadConfig, auditDelay: auditDelay, joiner: joiner,
             logger: logs.logger())
         self.daemon = daemon
@@ -89,14 +127,54 @@ struct DaemonSession {
         if waitForReady { try await notify.waitFor("READY=1") }
     }
 
-    /// Runs `bleadvctl` against the daemon's bus.
+    /// Runs `bleadvctl` against the daemon's dbus-daemon (a session made `onDBus`).
     func ctl(_ arguments: String...) async throws -> ProgramResult {
         try await ctl(arguments)
     }
 
-    /// Runs `bleadvctl` with `arguments` against the daemon's bus.
+    /// Runs `bleadvctl` with `arguments` against the daemon's dbus-daemon.
     func ctl(_ arguments: [String]) async throws -> ProgramResult {
-        try await runProgram(product("bleadvctl"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        try await runProgram(product("bleadvctl"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": try bus.address])
+    }
+
+    /// Asks the daemon's loop to stop, as SIGTERM does.
+    func stop() {
+        requests.yield(.stop)
+    }
+
+    /// The signals the daemon sent on the in-memory bus, one line each (``EmbeddedBus/all``).
+    var signals: [String] { embedded?.all ?? [] }
+
+    /// The signals the daemon sends from now on, on the in-memory bus, those whose line begins
+    /// with `prefix` (``EmbeddedBus/lines()``): to everyone, to a subscriber (`to :1.7`), or
+    /// either.
+    func lines(_ prefix: String, to audience: Audience = .either) throws -> AsyncFilterSequence<AsyncStream<String>>.AsyncIterator {
+        guard let embedded else { throw TestFailure("this session's daemon is on a dbus-daemon: listen there") }
+        return embedded.lines().filter { line in
+            guard line.hasPrefix(prefix) else { return false }
+            return switch audience {
+            case .everyone: !line.contains(" to :")
+            case .subscriber(let name): line.contains(" to \(name) ")
+            case .either: true
+            }
+        }.makeAsyncIterator()
+    }
+
+    /// What serves `part` of the control API on the in-memory bus, as the bus hands it calls
+    /// (`(any PairingControl).self`: the pairing component).
+    func serving<Part>(_ part: Part.Type) throws -> Part {
+        guard let target = embedded?.targets?.first(part) else { throw TestFailure("nothing serves \(part) on the in-memory bus") }
+        return target
+    }
+
+    /// Whom a signal went to.
+    enum Audience: Sendable {
+        /// A broadcast.
+        case everyone
+        /// The subscriber of that unique name alone.
+        case subscriber(String)
+        /// Either.
+        case either
     }
 
     /// Replaces the config file (for reload).

@@ -30,10 +30,10 @@ struct HostileArgumentTests {
 
     @Test("each bad argument list exits 2 with one line, and BlueZ is asked nothing", arguments: cases)
     func refused(arguments: [String], message: String) async throws {
-        let session = try await DaemonSession(config: SetTests.config)
+        let session = try await DaemonSession(onDBus: true, config: SetTests.config)
         let registered = session.mock.startAdvertisingCallCount
 
-        let result = try await runProgram(product("bleadvctl"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        let result = try await runProgram(product("bleadvctl"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
 
         #expect(result.status == 2)
         #expect(result.errors == message + "\n")
@@ -44,10 +44,10 @@ struct HostileArgumentTests {
 
     @Test("output that cannot be written is a failure: exit 1 and the reason", arguments: ["> /dev/full", ">&-"])
     func unwritableOutputFails(redirection: String) async throws {
-        let session = try await DaemonSession()
+        let session = try await DaemonSession(onDBus: true)
 
         let result = try await runProgram("/bin/sh", ["-c", "'\(product("bleadvctl"))' list \(redirection)"],
-                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
 
         #expect(result.status == 1)
         #expect(result.errors.hasPrefix("bleadvctl: cannot write the output: "), "\(result.errors)")

@@ -137,7 +137,7 @@ struct ImprovComponentTests {
         let h = try Harness(config, connected: true)
         await h.improv.start(showing: h.display)
 
-        let refusal = await #expect(throws: PeripheralError.self) { try await h.improv.authorize("") }
+        let refusal = await #expect(throws: PeripheralError.self) { try await h.improv.improvAuthorize("") }
 
         #expect(refusal?.code == .invalid)
         #expect(refusal?.message.contains("Wi-Fi is connected") == true)

@@ -46,13 +46,13 @@ struct ImprovDaemonTests {
     /// NetworkManager, which the private bus does not have; or by the program `program`
     /// writes into the bus's folder).
     func session(
-        authorization: String = "none", status: Int = 0, networkManager: Bool = false, program: ((URL) throws -> String)? = nil,
+        onDBus: Bool = false, authorization: String = "none", status: Int = 0, networkManager: Bool = false, program: ((URL) throws -> String)? = nil,
         joiner: (any NetworkJoining)? = nil
     ) async throws -> DaemonSession {
-        let bus = try PrivateBus()
-        let program = try program?(bus.folder) ?? Self.joinProgram(in: bus.folder, status: status)
-        let identify = bus.folder.appendingPathComponent("identify").path
-        try writeExecutable("#!/bin/sh\necho run >> '\(bus.folder.path)/identified'\nsleep 1\n", to: identify)
+        let folder = try ScratchFolder("improv")
+        let program = try program?(folder.url) ?? Self.joinProgram(in: folder.url, status: status)
+        let identify = folder.url.appendingPathComponent("identify").path
+        try writeExecutable("#!/bin/sh\necho run >> '\(folder.url.path)/identified'\nsleep 1\n", to: identify)
         let config = """
             [improv]
             join = "\(networkManager ? "networkmanager" : program)"
@@ -62,7 +62,7 @@ struct ImprovDaemonTests {
             hardware = "Raspberry Pi 4"
             redirect_url = "http://{address}:8123/"
             """
-        return try await DaemonSession(config: config, bus: bus, joiner: joiner) { mock in
+        return try await DaemonSession(onDBus: onDBus, config: config, folder: folder, joiner: joiner) { mock in
             mock.scriptRegisterApplication(.always(.success(Self.app)))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptUpdateValue(.always(.success(())))
@@ -90,6 +90,14 @@ struct ImprovDaemonTests {
     /// `central` reads Improv's state, as a client does once connected.
     func reads(_ session: DaemonSession, _ central: String) {
         session.mock.emit(.gatt(GATTEvent(Self.state, .read, central: central)))
+    }
+
+    /// On the in-memory bus, the `ImprovAuthorize` call for `address` (empty: the one
+    /// connected), once the daemon's Improv has seen `connected` read its state.
+    func grant(_ session: DaemonSession, _ address: String = "", connected: [String]) async throws -> (seconds: Int, central: String) {
+        for central in connected { reads(session, central) }
+        try await settle(session)
+        return try await session.serving((any ImprovControl).self).improvAuthorize(address)
     }
 
     /// `bleadvctl improv authorize [ADDRESS]`, once the daemon's Improv has seen `connected`
@@ -121,8 +129,8 @@ struct ImprovDaemonTests {
 
         #expect(notified(session, Self.state) == [[0x03], [0x04]])
         #expect(notified(session, Self.result) == [Improv.result(of: 0x01, ["http://192.168.4.2:8123/"])!])
-        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("ssid").path, encoding: .utf8) == "Home")
-        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("password").path, encoding: .utf8) == "hunter22")
+        #expect(try String(contentsOfFile: session.folder.appendingPathComponent("ssid").path, encoding: .utf8) == "Home")
+        #expect(try String(contentsOfFile: session.folder.appendingPathComponent("password").path, encoding: .utf8) == "hunter22")
         #expect(session.mock.calls.updated.last?.advertisement.serviceData.first?.data.first == 0x04)
     }
 
@@ -159,12 +167,12 @@ struct ImprovDaemonTests {
 
         #expect(notified(session, Self.error) == [[0x04]])
         #expect(notified(session, Self.state) == [[0x01]])
-        #expect(!FileManager.default.fileExists(atPath: session.bus.folder.appendingPathComponent("password").path))
+        #expect(!FileManager.default.fileExists(atPath: session.folder.appendingPathComponent("password").path))
     }
 
     @Test("bleadvctl improv authorize lets the connected client in: the state turns authorized, and its credentials are joined")
     func authorized() async throws {
-        let session = try await session(authorization: "bleadvctl")
+        let session = try await session(onDBus: true, authorization: "bleadvctl")
 
         let result = try await authorize(session, connected: ["AA:BB:CC:DD:EE:FF"])
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
@@ -184,13 +192,12 @@ struct ImprovDaemonTests {
         try config.replacingOccurrences(of: "device_name = \"kitchen\"", with: "device_name = \"pantry\"")
             .write(toFile: session.configPath, atomically: true, encoding: .utf8)
 
-        let reload = try await session.ctl("reload")
+        try await session.daemon.reload()
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "11:22:33:44:55:66")))
         try await eventually("the error notified is unknown", every: .milliseconds(1)) { notified(session, Self.error).last == [0xFF] }
         await advance(session) { notified(session, Self.result).count == 1 }
 
-        #expect(reload.status == 0, "\(reload.errors)")
-        #expect(try String(contentsOfFile: session.bus.folder.appendingPathComponent("runs").path, encoding: .utf8) == "run\n")
+        #expect(try String(contentsOfFile: session.folder.appendingPathComponent("runs").path, encoding: .utf8) == "run\n")
         #expect(notified(session, Self.state).last == [0x04])
     }
 
@@ -210,7 +217,7 @@ struct ImprovDaemonTests {
         // 200 were.
         session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "11:22:33:44:55:66")))
         try await eventually("the malformed frame is answered", every: .milliseconds(1)) { notified(session, Self.error).last == [0x01] }
-        let file = session.bus.folder.appendingPathComponent("identified").path
+        let file = session.folder.appendingPathComponent("identified").path
         await advance(session) { FileManager.default.fileExists(atPath: file) }
 
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "run\n")
@@ -235,14 +242,14 @@ struct ImprovDaemonTests {
         #expect(lines.last?.contains("(and 99 more frame(s) from it since its last line)") == true, "\(lines)")
     }
 
-    @Test("bleadvctl improv authorize where none is needed is refused with exit 2")
+    @Test("an authorization where none is needed is refused")
     func authorizeNotNeeded() async throws {
         let session = try await session()
 
-        let result = try await session.ctl("improv", "authorize")
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.serving((any ImprovControl).self).improvAuthorize("") }
 
-        #expect(result.status == 2)
-        #expect(result.errors.contains("Improv needs no authorization here"))
+        #expect(refusal?.code == .invalid)
+        #expect(refusal?.message.contains("Improv needs no authorization here") == true, "\(String(describing: refusal))")
     }
 
     @Test("device info answers with bleadvd, its version, the hardware and the name")
@@ -269,19 +276,19 @@ struct ImprovDaemonTests {
         #expect(notified(session, Self.state) == [[0x02]])
     }
 
-    @Test("bleadvctl set of improv's values is refused: they are the session's")
+    @Test("a set of improv's values is refused: they are the session's")
     func setRefused() async throws {
         let session = try await session()
 
-        let result = try await session.ctl("set", "improv", "state=04")
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.set("improv", ["state": .string("04")]) }
 
-        #expect(result.status == 2)
+        #expect(refusal?.code == .invalid)
         #expect(notified(session, Self.state).isEmpty)
     }
 
     @Test("without NetworkManager on the bus, a join ends in unable to connect and the journal says why")
     func networkManagerAbsentJoin() async throws {
-        let session = try await session(networkManager: true)
+        let session = try await session(onDBus: true, networkManager: true)
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
         try await eventually("the error notified is unable to connect", every: .milliseconds(1)) { notified(session, Self.error).last == [0x03] }
@@ -293,7 +300,7 @@ struct ImprovDaemonTests {
 
     @Test("without NetworkManager on the bus, a scan is answered with no networks and the journal says why")
     func networkManagerAbsentScan() async throws {
-        let session = try await session(networkManager: true)
+        let session = try await session(onDBus: true, networkManager: true)
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x04, 0x00, 0x04], .bytes([0x04, 0x00, 0x04])), central: "")))
         try await eventually("a result is notified", every: .milliseconds(1)) { !notified(session, Self.result).isEmpty }

@@ -66,7 +66,7 @@ struct ImprovSecretTests {
     func passwordInNoText(seed: UInt64, status: Int) async throws {
         var random = Generator(state: seed)
         let secret = (0..<12).map { _ in UInt8.random(in: 0x61...0x7A, using: &random) }
-        let session = try await ImprovDaemonTests().session(program: { try Self.echoingProgram(in: $0, status: status) })
+        let session = try await ImprovDaemonTests().session(onDBus: true, program: { try Self.echoingProgram(in: $0, status: status) })
         let centrals = ["AA:BB:CC:DD:EE:01", "AA:BB:CC:DD:EE:02", "AA:BB:CC:DD:EE:03"]
 
         for frame in Self.frames(secret, using: &random) {

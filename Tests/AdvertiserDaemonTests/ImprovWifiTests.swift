@@ -1,3 +1,4 @@
+import AdvertiserControl
 import AdvertiserDaemon
 import Foundation
 import Peripheral
@@ -59,8 +60,8 @@ struct ImprovWifiTests {
         authorization = "none"
         """
 
-    func session(_ wifi: Wifi, extra: String = "") async throws -> DaemonSession {
-        try await DaemonSession(config: Self.config + extra, joiner: wifi) { mock in
+    func session(onDBus: Bool = false, _ wifi: Wifi, extra: String = "") async throws -> DaemonSession {
+        try await DaemonSession(onDBus: onDBus, config: Self.config + extra, joiner: wifi) { mock in
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptUpdateValue(.always(.success(())))
@@ -228,7 +229,7 @@ struct ImprovWifiTests {
 
     @Test("bleadvctl on with no names, which group bleadvd may run, leaves a withdrawn Improv off the air and puts the others on")
     func onLeavesWithdrawnImprov() async throws {
-        let session = try await session(Wifi(connected: true), extra: "\n[advertisement.beacon]\nlocal_name = \"B\"\nenabled = false\n")
+        let session = try await session(onDBus: true, Wifi(connected: true), extra: "\n[advertisement.beacon]\nlocal_name = \"B\"\nenabled = false\n")
 
         let result = try await session.ctl("on")
 
@@ -236,24 +237,24 @@ struct ImprovWifiTests {
         #expect(session.mock.calls.started.map(\.advertisement.localName) == ["B"])
     }
 
-    @Test("bleadvctl on improv while Improv is withdrawn is refused with exit 2, and nothing goes on air")
+    @Test("on improv while Improv is withdrawn is refused, and nothing goes on air")
     func onImprovWhileWithdrawnRefused() async throws {
         let session = try await session(Wifi(connected: true))
 
-        let result = try await session.ctl("on", "improv")
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.on(["improv"]) }
 
-        #expect(result.status == 2)
-        #expect(result.errors.contains("Improv is not offered now"), "\(result.errors)")
+        #expect(refusal?.code == .invalid)
+        #expect(refusal?.message.contains("Improv is not offered now") == true, "\(String(describing: refusal))")
         #expect(session.mock.calls.started.isEmpty)
     }
 
-    @Test("bleadvctl improv authorize while Improv is off the air is refused with exit 2")
+    @Test("an authorization while Improv is off the air is refused")
     func authorizeWhileWithdrawn() async throws {
         let session = try await DaemonSession(config: "[improv]\njoin = \"networkmanager\"\n", joiner: Wifi(connected: true))
 
-        let result = try await session.ctl("improv", "authorize")
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.serving((any ImprovControl).self).improvAuthorize("") }
 
-        #expect(result.status == 2)
-        #expect(result.errors.contains("Improv is not on air now"))
+        #expect(refusal?.code == .invalid)
+        #expect(refusal?.message.contains("Improv is not on air now") == true, "\(String(describing: refusal))")
     }
 }

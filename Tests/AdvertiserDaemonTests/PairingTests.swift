@@ -26,8 +26,8 @@ struct PairingTests {
 
     static let phone = "AA:BB:CC:DD:EE:FF"
 
-    func session(_ pairing: String = "") async throws -> DaemonSession {
-        try await DaemonSession(config: Self.config(pairing)) { mock in
+    func session(onDBus: Bool = false, _ pairing: String = "") async throws -> DaemonSession {
+        try await DaemonSession(onDBus: onDBus, config: Self.config(pairing)) { mock in
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptAgent()
@@ -38,15 +38,23 @@ struct PairingTests {
     /// returns the opener's connection, the one its events go to and that may confirm.
     @discardableResult
     func openWindow(_ session: DaemonSession, seconds: UInt32) async throws -> DBusConnection {
-        let client = try await DBusConnection.connect(to: .address(session.bus.address))
+        let client = try await DBusConnection.connect(to: .address((try session.bus.address)))
         session.keep(client)
         _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                   member: "Pair", [.uint32(seconds)], expecting: "su")
         return client
     }
 
+    /// Opens a window on the in-memory bus, for `:1.7`, as the Pair method does.
+    @discardableResult
+    func window(_ session: DaemonSession, seconds: Int) async throws -> any PairingControl {
+        let pairing = try session.serving((any PairingControl).self)
+        _ = try await pairing.pair(for: seconds, by: ":1.7")
+        return pairing
+    }
+
     func pair(_ session: DaemonSession, _ arguments: String...) throws -> Child {
-        try Child(product("bleadvctl"), ["pair"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        try Child(product("bleadvctl"), ["pair"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
     }
 
     @Test("the agent is registered for the configured method, and the adapter closed to new bonds")
@@ -59,7 +67,7 @@ struct PairingTests {
 
     @Test("with method off no agent is registered, and bleadvctl pair says pairing is off with exit 2")
     func offRegistersNothing() async throws {
-        let session = try await session("method = \"off\"")
+        let session = try await session(onDBus: true, "method = \"off\"")
 
         let result = try await session.ctl("pair", "10")
 
@@ -71,7 +79,7 @@ struct PairingTests {
     @Test("when every characteristic is open no agent is registered (the system's own pairs), and bleadvctl pair says why with exit 2")
     func openServicesRegisterNothing() async throws {
         let config = Self.config().replacingOccurrences(of: "value = \"desk\"", with: "value = \"desk\"\nsecurity = \"none\"")
-        let session = try await DaemonSession(config: config) { mock in
+        let session = try await DaemonSession(onDBus: true, config: config) { mock in
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptAgent()
@@ -97,7 +105,7 @@ struct PairingTests {
 
     @Test("bleadvctl pair opens the adapter, shows the central that pairs, and exits 0 once it bonded")
     func pairJustWorks() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
         let pair = try pair(session, "60")
         defer { pair.kill(SIGTERM) }
         #expect(try await PrivateBus.line(from: pair.stdout) == "pairing window open for 60 s (just-works); pair from the central now")
@@ -116,7 +124,7 @@ struct PairingTests {
 
     @Test("with passkey, the code the central's user types goes to bleadvctl pair alone, leading zeros kept: the journal, which group adm reads, never has it")
     func passkeyToPairAlone() async throws {
-        let session = try await session("method = \"passkey\"")
+        let session = try await session(onDBus: true, "method = \"passkey\"")
         let pair = try pair(session, "60")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
@@ -140,7 +148,7 @@ struct PairingTests {
 
     @Test("a window takes its attempts and refuses the next central, naming it")
     func attemptsAreLimited() async throws {
-        let session = try await session("attempts = 1")
+        let session = try await session(onDBus: true, "attempts = 1")
         let pair = try pair(session, "60")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
@@ -155,7 +163,7 @@ struct PairingTests {
 
     @Test("a window whose time ran out closes the adapter, and bleadvctl pair exits 1 saying no central bonded")
     func windowRunsOut() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
         let pair = try pair(session, "5")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
@@ -171,7 +179,7 @@ struct PairingTests {
     @Test("a central let in that does not bond within the time is logged as failed, with its address")
     func silentCentralFails() async throws {
         let session = try await session()
-        try await openWindow(session, seconds: 600)
+        try await window(session, seconds: 600)
         _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(123_456)))
         // The window's end and the request's time out.
         await session.clock.waitForSleepers(2)
@@ -186,7 +194,7 @@ struct PairingTests {
     @Test("a central that asks again with a new code failed its last attempt: logged at once, with its address")
     func askingAgainIsAFailure() async throws {
         let session = try await session("method = \"passkey\"")
-        try await openWindow(session, seconds: 600)
+        try await window(session, seconds: 600)
         _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(111_111)))
 
         _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(222_222)))
@@ -197,13 +205,12 @@ struct PairingTests {
     @Test("a numeric comparison waits for Confirm, and goes on only when the codes match")
     func confirmAnswersTheComparison() async throws {
         let session = try await session("method = \"numeric-comparison\"")
-        let client = try await openWindow(session, seconds: 60)
+        let pairing = try await window(session, seconds: 60)
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
 
         // Until the daemon holds the request, Confirm finds nothing to answer.
         try await eventually("Confirm finds the request to answer", every: .milliseconds(20)) {
-            (try? await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
-                                    member: "Confirm", [.string(Self.phone), .boolean(true)])) != nil
+            (try? await pairing.confirm(Self.phone, matches: true, by: ":1.7")) != nil
         }
 
         #expect(await asking.value == true)
@@ -212,12 +219,11 @@ struct PairingTests {
     @Test("Confirm for a central that asked for nothing is refused with UnknownName")
     func confirmWithoutRequest() async throws {
         let session = try await session("method = \"numeric-comparison\"")
-        let client = try await DBusConnection.connect(to: .address(session.bus.address))
+        let pairing = try session.serving((any PairingControl).self)
 
-        await #expect(throws: DBusError.self) {
-            _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
-                                      member: "Confirm", [.string(Self.phone), .boolean(true)])
-        }
+        let refusal = await #expect(throws: PeripheralError.self) { try await pairing.confirm(Self.phone, matches: true, by: ":1.7") }
+
+        #expect(refusal?.code == .unknownName)
     }
 
     /// A window that lets `central` in, and its bond: bleadvctl pair exits once it bonded.
@@ -232,7 +238,7 @@ struct PairingTests {
 
     @Test("bleadvctl bonds lists the bonded centrals with their names")
     func bondsListed() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
         session.mock.scriptBonds(.always(.success([Bond(central: Self.phone, name: "Pixel 8"), Bond(central: "11:22:33:44:55:66")])))
 
         let bonds = try await session.ctl("bonds")
@@ -242,7 +248,7 @@ struct PairingTests {
 
     @Test("forget removes a bond that a bleadvd window made, written in any case, and the record forgets it")
     func forgetOwnBond() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
         session.mock.scriptBonds(.always(.success([Bond(central: Self.phone)])))
         session.mock.scriptRemoveBond(.always(.success(())))
         try await bondInWindow(session, Self.phone)
@@ -260,10 +266,12 @@ struct PairingTests {
         session.mock.scriptBonds(.always(.success([Bond(central: "11:22:33:44:55:66", name: "Keyboard")])))
         session.mock.scriptRemoveBond(.always(.success(())))
 
-        let forget = try await session.ctl("forget", "11:22:33:44:55:66")
+        let refusal = await #expect(throws: PeripheralError.self) {
+            try await session.serving((any PairingControl).self).forget("11:22:33:44:55:66", any: false)
+        }
 
-        #expect(forget.status == 1)
-        #expect(forget.errors == "bleadvctl: 11:22:33:44:55:66 did not bond in a bleadvd pairing window (a desktop's own pairing made it, say), so bleadvd leaves it; bleadvctl forget --any 11:22:33:44:55:66 removes it all the same\n")
+        #expect(refusal?.code == .accessDenied)
+        #expect(refusal?.message == "11:22:33:44:55:66 did not bond in a bleadvd pairing window (a desktop's own pairing made it, say), so bleadvd leaves it; bleadvctl forget --any 11:22:33:44:55:66 removes it all the same")
         #expect(session.mock.calls.removedBonds.isEmpty)
     }
 
@@ -273,15 +281,14 @@ struct PairingTests {
         session.mock.scriptBonds(.always(.success([Bond(central: "11:22:33:44:55:66")])))
         session.mock.scriptRemoveBond(.always(.success(())))
 
-        let forget = try await session.ctl("forget", "--any", "11:22:33:44:55:66")
+        try await session.serving((any PairingControl).self).forget("11:22:33:44:55:66", any: true)
 
-        #expect(forget.status == 0, "\(forget.errors)")
         #expect(session.mock.calls.removedBonds.map(\.central) == ["11:22:33:44:55:66"])
     }
 
     @Test("pair --adopt lets a bond made outside bleadvd's windows (before it was installed) use secured characteristics: the record takes it")
     func adoptExistingBond() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
         session.mock.scriptBonds(.always(.success([Bond(central: "11:22:33:44:55:66", name: "Pixel 8")])))
 
         let adopt = try await session.ctl("pair", "--adopt", "11:22:33:44:55:66")
@@ -295,16 +302,16 @@ struct PairingTests {
     func adoptUnbonded() async throws {
         let session = try await session()
 
-        let adopt = try await session.ctl("pair", "--adopt", "11:22:33:44:55:66")
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.serving((any PairingControl).self).adopt("11:22:33:44:55:66") }
 
-        #expect(adopt.status == 2)
-        #expect(adopt.errors == "bleadvctl: no central 11:22:33:44:55:66 is bonded with the adapter\n")
+        #expect(refusal?.code == .unknownName)
+        #expect(refusal?.message == "no central 11:22:33:44:55:66 is bonded with the adapter")
         #expect(try session.bondRecord.centrals() == [])
     }
 
     @Test("forget of a central that is not bonded says so with exit 2, and nothing is removed")
     func forgetUnknownCentral() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
 
         let forget = try await session.ctl("forget", "11:22:33:44:55:66")
 
@@ -320,16 +327,15 @@ struct PairingTests {
         try FileManager.default.createDirectory(atPath: session.bondRecord.directory, withIntermediateDirectories: true)
         try "AA:BB:CC:DD:EE:FF\n$(reboot)\n".write(toFile: session.bondRecord.file, atomically: true, encoding: .utf8)
 
-        let forget = try await session.ctl("forget", Self.phone)
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.serving((any PairingControl).self).forget(Self.phone, any: false) }
 
-        #expect(forget.status == 1)
-        #expect(forget.errors == "bleadvctl: \(session.bondRecord.file) holds at line 2 what is not an address as bleadvd writes it (AA:BB:CC:DD:EE:FF), so which bonds bleadvd made is unknown; remove it (bleadvd writes it anew at the next bond); bleadvctl forget --any \(Self.phone) removes the bond all the same\n")
+        #expect(refusal?.message == "\(session.bondRecord.file) holds at line 2 what is not an address as bleadvd writes it (AA:BB:CC:DD:EE:FF), so which bonds bleadvd made is unknown; remove it (bleadvd writes it anew at the next bond); bleadvctl forget --any \(Self.phone) removes the bond all the same")
         #expect(session.mock.calls.removedBonds.isEmpty)
     }
 
     @Test("forget with something that is not an address is a usage error, and nothing is removed")
     func forgetBadAddress() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
 
         let result = try await session.ctl("forget", "phone")
 
@@ -340,7 +346,7 @@ struct PairingTests {
 
     @Test("a passkey window refuses a central that asks for just works, bleadvctl pair says why, and the owner's passkey is let in after it")
     func downgradeRefused() async throws {
-        let session = try await session("method = \"passkey\"")
+        let session = try await session(onDBus: true, "method = \"passkey\"")
         let pair = try pair(session, "60")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
@@ -359,8 +365,8 @@ struct PairingTests {
 
     @Test("a window's events and code go to the connection that opened it alone: another listening for Pairing gets none")
     func codeReachesOnlyTheOpener() async throws {
-        let session = try await session("method = \"passkey\"")
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        let session = try await session(onDBus: true, "method = \"passkey\"")
+        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
         session.keep(listener)
         let rules = [ControlAPI.Signal.pairing, .valuesChanged].map {
             DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
@@ -383,10 +389,10 @@ struct PairingTests {
 
     @Test("Confirm from a connection other than the window's opener is refused with AccessDenied, and the comparison still waits")
     func confirmOnlyFromTheOpener() async throws {
-        let session = try await session("method = \"numeric-comparison\"")
+        let session = try await session(onDBus: true, "method = \"numeric-comparison\"")
         try await openWindow(session, seconds: 60)
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
-        let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
+        let stranger = try await DBusConnection.connect(to: .address((try session.bus.address)))
         session.keep(stranger)
 
         // Until the daemon holds the request, Confirm finds nothing (UnknownName).
@@ -409,8 +415,8 @@ struct PairingTests {
 
     @Test("a comparison unanswered when the window's time runs out is refused, and bleadvctl pair shows the end while it waits for the answer")
     func comparisonPendingAtClose() async throws {
-        let session = try await session("method = \"numeric-comparison\"")
-        let pair = try Child(product("bleadvctl"), ["pair", "5"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
+        let session = try await session(onDBus: true, "method = \"numeric-comparison\"")
+        let pair = try Child(product("bleadvctl"), ["pair", "5"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)], input: true)
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
@@ -431,7 +437,7 @@ struct PairingTests {
 
     @Test("a reload that turns pairing off closes an open window: the adapter takes no bond, and bleadvctl pair says why and exits 1")
     func reloadOffClosesTheWindow() async throws {
-        let session = try await session("method = \"passkey\"")
+        let session = try await session(onDBus: true, "method = \"passkey\"")
         let pair = try pair(session, "600")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
@@ -449,7 +455,7 @@ struct PairingTests {
 
     @Test("stopping bleadvd with a window open closes it: the adapter takes no bond, and bleadvctl pair says so at once and exits 1")
     func stopClosesTheWindow() async throws {
-        let session = try await session("method = \"passkey\"")
+        let session = try await session(onDBus: true, "method = \"passkey\"")
         let pair = try pair(session, "600")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
@@ -465,12 +471,12 @@ struct PairingTests {
 
     @Test("bleadvd leaving the bus with a window open (killed, it cannot say so) ends bleadvctl pair at once, exit 1")
     func departureEndsPair() async throws {
-        let session = try await session("method = \"passkey\"")
+        let session = try await session(onDBus: true, "method = \"passkey\"")
         let pair = try pair(session, "600")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
 
-        await session.connection.close()
+        await session.connection?.close()
         let status = await pair.exitStatus()
         let errors = String(decoding: pair.stderr!.readToEndRetrying(), as: UTF8.self)
 

@@ -27,8 +27,8 @@ struct SecuredValuesTests {
         """
     static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
 
-    func session(trusting: Bool) async throws -> DaemonSession {
-        try await DaemonSession(config: Self.config, script: { mock in
+    func session(onDBus: Bool = false, trusting: Bool) async throws -> DaemonSession {
+        try await DaemonSession(onDBus: onDBus, config: Self.config, users: [":1.7": 1000], script: { mock in
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptAgent()
@@ -40,7 +40,7 @@ struct SecuredValuesTests {
     /// (the broadcasts alone).
     func listen(_ session: DaemonSession, _ signal: ControlAPI.Signal, subscribed: Bool) async throws
         -> AsyncFilterSequence<AsyncStream<DBusMessage>>.AsyncIterator {
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
         session.keep(listener)
         if subscribed {
             _ = try await listener.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
@@ -50,44 +50,57 @@ struct SecuredValuesTests {
             .filter { ($0.destination != nil) == subscribed }.makeAsyncIterator()
     }
 
+    /// On the in-memory bus, `signal`'s lines: to everyone, or to `:1.7` after it subscribed.
+    func lines(_ session: DaemonSession, _ signal: ControlAPI.Signal, subscribed: Bool) async throws
+        -> AsyncFilterSequence<AsyncStream<String>>.AsyncIterator {
+        let lines = try session.lines(signal.name + " lamp", to: subscribed ? .subscriber(":1.7") : .everyone)
+        if subscribed { try await session.daemon.subscribe(":1.7") }
+        return lines
+    }
+
+    /// The keys of a ValuesChanged line (`ValuesChanged lamp [to :1.7] key=value...`).
+    func keys(_ line: String?) -> [String] {
+        (line ?? "").split(separator: " ").compactMap { $0.split(separator: "=", maxSplits: 1).count == 2 ? String($0.prefix { $0 != "=" }) : nil }.sorted()
+    }
+
     @Test("Status leaves a secured characteristic's value out for a user bleadvd does not trust, and shows the open ones")
     func statusHidesSecuredValues() async throws {
         let session = try await session(trusting: false)
 
-        let status = try await session.ctl("status", "--json")
+        let status = await session.daemon.status(for: ":1.7")
 
-        #expect(!status.output.contains("desk"), "\(status.output)")
-        #expect(status.output.contains("\"mode\": \"warm\""), "\(status.output)")
-        #expect(status.output.contains("\"level\": \"80\""), "\(status.output)")
+        #expect(status["lamp"]?.values["label"] == nil, "\(status)")
+        #expect(status["lamp"]?.values["mode"] == "warm", "\(status)")
+        #expect(status["power"]?.values["level"] == "80", "\(status)")
     }
 
     @Test("Status shows a secured characteristic's value to a trusted user")
     func statusShowsSecuredValuesToTrusted() async throws {
         let session = try await session(trusting: true)
 
-        let status = try await session.ctl("status", "--json")
+        let status = await session.daemon.status(for: ":1.7")
 
-        #expect(status.output.contains("\"label\": \"desk\""), "\(status.output)")
+        #expect(status["lamp"]?.values["label"] == "desk", "\(status)")
     }
 
     @Test("a central's write to a secured characteristic is broadcast without its value, and sent whole to a subscriber")
     func writeBroadcastWithoutValue() async throws {
         let session = try await session(trusting: true)
-        var broadcast = try await listen(session, .written, subscribed: false)
-        var subscribed = try await listen(session, .written, subscribed: true)
+        var broadcast = try await lines(session, .written, subscribed: false)
+        var subscribed = try await lines(session, .written, subscribed: true)
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let everyone = await broadcast.next()
         let subscriber = await subscribed.next()
 
-        #expect(everyone?.body == [.string("lamp"), .string("label"), .variant(.bytes([])), .string("AA:BB:CC:DD:EE:FF")])
-        #expect(subscriber?.body == [.string("lamp"), .string("label"), .variant(.string("sofa")), .string("AA:BB:CC:DD:EE:FF")])
+        #expect(everyone == "Written lamp.label (not shown)")
+        #expect(subscriber == "Written lamp.label to :1.7 sofa")
     }
 
     @Test("a central's write to a secured characteristic reaches no journal line, which group adm reads; an open one's does")
     func securedWriteNotLogged() async throws {
         let session = try await session(trusting: true)
-        var broadcast = try await listen(session, .written, subscribed: false)
+        var broadcast = try await lines(session, .written, subscribed: false)
         let mode = GATTCharacteristicID(service: "lamp", characteristic: "mode")
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
@@ -104,7 +117,7 @@ struct SecuredValuesTests {
     func securedSetNotLogged() async throws {
         let session = try await session(trusting: true)
 
-        _ = try await session.ctl("set", "lamp", "label=sofa")
+        try await session.daemon.set("lamp", ["label": .string("sofa")])
 
         #expect(!session.logs.all.contains { $0.contains("sofa") }, "\(session.logs.all)")
         #expect(session.logs.all.contains { $0.contains("lamp: set label=(secured: not shown)") }, "\(session.logs.all)")
@@ -112,7 +125,7 @@ struct SecuredValuesTests {
 
     /// `bleadvctl set lamp --stdin` given `input` on its standard input: its exit status and errors.
     func setLamp(_ session: DaemonSession, stdin input: String) async throws -> (status: Int32, errors: String) {
-        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
+        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)], input: true)
         set.stdin!.write(Data(input.utf8))
         try set.stdin!.close()
         let status = await set.exitStatus()
@@ -121,7 +134,7 @@ struct SecuredValuesTests {
 
     @Test("bleadvctl set --stdin takes KEY=VALUE lines from standard input, so that a secret is on no command line")
     func setFromStandardInput() async throws {
-        let session = try await session(trusting: true)
+        let session = try await session(onDBus: true, trusting: true)
 
         let set = try await setLamp(session, stdin: "label=sofa\n\nmode=cold\n")
 
@@ -133,7 +146,7 @@ struct SecuredValuesTests {
 
     @Test("bleadvctl set --stdin refuses a line that is not KEY=VALUE, naming its number, and sets nothing")
     func setFromStandardInputRefusesBadLine() async throws {
-        let session = try await session(trusting: true)
+        let session = try await session(onDBus: true, trusting: true)
 
         let set = try await setLamp(session, stdin: "label=sofa\nsecret\n")
 
@@ -146,40 +159,36 @@ struct SecuredValuesTests {
     @Test("values set on a service are broadcast without the secured ones, and sent whole to a subscriber")
     func valuesBroadcastWithoutSecured() async throws {
         let session = try await session(trusting: true)
-        var broadcast = try await listen(session, .valuesChanged, subscribed: false)
-        var subscribed = try await listen(session, .valuesChanged, subscribed: true)
+        var broadcast = try await lines(session, .valuesChanged, subscribed: false)
+        var subscribed = try await lines(session, .valuesChanged, subscribed: true)
 
-        _ = try await session.ctl("set", "lamp", "label=sofa")
+        try await session.daemon.set("lamp", ["label": .string("sofa")])
         let everyone = await broadcast.next()
         let subscriber = await subscribed.next()
 
-        #expect(everyone?.body[1].dictionaryEntries?.compactMap(\.key.string).sorted() == ["mode"])
-        #expect(subscriber?.body[1].dictionaryEntries?.compactMap(\.key.string).sorted() == ["brightness", "label", "mode"])
+        #expect(keys(everyone) == ["mode"], "\(everyone ?? "")")
+        #expect(keys(subscriber) == ["brightness", "label", "mode"], "\(subscriber ?? "")")
     }
 
     @Test("Subscribe from a user bleadvd does not trust is refused with AccessDenied")
     func subscribeRefusedForUntrusted() async throws {
         let session = try await session(trusting: false)
-        let client = try await DBusConnection.connect(to: .address(session.bus.address))
 
-        let error = await #expect(throws: DBusError.self) {
-            _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
-                                      member: ControlAPI.Method.subscribe.name)
-        }
+        let error = await #expect(throws: PeripheralError.self) { try await session.daemon.subscribe(":1.7") }
 
-        #expect(error?.name == ControlAPI.errorName(.accessDenied))
+        #expect(error?.code == .accessDenied)
     }
 
     @Test("subscribers that left the bus make room: as many as bleadvd takes come and go, and the next is taken")
     func departedSubscribersForgotten() async throws {
-        let session = try await session(trusting: true)
+        let session = try await session(onDBus: true, trusting: true)
         for _ in 0..<Subscribers.most {
-            let client = try await DBusConnection.connect(to: .address(session.bus.address))
+            let client = try await DBusConnection.connect(to: .address((try session.bus.address)))
             _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                       member: ControlAPI.Method.subscribe.name)
             await client.close()
         }
-        let next = try await DBusConnection.connect(to: .address(session.bus.address))
+        let next = try await DBusConnection.connect(to: .address((try session.bus.address)))
 
         // The departures reach the daemon in their time: the next is taken once they have.
         try await eventually("a subscription is taken again", within: .seconds(2)) {
@@ -190,15 +199,15 @@ struct SecuredValuesTests {
 
     @Test("one user holds at most four subscriptions: its fifth connection's Subscribe is refused, saying why, and one leaving makes room")
     func subscriptionsPerUser() async throws {
-        let session = try await session(trusting: true)
+        let session = try await session(onDBus: true, trusting: true)
         var held: [DBusConnection] = []
         for _ in 0..<Subscribers.perUser {
-            let client = try await DBusConnection.connect(to: .address(session.bus.address))
+            let client = try await DBusConnection.connect(to: .address((try session.bus.address)))
             _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                       member: ControlAPI.Method.subscribe.name)
             held.append(client)
         }
-        let fifth = try await DBusConnection.connect(to: .address(session.bus.address))
+        let fifth = try await DBusConnection.connect(to: .address((try session.bus.address)))
 
         let refusal = await #expect(throws: DBusError.self) {
             _ = try await fifth.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
@@ -216,7 +225,7 @@ struct SecuredValuesTests {
     /// bleadvctl watch on the session's bus, and the line it prints for a write of `label`
     /// (written again until one is printed: watch may not have subscribed yet).
     func watchWrite(_ session: DaemonSession) async throws -> (Child, String) {
-        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
         let writing = Task {
             while !Task.isCancelled {
                 session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
@@ -231,7 +240,7 @@ struct SecuredValuesTests {
 
     @Test("bleadvctl watch run by a trusted user prints a secured write whole, and not its broadcast (sent first) too")
     func watchPrintsSecuredWriteWhole() async throws {
-        let session = try await session(trusting: true)
+        let session = try await session(onDBus: true, trusting: true)
 
         let (watch, line) = try await watchWrite(session)
         defer { watch.kill(SIGTERM) }
@@ -241,7 +250,7 @@ struct SecuredValuesTests {
 
     @Test("bleadvctl watch run by a user bleadvd does not trust prints a secured write without its value, and says why")
     func watchLeavesSecuredValueOut() async throws {
-        let session = try await session(trusting: false)
+        let session = try await session(onDBus: true, trusting: false)
 
         let (watch, line) = try await watchWrite(session)
         watch.kill(SIGTERM)

@@ -33,8 +33,8 @@ struct ServiceTests {
     static let level = GATTCharacteristicID(service: "power", characteristic: "level")
     static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
 
-    func session() async throws -> DaemonSession {
-        try await DaemonSession(config: Self.config) { mock in
+    func session(onDBus: Bool = false) async throws -> DaemonSession {
+        try await DaemonSession(onDBus: onDBus, config: Self.config, users: [":1.7": 0]) { mock in
             mock.scriptRegisterApplication(.always(.success(Self.app)))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptAgent()
@@ -42,20 +42,17 @@ struct ServiceTests {
         }
     }
 
-    /// The session's Written signals, as a subscriber (`Subscribe`) is sent them: whole, to it alone.
-    func written(_ session: DaemonSession) async throws -> AsyncFilterSequence<AsyncStream<DBusMessage>>.AsyncIterator {
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
-        session.keep(listener)
-        _ = try await listener.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
-                                    member: ControlAPI.Method.subscribe.name, expecting: "")
-        return try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.written.name))
-            .filter { $0.destination != nil }.makeAsyncIterator()
+    /// On the in-memory bus, the Written lines a trusted subscriber (`:1.7`, root) is sent:
+    /// whole, to it alone.
+    func writtenLines(_ session: DaemonSession) async throws -> AsyncFilterSequence<AsyncStream<String>>.AsyncIterator {
+        let lines = try session.lines("Written ", to: .subscriber(":1.7"))
+        try await session.daemon.subscribe(":1.7")
+        return lines
     }
 
     /// The session's ValuesChanged signals, as a listener on the bus hears them.
     func valuesChanged(_ session: DaemonSession) async throws -> AsyncStream<DBusMessage>.Iterator {
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
         session.keep(listener)
         return try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name)).makeAsyncIterator()
@@ -74,7 +71,7 @@ struct ServiceTests {
 
     @Test("list names the services with the advertisements, as status does")
     func listAgreesWithStatus() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
 
         let list = try await session.ctl("list").output
         let status = try await session.ctl("status", "--json").output
@@ -86,7 +83,7 @@ struct ServiceTests {
 
     @Test("status gives each name its kind, in JSON and in the table")
     func statusHasKinds() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
 
         let json = try JSONSerialization.jsonObject(with: Data(try await session.ctl("status", "--json").output.utf8)) as? [String: [String: Any]]
         let table = try await session.ctl("status").output.split(separator: "\n").map { $0.split(separator: " ").prefix(2) }
@@ -99,7 +96,7 @@ struct ServiceTests {
 
     @Test("bleadvctl set changes a characteristic's value in place")
     func setChangesValue() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
         var changes = try await valuesChanged(session)
 
         let result = try await session.ctl("set", "power", "level=75")
@@ -114,7 +111,7 @@ struct ServiceTests {
 
     @Test("text typed for a text characteristic stays text, digits included")
     func setTextOfDigits() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
         var changes = try await valuesChanged(session)
 
         let result = try await session.ctl("set", "lamp", "label=42")
@@ -126,7 +123,7 @@ struct ServiceTests {
 
     @Test("a value that does not fit the characteristic is refused with exit 2, and nothing is sent")
     func setRefused() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
 
         let result = try await session.ctl("set", "power", "level=101")
 
@@ -138,20 +135,19 @@ struct ServiceTests {
     @Test("a central's write is announced as Written, and status shows the new value")
     func writeAnnounced() async throws {
         let session = try await session()
-        var written = try await written(session)
+        var written = try await writtenLines(session)
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let signal = await written.next()
 
-        #expect(signal?.body == [.string("lamp"), .string("label"), .variant(.string("sofa")), .string("AA:BB:CC:DD:EE:FF")])
-        let status = try await session.ctl("status", "--json")
-        #expect(status.output.contains("\"label\": \"sofa\""))
+        #expect(signal == "Written lamp.label to :1.7 sofa")
+        #expect(await session.daemon.status()["lamp"]?.values["label"] == "sofa")
     }
 
     @Test("a flood of writes to one characteristic is announced once at once and once per interval after, with the newest value")
     func writeFloodCoalesced() async throws {
         let session = try await session()
-        var written = try await written(session)
+        var written = try await writtenLines(session)
         let brightness = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
 
         for level in 1...50 {
@@ -169,15 +165,14 @@ struct ServiceTests {
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let third = await written.next()
 
-        #expect(first?.body[2] == .variant(.double(1)))
-        #expect(second?.body[2] == .variant(.double(50)))
-        #expect(third?.body[1] == .string("label"))
+        #expect(first == "Written lamp.brightness to :1.7 1")
+        #expect(second == "Written lamp.brightness to :1.7 50")
+        #expect(third?.hasPrefix("Written lamp.label ") == true, "\(third ?? "")")
         let lines = session.logs.all.filter { $0.contains("lamp.brightness: AA:BB:CC:DD:EE:FF wrote") }
         #expect(lines.count == 2, "\(lines)")
         // brightness is secured (it takes writes): its value is not in the journal.
         #expect(lines.last?.contains("wrote a secured value (1 bytes, not shown) (the newest of 49 writes in 0.1 seconds)") == true, "\(lines)")
-        let status = try await session.ctl("status", "--json")
-        #expect(status.output.contains("\"brightness\": \"50\""), "\(status.output)")
+        #expect(await session.daemon.status()["lamp"]?.values["brightness"] == "50")
     }
 
     /// The lamp with a write-only characteristic, a PIN.
@@ -194,20 +189,20 @@ struct ServiceTests {
 
     @Test("a central's write to a write-only characteristic is announced without its value, and nothing shows the value")
     func secretWriteNeverShown() async throws {
-        let session = try await DaemonSession(config: Self.secretConfig) { mock in
+        let session = try await DaemonSession(config: Self.secretConfig, users: [":1.7": 0]) { mock in
             mock.scriptRegisterApplication(.always(.success(Self.app)))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptAgent()
         }
-        var written = try await written(session)
+        var written = try await writtenLines(session)
 
         session.mock.emit(.gatt(GATTEvent(Self.pin, .written(Array("hunter2".utf8), .text("hunter2")), central: "AA:BB:CC:DD:EE:FF")))
         let signal = await written.next()
-        let status = try await session.ctl("status", "--json")
+        let status = try #require(await session.daemon.status(for: ":1.7")["lamp"]?.values)
 
-        #expect(signal?.body == [.string("lamp"), .string("pin"), .variant(.bytes([])), .string("AA:BB:CC:DD:EE:FF")])
-        #expect(!status.output.contains("hunter2") && !status.output.contains("\"pin\""), "\(status.output)")
-        #expect(status.output.contains("\"label\": \"desk\""))
+        #expect(signal == "Written lamp.pin to :1.7 (not shown)")
+        #expect(!status.values.contains("hunter2") && status["pin"] == nil, "\(status)")
+        #expect(status["label"] == "desk")
         #expect(session.logs.all.contains { $0.contains("lamp.pin: AA:BB:CC:DD:EE:FF wrote a secret (7 bytes, not shown)") }, "\(session.logs.all)")
         #expect(!session.logs.all.contains { $0.contains("hunter2") })
     }
@@ -215,11 +210,12 @@ struct ServiceTests {
     @Test("a central's write to one characteristic does not cancel a set of another of its service still on its way")
     func writeKeepsPendingSet() async throws {
         let session = try await session()
-        var changes = try await valuesChanged(session)
-        var written = try await written(session)
-        _ = try await session.ctl("set", "lamp", "brightness=75")
+        var changes = try session.lines("ValuesChanged lamp", to: .everyone)
+        var written = try await writtenLines(session)
+        try await session.daemon.set("lamp", ["brightness": .string("75")])
         _ = await changes.next()
-        _ = try await session.ctl("set", "lamp", "brightness=76")  // waits for the 100 ms between changes
+        try await session.daemon.set("lamp", ["brightness": .string("76")])  // waits for the 100 ms between changes
+        await session.clock.waitForSleepers()
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         _ = await written.next()
@@ -232,8 +228,8 @@ struct ServiceTests {
 
     @Test("bleadvctl watch prints a central's write as one line")
     func watchPrintsWrite() async throws {
-        let session = try await session()
-        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        let session = try await session(onDBus: true)
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
         defer { watch.kill(SIGTERM) }
         // The same write until one is printed: watch may not have subscribed yet.
         let writing = Task {
@@ -253,8 +249,8 @@ struct ServiceTests {
 
     @Test("bleadvctl watch quotes a written text with its quotes escaped: it cannot forge the central's field")
     func watchCannotBeForged() async throws {
-        let session = try await session()
-        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        let session = try await session(onDBus: true)
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
         defer { watch.kill(SIGTERM) }
         let forged = #"x" 11:22:33:44:55:66"#
         let writing = Task {
@@ -273,7 +269,7 @@ struct ServiceTests {
 
     @Test("on for a service's name says it is a service, with exit 2")
     func onForAService() async throws {
-        let session = try await session()
+        let session = try await session(onDBus: true)
 
         let result = try await session.ctl("on", "power")
 
@@ -309,7 +305,7 @@ struct ServiceTests {
     @Test("writes taken before a reload took their characteristic away are not announced after it")
     func writeWindowOutlivesItsCharacteristic() async throws {
         let session = try await session()
-        var written = try await written(session)
+        var written = try await writtenLines(session)
         let brightness = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
         for level in 1...3 {
             session.mock.emit(.gatt(GATTEvent(brightness, .written([UInt8(level)], .number(Double(level))), central: "AA:BB:CC:DD:EE:FF")))
@@ -325,7 +321,7 @@ struct ServiceTests {
         let next = await written.next()
 
         // The next signal is the battery's: the lamp's pending writes went with the lamp.
-        #expect(next?.body[0] == .string("power"))
+        #expect(next?.hasPrefix("Written power.") == true, "\(next ?? "")")
     }
 
     @Test("stopping unregisters the services")

@@ -19,11 +19,21 @@ struct SetTests {
         battery = 87
         """
 
-    /// A session whose kitchen sensor is on air, and ValuesChanged as a listener on the bus
-    /// hears it (the listener lives as long as the session: see `DaemonSession.keep`).
-    func session() async throws -> (DaemonSession, AsyncStream<DBusMessage>.Iterator) {
+    /// A session on the in-memory bus whose kitchen sensor is on air, and its ValuesChanged
+    /// lines from then on.
+    func session() async throws -> (DaemonSession, AsyncFilterSequence<AsyncStream<String>>.AsyncIterator) {
         let session = try await DaemonSession(config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
+        let changes = try session.lines("ValuesChanged kitchen")
+        try await session.daemon.on(["kitchen"])
+        return (session, changes)
+    }
+
+    /// A session on a dbus-daemon whose kitchen sensor is on air, and ValuesChanged as a
+    /// listener on the bus hears it (the listener lives as long as the session: see
+    /// `DaemonSession.keep`).
+    func sessionOnDBus() async throws -> (DaemonSession, AsyncStream<DBusMessage>.Iterator) {
+        let session = try await DaemonSession(onDBus: true, config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
+        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
         let changes = try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name))
         _ = try await session.ctl("on", "kitchen")
@@ -37,7 +47,7 @@ struct SetTests {
 
     @Test("set changes a BTHome value in place: BlueZ gets one update, nothing is unregistered")
     func setInPlace() async throws {
-        var (session, changes) = try await session()
+        var (session, changes) = try await sessionOnDBus()
 
         let result = try await session.ctl("set", "kitchen", "temperature=22.5")
         let announced = await changes.next()
@@ -54,11 +64,10 @@ struct SetTests {
     func sameValuesSendNothing() async throws {
         let (session, _) = try await session()
 
-        let result = try await session.ctl("set", "kitchen", "temperature=21.5")
+        try await session.daemon.set("kitchen", ["temperature": .string("21.5")])
         session.clock.advance(by: Daemon<ManualClock>.updateInterval)
         for _ in 0..<100 { await Task.yield() }
 
-        #expect(result.status == 0, "\(result.errors)")
         #expect(session.mock.updateAdvertisementCallCount == 0)
     }
 
@@ -92,7 +101,7 @@ struct SetTests {
 
         // 23.00 °C is 0x08FC: it was set for the old table, and never goes on air.
         #expect(!session.mock.calls.updated.contains { serviceData($0.advertisement)?[5...7] == [0x02, 0xFC, 0x08] })
-        #expect(try await session.ctl("status", "--json").output.contains("\"bthome.temperature\": \"30.5\""))
+        #expect(await session.daemon.status()["kitchen"]?.values["bthome.temperature"] == "30.5")
     }
 
     @Test("1,000 sets in a burst reach BlueZ as a few updates, the last value last")
@@ -102,12 +111,11 @@ struct SetTests {
         for step in 1...1000 {
             try await session.daemon.set("kitchen", ["temperature": .double(Double(step) / 100)])
         }
-        var last: [String: String] = [:]
-        while last["bthome.temperature"] != "10.0" {
+        var last = ""
+        while !last.split(separator: " ").contains("bthome.temperature=10.0") {
             await session.clock.waitForSleepers()
             session.clock.advance(by: Daemon<ManualClock>.updateInterval)
-            let body = await changes.next()?.body
-            last = (body?.last?.dictionaryEntries ?? []).reduce(into: [:]) { $0[$1.key.string ?? ""] = $1.value.string }
+            last = try #require(await changes.next())
         }
 
         #expect(session.mock.updateAdvertisementCallCount <= 3)
@@ -117,7 +125,7 @@ struct SetTests {
 
     @Test("status shows the values now on air")
     func statusShowsValues() async throws {
-        var (session, changes) = try await session()
+        var (session, changes) = try await sessionOnDBus()
         _ = try await session.ctl("set", "kitchen", "temperature=22.5", "door=true")
         _ = await changes.next()
 
@@ -141,10 +149,10 @@ struct SetTests {
         (["kitchen", "enabled=false"], "bleadvctl: advertisement.kitchen.enabled: is not a value; turn advertisements on and off with bleadvctl on and off\n"),
     ])
     func refused(arguments: [String], message: String) async throws {
-        let (session, _) = try await session()
+        let (session, _) = try await sessionOnDBus()
 
         let result = try await runProgram(
-            product("bleadvctl"), ["set"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+            product("bleadvctl"), ["set"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
 
         #expect(result.status == 2)
         #expect(result.errors.hasPrefix(message), "\(result.errors)")
@@ -155,19 +163,19 @@ struct SetTests {
     @Test("a reload keeps values set at run time where the file did not change, and takes the file's where it did")
     func reloadKeepsUnchangedValues() async throws {
         var (session, changes) = try await session()
-        _ = try await session.ctl("set", "kitchen", "temperature=22.5")
+        try await session.daemon.set("kitchen", ["temperature": .string("22.5")])
         _ = await changes.next()
         try session.writeConfig(Self.config.replacingOccurrences(of: "Thermo-1", with: "Thermo-2"))
 
-        _ = try await session.ctl("reload")
-        let kept = try await session.ctl("status", "--json").output
+        try await session.daemon.reload()
+        let kept = await session.daemon.status()["kitchen"]?.values
         try session.writeConfig(Self.config.replacingOccurrences(of: "battery = 87", with: "battery = 50"))
-        _ = try await session.ctl("reload")
-        let fromFile = try await session.ctl("status", "--json").output
+        try await session.daemon.reload()
+        let fromFile = await session.daemon.status()["kitchen"]?.values
 
-        #expect(kept.contains("\"bthome.temperature\": \"22.5\""))
-        #expect(fromFile.contains("\"bthome.temperature\": \"21.5\""))
-        #expect(fromFile.contains("\"bthome.battery\": \"50\""))
+        #expect(kept?["bthome.temperature"] == "22.5")
+        #expect(fromFile?["bthome.temperature"] == "21.5")
+        #expect(fromFile?["bthome.battery"] == "50")
     }
 
     static let encryptedConfig = Self.config + "\nencryption_key = \"231d39c1d7cc1ab1aee224cd096db932\"\n"
@@ -175,30 +183,25 @@ struct SetTests {
     @Test("an encrypted sensor's readings are not in the status a user outside the trusted set gets, and are in a trusted one's",
           arguments: [false, true])
     func encryptedReadingsInStatus(trusted: Bool) async throws {
-        let session = try await DaemonSession(config: Self.encryptedConfig, trusts: { _ in trusted })
-        _ = try await session.ctl("on", "kitchen")
+        let session = try await DaemonSession(config: Self.encryptedConfig, users: [":1.7": 1000], trusts: { _ in trusted })
+        try await session.daemon.on(["kitchen"])
 
-        let status = try await session.ctl("status", "--json")
+        let status = await session.daemon.status(for: ":1.7")
 
-        #expect(status.output.contains("21.5") == trusted, "\(status.output)")
-        #expect(status.output.contains("\"kitchen\""), "\(status.output)")
+        let values = try #require(status["kitchen"]?.values)
+        #expect(values.values.contains("21.5") == trusted, "\(values)")
     }
 
     @Test("an encrypted sensor's new readings are broadcast without them, and reach no journal line")
     func encryptedReadingsNotBroadcastNorLogged() async throws {
         let session = try await DaemonSession(config: Self.encryptedConfig) { $0.scriptUpdate(.always(.success(()))) }
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
-        session.keep(listener)
-        var changes = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name))
-            .filter { $0.destination == nil }.makeAsyncIterator()
-        _ = try await session.ctl("on", "kitchen")
+        var changes = try session.lines("ValuesChanged kitchen")
+        try await session.daemon.on(["kitchen"])
 
-        _ = try await session.ctl("set", "kitchen", "temperature=23.25")
-        let broadcast = await changes.next()
+        try await session.daemon.set("kitchen", ["temperature": .string("23.25")])
+        let broadcast = try #require(await changes.next())
 
-        let keys = broadcast?.body[1].dictionaryEntries?.compactMap(\.key.string) ?? []
-        #expect(!keys.contains { $0.hasPrefix("bthome.") }, "\(keys)")
+        #expect(!broadcast.contains(" to ") && !broadcast.contains("bthome."), "\(broadcast)")
         #expect(!session.logs.all.contains { $0.contains("23.25") }, "\(session.logs.all)")
         #expect(session.logs.all.contains { $0.contains("kitchen: set temperature (encrypted: not shown)") }, "\(session.logs.all)")
     }
@@ -206,7 +209,7 @@ struct SetTests {
     @Test("an encrypted sensor goes on air sealed, and neither status nor set ever shows its key")
     func encryptedSensor() async throws {
         let key = "231d39c1d7cc1ab1aee224cd096db932"
-        let session = try await DaemonSession(config: Self.config + "\nencryption_key = \"\(key)\"\n")
+        let session = try await DaemonSession(onDBus: true, config: Self.config + "\nencryption_key = \"\(key)\"\n")
         _ = try await session.ctl("on", "kitchen")
 
         let status = try await session.ctl("status")

@@ -23,12 +23,12 @@ struct StartTests {
 
     @Test("a second daemon on the same bus fails, naming the first")
     func nameTakenFailsTheStart() async throws {
-        let first = try await DaemonSession()
+        let first = try await DaemonSession(onDBus: true)
 
-        let second = try await DaemonSession(bus: first.bus, waitForReady: false)
+        let second = try await DaemonSession(bus: try first.bus, waitForReady: false)
         let outcome = await second.running.result
 
         let failure = #expect(throws: DaemonFailure.self) { try outcome.get() }
-        #expect(failure?.description == "another bleadvd is running: the name org.bleadvd.Advertiser is already owned by \(first.connection.uniqueName)")
+        #expect(failure?.description == "another bleadvd is running: the name org.bleadvd.Advertiser is already owned by \(first.connection!.uniqueName)")
     }
 }

@@ -24,9 +24,9 @@ struct WatchdogTests {
 
     @Test("a heartbeat fails when the connection's event loop is stuck")
     func stuckConnectionStopsThePings() async throws {
-        let session = try await DaemonSession()
+        let session = try await DaemonSession(onDBus: true)
         let release = DispatchSemaphore(value: 0)
-        await stall(session.connection, until: release)
+        await stall(try #require(session.connection), until: release)
         defer { release.signal() }
 
         async let beat = session.daemon.heartbeat(within: .seconds(1))
@@ -66,7 +66,7 @@ struct WatchdogTests {
 
     @Test("a heartbeat succeeds when both answer")
     func heartbeatWhenHealthy() async throws {
-        let session = try await DaemonSession()
+        let session = try await DaemonSession(onDBus: true)
 
         let beat = await session.daemon.heartbeat(within: .seconds(1))
 

@@ -1,4 +1,8 @@
 public import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A `dbus-daemon` of the test's own, on a socket in a fresh temporary folder, stopped when the
 /// value goes away. Session-style policy: everyone may own and call anything.
@@ -66,6 +70,19 @@ public final class PrivateBus: @unchecked Sendable {
             ["--config-file=\(config.path)", "--nofork", "--nopidfile", "--print-address=1"],
             captureErrors: false)
         address = try Self.readLine(from: process.stdout)
+        Self.tally()
+    }
+
+    /// With `BLEADVD_BUS_TALLY` set to a file, appends the running test's id to it: which tests
+    /// start a dbus-daemon (`scripts/bus-tally.sh`).
+    private static func tally() {
+        guard let path = ProcessInfo.processInfo.environment["BLEADVD_BUS_TALLY"], let test = Test.current else { return }
+        // One write to a file opened for appending: lines of tests that run at once never mix.
+        let file = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard file >= 0 else { return }
+        defer { close(file) }
+        let line = Array("\(test.id)\n".utf8)
+        _ = line.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
     }
 
     /// A bus with the system bus's default policy that also refuses `GetNameOwner`, so that a

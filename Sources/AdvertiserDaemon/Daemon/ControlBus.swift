@@ -14,9 +14,9 @@ package import Peripheral
 package protocol ControlBus: PairingAnnouncing {
     /// The event loop the daemon and everything it runs are on.
     var eventLoop: EventLoop { get }
-    /// Takes the control API's name and serves `target` under it.
+    /// Takes the control API's name and serves `targets` under it.
     /// - Throws: ``DaemonFailure`` when the name is taken or refused.
-    func serve(_ target: any AdvertiserControlling) async throws(DaemonFailure)
+    func serve(_ targets: ControlTargets) async throws(DaemonFailure)
     /// Returns when the bus connection is lost.
     func lost() async
     /// Whether this process still owns the control API's name (the watchdog's round trip).
@@ -45,10 +45,10 @@ package struct DBusControlBus: ControlBus {
 
     package var eventLoop: EventLoop { connection.eventLoop }
 
-    package func serve(_ target: any AdvertiserControlling) async throws(DaemonFailure) {
+    package func serve(_ targets: ControlTargets) async throws(DaemonFailure) {
         do {
             try await connection.requestName(ControlAPI.busName)
-            try await ControlService.export(target, on: connection)
+            try await ControlService.export(targets, on: connection)
         } catch let error as DBusError where error.name == .nameTaken {
             throw DaemonFailure("another bleadvd is running: \(error.message)")
         } catch let error as DBusError where error.name == .accessDenied {

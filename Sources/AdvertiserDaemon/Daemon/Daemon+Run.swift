@@ -149,7 +149,8 @@ extension Daemon {
     /// module its advertisements.
     private func start() async throws(DaemonFailure) -> AsyncStream<PeripheralEvent> {
         let events: AsyncStream<PeripheralEvent>
-        try await bus.serve(self)
+        // The control API's parts, each served by its component.
+        try await bus.serve(ControlTargets([self, pairing, improv]))
         do {
             events = try await manager.events()
         } catch {

@@ -9,9 +9,10 @@ package import Peripheral
 /// control API's name, runs the ``BluetoothModule`` over a ``PeripheralManaging``, feeds it
 /// BlueZ's events, reloads the config, tells systemd how things are. ``run(requests:watchdog:)``
 /// is its one loop, and every task the daemon starts is a child of that loop's task group; the
-/// control API's calls (``AdvertiserControlling``) go to the module directly, and what they
-/// change reaches the loop as the module's state.
-package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Duration {
+/// control API's advertising part (``AdvertisingControl``) goes to the module directly, and what
+/// it changes reaches the loop as the module's state; its pairing and Improv parts are served by
+/// those components themselves.
+package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration {
     /// How long start-up waits for the enabled advertisements before reporting READY anyway.
     package static var readyWait: Duration { .seconds(15) }
     /// How long shutdown waits for BlueZ to unregister: a hung bluetoothd must not keep
@@ -123,7 +124,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             advertisements: config.advertisements, services: config.services, module: module, clock: clock, logger: logger,
             executor: bus.eventLoop)
         self.pairing = Pairing(
-            config: config.pairing, bondNeeded: Self.bondNeeded(config.services.values), configPath: configPath, module: module,
+            config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,
             clock: clock, announcer: bus, bondRecord: bondRecord, logger: logger, executor: bus.eventLoop)
         self.stage = Stage(values: values, module: module, withheld: ImprovProvisioner<C>.withheldAtStart, executor: bus.eventLoop)
         self.improv = ImprovProvisioner(
@@ -131,7 +132,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
             joiners: { config in joiner ?? bus.joiner(for: config, clock: clock) })
     }
 
-    // MARK: AdvertiserControlling
+    // MARK: AdvertisingControl
 
     package func on(_ names: [String]) async throws(PeripheralError) {
         // What a component withholds stays withheld (Improv while the Wi-Fi is connected, or
@@ -213,7 +214,7 @@ package actor Daemon<C: Clock>: AdvertiserControlling where C.Duration == Durati
         await module.configure(advertisements)
         await values.reload(services: new.services)
         await module.serve(await stage.application())
-        await pairing.reconfigure(new.pairing, bondNeeded: Self.bondNeeded(new.services.values))
+        await pairing.reconfigure(new.pairing, bondNeeded: Pairing<C>.bondNeeded(new.services.values))
         for name in added where await stage.isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import AdvertiserConfig
+import AdvertiserControl
 import Logging
 import Peripheral
 
@@ -10,8 +11,9 @@ import Peripheral
 /// timers and work (a join, a scan, the identify program), which its own ``run()`` carries out.
 /// It sees a showing port and the joiners, never the bus or the module; the daemon runs it,
 /// hands it the config (``reconfigure(_:)``) and what centrals write to Improv's command
-/// characteristic (``written(_:central:)``), and routes `bleadvctl improv authorize` to it.
-actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
+/// characteristic (``written(_:central:)``); it serves the control API's Improv part
+/// (`bleadvctl improv authorize`) itself.
+actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
     /// Work that outlives the call that asked for it.
     enum Work: Sendable {
         /// Join this network.
@@ -288,8 +290,8 @@ actor ImprovProvisioner<C: Clock> where C.Duration == Duration {
     /// `bleadvctl improv authorize [ADDRESS]`: a person allows one central to provision for the
     /// configured time: `requested` (an address; empty: the one central connected, refused when
     /// there are none or several, which the refusal lists). Returns how long, in seconds, and
-    /// the central's address.
-    func authorize(_ requested: String) async throws(PeripheralError) -> (seconds: Int, central: String) {
+    /// the central's address. The control API's Improv part (``ImprovControl``).
+    func improvAuthorize(_ requested: String) async throws(PeripheralError) -> (seconds: Int, central: String) {
         guard var run = improv else {
             throw PeripheralError(.invalid, "Improv is not offered ([improv] in \(configPath))")
         }

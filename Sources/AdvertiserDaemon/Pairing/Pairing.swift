@@ -1,4 +1,5 @@
 import AdvertiserConfig
+import AdvertiserControl
 import BluetoothModule
 import Logging
 import Peripheral
@@ -16,10 +17,16 @@ package protocol PairingAnnouncing: Sendable {
 /// comparisons waiting for the opener's answer, and the window's timer. It sees the module (the
 /// agent, the adapter's `Pairable`, the bonds) and an announcing port, never the bus; the
 /// daemon runs it (``run()``), hands it the config (``reconfigure(_:bondNeeded:)``) and what
-/// centrals do (``centralPaired(_:)``), and routes the control API's calls to it.
-actor Pairing<C: Clock> where C.Duration == Duration {
+/// centrals do (``centralPaired(_:)``); it serves the control API's pairing part itself.
+actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// How long a central that was let in has to finish pairing before it counts as failed.
     static var timeout: Duration { .seconds(30) }
+
+    /// Whether a characteristic of `services` asks for a bond (its `security` is not none): only
+    /// then is the pairing agent registered.
+    static func bondNeeded(_ services: some Sequence<ConfiguredService>) -> Bool {
+        services.contains { $0.service.characteristics.contains { $0.security != .none } }
+    }
 
     let module: BluetoothModule<C>
     let clock: C
