@@ -283,6 +283,7 @@ struct ImprovDaemonTests {
         let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.set("improv", ["state": .string("04")]) }
 
         #expect(refusal?.code == .invalid)
+        #expect(refusal?.message.hasPrefix("improv's values are Improv's own") == true, "\(String(describing: refusal))")
         #expect(notified(session, Self.state).isEmpty)
     }
 

@@ -145,15 +145,4 @@ struct ValuesComponentTests {
         #expect(kept == "25.0")
         #expect(await h.values.values(of: "kitchen")["bthome.temperature"] == "19.0")
     }
-
-    @Test("Improv's values are refused to set: they are Improv's own")
-    func improvValuesRefused() async throws {
-        let h = try await Harness(Self.config + "\n[improv]\njoin = \"networkmanager\"\n")
-        defer { h.stop() }
-
-        let refusal = await #expect(throws: PeripheralError.self) { try await h.values.change("improv", ["state": .string("4")]) }
-
-        #expect(refusal?.code == .invalid)
-        #expect(h.mock.calls.updated.isEmpty)
-    }
 }

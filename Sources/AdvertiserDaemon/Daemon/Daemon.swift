@@ -126,7 +126,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,
             clock: clock, announcer: bus, bondRecord: bondRecord, logger: logger, executor: bus.eventLoop)
-        self.stage = Stage(values: values, module: module, withheld: ImprovProvisioner<C>.withheldAtStart, executor: bus.eventLoop)
+        self.stage = Stage(values: values, module: module, withheld: ImprovProvisioner<C>.withheldAtStart, owned: ImprovProvisioner<C>.owned, executor: bus.eventLoop)
         self.improv = ImprovProvisioner(
             config: config.improv, configPath: configPath, clock: clock, logger: logger, executor: bus.eventLoop,
             joiners: { config in joiner ?? bus.joiner(for: config, clock: clock) })
@@ -160,6 +160,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     }
 
     package func set(_ name: String, _ new: [String: DBusValue]) async throws(PeripheralError) {
+        if let refusal = await stage.setRefusal(name) { throw PeripheralError(.invalid, refusal) }
         try await values.change(name, new)
     }
 

@@ -27,13 +27,16 @@ actor Stage<C: Clock>: Showing where C.Duration == Duration {
     let module: BluetoothModule<C>
     /// The names withheld from the air, each with why.
     var withheld: [String: String]
+    /// The names whose values a component owns (Improv's state), each with why no one sets them.
+    let owned: [String: String]
 
     /// A stage over `values` and `module`, `withheld` (by name, with why) until their components
-    /// offer them, running on `executor`.
-    init(values: Values<C>, module: BluetoothModule<C>, withheld: [String: String], executor: any SerialExecutor) {
+    /// offer them, `owned` (by name, with why) by their components, running on `executor`.
+    init(values: Values<C>, module: BluetoothModule<C>, withheld: [String: String], owned: [String: String], executor: any SerialExecutor) {
         self.values = values
         self.module = module
         self.withheld = withheld
+        self.owned = owned
         self.executor = executor
     }
 
@@ -48,6 +51,15 @@ actor Stage<C: Clock>: Showing where C.Duration == Duration {
     /// Why `name` may not go on air now; nil when it may.
     func refusal(_ name: String) -> String? {
         withheld[name]
+    }
+
+    /// Why `name`'s values may not be set from outside (a component owns them); nil when they
+    /// may, or `name` is not configured (which `set` says itself).
+    func setRefusal(_ name: String) async -> String? {
+        guard let reason = owned[name] else { return nil }
+        let services = await values.serviceNames
+        let advertisements = await values.names
+        return services.contains(name) || advertisements.contains(name) ? reason : nil
     }
 
     /// The services offered as one application, in name order; nil when there are none.

@@ -143,6 +143,11 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
     /// What Improv withholds before its first look at the Wi-Fi.
     static var withheldAtStart: [String: String] { [ImprovConfig.name: notOffered] }
 
+    /// The values Improv owns, which no one sets from outside, with why.
+    static var owned: [String: String] {
+        [ImprovConfig.name: "improv's values are Improv's own: its state changes as a client provisions the device (bleadvctl improv authorize allows it)"]
+    }
+
     /// Carries out `work`.
     func perform(_ work: Work) async {
         switch work {

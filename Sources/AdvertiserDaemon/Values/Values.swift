@@ -197,9 +197,6 @@ actor Values<C: Clock> where C.Duration == Duration {
     /// winning. Returns once the values are accepted.
     func change(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) {
         let target = try target(name)
-        if name == ImprovConfig.name {
-            throw PeripheralError(.invalid, "improv's values are Improv's own: its state changes as a client provisions the device (bleadvctl improv authorize allows it)")
-        }
         let example = switch target {
         case .advertisement: "temperature=21.5"
         case .service: "\(services[name]!.live.service.characteristics.first?.name ?? "level")=80"
