@@ -37,7 +37,10 @@ let package = Package(
         // epoll, eventfd, timerfd and signalfd for the event loop (C).
         .target(name: "CEvents"),
 
-        // Layer 1: the one-thread event loop (a serial and task executor, timers, signals)...
+        // Layer 1: what the layers above share and that is no one's domain: starting a child
+        // process (Spawn), one at a time in order (Turnstile), one timer armed (Alarm)...
+        .target(name: "Support"),
+        // ...the one-thread event loop (a serial and task executor, timers, signals)...
         .target(name: "Events", dependencies: ["CEvents"]),
         // ...and D-Bus for Swift, served on it.
         .target(name: "DBus", dependencies: ["CDBus", "Events"]),
@@ -55,13 +58,13 @@ let package = Package(
         // Layer 3: the domain.
         .target(
             name: "BluetoothModule",
-            dependencies: ["Peripheral", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Peripheral", "Support", .product(name: "Logging", package: "swift-log")]
         ),
 
         // Layer 4: the config file and the daemon's D-Bus contract.
         .target(
             name: "AdvertiserConfig",
-            dependencies: ["Peripheral", .product(name: "TOMLKit", package: "TOMLKit")]
+            dependencies: ["Peripheral", "Support", .product(name: "TOMLKit", package: "TOMLKit")]
         ),
 
         .target(name: "AdvertiserControl", dependencies: ["DBus", "Peripheral"]),
@@ -70,7 +73,7 @@ let package = Package(
         .target(
             name: "AdvertiserDaemon",
             dependencies: [
-                "AdvertiserConfig", "AdvertiserControl", "BluetoothModule", "Peripheral", "DBus",
+                "AdvertiserConfig", "AdvertiserControl", "BluetoothModule", "Peripheral", "DBus", "Support",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -79,7 +82,7 @@ let package = Package(
         .target(
             name: "BleadvctlCommands",
             dependencies: [
-                "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus", "Events",
+                "AdvertiserControl", "AdvertiserConfig", "Peripheral", "DBus", "Events", "Support",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/bleadvctl"
@@ -91,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "bleadvd",
             dependencies: [
-                "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus", "Events", "CLinux",
+                "AdvertiserDaemon", "AdvertiserConfig", "PeripheralBlueZ", "DBus", "Events", "CLinux", "Support",
                 "BleadvctlCommands",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -124,6 +127,7 @@ let package = Package(
         .testTarget(name: "EventsTests", dependencies: ["Events", "TestSupport"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "PeripheralTests", dependencies: ["Peripheral", "TestSupport"]),
+        .testTarget(name: "SupportTests", dependencies: ["Support", "TestSupport"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig"], exclude: ["Corpus"]),
@@ -131,7 +135,7 @@ let package = Package(
             name: "AdvertiserDaemonTests",
             dependencies: [
                 "AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "PeripheralMocks", "PeripheralBlueZ",
-                "TestSupport", "AdvertiserDaemonTesting",
+                "TestSupport", "AdvertiserDaemonTesting", "Support",
                 // Built for the tests, which run it as a program (as bleadvd and as bleadvctl).
                 "bleadvd",
             ]

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Support
 
 /// Reads a config file once and has a child process parse those bytes before this one does.
 ///

@@ -1,5 +1,6 @@
 public import Logging
 public import Peripheral
+import Support
 
 /// The domain: for each named advertisement, what should be on air and what is, kept in step
 /// through any `PeripheralManaging`.

@@ -7,6 +7,7 @@ import Peripheral
 #if canImport(Glibc)
 import Glibc
 #endif
+import Support
 
 /// How long a command waits for the bus and bleadvd.
 struct BusOptions: ParsableArguments {

@@ -11,6 +11,7 @@ import Glibc
 import Logging
 import Peripheral
 import PeripheralBlueZ
+import Support
 
 /// `bleadvd`: keeps the configured advertisements on air through BlueZ.
 @main

@@ -4,6 +4,7 @@ import Glibc
 import PeripheralMocks
 import TestSupport
 import Testing
+import Support
 
 /// `Spawn.exit(of:)`: how the daemon waits for the children it starts (Improv's identify
 /// command, the join program), on the clock it is given.

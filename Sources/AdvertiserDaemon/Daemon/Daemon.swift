@@ -4,6 +4,7 @@ import BluetoothModule
 package import DBus
 package import Logging
 package import Peripheral
+import Support
 
 /// bleadvd's work, apart from process concerns (arguments, signal handlers, exit): owns the
 /// control API's name, runs the ``BluetoothModule`` over a ``PeripheralManaging``, feeds it

@@ -5,6 +5,7 @@ import AdvertiserConfig
 import AdvertiserControl
 import Logging
 import Peripheral
+import Support
 
 /// Improv Wi-Fi provisioning, a component of the daemon: the session and the frames centrals
 /// write (``ImprovRun``), whether this machine's Wi-Fi is connected, the joiner, and Improv's

@@ -6,6 +6,7 @@ import AdvertiserControl
 import BluetoothModule
 import Logging
 package import Peripheral
+import Support
 
 /// What joins a Wi-Fi network for Improv: ``HelperJoiner`` (NetworkManager through the join
 /// helper), ``NetworkManagerJoiner`` (bleadvd run as root), or ``ProgramJoiner`` (the config's

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import AdvertiserConfig
 package import Peripheral
+import Support
 
 /// Joins Wi-Fi networks through a program (`[improv] join = "/path"`): it gets the SSID in
 /// `IMPROV_SSID` (as text; invalid UTF-8 replaced) and `IMPROV_SSID_HEX` (exactly), the

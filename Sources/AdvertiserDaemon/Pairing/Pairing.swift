@@ -3,6 +3,7 @@ import AdvertiserControl
 import BluetoothModule
 import Logging
 import Peripheral
+import Support
 
 /// Where pairing tells what happens in a window: to the client that opened it, and no one else
 /// (the journal keeps the rest, without codes). The daemon's port sends the control API's

@@ -1,4 +1,4 @@
-import Peripheral
+import Support
 import Testing
 
 /// The one timer an owner keeps armed: a new timer only for an instant none is armed for.

@@ -1,4 +1,4 @@
-import Peripheral
+import Support
 import TestSupport
 import Testing
 
