@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(name: "SupportTests", dependencies: ["Support", "TestSupport"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "PeripheralMocks", "TestSupport"]),
-        .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig"], exclude: ["Corpus"]),
+        .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig", "TestSupport"], exclude: ["Corpus"]),
         .testTarget(
             name: "AdvertiserDaemonTests",
             dependencies: [

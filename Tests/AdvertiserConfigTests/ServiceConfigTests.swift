@@ -1,19 +1,14 @@
 import AdvertiserConfig
 import Foundation
 import Peripheral
+import TestSupport
 import Testing
 
 @Suite("GATT services in the config file")
 struct ServiceConfigTests: ReadsConfigText {
-    static let lamp = """
-        [service.lamp]
-        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-        [service.lamp.characteristic.brightness]
-        uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
-        format = "uint8"
-        flags = ["read", "write", "notify"]
-        value = 10
-        """
+    /// The lamp with its brightness, without the last newline: tests add keys to the
+    /// characteristic's table with "\nkey = value".
+    static let lamp = String((ConfigFixtures.lamp + ConfigFixtures.lampBrightness).dropLast())
 
     @Test("the battery preset is the SIG's Battery Service with its level as one byte")
     func batteryPreset() throws {

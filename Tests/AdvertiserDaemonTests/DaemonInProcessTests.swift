@@ -47,29 +47,29 @@ struct DaemonInProcessTests {
 
     @Test("a state that moves is announced as StateChanged once, on the bus port")
     func stateChangesAnnouncedOnce() async throws {
-        let h = try await Self.session(DaemonSession.config)
-        defer { h.stop() }
-        try await eventually("heart is announced on") { h.signals.contains("StateChanged heart on") }
+        try await withRunningDaemon(await Self.session(DaemonSession.config)) { h in
+            try await eventually("heart is announced on") { h.signals.contains("StateChanged heart on") }
 
-        try await h.daemon.on(["door"])
-        try await eventually("door is announced on") { h.signals.contains("StateChanged door on") }
-        try await h.daemon.on(["door"])
+            try await h.daemon.on(["door"])
+            try await eventually("door is announced on") { h.signals.contains("StateChanged door on") }
+            try await h.daemon.on(["door"])
 
-        #expect(h.signals.filter { $0 == "StateChanged door on" }.count == 1)
+            #expect(h.signals.filter { $0 == "StateChanged door on" }.count == 1)
+        }
     }
 
     @Test("a central's write to Improv's command goes to Improv, never out as Written; a write to another characteristic is announced (its value not shown: it is secured)")
     func improvWritesAreRouted() async throws {
-        let h = try await Self.session(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")
-        defer { h.stop() }
-        try await eventually("Improv is on air") { h.signals.contains("StateChanged improv on") }
+        try await withRunningDaemon(await Self.session(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")) { h in
+            try await eventually("Improv is on air") { h.signals.contains("StateChanged improv on") }
 
-        h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
-        h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
-        try await eventually("the level's write is announced") { h.signals.contains("Written dial.level (not shown)") }
+            h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
+            h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
+            try await eventually("the level's write is announced") { h.signals.contains("Written dial.level (not shown)") }
 
-        #expect(!h.signals.contains { $0.hasPrefix("Written improv") })
-        #expect(h.mock.calls.updatedValues.contains { $0.characteristic == GATTCharacteristicID(service: "improv", characteristic: "error") })
+            #expect(!h.signals.contains { $0.hasPrefix("Written improv") })
+            #expect(h.mock.calls.updatedValues.contains { $0.characteristic == GATTCharacteristicID(service: "improv", characteristic: "error") })
+        }
     }
 
     @Test("a central's write is in force and announced while the module waits on BlueZ, even behind a link's event for the module")
@@ -125,19 +125,19 @@ struct DaemonInProcessTests {
 
     @Test("values set go to everyone without the secured ones, and whole to a trusted subscriber alone")
     func securedValuesGoToSubscribersAlone() async throws {
-        let h = try await Self.session(SecuredValuesTests.config, users: [":1.7": 0, ":1.8": 1000])
-        defer { h.stop() }
-        try await eventually("the application is registered") { !h.mock.calls.registeredApplications.isEmpty }
-        try await h.daemon.subscribe(":1.7")
-        let stranger = await #expect(throws: PeripheralError.self) { try await h.daemon.subscribe(":1.8") }
+        try await withRunningDaemon(await Self.session(SecuredValuesTests.config, users: [":1.7": 0, ":1.8": 1000])) { h in
+            try await eventually("the application is registered") { !h.mock.calls.registeredApplications.isEmpty }
+            try await h.daemon.subscribe(":1.7")
+            let stranger = await #expect(throws: PeripheralError.self) { try await h.daemon.subscribe(":1.8") }
 
-        try await h.daemon.set("lamp", ["label": .string("hall"), "mode": .string("cold")])
-        try await eventually("the values are announced") { h.signals.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") } }
+            try await h.daemon.set("lamp", ["label": .string("hall"), "mode": .string("cold")])
+            try await eventually("the values are announced") { h.signals.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") } }
 
-        let announced = h.signals.filter { $0.hasPrefix("ValuesChanged lamp") }
-        #expect(stranger?.code == .accessDenied)
-        #expect(announced.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") && $0.contains("label=hall") })
-        #expect(announced.contains { !$0.contains(" to ") && $0.contains("mode=cold") && !$0.contains("label=") })
+            let announced = h.signals.filter { $0.hasPrefix("ValuesChanged lamp") }
+            #expect(stranger?.code == .accessDenied)
+            #expect(announced.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") && $0.contains("label=hall") })
+            #expect(announced.contains { !$0.contains(" to ") && $0.contains("mode=cold") && !$0.contains("label=") })
+        }
     }
 
     @Test("the bus lost ends the daemon's run with a failure that says so")

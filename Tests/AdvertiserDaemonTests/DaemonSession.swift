@@ -183,6 +183,16 @@ struct DaemonSession {
     }
 }
 
+/// Runs `body` with the daemon `session` makes, then stops it as SIGTERM does and waits for its
+/// loop to end: a test whose daemon failed meanwhile, or will not stop, fails too.
+func withRunningDaemon<T>(_ session: @autoclosure () async throws -> DaemonSession, _ body: (DaemonSession) async throws -> T) async throws -> T {
+    let daemon = try await session()
+    let result = try await body(daemon)
+    daemon.stop()
+    try await daemon.running.value
+    return result
+}
+
 /// Objects kept alive with a session.
 private final class Kept: @unchecked Sendable {
     private let lock = NSLock()

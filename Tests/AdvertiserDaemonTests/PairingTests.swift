@@ -12,16 +12,7 @@ import Testing
 @Suite("Pairing windows", .timeLimit(.minutes(1)))
 struct PairingTests {
     static func config(_ pairing: String = "") -> String {
-        """
-        [service.lamp]
-        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-        [service.lamp.characteristic.label]
-        uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
-        format = "utf8"
-        flags = ["read", "write"]
-        value = "desk"
-        \(pairing.isEmpty ? "" : "[pairing]\n" + pairing)
-        """
+        ConfigFixtures.lamp + ConfigFixtures.lampLabel + (pairing.isEmpty ? "" : "[pairing]\n" + pairing + "\n")
     }
 
     static let phone = "AA:BB:CC:DD:EE:FF"

@@ -11,24 +11,8 @@ import Testing
 /// `bleadvctl set`, centrals' writes announced as `Written`, shown by `status`.
 @Suite("GATT services in the daemon", .timeLimit(.minutes(1)))
 struct ServiceTests {
-    static let config = DaemonSession.config + """
-
-        [service.power.battery]
-        level = 80
-
-        [service.lamp]
-        uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-        [service.lamp.characteristic.label]
-        uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
-        format = "utf8"
-        flags = ["read", "write"]
-        value = "desk"
-        [service.lamp.characteristic.brightness]
-        uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
-        format = "uint8"
-        flags = ["read", "write", "notify"]
-        value = 10
-        """
+    static let config = DaemonSession.config + "\n" + ConfigFixtures.battery + ConfigFixtures.lamp
+        + ConfigFixtures.lampLabel + ConfigFixtures.lampBrightness
     static let app = RegistrationID("/org/bleadvd/gatt/app1")
     static let level = GATTCharacteristicID(service: "power", characteristic: "level")
     static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")

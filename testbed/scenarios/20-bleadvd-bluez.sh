@@ -10,14 +10,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/e2e.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-[advertisement.e2e]
-local_name = "E2E-Thermo"
-service_uuids = ["180D", "180F"]
-manufacturer_data = { "0xFFFF" = "01020304" }
-service_data = { "9999" = "0001" }
-TOML
+cp "$TESTBED_ROOT/testbed/configs/20-e2e.toml" "$config"
 heard_values=(name=E2E-Thermo 0000180d-0000-1000-8000-00805f9b34fb 0000180f-0000-1000-8000-00805f9b34fb
   manufacturer=0xffff:01020304 service_data=00009999-0000-1000-8000-00805f9b34fb:0001)
 

@@ -13,22 +13,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/bthome.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-[advertisement.kitchen.bthome]
-local_name = "Kitchen"
-temperature = 21.5
-humidity = 40.2
-battery = 87
-
-[advertisement.door]
-enabled = false
-[advertisement.door.ibeacon]
-uuid = "e2c56db5-dffb-48d2-b060-d0f5a71096e0"
-major = 1
-minor = 2
-measured_power = -59
-TOML
+cp "$TESTBED_ROOT/testbed/configs/40-bthome.toml" "$config"
 removals() { btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | grep -c "Remove Advertising" || true; }
 wait_decoded() { wait_bthome "--name Kitchen" "$@"; }
 

@@ -12,15 +12,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 two="$TESTBED_WORK/two.toml"
-cat > "$two" <<'TOML'
-adapter = "hci0"
-[advertisement.first]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "f1" }
-[advertisement.second]
-type = "broadcast"
-manufacturer_data = { "0xFFFE" = "f2" }
-TOML
+cp "$TESTBED_ROOT/testbed/configs/51-two-broadcasts.toml" "$two"
 
 open_scenario "$two" 2
 echo "bluetoothd stopped cleanly (SIGTERM) and started again, 3 times:"

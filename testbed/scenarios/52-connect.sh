@@ -6,12 +6,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/connect.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-[advertisement.kitchen.bthome]
-local_name = "Kitchen"
-temperature = 21.5
-TOML
+cp "$TESTBED_ROOT/testbed/configs/52-connect.toml" "$config"
 fresh_bluetoothd
 start_bleadvd "$config"
 address=$(adapter_address)

@@ -10,14 +10,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/two.toml"
-cat > "$config" <<'TOML'
-[advertisement.first]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "d1" }
-[advertisement.second]
-type = "broadcast"
-manufacturer_data = { "0xFFFE" = "d2" }
-TOML
+cp "$TESTBED_ROOT/testbed/configs/53-two-broadcasts.toml" "$config"
 
 open_scenario "$config" 2
 for round in 1 2 3; do

@@ -14,18 +14,7 @@ toggles=250
 client="$TESTBED_ROOT/Tests/TestSupport/Peers/load_client.py"
 bus=unix:path=/run/dbus/system_bus_socket
 config="$TESTBED_WORK/load.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-[advertisement.shared]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "01" }
-[advertisement.second]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "02" }
-[advertisement.third]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "03" }
-TOML
+cp "$TESTBED_ROOT/testbed/configs/54-load.toml" "$config"
 files() { ls "/proc/$BLEADVD_PID/fd" | wc -l; }
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$BLEADVD_PID/status"; }
 objects() { busctl tree --list org.bleadvd.Advertiser | grep -c '^/org/bleadvd/advertisement/' || true; }

@@ -14,14 +14,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/in-place.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-[advertisement.meter]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "0001" }
-min_interval_ms = 300
-max_interval_ms = 400
-TOML
+cp "$TESTBED_ROOT/testbed/configs/55-in-place.toml" "$config"
 start_bleadvd "$config"
 observe_until 30 manufacturer=0xffff:0001 > /dev/null || fail "hci1 does not hear the meter"
 

@@ -10,15 +10,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/address.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-[advertisement.beacon]
-type = "broadcast"
-manufacturer_data = { "0xFFFF" = "b000" }
-[advertisement.gadget]
-type = "peripheral"
-manufacturer_data = { "0xFFFE" = "c000" }
-TOML
+cp "$TESTBED_ROOT/testbed/configs/56-address.toml" "$config"
 start_bleadvd "$config"
 echo "hci0's public address: $(adapter_address hci0)"
 

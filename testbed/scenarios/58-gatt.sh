@@ -11,34 +11,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/gatt.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-
-[service.power.battery]
-level = 80
-
-[service.lamp]
-uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-
-[service.lamp.characteristic.brightness]
-uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write", "notify"]
-security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
-value = 10
-description = "Brightness"
-
-[service.lamp.characteristic.label]
-uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
-format = "utf8"
-flags = ["read", "write"]
-security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
-value = "desk"
-
-[advertisement.gateway]
-local_name = "Gateway"
-services = ["power"]
-TOML
+cp "$TESTBED_ROOT/testbed/configs/58-gatt.toml" "$config"
 battery=00002a19-0000-1000-8000-00805f9b34fb
 brightness=6e400002-b5a3-f393-e0a9-e50e24dcca9e
 label=6e400003-b5a3-f393-e0a9-e50e24dcca9e
@@ -50,12 +23,7 @@ central() {
 
 fresh_bluetoothd
 # The RSS of the same advertisement without services, for comparison.
-cat > "$TESTBED_WORK/plain.toml" <<'TOML'
-adapter = "hci0"
-[advertisement.gateway]
-local_name = "Gateway"
-service_uuids = ["180F"]
-TOML
+cp "$TESTBED_ROOT/testbed/configs/58-plain.toml" "$TESTBED_WORK/plain.toml"
 start_bleadvd "$TESTBED_WORK/plain.toml"
 plain_rss=$(ps -o rss= -p "$BLEADVD_PID")
 stop_bleadvd

@@ -12,34 +12,7 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 config="$TESTBED_WORK/trust.toml"
-cat > "$config" <<'TOML'
-adapter = "hci0"
-
-[service.lamp]
-uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-
-[service.lamp.characteristic.dimmer]
-uuid = "6e400005-b5a3-f393-e0a9-e50e24dcca9e"
-format = "uint8"
-flags = ["read", "write-without-response"]
-security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
-value = 0
-
-[service.lamp.characteristic.pin]
-uuid = "6e400006-b5a3-f393-e0a9-e50e24dcca9e"
-format = "utf8"
-flags = ["write"]
-security = "none"  # open: bleak connects through the same bluetoothd, which cannot pair with itself
-value = ""
-secret = true
-
-[service.lock.battery]
-level = 90
-
-[advertisement.gateway]
-local_name = "Gateway"
-services = ["lock"]
-TOML
+cp "$TESTBED_ROOT/testbed/configs/59-trust.toml" "$config"
 dimmer=6e400005-b5a3-f393-e0a9-e50e24dcca9e
 pin=6e400006-b5a3-f393-e0a9-e50e24dcca9e
 secret_hex=68756e74657232  # "hunter2"
