@@ -56,17 +56,12 @@ extension Daemon {
         let bluez = try await start()
         let changes = await module.changes()
         let failure = await withDiscardingTaskGroup(returning: DaemonFailure?.self) { group in
-            // The components, in the order BlueZ's events reach them: Improv first (its
-            // command's frames are its alone), then what centrals write to the value in force,
-            // then advertising, then pairing. Each takes its share at once or through a queue
-            // of its own, so that none holds up another: the module's turn with BlueZ, which a
-            // call bluetoothd is slow to answer can hold for seconds, never keeps a central's
-            // write from the value in force, nor a bond from Pairing.
+            // Each component takes its share at once or through a queue of its own, so that none
+            // holds up another: the module's turn with BlueZ, which a call bluetoothd is slow to
+            // answer can hold for seconds, never keeps a central's write from the value in
+            // force, nor a bond from Pairing.
             var router = Router()
-            router.add(improv, in: &group, logger: logger)
-            router.add(values, in: &group, logger: logger)
-            router.add(module, in: &group, logger: logger)
-            router.add(pairing, in: &group, logger: logger)
+            for component in components { router.add(component, in: &group, logger: logger) }
             group.addTask { [router] in
                 for await event in bluez { await router.route(event) }
                 router.finish()
@@ -150,7 +145,7 @@ extension Daemon {
     private func start() async throws(DaemonFailure) -> AsyncStream<PeripheralEvent> {
         let events: AsyncStream<PeripheralEvent>
         // The control API's parts, each served by its component.
-        try await bus.serve(ControlTargets([self, pairing, improv]))
+        try await bus.serve(ControlTargets([self] + components.map { $0 as any Sendable }))
         do {
             events = try await manager.events()
         } catch {

@@ -65,6 +65,13 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     let announcements: Announcements
     /// Improv Wi-Fi provisioning, a component: its session, the Wi-Fi, its timers.
     let improv: ImprovProvisioner<C>
+    /// The daemon's components, in the order BlueZ's events reach them: Improv first (its
+    /// command's frames are its alone), then what centrals write to the value in force, then
+    /// advertising, then pairing. Each takes the events it declares (a ``Router`` loops over
+    /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
+    /// feature is made in `init` and listed here, and a reload hands it its new config
+    /// (`reloadInTurn`).
+    nonisolated var components: [any DaemonComponent] { [improv, values, module, pairing] }
     /// What of the config is on air (all but what a component withholds), and the GATT
     /// application assembled from it: the components' showing port.
     let stage: Stage<C>
