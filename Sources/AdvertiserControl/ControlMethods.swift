@@ -1,4 +1,4 @@
-public import DBus
+import DBus
 import Peripheral
 
 /// The control interface's methods, each with its arguments, who may call it and what a call

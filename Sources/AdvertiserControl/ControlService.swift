@@ -60,9 +60,6 @@ public protocol ImprovControl: Sendable {
     func improvAuthorize(_ central: String) async throws(PeripheralError) -> (seconds: Int, central: String)
 }
 
-/// The whole control API served by one type (a test's stand-in for the daemon, say).
-public typealias AdvertiserControlling = AdvertisingControl & PairingControl & ImprovControl
-
 /// What serves the control API: its parts (``AdvertisingControl``, ``PairingControl``,
 /// ``ImprovControl``), each served by a component of its own. A method goes to the first target
 /// that serves its part; a part no target serves answers `org.freedesktop.DBus.Error.Failed`.
@@ -94,7 +91,7 @@ public struct ReloadError: Error, Hashable, Sendable {
     }
 }
 
-/// Serves the control API for an ``AdvertiserControlling`` on a connection.
+/// Serves the control API for its ``ControlTargets`` on a connection.
 public enum ControlService {
     /// Exports the control object: every ``ControlAPI/Method`` with its handler, given the
     /// target of its part, and every ``ControlAPI/Signal``. The caller owns the bus name

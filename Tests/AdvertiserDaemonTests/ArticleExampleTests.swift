@@ -48,7 +48,7 @@ struct ArticleExampleTests {
     @Test("the control example puts door on air and reads every state")
     func controlExample() async throws {
         let session = try await DaemonSession(onDBus: true)
-        let address = (try session.bus.address)
+        let address = try session.bus.address
 
         let states = try await onThread {
             let client = AdvertiserClient(connection: try DBusBlockingConnection(bus: .address(address)))

@@ -28,7 +28,7 @@ struct ContractTests {
     /// The daemon's own introspection of its control interface, as a file of its own.
     func introspectedInterface() async throws -> String {
         let session = try await DaemonSession(onDBus: true)
-        let client = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let client = try await DBusConnection.connect(to: .address(session.bus.address))
         let reply = try await client.call(
             destination: ControlAPI.busName, path: ControlAPI.path, interface: "org.freedesktop.DBus.Introspectable",
             member: "Introspect", expecting: "s")

@@ -158,7 +158,7 @@ struct ControlTests {
     @Test("StateChanged announces an advertisement going on air")
     func stateChangedSignal() async throws {
         let session = try await DaemonSession(onDBus: true)
-        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         let signals = try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name))
 
@@ -200,7 +200,7 @@ struct ControlTests {
         let session = try await DaemonSession(onDBus: true) { mock in
             mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: DaemonSession.address, secondaryChannels: [.oneM])])))
         }
-        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         var signals = try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name)).makeAsyncIterator()
         session.mock.scriptStart(.always(.failure(PeripheralError(.failed, "Failed to register advertisement"))))

@@ -33,7 +33,7 @@ struct HostileArgumentTests {
         let session = try await DaemonSession(onDBus: true, config: SetTests.config)
         let registered = session.mock.startAdvertisingCallCount
 
-        let result = try await runProgram(product("bleadvctl"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
+        let result = try await runProgram(product("bleadvctl"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
 
         #expect(result.status == 2)
         #expect(result.errors == message + "\n")
@@ -47,7 +47,7 @@ struct HostileArgumentTests {
         let session = try await DaemonSession(onDBus: true)
 
         let result = try await runProgram("/bin/sh", ["-c", "'\(product("bleadvctl"))' list \(redirection)"],
-                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
+                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
 
         #expect(result.status == 1)
         #expect(result.errors.hasPrefix("bleadvctl: cannot write the output: "), "\(result.errors)")

@@ -86,7 +86,7 @@ struct LoadTests {
         ])
 
         #expect(results.allSatisfy { $0.status == 0 && $0.output == "done 250\n" }, "\(results.map(\.output))")
-        let status = try await runProgram(product("bleadvctl"), ["status", "--json"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try running.bus.address)])
+        let status = try await runProgram(product("bleadvctl"), ["status", "--json"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": running.bus.address])
         let states = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: [String: Any]]
         #expect(states?["shared"]?["state"] as? String == "on")
         #expect(states?["second"]?["state"] as? String == "off")
@@ -116,7 +116,7 @@ struct LoadTests {
 
         let toggled = try await running.clients(Array(repeating: ["toggle", "shared", "250", "on"], count: 4))
         let afterToggles = running.threads
-        let client = AdvertiserClient(connection: try DBusBlockingConnection(bus: .address((try running.bus.address))))
+        let client = AdvertiserClient(connection: try DBusBlockingConnection(bus: .address(running.bus.address)))
         for step in 0..<200 { try client.set("sensor", ["temperature": "\(20 + Double(step) / 100)"]) }
         let afterSets = running.threads
         try client.reload()

@@ -29,7 +29,7 @@ struct PairingTests {
     /// returns the opener's connection, the one its events go to and that may confirm.
     @discardableResult
     func openWindow(_ session: DaemonSession, seconds: UInt32) async throws -> DBusConnection {
-        let client = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let client = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(client)
         _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                   member: "Pair", [.uint32(seconds)], expecting: "su")
@@ -45,7 +45,7 @@ struct PairingTests {
     }
 
     func pair(_ session: DaemonSession, _ arguments: String...) throws -> Child {
-        try Child(product("bleadvctl"), ["pair"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
+        try Child(product("bleadvctl"), ["pair"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
     }
 
     @Test("the agent is registered for the configured method, and the adapter closed to new bonds")
@@ -357,7 +357,7 @@ struct PairingTests {
     @Test("a window's events and code go to the connection that opened it alone: another listening for Pairing gets none")
     func codeReachesOnlyTheOpener() async throws {
         let session = try await session(onDBus: true, "method = \"passkey\"")
-        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(listener)
         let rules = [ControlAPI.Signal.pairing, .valuesChanged].map {
             DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
@@ -383,7 +383,7 @@ struct PairingTests {
         let session = try await session(onDBus: true, "method = \"numeric-comparison\"")
         try await openWindow(session, seconds: 60)
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }
-        let stranger = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(stranger)
 
         // Until the daemon holds the request, Confirm finds nothing (UnknownName).
@@ -407,7 +407,7 @@ struct PairingTests {
     @Test("a comparison unanswered when the window's time runs out is refused, and bleadvctl pair shows the end while it waits for the answer")
     func comparisonPendingAtClose() async throws {
         let session = try await session(onDBus: true, "method = \"numeric-comparison\"")
-        let pair = try Child(product("bleadvctl"), ["pair", "5"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)], input: true)
+        let pair = try Child(product("bleadvctl"), ["pair", "5"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
         let asking = Task { await session.mock.agentRequest(PairingRequest(central: Self.phone, .confirm(654_321))) }

@@ -15,7 +15,7 @@ struct PolicyTests {
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("systemd/org.bleadvd.Advertiser.conf").path
 
     func call(_ session: DaemonSession, _ member: String, _ arguments: [String] = [], as user: String? = nil) async throws -> ProgramResult {
-        let send = ["/usr/bin/dbus-send", "--bus=\((try session.bus.address))", "--print-reply", "--dest=org.bleadvd.Advertiser",
+        let send = ["/usr/bin/dbus-send", "--bus=\(try session.bus.address)", "--print-reply", "--dest=org.bleadvd.Advertiser",
                     "/org/bleadvd/Advertiser", "org.bleadvd.Advertiser1.\(member)"] + arguments
         guard let user else { return try await runProgram(send[0], Array(send.dropFirst())) }
         return try await runProgram("/usr/sbin/runuser", ["-u", user, "--"] + send)
@@ -86,7 +86,7 @@ struct PolicyTests {
     ]
 
     func send(_ session: DaemonSession, path: String, _ member: String, _ arguments: [String], as user: String) async throws -> ProgramResult {
-        try await runProgram("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/dbus-send", "--bus=\((try session.bus.address))",
+        try await runProgram("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/dbus-send", "--bus=\(try session.bus.address)",
                                                    "--print-reply", "--dest=org.bleadvd.Advertiser", path, member] + arguments)
     }
 

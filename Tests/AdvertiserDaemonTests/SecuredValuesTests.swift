@@ -40,7 +40,7 @@ struct SecuredValuesTests {
     /// (the broadcasts alone).
     func listen(_ session: DaemonSession, _ signal: ControlAPI.Signal, subscribed: Bool) async throws
         -> AsyncFilterSequence<AsyncStream<DBusMessage>>.AsyncIterator {
-        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(listener)
         if subscribed {
             _ = try await listener.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
@@ -125,7 +125,7 @@ struct SecuredValuesTests {
 
     /// `bleadvctl set lamp --stdin` given `input` on its standard input: its exit status and errors.
     func setLamp(_ session: DaemonSession, stdin input: String) async throws -> (status: Int32, errors: String) {
-        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)], input: true)
+        let set = try Child(product("bleadvctl"), ["set", "lamp", "--stdin"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address], input: true)
         set.stdin!.write(Data(input.utf8))
         try set.stdin!.close()
         let status = await set.exitStatus()
@@ -183,12 +183,12 @@ struct SecuredValuesTests {
     func departedSubscribersForgotten() async throws {
         let session = try await session(onDBus: true, trusting: true)
         for _ in 0..<Subscribers.most {
-            let client = try await DBusConnection.connect(to: .address((try session.bus.address)))
+            let client = try await DBusConnection.connect(to: .address(session.bus.address))
             _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                       member: ControlAPI.Method.subscribe.name)
             await client.close()
         }
-        let next = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let next = try await DBusConnection.connect(to: .address(session.bus.address))
 
         // The departures reach the daemon in their time: the next is taken once they have.
         try await eventually("a subscription is taken again", within: .seconds(2)) {
@@ -202,12 +202,12 @@ struct SecuredValuesTests {
         let session = try await session(onDBus: true, trusting: true)
         var held: [DBusConnection] = []
         for _ in 0..<Subscribers.perUser {
-            let client = try await DBusConnection.connect(to: .address((try session.bus.address)))
+            let client = try await DBusConnection.connect(to: .address(session.bus.address))
             _ = try await client.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
                                       member: ControlAPI.Method.subscribe.name)
             held.append(client)
         }
-        let fifth = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let fifth = try await DBusConnection.connect(to: .address(session.bus.address))
 
         let refusal = await #expect(throws: DBusError.self) {
             _ = try await fifth.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
@@ -225,7 +225,7 @@ struct SecuredValuesTests {
     /// bleadvctl watch on the session's bus, and the line it prints for a write of `label`
     /// (written again until one is printed: watch may not have subscribed yet).
     func watchWrite(_ session: DaemonSession) async throws -> (Child, String) {
-        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
         let writing = Task {
             while !Task.isCancelled {
                 session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))

@@ -36,7 +36,7 @@ struct ServiceTests {
 
     /// The session's ValuesChanged signals, as a listener on the bus hears them.
     func valuesChanged(_ session: DaemonSession) async throws -> AsyncStream<DBusMessage>.Iterator {
-        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(listener)
         return try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name)).makeAsyncIterator()
@@ -213,7 +213,7 @@ struct ServiceTests {
     @Test("bleadvctl watch prints a central's write as one line")
     func watchPrintsWrite() async throws {
         let session = try await session(onDBus: true)
-        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
         defer { watch.kill(SIGTERM) }
         // The same write until one is printed: watch may not have subscribed yet.
         let writing = Task {
@@ -234,7 +234,7 @@ struct ServiceTests {
     @Test("bleadvctl watch quotes a written text with its quotes escaped: it cannot forge the central's field")
     func watchCannotBeForged() async throws {
         let session = try await session(onDBus: true)
-        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
         defer { watch.kill(SIGTERM) }
         let forged = #"x" 11:22:33:44:55:66"#
         let writing = Task {

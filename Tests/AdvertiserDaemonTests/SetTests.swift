@@ -33,7 +33,7 @@ struct SetTests {
     /// `DaemonSession.keep`).
     func sessionOnDBus() async throws -> (DaemonSession, AsyncStream<DBusMessage>.Iterator) {
         let session = try await DaemonSession(onDBus: true, config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
-        let listener = try await DBusConnection.connect(to: .address((try session.bus.address)))
+        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         let changes = try await listener.signals(matching: DBusMatchRule(
             sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name))
         _ = try await session.ctl("on", "kitchen")
@@ -152,7 +152,7 @@ struct SetTests {
         let (session, _) = try await sessionOnDBus()
 
         let result = try await runProgram(
-            product("bleadvctl"), ["set"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": (try session.bus.address)])
+            product("bleadvctl"), ["set"] + arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
 
         #expect(result.status == 2)
         #expect(result.errors.hasPrefix(message), "\(result.errors)")
