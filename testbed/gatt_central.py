@@ -4,7 +4,9 @@ services on hci0 (a device hci1's BlueZ has heard). One connection does every st
 this order, and prints one line per result; the exit status is 1 when a step's expectation
 fails.
 
-  gatt_central.py ADDRESS [--adapter hci1] [--services]
+  gatt_central.py ADDRESS [--adapter hci1] [--services] [--handles]
+      --handles                         one line per service, characteristic and descriptor:
+                                        its handle and UUID, as discovered
       [--read UUID[=HEX]]...            read; with =HEX, fail unless the value is that
       [--description UUID=TEXT]...      the characteristic's user description (0x2901) must be TEXT
       [--notify UUID --set 'CMD {}' --values V1,V2,...]
@@ -41,6 +43,7 @@ async def main():
     parser.add_argument("address")
     parser.add_argument("--adapter", default="hci1")
     parser.add_argument("--services", action="store_true")
+    parser.add_argument("--handles", action="store_true")
     parser.add_argument("--read", action="append")
     parser.add_argument("--description", action="append")
     parser.add_argument("--notify")
@@ -129,6 +132,13 @@ async def steps(client, args):
         for service in client.services:
             chars = ", ".join(f"{c.uuid} [{','.join(sorted(c.properties))}]" for c in service.characteristics)
             print(f"service {service.uuid}: {chars}")
+    if args.handles:
+        for service in client.services:
+            print(f"handle {service.handle:#06x} service {service.uuid}")
+            for characteristic in service.characteristics:
+                print(f"handle {characteristic.handle:#06x} characteristic {characteristic.uuid}")
+                for descriptor in characteristic.descriptors:
+                    print(f"handle {descriptor.handle:#06x} descriptor {descriptor.uuid}")
 
     for uuid, expected in pairs(args.read):
         value = bytes(await client.read_gatt_char(uuid)).hex()

@@ -274,6 +274,17 @@ struct ServiceTests {
         #expect(session.mock.calls.updatedValues.map(\.value) == [[60]])
     }
 
+    @Test("a reload of a file that leaves the services as they are asks BlueZ for nothing: the tables a bonded central cached stay valid")
+    func reloadUnchangedKeepsTheTables() async throws {
+        let session = try await session()
+
+        try await session.daemon.reload()
+
+        #expect(session.mock.calls.registeredApplications.count == 1)
+        #expect(session.mock.calls.unregisteredApplications.isEmpty)
+        #expect(session.mock.calls.updatedValues.isEmpty)
+    }
+
     @Test("a reload that changes the services' shape registers them anew")
     func reloadShapeReregisters() async throws {
         let session = try await session()

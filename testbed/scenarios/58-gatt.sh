@@ -3,6 +3,8 @@
 # - bleak (PyPI) finds the services by UUID, reads the battery level and a custom value,
 #   subscribes and is notified after each `bleadvctl set` (timed), writes a value that
 #   `bleadvctl watch` prints, and gets an ATT error for a write of the wrong length;
+# - a reload of the same file keeps the tables: a fresh discovery (hci1's cache dropped) finds
+#   the same handles, and the application is the one registered before;
 # - BlueZ's battery plugin: org.bluez.Battery1.Percentage of the device is the configured
 #   level, and follows a set;
 # - after kill -9 of bluetoothd, the services and the advertisement are back, and a new bleak
@@ -56,6 +58,25 @@ echo "    the write's line printed $(awk -v a="$written_at" -v b="$printed_at" '
 if grep -q 'brightness 10752\|2a00' "$TESTBED_WORK/watch.out"; then fail "the refused write reached watch"; fi
 status=$(bleadvctl status --json)
 grep -q '"brightness": "42"' <<< "$status" || fail "status does not show the written brightness: $status"
+
+echo "a reload of the same file keeps the GATT tables: a fresh discovery finds the same handles"
+lamp_id() { bleadvctl status --json | grep -o '"lamp": {[^}]*}' | grep -o '"id": "[^"]*"'; }
+central --handles > "$TESTBED_WORK/handles-before.out"
+id_before=$(lamp_id)
+[[ -n "$id_before" ]] || fail "status gives the lamp no registration id: $(bleadvctl status --json)"
+bleadvctl reload
+# hci1's bluetoothd forgets the device and the tables it cached: the next discovery reads
+# bleadvd's own.
+dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci1 org.bluez.Adapter1.RemoveDevice "objpath:$device" > /dev/null
+observe_until 30 "device $address" "0000180f-0000-1000-8000-00805f9b34fb" > /dev/null
+central --handles > "$TESTBED_WORK/handles-after.out"
+# In handle order: bleak lists what it discovered in an order of its own.
+grep '^handle' "$TESTBED_WORK/handles-before.out" | sort | sed 's/^/    /'
+[[ $(grep -c '^handle' "$TESTBED_WORK/handles-before.out") -ge 8 ]] || fail "the discovery found too few attributes: $(cat "$TESTBED_WORK/handles-before.out")"
+diff <(grep '^handle' "$TESTBED_WORK/handles-before.out" | sort) <(grep '^handle' "$TESTBED_WORK/handles-after.out" | sort) \
+  || fail "a reload of the same file moved the handles a central discovers"
+[[ "$(lamp_id)" == "$id_before" ]] || fail "a reload of the same file registered the services anew: $id_before, then $(lamp_id)"
+echo "    the same after the reload; the application is still $id_before"
 
 echo "BlueZ's battery plugin on hci1 (Device1.Connect):"
 dbus-send --system --print-reply --dest=org.bluez "$device" org.bluez.Device1.Connect > /dev/null
