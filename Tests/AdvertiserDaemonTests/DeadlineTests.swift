@@ -34,7 +34,7 @@ struct DeadlineTests {
         let stuck = Task { try await daemon.on(["door"]) }
         try await eventually("a second advertisement is started", every: .milliseconds(1)) { session.mock.startAdvertisingCallCount >= 2 }
 
-        session.requests.yield(.stop)
+        session.stop()
         await session.clock.waitForSleepers()
         session.clock.advance(by: Daemon<ManualClock>.stopWait)
         let outcome = await session.running.result

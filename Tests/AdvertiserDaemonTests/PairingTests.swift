@@ -451,7 +451,7 @@ struct PairingTests {
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
 
-        session.requests.yield(.stop)
+        session.stop()
         let status = await pair.exitStatus()
         let errors = String(decoding: pair.stderr!.readToEndRetrying(), as: UTF8.self)
 

@@ -52,7 +52,7 @@ struct ReloadTests {
             _ = await reads.next()
             return Self.newer
         })
-        session.requests.yield(.stop)
+        session.stop()
         try await session.running.value
 
         await #expect(throws: ReloadError("bleadvd is stopping; nothing was reloaded")) { try await session.daemon.reload() }

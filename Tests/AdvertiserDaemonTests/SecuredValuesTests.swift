@@ -36,20 +36,6 @@ struct SecuredValuesTests {
         }, trusts: { _ in trusting })
     }
 
-    /// A listener on the session's bus for `signal`: subscribed (whole, to it alone) or not
-    /// (the broadcasts alone).
-    func listen(_ session: DaemonSession, _ signal: ControlAPI.Signal, subscribed: Bool) async throws
-        -> AsyncFilterSequence<AsyncStream<DBusMessage>>.AsyncIterator {
-        let listener = try await DBusConnection.connect(to: .address(session.bus.address))
-        session.keep(listener)
-        if subscribed {
-            _ = try await listener.call(destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface,
-                                        member: ControlAPI.Method.subscribe.name, expecting: "")
-        }
-        return try await listener.signals(matching: DBusMatchRule(sender: ControlAPI.busName, interface: ControlAPI.interface, member: signal.name))
-            .filter { ($0.destination != nil) == subscribed }.makeAsyncIterator()
-    }
-
     /// On the in-memory bus, `signal`'s lines: to everyone, or to `:1.7` after it subscribed.
     func lines(_ session: DaemonSession, _ signal: ControlAPI.Signal, subscribed: Bool) async throws
         -> AsyncFilterSequence<AsyncStream<String>>.AsyncIterator {

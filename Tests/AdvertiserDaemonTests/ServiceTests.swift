@@ -323,7 +323,7 @@ struct ServiceTests {
     func stopUnregisters() async throws {
         let session = try await session()
 
-        session.requests.yield(.stop)
+        session.stop()
         try await session.running.value
 
         #expect(session.mock.calls.unregisteredApplications == [Self.app])

@@ -10,7 +10,7 @@ struct ShutdownTests {
         let session = try await DaemonSession()
         session.mock.scriptStop(.neverAnswers)
 
-        session.requests.yield(.stop)
+        session.stop()
         await session.clock.waitForSleepers()
         session.clock.advance(by: Daemon<ManualClock>.stopWait)
         try await session.running.value
