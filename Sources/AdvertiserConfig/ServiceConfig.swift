@@ -4,13 +4,17 @@ public import Peripheral
 public struct ConfiguredService: Hashable, Sendable {
     /// The service, its characteristics holding the values' bytes.
     public var service: GATTService
-    /// Each characteristic's value as the config file writes it, by characteristic name.
+    /// Each characteristic's value as the config file writes it, by characteristic name (one
+    /// read from a program has none until it ran).
     public var values: [String: GATTValue]
+    /// The programs that answer reads, by characteristic name (`read`).
+    public var programs: [String: ReadProgram]
 
     /// A service.
-    public init(service: GATTService, values: [String: GATTValue]) {
+    public init(service: GATTService, values: [String: GATTValue], programs: [String: ReadProgram] = [:]) {
         self.service = service
         self.values = values
+        self.programs = programs
     }
 
     /// The values as the config file would write them (text as it is: escape it before a
@@ -48,6 +52,10 @@ public struct ConfiguredService: Hashable, Sendable {
             guard let index = service.characteristics.firstIndex(where: { $0.name == key }) else {
                 throw ConfigError(file: "", line: nil, key: where_, message:
                     "no such characteristic; \(name) has \(service.characteristics.map(\.name).joined(separator: ", "))")
+            }
+            if let program = programs[key] {
+                throw ConfigError(file: "", line: nil, key: where_, message:
+                    "is read from \(Untrusted.quoted(program.command[0], limit: 64)) when a central asks; it is not set")
             }
             let format = service.characteristics[index].format
             do {
@@ -131,9 +139,9 @@ struct ServicePreset: Sendable {
 extension Reader {
     /// The keys of a custom service's table, and of each of its characteristics.
     static let serviceKeys: Set<String> = ["uuid", "primary", "characteristic"]
-    static let characteristicKeys: Set<String> = [
+    static let characteristicKeys = Set<String>([
         "uuid", "format", "flags", "value", "exponent", "min", "max", "max_length", "description", "security", "secret",
-    ]
+    ]).union(ReadProgram.keys)
 
     /// The most services one file may define, and characteristics one service may have.
     static let maximumServices = 32
@@ -179,14 +187,16 @@ extension Reader {
         }
         var service = GATTService(name: name, uuid: uuid, primary: primary, characteristics: [])
         var values: [String: GATTValue] = [:]
+        var programs: [String: ReadProgram] = [:]
         for key in tables.keys.sorted() {
             let at = path + ["characteristic", key]
             try checkName(key, at)
-            let (characteristic, value) = try customCharacteristic(key, table(tables[key]!, at), at)
+            let (characteristic, value, program) = try customCharacteristic(key, table(tables[key]!, at), at)
             service.characteristics.append(characteristic)
             values[key] = value
+            programs[key] = program
         }
-        return ConfiguredService(service: service, values: values)
+        return ConfiguredService(service: service, values: values, programs: programs)
     }
 
     private func presetService(_ name: String, _ preset: String, _ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> ConfiguredService {
@@ -208,10 +218,12 @@ extension Reader {
         return ConfiguredService(service: service, values: values)
     }
 
-    private func customCharacteristic(_ name: String, _ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> (GATTCharacteristic, GATTValue) {
+    private func customCharacteristic(_ name: String, _ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> (GATTCharacteristic, GATTValue?, ReadProgram?) {
         try checkKeys(fields, allowed: Self.characteristicKeys, at: path)
         func required(_ key: String) throws(ConfigError) -> TOMLNode {
-            guard let value = fields[key] else { throw error(path + [key], "missing; every characteristic needs uuid, format, flags and value") }
+            guard let value = fields[key] else {
+                throw error(path + [key], "missing; every characteristic needs uuid, format, flags and value (or read, a program that gives the value)")
+            }
             return value
         }
         let uuid = try parseUUID(try string(required("uuid"), path + ["uuid"]), path + ["uuid"])
@@ -243,18 +255,21 @@ extension Reader {
             guard !format.isNumeric else { throw error(path + ["max_length"], "only utf8 and hex values take a max_length (a \(kind.rawValue) is \(format.size!) bytes)") }
             format.maximumLength = try number(node, path + ["max_length"], 1...GATTFormat.attributeLimit)
         }
-        let (value, bytes) = try characteristicValue(required("value"), format: format, path + ["value"])
+        let program = try readProgram(fields, flags: flags, path)
+        let (value, bytes): (GATTValue?, [UInt8]) = if program != nil && fields["value"] == nil { (nil, []) }
+            else { try characteristicValue(required("value"), format: format, path + ["value"]) }
         let description = try fields["description"].map { node throws(ConfigError) in try string(node, path + ["description"]) }
         if let description, description.isEmpty || description.utf8.count > GATTFormat.attributeLimit {
             throw error(path + ["description"], "is \(description.utf8.count) bytes; a description is 1 to \(GATTFormat.attributeLimit)")
         }
-        var characteristic = GATTCharacteristic(name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description)
+        var characteristic = GATTCharacteristic(
+            name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description, answeredOnRead: program != nil)
         characteristic.security = try security(fields["security"], path + ["security"], writable: flags.contains(where: \.isWrite))
         if let node = fields["secret"], try bool(node, path + ["secret"]), !characteristic.isSecret {
             let readable = characteristic.readableFlags.sorted().map(\.rawValue).joined(separator: ", ")
             throw error(path + ["secret"], "is true, but flags give \(readable): a central could read back what is kept secret; drop those flags or secret")
         }
-        return (characteristic, value)
+        return (characteristic, value, program)
     }
 
     /// A characteristic's `security`: as the file says, else `encrypted` for one that takes

@@ -272,11 +272,15 @@ public struct GATTCharacteristic: Hashable, Sendable {
     public var userDescription: String?
     /// The link a central needs for everything its flags allow.
     public var security: GATTSecurity
+    /// Whether a central's read is answered by asking for the value then
+    /// (``PeripheralManaging/answerReads(with:)``: a program run when asked) rather than from
+    /// the value held.
+    public var answeredOnRead: Bool
 
     /// A characteristic.
     public init(
         name: String, uuid: BluetoothUUID, flags: Set<GATTFlag>, format: GATTFormat, value: [UInt8],
-        userDescription: String? = nil, security: GATTSecurity = .none
+        userDescription: String? = nil, security: GATTSecurity = .none, answeredOnRead: Bool = false
     ) {
         self.name = name
         self.uuid = uuid
@@ -285,6 +289,7 @@ public struct GATTCharacteristic: Hashable, Sendable {
         self.value = value
         self.userDescription = userDescription
         self.security = security
+        self.answeredOnRead = answeredOnRead
     }
 
     /// Its flags through which a central learns the value: read, notify, indicate.
@@ -300,6 +305,27 @@ public struct GATTCharacteristic: Hashable, Sendable {
 
     /// The Characteristic User Description descriptor's UUID.
     public static let userDescriptionUUID = BluetoothUUID(0x2901)
+}
+
+/// Answers centrals' reads of the characteristics whose values are made when asked
+/// (``GATTCharacteristic/answeredOnRead``).
+public protocol GATTReadAnswering: Sendable {
+    /// The bytes that answer `central`'s read of `characteristic` (`central` empty when the
+    /// stack did not say who).
+    /// - Throws: ``GATTReadError`` when there is no fresh value to give: the central gets an
+    ///   ATT error, never a value passed off as fresh.
+    func answer(_ characteristic: GATTCharacteristicID, central: String) async throws(GATTReadError) -> [UInt8]
+}
+
+/// Why a read got no value (a program that failed or ran past its time), in a line.
+public struct GATTReadError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What happened, without anything the program printed.
+    public var description: String
+
+    /// An error.
+    public init(_ description: String) {
+        self.description = description
+    }
 }
 
 /// One service: its UUID and characteristics.

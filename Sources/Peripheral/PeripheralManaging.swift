@@ -142,6 +142,11 @@ public protocol PeripheralManaging: Sendable {
     /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
     func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws
 
+    /// Answers centrals' reads of the characteristics ``GATTCharacteristic/answeredOnRead``
+    /// marks with `answerer` from now on: each read at offset 0 asks it, and the rest of a long
+    /// read is cut from that answer. Before this is called, they are answered from the value held.
+    func answerReads(with answerer: any GATTReadAnswering) async
+
     /// Whether the adapter takes new bonds (BlueZ's `Pairable`); bonds made already keep working.
     func setPairable(_ pairable: Bool, adapter: String) async throws
 

@@ -25,6 +25,9 @@ package enum BlueZ {
     static let invalidOffset: DBusError.Name = "org.bluez.Error.InvalidOffset"
     /// What bluetoothd answers a central with as ATT's Insufficient Authorization (0x08).
     static let notAuthorized: DBusError.Name = "org.bluez.Error.NotAuthorized"
+    /// What bluetoothd answers a central with ATT's 0x80 (an application error) for, when its
+    /// message is not a number (src/gatt-database.c, `dbus_error_to_att_ecode`, 5.66 on).
+    static let failed: DBusError.Name = "org.bluez.Error.Failed"
 
     /// Where bleadvd exports its advertisements for BlueZ: `/org/bleadvd/advertisement/N`.
     package static let advertisementRoot: DBusObjectPath = "/org/bleadvd/advertisement"

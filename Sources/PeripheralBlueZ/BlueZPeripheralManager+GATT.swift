@@ -76,7 +76,7 @@ extension BlueZPeripheralManager {
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 let options = call.arguments[0].variantDictionary ?? [:]
                 try await self.admit(characteristic, id, options: options, to: "read")
-                return [.bytes(try await self.read(id, at: path, options: options))]
+                return [.bytes(try await self.read(id, asked: characteristic.answeredOnRead, at: path, options: options))]
             },
             DBusMethod("WriteValue", inputs: [GATTObjectTree.valueArgument, GATTObjectTree.optionsArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
@@ -130,8 +130,14 @@ extension BlueZPeripheralManager {
     /// The most long reads kept at once: a central that starts one and goes away leaves it.
     static let maximumLongReads = 64
 
-    private func read(_ id: GATTCharacteristicID, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
-        let current = await connection.property("Value", of: BlueZ.characteristicInterface, at: path)?.bytes ?? []
+    /// Asks `answerer` for the values of the characteristics marked
+    /// `answeredOnRead` when a central reads one (at offset 0); its error
+    /// reaches bluetoothd as `org.bluez.Error.Failed`, which it answers with ATT's 0x80.
+    public func answerReads(with answerer: any GATTReadAnswering) {
+        self.answerer = answerer
+    }
+
+    private func read(_ id: GATTCharacteristicID, asked: Bool, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
         let central = Self.central(options)
         let key = LongRead(characteristic: id, central: central)
         // A Read (Blob) Response carries the ATT MTU less 1 byte; 23 is ATT's least MTU.
@@ -139,11 +145,25 @@ extension BlueZPeripheralManager {
         let offset = Int(options["offset"]?.uint16 ?? 0)
         let value: [UInt8]
         if offset == 0 {
-            value = current
+            if asked, let answerer {
+                do throws(GATTReadError) {
+                    value = try await answerer.answer(id, central: central)
+                } catch {
+                    // bluetoothd answers org.bluez.Error.Failed whose message is no number
+                    // with ATT's 0x80, an application error.
+                    throw DBusError(BlueZ.failed, "no fresh value: \(error)")
+                }
+            } else {
+                value = await connection.property("Value", of: BlueZ.characteristicInterface, at: path)?.bytes ?? []
+            }
             if longReads.count >= Self.maximumLongReads { longReads.removeAll() }
             longReads[key] = value.count > part ? value : nil
         } else {
-            value = longReads[key] ?? current
+            if let begun = longReads[key] {
+                value = begun
+            } else {
+                value = await connection.property("Value", of: BlueZ.characteristicInterface, at: path)?.bytes ?? []
+            }
             if offset + part >= value.count { longReads[key] = nil }
         }
         let rest = try GATTObjectTree.rest(of: value, options: options)

@@ -48,6 +48,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var unanswered: [UnsafeContinuation<Void, Never>] = []
         /// The kind of each identity a registration handed out, for its unregistering.
         var kinds: [RegistrationID: RegistrationSubject.Kind] = [:]
+        /// What answers reads (``answerReads(with:)``), the last one given.
+        var answerer: (any GATTReadAnswering)?
     }
 
     /// Everything the mock was asked, in order per kind of call.
@@ -84,6 +86,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var bondQueries: [String] = []
         /// The centrals and adapters `removeBond` was called with.
         public var removedBonds: [(central: String, adapter: String)] = []
+        /// How many times `answerReads(with:)` was called.
+        public var answerers = 0
         /// Calls nobody scripted, described.
         public var unscripted: [String] = []
     }
@@ -136,6 +140,14 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func agentRequest(_ request: PairingRequest) async -> Bool? {
         guard let decider = calls.registeredAgents.last?.decider else { return nil }
         return await decider.decide(request)
+    }
+
+    /// Asks the answerer given last (``answerReads(with:)``) for `characteristic`, as the stack
+    /// does when a central reads a characteristic marked `answeredOnRead`; nil when none
+    /// was given.
+    public func centralReads(_ characteristic: GATTCharacteristicID, central: String = "") async throws(GATTReadError) -> [UInt8]? {
+        guard let answerer = state.withLock({ $0.answerer }) else { return nil }
+        return try await answerer.answer(characteristic, central: central)
     }
 
     /// Makes `events()` throw `error` (a bus that refuses the subscription).
@@ -228,6 +240,14 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
         try await answer("updateValue(_:of: \(characteristic))", \.updateValue) {
             $0.updatedValues.append((value, characteristic, application))
+        }
+    }
+
+    /// Records the call and keeps `answerer` for ``centralReads(_:central:)``; never fails.
+    public func answerReads(with answerer: any GATTReadAnswering) async {
+        state.withLock {
+            $0.calls.answerers += 1
+            $0.answerer = answerer
         }
     }
 

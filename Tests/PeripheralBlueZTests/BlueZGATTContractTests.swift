@@ -2,6 +2,7 @@ import DBus
 import Peripheral
 import PeripheralBlueZ
 import TestSupport
+import Synchronization
 import Testing
 
 /// The GATT half of the contract with BlueZ, against the stand-in (which parses an application
@@ -373,5 +374,88 @@ struct BlueZGATTContractTests {
 
         #expect(error?.code == .failed)
         #expect(error?.message.hasPrefix("BlueZ or the kernel refused the GATT application") == true)
+    }
+
+    // MARK: Values answered when read
+
+    /// Answers reads as the test says, counting them.
+    final class Answerer: GATTReadAnswering {
+        let asked = Mutex<[String]>([])
+        let answer: Result<[UInt8], GATTReadError>
+
+        init(_ answer: Result<[UInt8], GATTReadError>) {
+            self.answer = answer
+        }
+
+        func answer(_ characteristic: GATTCharacteristicID, central: String) async throws(GATTReadError) -> [UInt8] {
+            asked.withLock { $0.append("\(characteristic) by \(central)") }
+            return try answer.get()
+        }
+    }
+
+    /// The application with the label answered on read.
+    static var answeredLabel: GATTApplication {
+        var application = application
+        application[GATTCharacteristicID(service: "lamp", characteristic: "label")]?.answeredOnRead = true
+        return application
+    }
+
+    @Test("a read of a characteristic answered on read asks the answerer, with the central, and gives its answer, not the value held")
+    func readAsksTheAnswerer() async throws {
+        let session = try await StandInSession()
+        let answerer = Answerer(.success(Array("fresh".utf8)))
+        await session.manager.answerReads(with: answerer)
+        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let value = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+
+        #expect(value == [.bytes(Array("fresh".utf8))])
+        #expect(answerer.asked.withLock { $0 } == ["lamp.label by 00:AA:02:00:00:01"])
+    }
+
+    @Test("an answerer's error reaches bluetoothd as org.bluez.Error.Failed with a message that is no number: the central gets ATT 0x80")
+    func answererErrorIsApplicationError() async throws {
+        let session = try await StandInSession()
+        await session.manager.answerReads(with: Answerer(.failure(GATTReadError("exited 1"))))
+        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let error = await #expect(throws: DBusError.self) {
+            try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+        }
+
+        #expect(error?.name.rawValue == "org.bluez.Error.Failed")
+        #expect(error.map { Int($0.message) == nil && Int($0.message, radix: 16) == nil } == true)
+    }
+
+    @Test("a characteristic not answered on read is read from the value held: the answerer is not asked")
+    func otherReadsAskNoOne() async throws {
+        let session = try await StandInSession()
+        let answerer = Answerer(.success([1]))
+        await session.manager.answerReads(with: answerer)
+        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
+
+        let value = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+
+        #expect(value == [.bytes([80])])
+        #expect(answerer.asked.withLock { $0 }.isEmpty)
+    }
+
+    @Test("the rest of a long read is cut from the answer its first part got: the answerer is asked once")
+    func longReadAsksOnce() async throws {
+        let session = try await StandInSession()
+        let long = Array("an answer longer than one response".utf8)
+        let answerer = Answerer(.success(long))
+        await session.manager.answerReads(with: answerer)
+        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let first = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
+        let rest = try await session.control("ReadCharacteristic", [.string(path), .uint16(22)])
+
+        #expect(Array((first[0].bytes ?? []).prefix(22)) + (rest[0].bytes ?? []) == long)
+        #expect(answerer.asked.withLock { $0.count } == 1)
     }
 }

@@ -36,4 +36,22 @@ public enum ConfigFixtures {
         level = 80
 
         """
+
+    /// A Pi's temperature (sint16 in 0.01 °C, as the SIG's 0x2A6E), read from `program` when a
+    /// central asks, each answer serving reads for 2 s.
+    public static func piTemperature(_ program: String) -> String {
+        """
+        [service.pi]
+        uuid = "6e400020-b5a3-f393-e0a9-e50e24dcca9e"
+
+        [service.pi.characteristic.temperature]
+        uuid = "2a6e"
+        format = "sint16"
+        exponent = -2
+        flags = ["read", "notify"]
+        read = "\(program)"
+        max_age = 2
+
+        """
+    }
 }

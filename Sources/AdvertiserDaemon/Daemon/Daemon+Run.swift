@@ -153,6 +153,7 @@ extension Daemon {
         }
         await module.configure(await values.advertisements)
         await values.announce(to: announcements)
+        await manager.answerReads(with: reads)
         return events
     }
 

@@ -71,7 +71,10 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
     /// feature is made in `init` and listed here, and a reload hands it its new config
     /// (`reloadInTurn`).
-    nonisolated var components: [any DaemonComponent] { [improv, values, module, pairing] }
+    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing] }
+    /// The characteristics read from a program when a central asks, a component: the runs,
+    /// their answers and the polls of subscribed ones.
+    let reads: ReadAnswers<C>
     /// What of the config is on air (all but what a component withholds), and the GATT
     /// application assembled from it: the components' showing port.
     let stage: Stage<C>
@@ -131,6 +134,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         self.values = Values(
             advertisements: config.advertisements, services: config.services, module: module, clock: clock, logger: logger,
             executor: bus.eventLoop)
+        self.reads = ReadAnswers(services: config.services, port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,
             clock: clock, announcer: bus, bondRecord: bondRecord, logger: logger, executor: bus.eventLoop)
@@ -222,6 +226,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         await improv.reconfigure(new.improv)
         await module.configure(advertisements)
         await values.reload(services: new.services)
+        await reads.reconfigure(new.services)
         await module.serve(await stage.application())
         await pairing.reconfigure(new.pairing, bondNeeded: Pairing<C>.bondNeeded(new.services.values))
         for name in added where await stage.isOffered(name) { try? await module.on(name) }

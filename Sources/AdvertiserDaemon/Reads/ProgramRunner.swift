@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Support
+
+/// How a run of a read program ended.
+enum ProgramRun: Hashable, Sendable {
+    /// It exited, or a signal ended it (`status` as `waitpid` gives it), having printed `output`.
+    case exited(status: Int32, output: [UInt8])
+    /// It printed more than it may; it was killed.
+    case overflowed
+    /// It could not be started (the reason, from errno).
+    case unstartable(String)
+    /// Its run was cancelled (it ran past its time); it was killed.
+    case cancelled
+}
+
+/// Runs a read program to its end.
+protocol ProgramRunning: Sendable {
+    /// Runs `command` with standard input at its end and standard error discarded, keeping its
+    /// standard output: at most `outputLimit` bytes, killed (with all it started) when it
+    /// prints more or when the calling task is cancelled. `environment` is added to bleadvd's.
+    func run(_ command: [String], outputLimit: Int, environment: [String]) async -> ProgramRun
+}
+
+/// Runs programs as bleadvd's children (as user bleadvd, in the unit's sandbox, under systemd),
+/// each leading a process group of its own, looked at every ``poll``.
+struct ProgramRunner: ProgramRunning {
+    /// How often a running program is looked at: what a read waits at most past its end.
+    static let poll: Duration = .milliseconds(5)
+
+    func run(_ command: [String], outputLimit: Int, environment: [String]) async -> ProgramRun {
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            return .unstartable("socketpair: \(String(cString: strerror(errno)))")
+        }
+        let (parent, child) = (ends[0], ends[1])
+        defer { close(parent) }
+        let pid: Int32
+        do {
+            pid = try Spawn.start(command[0], command, stdio: child, environment: environment, group: true)
+        } catch {
+            close(child)
+            return .unstartable(String(cString: strerror(error.code)))
+        }
+        close(child)
+        // Nothing to read on its standard input: it sees the end at once.
+        shutdown(parent, Int32(SHUT_WR))
+        _ = fcntl(parent, F_SETFL, fcntl(parent, F_GETFL) | O_NONBLOCK)
+        var output: [UInt8] = []
+        let clock = ContinuousClock()
+        while true {
+            guard Self.drain(parent, into: &output, limit: outputLimit) else {
+                Spawn.stop(pid)
+                return .overflowed
+            }
+            if let status = Spawn.reaped(pid) {
+                let complete = Self.drain(parent, into: &output, limit: outputLimit)
+                // What it left running in the background goes with it.
+                kill(-pid, SIGKILL)
+                return complete ? .exited(status: status, output: output) : .overflowed
+            }
+            guard (try? await clock.sleep(for: Self.poll)) != nil else {
+                Spawn.stop(pid)
+                return .cancelled
+            }
+        }
+    }
+
+    /// Reads what is there: false once more than `limit` bytes came.
+    private static func drain(_ socket: Int32, into output: inout [UInt8], limit: Int) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { return true }
+            guard output.count + count <= limit else { return false }
+            output += buffer[..<count]
+        }
+    }
+}

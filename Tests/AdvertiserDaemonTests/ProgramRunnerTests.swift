@@ -1,0 +1,73 @@
+@testable import AdvertiserDaemon
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// The read programs' runner with real processes: what a program is given, what is kept of
+/// what it prints, and what is left of it once its run ends.
+@Suite("A read program as a process", .timeLimit(.minutes(1)))
+struct ProgramRunnerTests {
+    let folder: ScratchFolder
+
+    init() throws {
+        folder = try ScratchFolder("runner")
+    }
+
+    /// An executable script in the test's folder.
+    func script(_ name: String, _ body: String) throws -> String {
+        let path = folder.url.appendingPathComponent(name).path
+        try writeExecutable("#!/bin/sh\n" + body, to: path)
+        return path
+    }
+
+    @Test("a program's output and exit status come back whole")
+    func outputAndStatus() async throws {
+        let program = try script("temp", "echo 21.5\nexit 3\n")
+
+        let run = await ProgramRunner().run([program], outputLimit: 4096, environment: [])
+
+        #expect(run == .exited(status: 3 << 8, output: Array("21.5\n".utf8)))
+    }
+
+    @Test("its arguments are the config's alone, and its standard input is at its end at once")
+    func argumentsAndInput() async throws {
+        let program = try script("args", "printf '%s|' \"$@\"\ncat\necho end\n")
+
+        let run = await ProgramRunner().run([program, "cpu", "two words"], outputLimit: 4096, environment: [])
+
+        #expect(run == .exited(status: 0, output: Array("cpu|two words|end\n".utf8)))
+    }
+
+    @Test("a program that prints more than the limit is killed at once, not left to print until its timeout")
+    func overflowKills() async throws {
+        let program = try script("chatty", "while :; do echo 0123456789abcdef; done\n")
+        let started = ContinuousClock.now
+
+        let run = await ProgramRunner().run([program], outputLimit: 4096, environment: [])
+
+        #expect(run == .overflowed)
+        #expect(started.duration(to: .now) < .seconds(5))
+    }
+
+    @Test("a program that cannot be run says why")
+    func unstartable() async throws {
+        let run = await ProgramRunner().run([folder.url.appendingPathComponent("missing").path], outputLimit: 4096, environment: [])
+
+        #expect(run == .unstartable("No such file or directory"))
+    }
+
+    @Test("a cancelled run kills the program and everything it started in the background")
+    func cancelKillsTheGroup() async throws {
+        let pids = folder.url.appendingPathComponent("pids").path
+        let program = try script("slow", "sleep 300 &\necho $! $$ > '\(pids).new' && mv '\(pids).new' '\(pids)'\nsleep 300\n")
+        let run = Task { await ProgramRunner().run([program], outputLimit: 4096, environment: []) }
+        try await eventually("the program started its background child") { FileManager.default.fileExists(atPath: pids) }
+        let started = try String(contentsOfFile: pids, encoding: .utf8).split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+
+        run.cancel()
+
+        #expect(await run.value == .cancelled)
+        for pid in started { try await eventually("\(pid) is gone") { !ProgramJoinerTests.running(pid) } }
+    }
+}

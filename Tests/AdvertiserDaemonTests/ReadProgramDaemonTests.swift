@@ -1,0 +1,85 @@
+import AdvertiserControl
+import AdvertiserDaemon
+import DBus
+import Foundation
+import Peripheral
+import PeripheralMocks
+import TestSupport
+import Testing
+
+/// A characteristic read from a program, in the daemon over the mock: a central's read runs the
+/// program (a real process) and gets what it printed, which becomes the value in force.
+@Suite("Characteristics read from a program, in the daemon", .timeLimit(.minutes(1)))
+struct ReadProgramDaemonTests {
+    static let temperature = GATTCharacteristicID(service: "pi", characteristic: "temperature")
+    static let app = RegistrationID("/org/bleadvd/gatt/app1")
+
+    let folder: ScratchFolder
+    let program: String
+    let runs: String
+
+    init() throws {
+        folder = try ScratchFolder("reads")
+        program = folder.url.appendingPathComponent("cpu-temp").path
+        runs = folder.url.appendingPathComponent("runs").path
+        // Counts its runs in a file of its own, as the test bed's program does.
+        try writeExecutable("#!/bin/sh\necho run >> '\(runs)'\necho 48.25\n", to: program)
+    }
+
+    func session() async throws -> DaemonSession {
+        try await DaemonSession(config: DaemonSession.config + "\n" + ConfigFixtures.piTemperature(program), folder: folder) { mock in
+            mock.scriptRegisterApplication(.always(.success(Self.app)))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+            mock.scriptUpdateValue(.always(.success(())))
+        }
+    }
+
+    func runCount() -> Int {
+        ((try? String(contentsOfFile: runs, encoding: .utf8)) ?? "").split(separator: "\n").count
+    }
+
+    @Test("a central's read gets what the program printed, in the characteristic's format, and it becomes the value in force")
+    func readRunsTheProgram() async throws {
+        let session = try await session()
+
+        let answer = try await session.mock.centralReads(Self.temperature, central: "AA:BB:CC:DD:EE:01")
+
+        #expect(answer == [0xD9, 0x12])  // 4825
+        try await eventually("status shows 48.25") { await session.daemon.status()["pi"]?.values["temperature"] == "48.25" }
+        #expect(session.mock.calls.updatedValues.last?.value == [0xD9, 0x12])
+        #expect(runCount() == 1)
+    }
+
+    @Test("the registered characteristic is marked answered on read, with no value before the first run")
+    func registeredAnsweredOnRead() async throws {
+        let session = try await session()
+
+        let registered = session.mock.calls.registeredApplications.last?.application[Self.temperature]
+
+        #expect(registered?.answeredOnRead == true)
+        #expect(registered?.value == [])
+        #expect(session.mock.calls.answerers == 1)
+    }
+
+    @Test("set refuses a characteristic read from a program, naming the program, and runs nothing")
+    func setRefused() async throws {
+        let session = try await session()
+
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.set("pi", ["temperature": .string("20")]) }
+
+        #expect(refusal?.message.contains("is read from \"\(program)\" when a central asks; it is not set") == true)
+        #expect(runCount() == 0)
+    }
+
+    @Test("the program's output reaches no journal line")
+    func outputNotJournaled() async throws {
+        try writeExecutable("#!/bin/sh\necho 'SECRET-OUTPUT'\n", to: program)
+        let session = try await session()
+
+        await #expect(throws: GATTReadError.self) { try await session.mock.centralReads(Self.temperature) }
+
+        #expect(session.logs.all.contains { $0.contains("pi.temperature") && $0.contains("is not a number for sint16") })
+        #expect(!session.logs.all.joined().contains("SECRET"))
+    }
+}
