@@ -21,12 +21,14 @@ uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
 uuid = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
 format = "utf8"
 flags = ["read", "write"]
+security = "none"                # the stand-in's central is bonded in no pairing window
 value = "off"
 
 [service.lamp.characteristic.dimmer]
 uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
 format = "uint8"
 flags = ["read", "write-without-response"]
+security = "none"
 value = 0
 
 [advertisement.lamp-ad]

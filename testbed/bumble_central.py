@@ -12,7 +12,8 @@ resets the emulated controller. It reads one run a line on standard input,
           [--legacy]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
                                               await:FILE, scan:SECONDS, subscribe:UUID,
-                                              notified:UUID=HEX)
+                                              notified:UUID=HEX, timedread:UUID,
+                                              writes:UUID=COUNT)
 
 connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
 disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
@@ -20,6 +21,8 @@ it could not connect or a step it does not know was asked):
 
   connected to ADDRESS from ADDRESS in S s (T s after it started)
   read UUID: HEX | read UUID: ATT error INSUFFICIENT_ENCRYPTION
+  read UUID: HEX in S s | read UUID: ATT error 0x80 NAME in S s   (timedread)
+  wrote COUNT UUID in S s (slowest S s)   (writes: COUNT writes with response of 0, 1, ...)
   paired (METHOD) in S s | pairing failed: REASON
   encrypted with the stored key in S s | encryption failed: REASON
   wrote UUID | write UUID: ATT error NAME
@@ -205,6 +208,28 @@ async def do_step(run, link, step):
             run.say("read %s: %s" % (what, bytes(value).hex()))
         except STEP_ERRORS as error:
             run.say("read %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
+    elif kind == "timedread":
+        started = time.monotonic()
+        try:
+            value = await (await link.characteristic(what)).read_value()
+            run.say("read %s: %s in %.2f s" % (what, bytes(value).hex(), time.monotonic() - started))
+        except STEP_ERRORS as error:
+            code = " 0x%02X" % error.error_code if isinstance(error, ATT_Error) else ""
+            run.say("read %s: ATT error%s %s in %.2f s%s" % (what, code, att_name(error), time.monotonic() - started, link.end_note()))
+    elif kind == "writes":
+        uuid, _, count = what.partition("=")
+        characteristic = await link.characteristic(uuid)
+        started, slowest = time.monotonic(), 0.0
+        for i in range(int(count)):
+            began = time.monotonic()
+            try:
+                await characteristic.write_value(bytes([i % 256]), with_response=True)
+            except STEP_ERRORS as error:
+                run.say("writes %s: ATT error %s after %d%s" % (uuid, att_name(error), i, link.end_note()))
+                break
+            slowest = max(slowest, time.monotonic() - began)
+        else:
+            run.say("wrote %s %s in %.2f s (slowest %.2f s)" % (count, uuid, time.monotonic() - started, slowest))
     elif kind == "write":
         uuid, _, hex_value = what.partition("=")
         try:

@@ -197,6 +197,10 @@ class AgentManager(dbus.service.Object):
         self.standin.log("RequestDefaultAgent %s" % path)
         if self.standin.agents.get(sender, (None,))[0] != str(path):
             raise DoesNotExist("Does Not Exist")
+        # agent.c's add_default_agent: the agent that is the default already changes nothing;
+        # one that becomes it makes the adapters bondable (set_io_cap).
+        if self.standin.default_agent == sender:
+            return
         self.standin.default_agent = sender
         for adapter in self.standin.adapters.values():
             adapter.set_pairable(True)
