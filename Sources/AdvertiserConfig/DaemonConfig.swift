@@ -9,6 +9,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var adapter: String?
     /// Whether to power the adapter on when it is off.
     public var powerOn: Bool
+    /// The name centrals are shown once connected (the adapter's alias); nil leaves it alone.
+    public var alias: String?
     /// The advertisements, by the name `bleadvctl` uses.
     public var advertisements: [String: ConfiguredAdvertisement]
     /// The GATT services, by the name `bleadvctl set` uses.
@@ -42,6 +44,9 @@ public struct DaemonConfig: Hashable, Sendable {
     public static func notAnAdapter(_ text: String) -> String {
         "\(Untrusted.quoted(text)) is neither an adapter name (hci0) nor an address (00:1A:7D:DA:71:13)"
     }
+
+    /// The longest alias: HCI's local name, 248 bytes.
+    public static let maximumAliasLength = 248
 
     /// Whether `name` can name an adapter (`hci0`): 1 to 64 letters, digits, `-` and `_`, the
     /// rule for every name in the file.

@@ -8,7 +8,7 @@ struct Reader {
     /// The config's services, by name: what an advertisement's `services` may name.
     var services: [String: BluetoothUUID] = [:]
 
-    static let topKeys: Set<String> = ["adapter", "power_on", "pairing", "improv", "advertisement", "service"]
+    static let topKeys: Set<String> = ["adapter", "power_on", "alias", "pairing", "improv", "advertisement", "service"]
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -22,6 +22,14 @@ struct Reader {
             throw error(["adapter"], DaemonConfig.notAnAdapter(adapter))
         }
         config.powerOn = try root["power_on"].map { value throws(ConfigError) in try bool(value, ["power_on"]) } ?? true
+        if let node = root["alias"] {
+            let alias = try string(node, ["alias"])
+            guard !alias.isEmpty, alias.utf8.count <= DaemonConfig.maximumAliasLength,
+                  !alias.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw error(["alias"], "is \(alias.utf8.count) bytes\(alias.isEmpty ? "" : " or holds a control character"); an alias is 1 to \(DaemonConfig.maximumAliasLength) bytes of text")
+            }
+            config.alias = alias
+        }
         if let section = root["pairing"] { config.pairing = try pairing(table(section, ["pairing"])) }
         if let section = root["service"] { config.services = try services(section) }
         if let section = root["improv"] {

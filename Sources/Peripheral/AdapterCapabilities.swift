@@ -24,14 +24,21 @@ public struct AdapterCapabilities: Hashable, Sendable {
     /// `--experimental` (-E); it shows `SupportedCapabilities` under the same condition, so its
     /// presence is the answer.
     public var actsOnParameters: Bool
+    /// `Adapter1.Alias`: the name centrals are shown once connected (GAP's Device Name), the
+    /// system's name when no alias is set; nil when BlueZ did not say.
+    public var alias: String?
+    /// `Adapter1.Name`: the system's name for it (the host name, by BlueZ's hostname plugin).
+    public var systemName: String?
 
     /// Capabilities.
     public init(
         name: String, address: String? = nil, powered: Bool = true, freeInstances: Int = 1, activeInstances: Int = 0,
         includes: Set<Advertisement.Include> = Set(Advertisement.Include.allCases),
         secondaryChannels: Set<Advertisement.SecondaryChannel> = [], maxAdvertisingLength: Int? = nil,
-        txPowerRange: ClosedRange<Int16>? = nil, actsOnParameters: Bool = true
+        txPowerRange: ClosedRange<Int16>? = nil, actsOnParameters: Bool = true, alias: String? = nil, systemName: String? = nil
     ) {
+        self.alias = alias
+        self.systemName = systemName
         self.name = name
         self.address = address
         self.powered = powered

@@ -147,6 +147,11 @@ public protocol PeripheralManaging: Sendable {
     /// read is cut from that answer. Before this is called, they are answered from the value held.
     func answerReads(with answerer: any GATTReadAnswering) async
 
+    /// Sets the adapter's alias (BlueZ's `Adapter1.Alias`): the name centrals are shown once
+    /// connected (GAP's Device Name), for every program that uses the adapter; the stack keeps
+    /// it across restarts. An empty alias puts the system's name back.
+    func setAlias(_ alias: String, adapter: String) async throws
+
     /// Whether the adapter takes new bonds (BlueZ's `Pairable`); bonds made already keep working.
     func setPairable(_ pairable: Bool, adapter: String) async throws
 

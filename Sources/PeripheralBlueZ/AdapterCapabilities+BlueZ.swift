@@ -39,6 +39,7 @@ extension AdapterCapabilities {
                 (manager["SupportedSecondaryChannels"]?.stringArray ?? []).compactMap(Advertisement.SecondaryChannel.init)),
             maxAdvertisingLength: capabilities["MaxAdvLen"]?.byte.map(Int.init),
             txPowerRange: power.0.flatMap { low in power.1.flatMap { high in low <= high ? low...high : nil } },
-            actsOnParameters: manager["SupportedCapabilities"] != nil)
+            actsOnParameters: manager["SupportedCapabilities"] != nil,
+            alias: adapter["Alias"]?.string, systemName: adapter["Name"]?.string)
     }
 }

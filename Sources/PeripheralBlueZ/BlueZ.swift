@@ -113,15 +113,17 @@ package enum BlueZ {
     /// Why a call must not go out; nil when it may. User bleadvd's bus policy lets it set any
     /// property of any BlueZ object and remove any device (a bus policy cannot see paths or
     /// property names), so each `Properties.Set` and `RemoveDevice` is checked here before it
-    /// goes out: an adapter's `Powered` and `Pairable` alone, a device of the adapter called.
+    /// goes out: an adapter's `Powered`, `Pairable` and `Alias` (a string of at most
+    /// ``maximumAliasLength`` bytes) alone, a device of the adapter called.
     /// Which bonds may go is Pairing's check (its record, or root's `--any`).
     package static func refusal(of method: Method, at path: DBusObjectPath, _ arguments: [DBusValue]) -> String? {
         switch method {
         case .setProperty:
             guard adapterName(of: path) != nil, arguments.count == 3, arguments[0].string == adapterInterface,
-                  let name = arguments[1].string, ["Powered", "Pairable"].contains(name),
-                  arguments[2].variantValue?.boolean != nil else {
-                return "bleadvd sets an adapter's Powered and Pairable alone; Properties.Set on \(path) refused"
+                  let name = arguments[1].string, let value = arguments[2].variantValue,
+                  ["Powered", "Pairable"].contains(name) && value.boolean != nil
+                    || name == "Alias" && value.string.map({ $0.utf8.count <= maximumAliasLength }) == true else {
+                return "bleadvd sets an adapter's Powered, Pairable and Alias alone; Properties.Set on \(path) refused"
             }
         case .removeDevice:
             guard let adapter = adapterName(of: path), arguments.count == 1,
@@ -132,6 +134,9 @@ package enum BlueZ {
         }
         return nil
     }
+
+    /// The longest alias: HCI's local name, 248 bytes.
+    package static let maximumAliasLength = 248
 
     static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     /// The signature of `GetManagedObjects`' reply.

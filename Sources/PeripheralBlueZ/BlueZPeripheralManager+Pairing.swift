@@ -67,6 +67,14 @@ extension BlueZPeripheralManager {
         logger.info("\(adapter) \(pairable ? "takes new bonds" : "takes no new bonds")")
     }
 
+    /// Sets `Adapter1.Alias` (bluetoothd stores it, and sets the controller's local name); an
+    /// empty one puts the system's name back.
+    public func setAlias(_ alias: String, adapter: String) async throws {
+        _ = try await callBlueZ(
+            on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), .setProperty,
+            [.string(BlueZ.adapterInterface), .string("Alias"), .variant(.string(alias))], about: .adapter)
+    }
+
     /// The devices under the adapter that are bonded (`Bonded`, or `Paired` where BlueZ before
     /// 5.65 has no `Bonded`), from `GetManagedObjects`.
     public func bonds(adapter: String) async throws -> [Bond] {

@@ -41,6 +41,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var setPairable: Script<Void>?
         var bonds: Script<[Bond]>?
         var removeBond: Script<Void>?
+        var setAlias: Script<Void>?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?
@@ -86,6 +87,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var bondQueries: [String] = []
         /// The centrals and adapters `removeBond` was called with.
         public var removedBonds: [(central: String, adapter: String)] = []
+        /// What `setAlias` was called with, in order.
+        public var aliases: [(alias: String, adapter: String)] = []
         /// How many times `answerReads(with:)` was called.
         public var answerers = 0
         /// Calls nobody scripted, described.
@@ -134,6 +137,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptBonds(_ script: Script<[Bond]>) { state.withLock { $0.bonds = script } }
     /// Scripts `removeBond(_:adapter:)`.
     public func scriptRemoveBond(_ script: Script<Void>) { state.withLock { $0.removeBond = script } }
+    /// Scripts `setAlias(_:adapter:)`.
+    public func scriptSetAlias(_ script: Script<Void>) { state.withLock { $0.setAlias = script } }
 
     /// Asks the decider of the agent registered last, as the stack does when a central pairs;
     /// nil when no agent was registered.
@@ -249,6 +254,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
             $0.calls.answerers += 1
             $0.answerer = answerer
         }
+    }
+
+    /// Records the call; answers as ``scriptSetAlias(_:)`` says.
+    public func setAlias(_ alias: String, adapter: String) async throws {
+        try await answer("setAlias(\(alias), adapter: \(adapter))", \.setAlias) { $0.aliases.append((alias, adapter)) }
     }
 
     /// Records the call; answers as ``scriptAudit(_:)`` says.

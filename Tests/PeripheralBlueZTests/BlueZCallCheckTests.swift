@@ -16,8 +16,17 @@ struct BlueZCallCheckTests {
         #expect(BlueZ.refusal(of: .setProperty, at: "/org/bluez/hci0", arguments) == nil)
     }
 
+    @Test("an adapter's Alias may be set to a string of at most 248 bytes")
+    func aliasMayBeSet() {
+        let arguments: [DBusValue] = [.string("org.bluez.Adapter1"), .string("Alias"), .variant(.string(String(repeating: "x", count: 248)))]
+
+        #expect(BlueZ.refusal(of: .setProperty, at: "/org/bluez/hci0", arguments) == nil)
+    }
+
     @Test("any other Properties.Set is refused", arguments: [
-        ("/org/bluez/hci0", [DBusValue.string("org.bluez.Adapter1"), .string("Alias"), .variant(.string("x"))]),
+        ("/org/bluez/hci0", [DBusValue.string("org.bluez.Adapter1"), .string("Alias"), .variant(.boolean(true))]),
+        ("/org/bluez/hci0", [DBusValue.string("org.bluez.Adapter1"), .string("Alias"), .variant(.string(String(repeating: "x", count: 249)))]),
+        ("/org/bluez/hci0/dev_00_AA_02_00_00_01", [DBusValue.string("org.bluez.Device1"), .string("Alias"), .variant(.string("x"))]),
         ("/org/bluez/hci0", [DBusValue.string("org.bluez.Adapter1"), .string("Discoverable"), .variant(.boolean(true))]),
         ("/org/bluez/hci0", [DBusValue.string("org.bluez.Adapter1"), .string("Pairable"), .variant(.string("yes"))]),
         ("/org/bluez/hci0/dev_00_AA_02_00_00_01", [DBusValue.string("org.bluez.Device1"), .string("Trusted"), .variant(.boolean(true))]),
@@ -25,7 +34,7 @@ struct BlueZCallCheckTests {
         ("/org/bluez", Self.pairable),
     ] as [(DBusObjectPath, [DBusValue])])
     func otherPropertiesRefused(path: DBusObjectPath, arguments: [DBusValue]) {
-        #expect(BlueZ.refusal(of: .setProperty, at: path, arguments)?.contains("Powered and Pairable alone") == true)
+        #expect(BlueZ.refusal(of: .setProperty, at: path, arguments)?.contains("Powered, Pairable and Alias alone") == true)
     }
 
     @Test("a device is removed through its own adapter alone")

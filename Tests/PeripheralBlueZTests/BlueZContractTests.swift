@@ -25,7 +25,21 @@ struct BlueZContractTests {
         #expect(adapters[0] == AdapterCapabilities(
             name: "hci0", address: "00:AA:01:00:00:00", powered: true, freeInstances: 4, activeInstances: 0,
             includes: [.txPower, .appearance, .localName], secondaryChannels: [.oneM, .twoM],
-            maxAdvertisingLength: 31))
+            maxAdvertisingLength: 31, alias: "hci0", systemName: "hci0"))
+    }
+
+    @Test("an alias set is the adapter's Alias; an empty one puts the system's name back")
+    func aliasSetAndPutBack() async throws {
+        let session = try await StandInSession()
+
+        try await session.manager.setAlias("Kitchen lamp", adapter: "hci0")
+        let set = try await session.manager.adapters().first?.alias
+        try await session.manager.setAlias("", adapter: "hci0")
+        let back = try await session.manager.adapters().first?.alias
+
+        #expect(set == "Kitchen lamp")
+        #expect(back == "hci0")
+        #expect(try await session.calls().filter { $0.hasPrefix("Set Alias") } == ["Set Alias Kitchen lamp", "Set Alias "])
     }
 
     @Test("registering lets BlueZ read the advertisement back before it replies")

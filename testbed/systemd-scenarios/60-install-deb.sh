@@ -10,7 +10,9 @@
 # - bleadvctl: root and a member of group bleadvd may turn advertising off and on; another user
 #   is refused (exit 1, the documented message) and may read the status;
 # - the config is root:bleadvd 0640 (it may hold BTHome keys), and the join program for
-#   wpa_supplicant is bleadvd by that name.
+#   wpa_supplicant is bleadvd by that name;
+# - a read program runs as user bleadvd, without capabilities or network (a central reads what
+#   it printed).
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -165,3 +167,36 @@ sed 's/^/    nobody: /' "$TESTBED_WORK"/flood-*.out
 ! journalctl -u bleadvd --no-pager -o cat | grep -qi "watchdog timeout" || fail "the watchdog fired during the flood"
 (( rss_after < rss_before + 8192 )) || fail "bleadvd's RSS grew from $rss_before kB to $rss_after kB during the flood"
 echo "    signal flood (4 x nobody, 20 s): same PID, NRestarts $restarts, status answered in at most $slowest ms, RSS $rss_before -> $rss_after kB; CPU: bleadvd $cpu ticks, dbus-daemon $bus_cpu (of $(getconf CLK_TCK) a second)"
+
+# A read program (#66 item 1) runs as bleadvd does: as user bleadvd, without capabilities, with
+# no network but loopback. A central (bleak on hci1, through bluetoothd) reads what it printed.
+probe=6e400041-b5a3-f393-e0a9-e50e24dcca9e
+mkdir -p /usr/local/bin
+cat > /usr/local/bin/bleadvd-probe <<'PROGRAM'
+#!/bin/sh
+printf 'user=%s caps=%s net=%s\n' "$(id -un)" "$(awk '/^CapEff/ { print $2 }' /proc/self/status)" "$(ls /sys/class/net | tr '\n' ' ' | sed 's/ $//')"
+PROGRAM
+chmod 755 /usr/local/bin/bleadvd-probe
+cp /etc/bleadvd/bleadvd.toml "$TESTBED_WORK/bleadvd.toml.orig"
+cat >> /etc/bleadvd/bleadvd.toml <<CONFIG
+
+[service.probe]
+uuid = "6e400040-b5a3-f393-e0a9-e50e24dcca9e"
+
+[service.probe.characteristic.sandbox]
+uuid = "$probe"
+format = "utf8"
+flags = ["read"]
+read = "/usr/local/bin/bleadvd-probe"
+CONFIG
+systemctl reload bleadvd || fail "the reload with a read program failed: $(journalctl -u bleadvd -n 3 --no-pager -o cat)"
+address=$(adapter_address hci0)
+observe_until 30 "device $address" "0000180d-0000-1000-8000-00805f9b34fb" > /dev/null || true
+"$(decoders_python)" "$TESTBED_ROOT/testbed/gatt_central.py" "$address" --read "$probe" > "$TESTBED_WORK/probe.out" 2>&1 || true
+value=$(python3 -c 'import sys; print(bytes.fromhex(sys.argv[1]).decode(errors="replace"))' "$(sed -n "s/^read $probe = //p" "$TESTBED_WORK/probe.out")")
+echo "    a central read the read program's output: $value"
+[[ "$value" =~ user=bleadvd\ caps=0+\ net=lo$ ]] \
+  || fail "the read program did not run as user bleadvd without capabilities or network: $(cat "$TESTBED_WORK/probe.out")"
+cp "$TESTBED_WORK/bleadvd.toml.orig" /etc/bleadvd/bleadvd.toml
+rm /usr/local/bin/bleadvd-probe
+systemctl reload bleadvd

@@ -121,6 +121,7 @@ extension Daemon {
             for name in names { try? await module.off(name) }
             await module.serve(nil)
             await self.pairing.offer(false)
+            await self.alias.putBack()
         } != nil
         guard !done else { return logger.notice("stopped: everything unregistered") }
         let turn = await module.turn.map { " (the module's \($0.operation) has had the turn with BlueZ for \($0.held))" } ?? ""

@@ -71,7 +71,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
     /// feature is made in `init` and listed here, and a reload hands it its new config
     /// (`reloadInTurn`).
-    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing] }
+    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias] }
+    /// The adapter's alias, a component: set while bleadvd runs, put back at its stop.
+    let alias: AdapterAlias
     /// The characteristics read from a program when a central asks, a component: the runs,
     /// their answers and the polls of subscribed ones.
     let reads: ReadAnswers<C>
@@ -133,6 +135,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         self.module = module
         self.values = Values(
             advertisements: config.advertisements, services: config.services, module: module, clock: clock, logger: logger,
+            executor: bus.eventLoop)
+        self.alias = AdapterAlias(
+            alias: config.alias, adapter: adapter ?? config.adapter, manager: manager, stateDirectory: bondRecord?.directory, logger: logger,
             executor: bus.eventLoop)
         self.reads = ReadAnswers(services: config.services, port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.pairing = Pairing(
@@ -227,6 +232,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         await module.configure(advertisements)
         await values.reload(services: new.services)
         await reads.reconfigure(new.services)
+        await alias.reconfigure(new.alias)
         await module.serve(await stage.application())
         await pairing.reconfigure(new.pairing, bondNeeded: Pairing<C>.bondNeeded(new.services.values))
         for name in added where await stage.isOffered(name) { try? await module.on(name) }

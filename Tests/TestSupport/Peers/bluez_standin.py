@@ -231,9 +231,10 @@ class Adapter(dbus.service.Object):
         self.registered = {}  # (sender, path) -> properties
         self.pairable = False
         self.devices = {}  # path -> Device1 properties
+        self.alias = None  # adapter.c's stored_alias: Alias shows it, else the system's name
 
     def adapter_properties(self):
-        return {"Address": self.address, "Name": self.name,
+        return {"Address": self.address, "Name": self.name, "Alias": self.alias or self.name,
                 "Powered": dbus.Boolean(self.powered), "Pairable": dbus.Boolean(self.pairable)}
 
     def manager_properties(self):
@@ -281,8 +282,14 @@ class Adapter(dbus.service.Object):
 
     @dbus.service.method(PROPS, in_signature="ssv")
     def Set(self, interface, name, value):
-        if interface != ADAPTER or name not in ("Powered", "Pairable"):
+        if interface != ADAPTER or name not in ("Powered", "Pairable", "Alias"):
             raise dbus.DBusException("not writable", name="org.bluez.Error.InvalidArguments")
+        if name == "Alias":
+            # property_set_alias: "" puts the system's name back.
+            self.standin.log("Set Alias %s" % value)
+            self.alias = str(value) or None
+            self.PropertiesChanged(ADAPTER, {"Alias": self.alias or self.name}, [])
+            return
         self.standin.log("Set %s %s" % (name, bool(value)))
         if name == "Powered" and self.power_busy:
             # As bluetoothd while its own power change is pending (adapter.c, property_set_mode).
