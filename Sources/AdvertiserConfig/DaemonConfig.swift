@@ -17,6 +17,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var services: [String: ConfiguredService]
     /// How centrals pair (`[pairing]`).
     public var pairing = PairingConfig()
+    /// How many centrals may connect, and for how long idle (`[centrals]`).
+    public var centrals = CentralsConfig()
     /// Improv Wi-Fi (`[improv]`); nil when the file does not offer it.
     public var improv: ImprovConfig?
 

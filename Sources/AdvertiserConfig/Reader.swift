@@ -8,7 +8,7 @@ struct Reader {
     /// The config's services, by name: what an advertisement's `services` may name.
     var services: [String: BluetoothUUID] = [:]
 
-    static let topKeys: Set<String> = ["adapter", "power_on", "alias", "pairing", "improv", "advertisement", "service"]
+    static let topKeys: Set<String> = ["adapter", "power_on", "alias", "centrals", "pairing", "improv", "advertisement", "service"]
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -31,6 +31,7 @@ struct Reader {
             config.alias = alias
         }
         if let section = root["pairing"] { config.pairing = try pairing(table(section, ["pairing"])) }
+        if let section = root["centrals"] { config.centrals = try centrals(table(section, ["centrals"])) }
         if let section = root["service"] { config.services = try services(section) }
         if let section = root["improv"] {
             let improv = try improv(table(section, ["improv"]))

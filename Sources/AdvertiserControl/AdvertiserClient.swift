@@ -91,6 +91,18 @@ public struct AdvertiserClient {
         _ = try call(.adopt, [.string(central)])
     }
 
+    /// The centrals connected now, by address.
+    public func centrals() throws -> [CentralState] {
+        (try call(.centrals)[0].dictionaryEntries ?? []).compactMap { entry in
+            entry.key.string.flatMap { CentralState(address: $0, entry.value) }
+        }
+    }
+
+    /// Ends the link with a connected central.
+    public func disconnect(_ central: String) throws {
+        _ = try call(.disconnect, [.string(central)])
+    }
+
     /// Calls `method`; a reply that is not what the contract declares is refused.
     private func call(_ method: ControlAPI.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
         assert(arguments.map(\.type) == method.inputs.map(\.type), "\(method.name)'s arguments are not as ControlAPI.Method declares")

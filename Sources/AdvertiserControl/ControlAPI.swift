@@ -120,6 +120,11 @@ public enum ControlAPI {
         /// numeric-comparison window, not confirmed) and `failed` (no bond within the time: a
         /// wrong code, or the central gave up).
         case pairing = "Pairing"
+        /// `Connected(s central, s adapter)`: a central's link with the adapter came up.
+        case connected = "Connected"
+        /// `Disconnected(s central, s adapter, s reason)`: it ended; `reason` says why when
+        /// bleadvd ended it (`max_centrals`, idle, `Disconnect`), and is empty otherwise.
+        case disconnected = "Disconnected"
 
         /// The member name.
         public var name: String { rawValue }
@@ -133,6 +138,8 @@ public enum ControlAPI {
                 [DBusArgument("service", .string), DBusArgument("characteristic", .string), DBusArgument("value", .variant),
                  DBusArgument("central", .string)]
             case .pairing: [DBusArgument("event", .string), DBusArgument("central", .string), DBusArgument("detail", .string)]
+            case .connected: [DBusArgument("central", .string), DBusArgument("adapter", .string)]
+            case .disconnected: [DBusArgument("central", .string), DBusArgument("adapter", .string), DBusArgument("reason", .string)]
             }
         }
     }

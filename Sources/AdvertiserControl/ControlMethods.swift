@@ -6,7 +6,9 @@ import Peripheral
 /// introspection follows (in this order).
 extension ControlAPI.Method {
     /// Every method, in the order the interface lists them.
-    public static let all: [Self] = [.on, .off, .status, .list, .set, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe]
+    public static let all: [Self] = [
+        .on, .off, .status, .list, .set, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe, .centrals, .disconnect,
+    ]
 
     /// `On(as names)`: puts advertisements on air (every configured one when `names` is
     /// empty); returns once BlueZ registered them all.
@@ -181,5 +183,26 @@ extension ControlAPI.Method {
             try await body()
             return []
         }
+    }
+
+    /// `Centrals() -> a{sa{sv}}`: the centrals connected now, by address: `adapter` s,
+    /// `since_seconds` d, `idle_seconds` d (since its last read, write or subscription), and
+    /// when known `bonded` b and `mtu` q (the link's ATT MTU, from its last read or write).
+    public static let centrals = Self(
+        "Centrals", of: (any CentralsControl).self, outputs: [DBusArgument("centrals", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))],
+        access: .everyone
+    ) { target in
+        { _ in
+            let centrals = await target.centrals()
+            return [.dictionary(
+                key: .string, value: .dictionary(key: .string, value: .variant),
+                centrals.sorted { $0.address < $1.address }.map { DBusDictEntry(.string($0.address), $0.dbusValue) })]
+        }
+    }
+
+    /// `Disconnect(s central)`: ends the link with a connected central (`UnknownName` when none
+    /// is); a central that bonded may connect again.
+    public static let disconnect = Self("Disconnect", of: (any CentralsControl).self, inputs: [DBusArgument("central", .string)], access: .root) { target in
+        { call in try await perform { () throws(PeripheralError) in try await target.disconnect(call.arguments[0].string ?? "") } }
     }
 }

@@ -105,6 +105,15 @@ public enum ControlService {
             [DBusInterface(name: ControlAPI.interface, methods: methods, signals: signals)], at: ControlAPI.path)
     }
 
+    /// Announces that a central's link came up (`reason` nil) or ended (with why, or empty).
+    public static func linked(_ central: String, adapter: String, ended reason: String?, on connection: DBusConnection) async {
+        if let reason {
+            await emit(.disconnected, [.string(central), .string(adapter), .string(reason)], on: connection)
+        } else {
+            await emit(.connected, [.string(central), .string(adapter)], on: connection)
+        }
+    }
+
     /// Announces a state change.
     public static func stateChanged(_ name: String, _ state: AdvertisementState.State, on connection: DBusConnection) async {
         await emit(.stateChanged, [.string(name), .string(state.rawValue)], on: connection)

@@ -426,12 +426,15 @@ public struct GATTEvent: Hashable, Sendable, CustomStringConvertible {
     public var kind: Kind
     /// The central's address (`AA:BB:CC:DD:EE:FF`), when the stack said; empty otherwise.
     public var central: String
+    /// The link's ATT MTU, when the stack said (BlueZ passes it with each read and write).
+    public var mtu: Int?
 
     /// An event.
-    public init(_ characteristic: GATTCharacteristicID, _ kind: Kind, central: String) {
+    public init(_ characteristic: GATTCharacteristicID, _ kind: Kind, central: String, mtu: Int? = nil) {
         self.characteristic = characteristic
         self.kind = kind
         self.central = central
+        self.mtu = mtu
     }
 
     /// `power.level read by AA:BB:CC:DD:EE:FF`, `lamp.brightness written (1 byte) by ...`:

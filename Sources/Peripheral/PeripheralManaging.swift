@@ -152,6 +152,10 @@ public protocol PeripheralManaging: Sendable {
     /// it across restarts. An empty alias puts the system's name back.
     func setAlias(_ alias: String, adapter: String) async throws
 
+    /// Ends the link with `central` on the adapter (BlueZ's `Device1.Disconnect`).
+    /// - Throws: ``PeripheralError`` `unknownName` when no such central is known to the adapter.
+    func disconnect(_ central: String, adapter: String) async throws
+
     /// Whether the adapter takes new bonds (BlueZ's `Pairable`); bonds made already keep working.
     func setPairable(_ pairable: Bool, adapter: String) async throws
 

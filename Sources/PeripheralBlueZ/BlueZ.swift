@@ -79,6 +79,7 @@ package enum BlueZ {
         case registerApplication, unregisterApplication
         case registerAgent, requestDefaultAgent, unregisterAgent
         case removeDevice
+        case disconnectDevice
         case getManagedObjects
         /// `Properties.Set` (an adapter's `Powered` and `Pairable`).
         case setProperty
@@ -89,6 +90,7 @@ package enum BlueZ {
             case .registerApplication, .unregisterApplication: BlueZ.gattManagerInterface
             case .registerAgent, .requestDefaultAgent, .unregisterAgent: BlueZ.agentManagerInterface
             case .removeDevice: BlueZ.adapterInterface
+            case .disconnectDevice: BlueZ.deviceInterface
             case .getManagedObjects: BlueZ.objectManagerInterface
             case .setProperty: DBusProperties.interface
             }
@@ -104,6 +106,7 @@ package enum BlueZ {
             case .requestDefaultAgent: "RequestDefaultAgent"
             case .unregisterAgent: "UnregisterAgent"
             case .removeDevice: "RemoveDevice"
+            case .disconnectDevice: "Disconnect"
             case .getManagedObjects: "GetManagedObjects"
             case .setProperty: "Set"
             }
@@ -124,6 +127,10 @@ package enum BlueZ {
                   ["Powered", "Pairable"].contains(name) && value.boolean != nil
                     || name == "Alias" && value.string.map({ $0.utf8.count <= maximumAliasLength }) == true else {
                 return "bleadvd sets an adapter's Powered, Pairable and Alias alone; Properties.Set on \(path) refused"
+            }
+        case .disconnectDevice:
+            guard device(at: path) != nil, arguments.isEmpty else {
+                return "bleadvd disconnects a device by its path alone; Disconnect on \(path) refused"
             }
         case .removeDevice:
             guard let adapter = adapterName(of: path), arguments.count == 1,

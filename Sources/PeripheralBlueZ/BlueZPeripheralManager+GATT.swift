@@ -167,7 +167,7 @@ extension BlueZPeripheralManager {
             if offset + part >= value.count { longReads[key] = nil }
         }
         let rest = try GATTObjectTree.rest(of: value, options: options)
-        publish(.gatt(GATTEvent(id, .read, central: central)))
+        publish(.gatt(GATTEvent(id, .read, central: central, mtu: options["mtu"]?.uint16.map(Int.init))))
         return rest
     }
 
@@ -193,7 +193,7 @@ extension BlueZPeripheralManager {
         if !characteristic.isSecret {
             try await store(bytes, of: id, at: path, secured: characteristic.isSecuredNotifying, always: false)
         }
-        publish(.gatt(GATTEvent(id, .written(bytes, value), central: central)))
+        publish(.gatt(GATTEvent(id, .written(bytes, value), central: central, mtu: options["mtu"]?.uint16.map(Int.init))))
     }
 
     private func notifying(_ on: Bool, _ id: GATTCharacteristicID, at path: DBusObjectPath) async {

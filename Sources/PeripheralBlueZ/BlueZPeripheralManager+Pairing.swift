@@ -75,6 +75,17 @@ extension BlueZPeripheralManager {
             [.string(BlueZ.adapterInterface), .string("Alias"), .variant(.string(alias))], about: .adapter)
     }
 
+    /// Ends the link with `central` (`Device1.Disconnect`).
+    public func disconnect(_ central: String, adapter: String) async throws {
+        do {
+            _ = try await callBlueZ(
+                on: try await currentBluetoothd(), path: try BlueZ.devicePath(central, adapter: adapter), .disconnectDevice, expecting: .empty,
+                about: .adapter)
+        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .rejected {
+            throw PeripheralError(.unknownName, "\(adapter) knows no central \(central.uppercased())")
+        }
+    }
+
     /// The devices under the adapter that are bonded (`Bonded`, or `Paired` where BlueZ before
     /// 5.65 has no `Bonded`), from `GetManagedObjects`.
     public func bonds(adapter: String) async throws -> [Bond] {

@@ -42,6 +42,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var bonds: Script<[Bond]>?
         var removeBond: Script<Void>?
         var setAlias: Script<Void>?
+        var disconnect: Script<Void>?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?
@@ -87,6 +88,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var bondQueries: [String] = []
         /// The centrals and adapters `removeBond` was called with.
         public var removedBonds: [(central: String, adapter: String)] = []
+        /// The centrals and adapters `disconnect` was called with.
+        public var disconnected: [(central: String, adapter: String)] = []
         /// What `setAlias` was called with, in order.
         public var aliases: [(alias: String, adapter: String)] = []
         /// How many times `answerReads(with:)` was called.
@@ -137,6 +140,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptBonds(_ script: Script<[Bond]>) { state.withLock { $0.bonds = script } }
     /// Scripts `removeBond(_:adapter:)`.
     public func scriptRemoveBond(_ script: Script<Void>) { state.withLock { $0.removeBond = script } }
+    /// Scripts `disconnect(_:adapter:)`.
+    public func scriptDisconnect(_ script: Script<Void>) { state.withLock { $0.disconnect = script } }
     /// Scripts `setAlias(_:adapter:)`.
     public func scriptSetAlias(_ script: Script<Void>) { state.withLock { $0.setAlias = script } }
 
@@ -254,6 +259,11 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
             $0.calls.answerers += 1
             $0.answerer = answerer
         }
+    }
+
+    /// Records the call; answers as ``scriptDisconnect(_:)`` says.
+    public func disconnect(_ central: String, adapter: String) async throws {
+        try await answer("disconnect(\(central), adapter: \(adapter))", \.disconnect) { $0.disconnected.append((central, adapter)) }
     }
 
     /// Records the call; answers as ``scriptSetAlias(_:)`` says.

@@ -35,6 +35,7 @@ struct Bleadvctl: ParsableCommand {
               bleadvctl set power level=75  # a GATT value; subscribed centrals are notified
               bleadvctl watch --json        # what centrals write, for a script to act on
               bleadvctl pair 60           # a phone may bond in the next minute
+              bleadvctl centrals          # who is connected, since when, bonded, MTU
               bleadvctl preview door      # the bytes on air, without a daemon
 
             A name that starts with '-' (such as -h) goes after '--': bleadvctl on -- -h.
@@ -47,7 +48,7 @@ struct Bleadvctl: ParsableCommand {
         version: ControlAPI.version,
         subcommands: [
             On.self, Off.self, Status.self, List.self, Set.self, Watch.self, Reload.self, Pair.self, Bonds.self, Forget.self, Improv.self,
-            Preview.self,
+            Centrals.self, Disconnect.self, Preview.self,
         ])
 
     /// Synchronous from start to end: no executor and no thread but the main one, so a command

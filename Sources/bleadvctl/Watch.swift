@@ -14,7 +14,9 @@ extension Bleadvctl {
             discussion: """
                 Events: a central wrote a GATT characteristic (written SERVICE CHARACTERISTIC \
                 VALUE CENTRAL), an advertisement or service changed state (state NAME STATE), \
-                values went on air (values NAME KEY=VALUE...). A pairing window's events go to \
+                values went on air (values NAME KEY=VALUE...), a central connected \
+                (connected ADDRESS ADAPTER) or its link ended (disconnected ADDRESS ADAPTER \
+                [REASON], the reason when bleadvd ended it). A pairing window's events go to \
                 the bleadvctl pair that opened it alone. A write is printed only when \
                 bleadvd took it: it fit the characteristic's format. With --json each line is \
                 one JSON object ({"event": "written", "service", "characteristic", "value", \
@@ -49,7 +51,9 @@ extension Bleadvctl {
             }
             let signals = try await connection.signals(matching: rules)
             for await message in signals {
-                if subscribed, message.destination == nil, message.member != ControlAPI.Signal.stateChanged.name { continue }
+                // Values and writes come whole to a subscriber, to it alone: their broadcasts are skipped.
+                let whole = [ControlAPI.Signal.valuesChanged.name, ControlAPI.Signal.written.name]
+                if subscribed, message.destination == nil, whole.contains(message.member ?? "") { continue }
                 guard let line = WatchFormat.line(message, json: json) else { continue }
                 try emit(line + "\n")
             }
@@ -118,6 +122,16 @@ enum WatchFormat {
             return json
                 ? "{\"event\": \"values\", \"name\": \(StatusFormat.quote(name)), \"values\": {" + values.map { "\(StatusFormat.quote($0.0)): \(StatusFormat.quote($0.1))" }.joined(separator: ", ") + "}}"
                 : (["values", Untrusted.escaped(name)] + values.map { "\(Untrusted.escaped($0.0))=\(field($0.1))" }).joined(separator: " ")
+        case .connected?:
+            guard body.count == 2, let central = body[0].string, let adapter = body[1].string else { return nil }
+            return json
+                ? "{\"event\": \"connected\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter))}"
+                : "connected \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter))"
+        case .disconnected?:
+            guard body.count == 3, let central = body[0].string, let adapter = body[1].string, let reason = body[2].string else { return nil }
+            return json
+                ? "{\"event\": \"disconnected\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"reason\": \(StatusFormat.quote(reason))}"
+                : "disconnected \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter))" + (reason.isEmpty ? "" : " " + field(reason))
         case .pairing?, nil:
             // A window's events are sent to its opener alone: never this command's to print.
             return nil

@@ -80,7 +80,7 @@ struct ConfigParserTests: ReadsConfigText {
     }
 
     @Test("errors name the file, the line and the key", arguments: [
-        ("colour = \"red\"\n", "test.toml:1: colour: unknown key; known keys: adapter, advertisement, alias, improv, pairing, power_on, service"),
+        ("colour = \"red\"\n", "test.toml:1: colour: unknown key; known keys: adapter, advertisement, alias, centrals, improv, pairing, power_on, service"),
         ("[advertisement.a]\nlocal_name = \"A\"\nlocal_nam = \"B\"\n", "test.toml:3: advertisement.a.local_nam: unknown key"),
         ("[advertisement.a]\nlocal_name = 5\n", "test.toml:2: advertisement.a.local_name: must be a string, not integer"),
         ("[advertisement.a]\ntype = \"beacon\"\n", "test.toml:2: advertisement.a.type: \"beacon\" is not a type; use \"peripheral\" or \"broadcast\""),

@@ -92,6 +92,10 @@ package final class EmbeddedBus: ControlBus {
         record("Pairing \(event) to \(opener)")
     }
 
+    package func linked(_ central: String, adapter: String, ended reason: String?) async {
+        record((reason.map { ["Disconnected", central, adapter] + ($0.isEmpty ? [] : [$0]) } ?? ["Connected", central, adapter]).joined(separator: " "))
+    }
+
     /// The config's join program, as on the system bus; NetworkManager, which is on no bus
     /// here, can neither join nor tell (``Refusing``): Improv is offered whatever the Wi-Fi.
     package func joiner<C: Clock>(for config: ImprovConfig, clock: C) -> any NetworkJoining where C.Duration == Duration {

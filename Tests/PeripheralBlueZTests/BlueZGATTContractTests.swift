@@ -183,7 +183,7 @@ struct BlueZGATTContractTests {
         let reply = try await session.control("WriteCharacteristic", [.string(path), .bytes([42])])
 
         #expect(reply == [.string("")])
-        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42], .number(42)), central: "00:AA:02:00:00:01")))
+        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42], .number(42)), central: "00:AA:02:00:00:01", mtu: 23)))
         #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([42])])
     }
 
@@ -238,7 +238,7 @@ struct BlueZGATTContractTests {
 
         #expect(forged?.description.contains("Access denied") == true, "\(forged?.description ?? "")")
         // The first event is bluetoothd's write: the forged one made none.
-        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42], .number(42)), central: "00:AA:02:00:00:01")))
+        #expect(try await events.next() == .gatt(GATTEvent(Self.brightness, .written([42], .number(42)), central: "00:AA:02:00:00:01", mtu: 23)))
     }
 
     @Test("a read or a subscription from a process other than bluetoothd is refused", arguments: ["ReadValue", "StartNotify"])

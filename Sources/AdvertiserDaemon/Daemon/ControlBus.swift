@@ -11,7 +11,7 @@ package import Peripheral
 /// signals sent, and what the bus says of callers. bleadvd's is its D-Bus connection
 /// (``DBusControlBus``); the daemon's in-process tests use one that records, and call the
 /// daemon's methods as the control API's handlers would.
-package protocol ControlBus: PairingAnnouncing {
+package protocol ControlBus: PairingAnnouncing, CentralsAnnouncing {
     /// The event loop the daemon and everything it runs are on.
     var eventLoop: EventLoop { get }
     /// Takes the control API's name and serves `targets` under it.
@@ -89,6 +89,10 @@ package struct DBusControlBus: ControlBus {
 
     package func pairing(_ event: String, central: String, detail: String, to opener: String) async {
         await ControlService.pairing(event, central: central, detail: detail, to: opener, on: connection)
+    }
+
+    package func linked(_ central: String, adapter: String, ended reason: String?) async {
+        await ControlService.linked(central, adapter: adapter, ended: reason, on: connection)
     }
 
     /// Through NetworkManager, bleadvd running as its own user asks the join helper, which runs

@@ -71,7 +71,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
     /// feature is made in `init` and listed here, and a reload hands it its new config
     /// (`reloadInTurn`).
-    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias] }
+    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals] }
+    /// The centrals connected, a component: their links, `max_centrals`, the idle timer.
+    let centrals: Centrals<C>
     /// The adapter's alias, a component: set while bleadvd runs, put back at its stop.
     let alias: AdapterAlias
     /// The characteristics read from a program when a central asks, a component: the runs,
@@ -139,6 +141,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         self.alias = AdapterAlias(
             alias: config.alias, adapter: adapter ?? config.adapter, manager: manager, stateDirectory: bondRecord?.directory, logger: logger,
             executor: bus.eventLoop)
+        self.centrals = Centrals(config: config.centrals, manager: manager, port: bus, clock: clock, logger: logger, executor: bus.eventLoop)
         self.reads = ReadAnswers(services: config.services, port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,
@@ -233,6 +236,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         await values.reload(services: new.services)
         await reads.reconfigure(new.services)
         await alias.reconfigure(new.alias)
+        await centrals.reconfigure(new.centrals)
         await module.serve(await stage.application())
         await pairing.reconfigure(new.pairing, bondNeeded: Pairing<C>.bondNeeded(new.services.values))
         for name in added where await stage.isOffered(name) { try? await module.on(name) }

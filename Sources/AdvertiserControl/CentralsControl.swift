@@ -1,0 +1,58 @@
+public import DBus
+public import Peripheral
+
+/// One central connected to an adapter, as `Centrals` reports it.
+public struct CentralState: Hashable, Sendable {
+    /// Its address.
+    public var address: String
+    /// The adapter it is connected to.
+    public var adapter: String
+    /// How long ago its link came up.
+    public var sinceSeconds: Double
+    /// Whether it is bonded with the adapter; nil when BlueZ did not say.
+    public var bonded: Bool?
+    /// The link's ATT MTU as BlueZ gave it with the central's last read or write; nil before one.
+    public var mtu: Int?
+    /// How long ago it last read, wrote or subscribed (its link's start before any).
+    public var idleSeconds: Double
+
+    /// A state.
+    public init(address: String, adapter: String, sinceSeconds: Double, bonded: Bool?, mtu: Int?, idleSeconds: Double) {
+        self.address = address
+        self.adapter = adapter
+        self.sinceSeconds = sinceSeconds
+        self.bonded = bonded
+        self.mtu = mtu
+        self.idleSeconds = idleSeconds
+    }
+
+    /// As `Centrals` carries it: `adapter` s, `since_seconds` d, `idle_seconds` d, and when
+    /// known `bonded` b, `mtu` q.
+    public var dbusValue: DBusValue {
+        var entries: [(String, DBusValue)] = [
+            ("adapter", .string(adapter)), ("since_seconds", .double(sinceSeconds)), ("idle_seconds", .double(idleSeconds)),
+        ]
+        if let bonded { entries.append(("bonded", .boolean(bonded))) }
+        if let mtu { entries.append(("mtu", .uint16(UInt16(clamping: mtu)))) }
+        return .variantDictionary(Dictionary(uniqueKeysWithValues: entries))
+    }
+
+    /// The state a `Centrals` entry carries; nil when it is malformed.
+    public init?(address: String, _ value: DBusValue) {
+        guard let entries = value.variantDictionary, let adapter = entries["adapter"]?.string,
+              let since = entries["since_seconds"]?.double, let idle = entries["idle_seconds"]?.double else { return nil }
+        self.init(
+            address: address, adapter: adapter, sinceSeconds: since, bonded: entries["bonded"]?.boolean,
+            mtu: entries["mtu"]?.uint16.map(Int.init), idleSeconds: idle)
+    }
+}
+
+/// The control API's centrals part, which the centrals component serves: who is connected, and
+/// ending a link.
+public protocol CentralsControl: Sendable {
+    /// The centrals connected now, by address.
+    func centrals() async -> [CentralState]
+    /// Ends the link with `central`.
+    /// - Throws: `unknownName` when no such central is connected.
+    func disconnect(_ central: String) async throws(PeripheralError)
+}

@@ -1,0 +1,201 @@
+import AdvertiserConfig
+import AdvertiserControl
+import Events
+import Logging
+import Peripheral
+
+/// Where links are announced: the control API's `Connected` and `Disconnected` signals.
+package protocol CentralsAnnouncing: Sendable {
+    /// `central`'s link with `adapter` came up (`reason` nil) or ended (why, empty when bleadvd
+    /// did not end it).
+    func linked(_ central: String, adapter: String, ended reason: String?) async
+}
+
+/// The centrals connected to the adapters, a component of the daemon: who is connected since
+/// when, bonded or not, the link's MTU as its reads and writes show it, and when each last did
+/// something. It announces each link's start and end, ends a link on request (`Disconnect`),
+/// ends one beyond `max_centrals` at once and one idle past `idle_disconnect_seconds`.
+actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
+    /// One central's link.
+    struct Link: Sendable {
+        var adapter: String
+        var since: C.Instant
+        var bonded: Bool?
+        var mtu: Int?
+        var active: C.Instant
+        /// Why bleadvd is ending it, once it asked BlueZ to.
+        var ending: String?
+    }
+
+    let manager: any PeripheralManaging
+    let port: any CentralsAnnouncing
+    let clock: C
+    let logger: Logger
+    nonisolated let executor: EventLoop
+    private(set) var config: CentralsConfig
+    /// The links up, by the central's address.
+    private(set) var links: [String: Link] = [:]
+    /// The idle timer: one task, sleeping until the earliest link's idle time runs out.
+    private var idleTimer: Task<Void, Never>?
+
+    init(config: CentralsConfig, manager: any PeripheralManaging, port: any CentralsAnnouncing, clock: C, logger: Logger, executor: EventLoop) {
+        self.config = config
+        self.manager = manager
+        self.port = port
+        self.clock = clock
+        self.logger = logger
+        self.executor = executor
+    }
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    // MARK: CentralsControl
+
+    func centrals() -> [CentralState] {
+        let now = clock.now
+        return links.map { address, link in
+            CentralState(
+                address: address, adapter: link.adapter, sinceSeconds: Self.seconds(link.since.duration(to: now)), bonded: link.bonded,
+                mtu: link.mtu, idleSeconds: Self.seconds(link.active.duration(to: now)))
+        }
+    }
+
+    func disconnect(_ central: String) async throws(PeripheralError) {
+        let address = central.uppercased()
+        guard links[address] != nil else {
+            throw PeripheralError(.unknownName, "\(PeripheralError.quoted(central)) is not connected\(links.isEmpty ? "" : "; connected: \(links.keys.sorted().joined(separator: ", "))")")
+        }
+        try await end(address, because: "bleadvctl disconnect")
+    }
+
+    // MARK: Links
+
+    /// A link came up: recorded and announced; one beyond `max_centrals` on its adapter is ended.
+    func connected(_ central: String, adapter: String) async {
+        guard links[central] == nil else { return }
+        let now = clock.now
+        let bonded = (try? await manager.bonds(adapter: adapter)).map { $0.contains { $0.central == central } }
+        links[central] = Link(adapter: adapter, since: now, bonded: bonded, active: now)
+        logger.info("\(Central.named(central)) connected to \(adapter)\(bonded == true ? " (bonded)" : "")")
+        await port.linked(central, adapter: adapter, ended: nil)
+        let count = links.values.filter { $0.adapter == adapter }.count
+        if let maximum = config.maximum, count > maximum {
+            try? await end(central, because: "max_centrals \(maximum): \(count - 1) already connected to \(adapter)")
+        }
+        armIdleTimer()
+    }
+
+    /// A link ended: announced, with why when bleadvd ended it.
+    func disconnected(_ central: String) async {
+        guard let link = links.removeValue(forKey: central) else { return }
+        logger.info("\(Central.named(central))'s link with \(link.adapter) ended after \(link.since.duration(to: clock.now))")
+        await port.linked(central, adapter: link.adapter, ended: link.ending ?? "")
+        armIdleTimer()
+    }
+
+    /// A central read, wrote or subscribed: it is active, and its MTU is what BlueZ said.
+    func active(_ central: String, mtu: Int?) {
+        guard links[central] != nil else { return }
+        links[central]!.active = clock.now
+        if let mtu { links[central]!.mtu = mtu }
+    }
+
+    /// Every link of `adapter` (nil: of every adapter) ended with it, or with bluetoothd.
+    func allEnded(on adapter: String?) async {
+        for (central, link) in links where adapter == nil || link.adapter == adapter { await disconnected(central) }
+    }
+
+    /// Asks BlueZ to end `central`'s link; the journal says why.
+    private func end(_ central: String, because reason: String) async throws(PeripheralError) {
+        guard let link = links[central] else { return }
+        links[central]!.ending = reason
+        logger.notice("\(Central.named(central)): ending its link with \(link.adapter) (\(reason))")
+        do {
+            try await manager.disconnect(central, adapter: link.adapter)
+        } catch let error as PeripheralError {
+            links[central]?.ending = nil
+            logger.warning("\(Central.named(central)): its link could not be ended: \(error.message)")
+            throw error
+        } catch {
+            links[central]?.ending = nil
+            throw PeripheralError(.failed, "\(error)")
+        }
+    }
+
+    // MARK: Idle
+
+    /// Keeps one timer armed for the earliest link to become idle past `idle_disconnect_seconds`.
+    private func armIdleTimer() {
+        idleTimer?.cancel()
+        idleTimer = nil
+        guard let idle = config.idleDisconnect,
+              let next = links.values.filter({ $0.ending == nil }).map({ $0.active.advanced(by: idle) }).min() else { return }
+        idleTimer = Task(executorPreference: executor) { [clock] in
+            guard (try? await clock.sleep(until: next, tolerance: nil)) != nil else { return }
+            await self.idleTimerFired()
+        }
+    }
+
+    /// Ends the links idle for `idle_disconnect_seconds`, and arms the timer for the next.
+    func idleTimerFired() async {
+        idleTimer = nil
+        if let idle = config.idleDisconnect {
+            let now = clock.now
+            for (central, link) in links.sorted(by: { $0.key < $1.key }) where link.ending == nil && link.active.duration(to: now) >= idle {
+                try? await end(central, because: "idle for \(Int(Self.seconds(link.active.duration(to: now)))) s, idle_disconnect_seconds \(idle.components.seconds)")
+            }
+        }
+        armIdleTimer()
+    }
+
+    /// A reload's `[centrals]`: the timer follows it; links beyond a lower maximum stay.
+    func reconfigure(_ config: CentralsConfig) {
+        self.config = config
+        armIdleTimer()
+    }
+
+    /// Waits until cancelled (the daemon stops), then stops the timer.
+    func run() async {
+        let (never, keep) = AsyncStream<Never>.makeStream()
+        for await _ in never {}
+        withExtendedLifetime(keep) {}
+        idleTimer?.cancel()
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// What it takes of BlueZ's events: links up and down, what centrals do (for idle and MTU), and
+/// bluetoothd or an adapter going (every link with it).
+extension Centrals: DaemonComponent {
+    enum Input: Sendable {
+        case connected(String, adapter: String)
+        case disconnected(String)
+        case active(String, mtu: Int?)
+        case allEnded(adapter: String?)
+    }
+
+    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<Input> {
+        switch event {
+        case .connected(let central, let adapter): .inTurn(.connected(central, adapter: adapter))
+        case .disconnected(let central, _): .inTurn(.disconnected(central))
+        // At once: a note in a table, which a central's flood of writes must not queue up.
+        case .gatt(let gatt) where !gatt.central.isEmpty: .now(.active(gatt.central, mtu: gatt.mtu))
+        case .bluezVanished: .inTurn(.allEnded(adapter: nil))
+        case .adapterRemoved(let adapter, _), .adapterPowered(let adapter, false, _): .inTurn(.allEnded(adapter: adapter))
+        default: .pass
+        }
+    }
+
+    func take(_ input: Input) async {
+        switch input {
+        case .connected(let central, let adapter): await connected(central, adapter: adapter)
+        case .disconnected(let central): await disconnected(central)
+        case .active(let central, let mtu): active(central, mtu: mtu)
+        case .allEnded(let adapter): await allEnded(on: adapter)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import AdvertiserControl
+import ArgumentParser
+import Peripheral
+
+extension Bleadvctl {
+    struct Centrals: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the centrals connected now.",
+            discussion: """
+                One line per central: its address, the adapter, how long it has been connected, \
+                whether it is bonded (bonded, not-bonded, or - when BlueZ did not say), the link's \
+                ATT MTU (- until the central's first read or write: bluetoothd passes it with \
+                those) and how long it has done nothing. Links this box made as a central are \
+                listed too. bleadvctl watch prints each link's start and end as it happens.
+
+                Example: bleadvctl centrals --json | jq -r '.[] | select(.bonded) | .central'
+                """)
+        @Flag(help: "Print a JSON array of {\"central\", \"adapter\", \"since_seconds\", \"idle_seconds\", \"bonded\", \"mtu\"}.")
+        var json = false
+        @OptionGroup var bus: BusOptions
+
+        func run() throws {
+            let centrals = try withDaemon(bus) { try $0.centrals() }.sorted { $0.address < $1.address }
+            if json {
+                try emit("[" + centrals.map { central in
+                    "{\"central\": \(StatusFormat.quote(central.address)), \"adapter\": \(StatusFormat.quote(central.adapter)), "
+                        + "\"since_seconds\": \(StatusFormat.number(central.sinceSeconds)), \"idle_seconds\": \(StatusFormat.number(central.idleSeconds)), "
+                        + "\"bonded\": \(central.bonded.map { $0 ? "true" : "false" } ?? "null"), \"mtu\": \(central.mtu.map(String.init) ?? "null")}"
+                }.joined(separator: ", ") + "]\n")
+            } else {
+                try emit(centrals.map { central in
+                    [
+                        Untrusted.escaped(central.address), Untrusted.escaped(central.adapter), "connected \(Self.duration(central.sinceSeconds))",
+                        central.bonded.map { $0 ? "bonded" : "not-bonded" } ?? "-", "mtu \(central.mtu.map(String.init) ?? "-")",
+                        "idle \(Self.duration(central.idleSeconds))",
+                    ].joined(separator: " ") + "\n"
+                }.joined())
+            }
+        }
+
+        /// `42s`, `3m05s`, `2h01m`.
+        static func duration(_ seconds: Double) -> String {
+            let whole = Int(seconds.rounded(.down))
+            if whole < 60 { return "\(whole)s" }
+            func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            if whole < 3600 { return "\(whole / 60)m\(two(whole % 60))s" }
+            return "\(whole / 3600)h\(two(whole / 60 % 60))m"
+        }
+    }
+
+    struct Disconnect: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "End a central's link.",
+            discussion: """
+                bleadvd asks BlueZ to disconnect it; watch prints "disconnected ADDRESS ADAPTER \
+                bleadvctl disconnect". A bonded central may connect again at once: to keep one \
+                out, bleadvctl forget its bond too. Exit status 2 when no central with that \
+                address is connected. Needs root.
+                """)
+        @Argument(help: ArgumentHelp("The central's address, e.g. AA:BB:CC:DD:EE:FF (bleadvctl centrals lists them).", valueName: "address"))
+        var address: String
+        @OptionGroup var bus: BusOptions
+
+        func validate() throws {
+            if let refusal = Bond.refusal(ofAddress: address) { throw ValidationError(refusal) }
+        }
+
+        func run() throws {
+            try withDaemon(bus) { try $0.disconnect(address) }
+        }
+    }
+}

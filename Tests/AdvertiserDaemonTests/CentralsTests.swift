@@ -1,0 +1,169 @@
+@testable import AdvertiserDaemon
+import AdvertiserConfig
+import AdvertiserControl
+import Events
+import Peripheral
+import PeripheralMocks
+import Synchronization
+import TestSupport
+import Testing
+
+/// The centrals component in process: the mock for BlueZ, a port that records the
+/// announcements, the manual clock.
+@Suite("The centrals connected", .timeLimit(.minutes(1)))
+struct CentralsTests {
+    typealias Component = Centrals<ManualClock>
+    static let phone = "AA:BB:CC:DD:EE:01", tablet = "AA:BB:CC:DD:EE:02", stranger = "66:66:66:66:66:66"
+    static let level = GATTCharacteristicID(service: "power", characteristic: "level")
+
+    final class Port: CentralsAnnouncing {
+        let said = Mutex<[String]>([])
+        func linked(_ central: String, adapter: String, ended reason: String?) async {
+            said.withLock { $0.append(reason.map { "Disconnected \(central) \(adapter) \($0)" } ?? "Connected \(central) \(adapter)") }
+        }
+        var all: [String] { said.withLock { $0 } }
+    }
+
+    struct Harness {
+        let mock = MockPeripheralManager()
+        let clock = ManualClock()
+        let port = Port()
+        let logs = LogLines()
+        let loop: EventLoop
+        let centrals: Component
+
+        init(_ config: CentralsConfig = CentralsConfig()) throws {
+            mock.scriptBonds(.always(.success([Bond(central: CentralsTests.phone, name: nil)])))
+            mock.scriptDisconnect(.always(.success(())))
+            loop = try EventLoop.onNewThread(name: "centrals-test")
+            centrals = Component(config: config, manager: mock, port: port, clock: clock, logger: logs.logger(), executor: loop)
+        }
+    }
+
+    @Test("a link's start and end are announced; while it lasts it is listed, bonded as BlueZ says, with the MTU of its last read or write")
+    func linksListedAndAnnounced() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+        await h.centrals.take(.active(Self.phone, mtu: 185))
+        h.clock.advance(by: .seconds(3))
+
+        let listed = await h.centrals.centrals().sorted { $0.address < $1.address }
+        await h.centrals.take(.disconnected(Self.tablet))
+
+        #expect(listed == [
+            CentralState(address: Self.phone, adapter: "hci0", sinceSeconds: 3, bonded: true, mtu: 185, idleSeconds: 3),
+            CentralState(address: Self.tablet, adapter: "hci0", sinceSeconds: 3, bonded: false, mtu: nil, idleSeconds: 3),
+        ])
+        #expect(h.port.all == ["Connected \(Self.phone) hci0", "Connected \(Self.tablet) hci0", "Disconnected \(Self.tablet) hci0 "])
+    }
+
+    @Test("a central beyond max_centrals is disconnected at once, and the journal and its Disconnected say why")
+    func beyondMaximumDisconnected() async throws {
+        let h = try Harness(CentralsConfig(maximum: 2))
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+
+        await h.centrals.take(.connected(Self.stranger, adapter: "hci0"))
+        await h.centrals.take(.disconnected(Self.stranger))
+
+        #expect(h.mock.calls.disconnected.map(\.central) == [Self.stranger])
+        #expect(h.logs.all.contains("notice: \(Self.stranger): ending its link with hci0 (max_centrals 2: 2 already connected to hci0)"))
+        #expect(h.port.all.last == "Disconnected \(Self.stranger) hci0 max_centrals 2: 2 already connected to hci0")
+    }
+
+    @Test("a central that does nothing for idle_disconnect_seconds is disconnected, on the injected clock; one that wrote meanwhile is not")
+    func idleDisconnected() async throws {
+        let h = try Harness(CentralsConfig(idleDisconnect: .seconds(60)))
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.stranger, adapter: "hci0"))
+        h.clock.advance(by: .seconds(30))
+        await h.centrals.take(.active(Self.phone, mtu: nil))
+        await h.clock.waitForSleepers(1)
+
+        h.clock.advance(by: .seconds(30))
+        try await eventually("the idle one is disconnected") { !h.mock.calls.disconnected.isEmpty }
+
+        #expect(h.mock.calls.disconnected.map(\.central) == [Self.stranger])
+        #expect(h.logs.all.contains("notice: \(Self.stranger): ending its link with hci0 (idle for 60 s, idle_disconnect_seconds 60)"))
+    }
+
+    @Test("disconnect ends a connected central's link; an address that is not connected is refused with those that are")
+    func disconnectOnRequest() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+
+        try await h.centrals.disconnect(Self.phone.lowercased())
+        let refusal = await #expect(throws: PeripheralError.self) { try await h.centrals.disconnect(Self.stranger) }
+
+        #expect(h.mock.calls.disconnected.map { "\($0.central) \($0.adapter)" } == ["\(Self.phone) hci0"])
+        #expect(refusal?.code == .unknownName)
+        #expect(refusal?.message == "\"\(Self.stranger)\" is not connected; connected: \(Self.phone)")
+    }
+
+    @Test("bluetoothd leaving ends every link, each announced")
+    func bluezGoneEndsLinks() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+
+        await h.centrals.take(.allEnded(adapter: nil))
+
+        #expect(await h.centrals.centrals().isEmpty)
+        #expect(h.port.all.last == "Disconnected \(Self.phone) hci0 ")
+    }
+
+    @Test("a flood of a central's writes is taken at once, not queued: the router hands it over as it comes")
+    func activityTakenAtOnce() {
+        let h = try? Harness()
+        let event = PeripheralEvent.gatt(GATTEvent(Self.level, .written([1], .number(1)), central: Self.phone, mtu: 23))
+
+        guard case .now = h?.centrals.delivery(of: event) else {
+            Issue.record("a write is queued")
+            return
+        }
+    }
+}
+
+/// Centrals in the daemon: BlueZ's link events reach the component and the bus; bleadvctl
+/// lists and ends links through a real dbus-daemon.
+@Suite("Centrals in the daemon", .timeLimit(.minutes(1)))
+struct CentralsDaemonTests {
+    static let phone = "AA:BB:CC:DD:EE:01"
+
+    func session(onDBus: Bool = false) async throws -> DaemonSession {
+        try await DaemonSession(onDBus: onDBus) { mock in mock.scriptDisconnect(.always(.success(()))) }
+    }
+
+    @Test("a link's start and end are broadcast as Connected and Disconnected")
+    func linksBroadcast() async throws {
+        let session = try await session()
+        var lines = try session.lines("Connected")
+        var ended = try session.lines("Disconnected")
+
+        session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))
+        let connected = await lines.next()
+        session.mock.emit(.disconnected(central: Self.phone, adapter: "hci0"))
+
+        #expect(connected == "Connected \(Self.phone) hci0")
+        #expect(await ended.next() == "Disconnected \(Self.phone) hci0")
+    }
+
+    @Test("bleadvctl centrals lists a connected central; disconnect ends its link, and exits 2 for one not connected")
+    func bleadvctlCentralsAndDisconnect() async throws {
+        let session = try await session(onDBus: true)
+        session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))
+        try await eventually("the central is listed") { try await session.ctl("centrals").output.hasPrefix(Self.phone) }
+
+        let listed = try await session.ctl("centrals").output
+        let json = try await session.ctl("centrals", "--json").output
+        let ended = try await session.ctl("disconnect", Self.phone)
+        let unknown = try await session.ctl("disconnect", "66:66:66:66:66:66")
+
+        #expect(listed.hasPrefix("\(Self.phone) hci0 connected 0s not-bonded mtu - idle 0s"))
+        #expect(json.hasPrefix("[{\"central\": \"\(Self.phone)\", \"adapter\": \"hci0\""))
+        #expect(ended.status == 0)
+        #expect(session.mock.calls.disconnected.map(\.central) == [Self.phone])
+        #expect(unknown.status == 2, "\(unknown.errors)")
+        #expect(unknown.errors.contains("is not connected"))
+    }
+}
