@@ -60,12 +60,13 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # host-root guest every Python start reads its modules through the 9p share, and beside make
 # test's other lane they took up to 255 s and over 420 s there, against about 100 s on a disk
 # image.
-# 68, 69, 70 and 72 need a third controller (testbed/run.sh --controllers 3), whose boots run the
-# patched emulator (testbed/bluez): make test-connections. 72 (values read from a program, two
-# centrals) runs in make test in a boot of its own after the end-to-end one. 71, the connection soak, runs 40
+# 68, 69, 70, 72 and 74 need a third controller (testbed/run.sh --controllers 3), whose boots run
+# the patched emulator (testbed/bluez): make test-connections. 72 (values read from a program)
+# and 74 (centrals listed and disconnected), two centrals each, run in make test in a boot of
+# their own after the end-to-end one. 71, the connection soak, runs 40
 # cycles in testbed-systemd-test's boot (three controllers), and longer in make
 # soak-connections.
-SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-% testbed/scenarios/72-%,$(sort $(wildcard testbed/scenarios/*.sh)))
+SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-% testbed/scenarios/72-% testbed/scenarios/74-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 MAKE_TEST_SCENARIOS = $(filter-out testbed/scenarios/40-% testbed/scenarios/41-%,$(SCENARIOS))
 
 # make test makes what its test bed lanes need once, before they start (testbed-prepare), and
@@ -85,11 +86,11 @@ testbed-prepare: deb ## what make test's test bed lanes need, made before they s
 	testbed/setup.sh bookworm trixie
 	scripts/make-deb.sh $(VERSION) 2
 
-testbed-test: $(TESTBED_BUILT) ## end-to-end scenarios in the VM test bed with a real bluetoothd, sharing this machine's root (all but 56, a measurement: make bench-address; 40 and 41: make testbed-homeassistant-test; 68-71: make test-connections and testbed-systemd-test), then bleadvd on controllers without extended advertising, then 72 with three controllers
+testbed-test: $(TESTBED_BUILT) ## end-to-end scenarios in the VM test bed with a real bluetoothd, sharing this machine's root (all but 56, a measurement: make bench-address; 40 and 41: make testbed-homeassistant-test; 68-71: make test-connections and testbed-systemd-test), then bleadvd on controllers without extended advertising, then 72 and 74 with three controllers
 	$(TESTBED_SETUP)
 	testbed/run.sh $(MAKE_TEST_SCENARIOS)
 	testbed/run.sh --legacy testbed/scenarios/20-*.sh
-	testbed/run.sh --controllers 3 testbed/scenarios/72-*.sh
+	testbed/run.sh --controllers 3 testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh
 
 # TIMES=N: each stack runs 65 N times in one boot, one stack after the other (#48's tally: 20).
 test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookworm and on trixie without extended advertising (make test runs it once on each); TIMES=20 for a tally; 2 to 3 minutes a run
@@ -97,10 +98,10 @@ test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookwor
 	testbed/run.sh $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
 	testbed/run.sh --systemd --stack trixie --legacy $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
 
-test-connections: deb ## scenarios 68, 69, 70 and 72 with three controllers and the patched emulator: two centrals at once (Improv frames interleaved; what stays on air while centrals are connected; values read from a program), the adapter by its address; on bookworm and on trixie without extended advertising; about 14 minutes
+test-connections: deb ## scenarios 68, 69, 70, 72 and 74 with three controllers and the patched emulator: two centrals at once (Improv frames interleaved; what stays on air while centrals are connected; values read from a program; centrals listed, limited and disconnected), the adapter by its address; on bookworm and on trixie without extended advertising; about 16 minutes
 	testbed/setup.sh bookworm trixie
-	testbed/run.sh --controllers 3 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh
-	testbed/run.sh --systemd --stack trixie --legacy --controllers 3 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh
+	testbed/run.sh --controllers 3 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh
+	testbed/run.sh --systemd --stack trixie --legacy --controllers 3 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh
 
 test-improv: deb ## scenarios 66 and 67, Improv Wi-Fi with Home Assistant's client against a hostapd access point, joining through NetworkManager (66) and through wpa_supplicant with join-wpa-supplicant in bleadvd's sandbox (67), on bookworm and on trixie without extended advertising; about 12 minutes
 	testbed/setup.sh bookworm trixie

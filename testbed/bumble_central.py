@@ -13,7 +13,7 @@ resets the emulated controller. It reads one run a line on standard input,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
                                               await:FILE, scan:SECONDS, subscribe:UUID,
                                               notified:UUID=HEX, timedread:UUID,
-                                              writes:UUID=COUNT)
+                                              writes:UUID=COUNT, link)
 
 connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
 disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
@@ -23,6 +23,7 @@ it could not connect or a step it does not know was asked):
   read UUID: HEX | read UUID: ATT error INSUFFICIENT_ENCRYPTION
   read UUID: HEX in S s | read UUID: ATT error 0x80 NAME in S s   (timedread)
   wrote COUNT UUID in S s (slowest S s)   (writes: COUNT writes with response of 0, 1, ...)
+  link: up | link: ended (reason 0x13 ...)   (link: whether the link is still up)
   paired (METHOD) in S s | pairing failed: REASON
   encrypted with the stored key in S s | encryption failed: REASON
   wrote UUID | write UUID: ATT error NAME
@@ -208,6 +209,8 @@ async def do_step(run, link, step):
             run.say("read %s: %s" % (what, bytes(value).hex()))
         except STEP_ERRORS as error:
             run.say("read %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
+    elif kind == "link":
+        run.say("link: up" if link.ended is None else "link: ended" + link.end_note().partition("ended")[2])
     elif kind == "timedread":
         started = time.monotonic()
         try:

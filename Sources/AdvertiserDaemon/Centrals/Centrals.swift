@@ -70,17 +70,19 @@ actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
 
     // MARK: Links
 
-    /// A link came up: recorded and announced; one beyond `max_centrals` on its adapter is ended.
+    /// A link came up: recorded and announced; one beyond `max_centrals` on its adapter is
+    /// ended before anything else is asked of BlueZ.
     func connected(_ central: String, adapter: String) async {
         guard links[central] == nil else { return }
         let now = clock.now
-        let bonded = (try? await manager.bonds(adapter: adapter)).map { $0.contains { $0.central == central } }
-        links[central] = Link(adapter: adapter, since: now, bonded: bonded, active: now)
-        logger.info("\(Central.named(central)) connected to \(adapter)\(bonded == true ? " (bonded)" : "")")
+        links[central] = Link(adapter: adapter, since: now, active: now)
+        logger.info("\(Central.named(central)) connected to \(adapter)")
         await port.linked(central, adapter: adapter, ended: nil)
         let count = links.values.filter { $0.adapter == adapter }.count
         if let maximum = config.maximum, count > maximum {
             try? await end(central, because: "max_centrals \(maximum): \(count - 1) already connected to \(adapter)")
+        } else if let bonds = try? await manager.bonds(adapter: adapter), links[central] != nil {
+            links[central]!.bonded = bonds.contains { $0.central == central }
         }
         armIdleTimer()
     }
