@@ -15,22 +15,27 @@ public struct CentralState: Hashable, Sendable {
     public var mtu: Int?
     /// How long ago it last read, wrote or subscribed (its link's start before any).
     public var idleSeconds: Double
+    /// The characteristics (`service.characteristic`) whose notifications its MTU cuts: a value
+    /// sent was longer than MTU − 3 bytes.
+    public var cut: [String]
 
     /// A state.
-    public init(address: String, adapter: String, sinceSeconds: Double, bonded: Bool?, mtu: Int?, idleSeconds: Double) {
+    public init(address: String, adapter: String, sinceSeconds: Double, bonded: Bool?, mtu: Int?, idleSeconds: Double, cut: [String] = []) {
         self.address = address
         self.adapter = adapter
         self.sinceSeconds = sinceSeconds
         self.bonded = bonded
         self.mtu = mtu
         self.idleSeconds = idleSeconds
+        self.cut = cut
     }
 
-    /// As `Centrals` carries it: `adapter` s, `since_seconds` d, `idle_seconds` d, and when
-    /// known `bonded` b, `mtu` q.
+    /// As `Centrals` carries it: `adapter` s, `since_seconds` d, `idle_seconds` d, `cut` as,
+    /// and when known `bonded` b, `mtu` q.
     public var dbusValue: DBusValue {
         var entries: [(String, DBusValue)] = [
             ("adapter", .string(adapter)), ("since_seconds", .double(sinceSeconds)), ("idle_seconds", .double(idleSeconds)),
+            ("cut", .strings(cut)),
         ]
         if let bonded { entries.append(("bonded", .boolean(bonded))) }
         if let mtu { entries.append(("mtu", .uint16(UInt16(clamping: mtu)))) }
@@ -43,7 +48,7 @@ public struct CentralState: Hashable, Sendable {
               let since = entries["since_seconds"]?.double, let idle = entries["idle_seconds"]?.double else { return nil }
         self.init(
             address: address, adapter: adapter, sinceSeconds: since, bonded: entries["bonded"]?.boolean,
-            mtu: entries["mtu"]?.uint16.map(Int.init), idleSeconds: idle)
+            mtu: entries["mtu"]?.uint16.map(Int.init), idleSeconds: idle, cut: entries["cut"]?.stringArray ?? [])
     }
 }
 

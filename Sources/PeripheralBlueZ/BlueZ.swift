@@ -81,7 +81,7 @@ package enum BlueZ {
         case removeDevice
         case disconnectDevice
         case getManagedObjects
-        /// `Properties.Set` (an adapter's `Powered` and `Pairable`).
+        /// `Properties.Set` (an adapter's `Powered`, `Pairable` and `Alias`).
         case setProperty
 
         package var interface: String {

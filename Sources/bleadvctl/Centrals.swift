@@ -10,12 +10,14 @@ extension Bleadvctl {
                 One line per central: its address, the adapter, how long it has been connected, \
                 whether it is bonded (bonded, not-bonded, or - when BlueZ did not say), the link's \
                 ATT MTU (- until the central's first read or write: bluetoothd passes it with \
-                those) and how long it has done nothing. Links this box made as a central are \
-                listed too. bleadvctl watch prints each link's start and end as it happens.
+                those), how long it has done nothing, and the characteristics whose notifications \
+                its MTU cuts (cut SERVICE.CHARACTERISTIC,...: a value sent was longer than \
+                MTU - 3 bytes; BlueZ sends what the MTU carries). Links this box made as a \
+                central are listed too. bleadvctl watch prints each link's start and end as it happens.
 
                 Example: bleadvctl centrals --json | jq -r '.[] | select(.bonded) | .central'
                 """)
-        @Flag(help: "Print a JSON array of {\"central\", \"adapter\", \"since_seconds\", \"idle_seconds\", \"bonded\", \"mtu\"}.")
+        @Flag(help: "Print a JSON array of {\"central\", \"adapter\", \"since_seconds\", \"idle_seconds\", \"bonded\", \"mtu\", \"cut\"}.")
         var json = false
         @OptionGroup var bus: BusOptions
 
@@ -25,7 +27,8 @@ extension Bleadvctl {
                 try emit("[" + centrals.map { central in
                     "{\"central\": \(StatusFormat.quote(central.address)), \"adapter\": \(StatusFormat.quote(central.adapter)), "
                         + "\"since_seconds\": \(StatusFormat.number(central.sinceSeconds)), \"idle_seconds\": \(StatusFormat.number(central.idleSeconds)), "
-                        + "\"bonded\": \(central.bonded.map { $0 ? "true" : "false" } ?? "null"), \"mtu\": \(central.mtu.map(String.init) ?? "null")}"
+                        + "\"bonded\": \(central.bonded.map { $0 ? "true" : "false" } ?? "null"), \"mtu\": \(central.mtu.map(String.init) ?? "null"), "
+                        + "\"cut\": [" + central.cut.map { StatusFormat.quote($0) }.joined(separator: ", ") + "]}"
                 }.joined(separator: ", ") + "]\n")
             } else {
                 try emit(centrals.map { central in
@@ -33,7 +36,7 @@ extension Bleadvctl {
                         Untrusted.escaped(central.address), Untrusted.escaped(central.adapter), "connected \(Self.duration(central.sinceSeconds))",
                         central.bonded.map { $0 ? "bonded" : "not-bonded" } ?? "-", "mtu \(central.mtu.map(String.init) ?? "-")",
                         "idle \(Self.duration(central.idleSeconds))",
-                    ].joined(separator: " ") + "\n"
+                    ].joined(separator: " ") + (central.cut.isEmpty ? "" : " cut " + central.cut.map { Untrusted.escaped($0) }.joined(separator: ",")) + "\n"
                 }.joined())
             }
         }

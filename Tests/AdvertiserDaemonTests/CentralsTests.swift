@@ -1,6 +1,7 @@
 @testable import AdvertiserDaemon
 import AdvertiserConfig
 import AdvertiserControl
+import DBus
 import Events
 import Peripheral
 import PeripheralMocks
@@ -102,6 +103,34 @@ struct CentralsTests {
         #expect(refusal?.message == "\"\(Self.stranger)\" is not connected; connected: \(Self.phone)")
     }
 
+    @Test("a value longer than a central's MTU carries in a notification is said once per central and characteristic, and centrals lists it")
+    func notificationCutSaid() async throws {
+        let h = try Harness()
+        let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.active(Self.phone, mtu: 23))
+
+        await h.centrals.sent(Self.level, length: 20)
+        await h.centrals.sent(label, length: 40)
+        await h.centrals.sent(label, length: 41)
+
+        #expect(await h.centrals.centrals().first?.cut == ["lamp.label"])
+        #expect(h.logs.all.filter { $0.contains("cut to") } == [
+            "notice: lamp.label: a notification of its 40-byte value reaches \(Self.phone) cut to 20 bytes, if it subscribed (its link's ATT MTU is 23, and BlueZ sends what that carries); a read gets it whole",
+        ])
+    }
+
+    @Test("a central whose MTU shows after a long value was sent is told of it then")
+    func cutSaidWhenTheMTUShows() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.sent(Self.level, length: 100)
+
+        await h.centrals.take(.active(Self.phone, mtu: 65))
+
+        #expect(await h.centrals.centrals().first?.cut == ["power.level"])
+    }
+
     @Test("bluetoothd leaving ends every link, each announced")
     func bluezGoneEndsLinks() async throws {
         let h = try Harness()
@@ -147,6 +176,37 @@ struct CentralsDaemonTests {
 
         #expect(connected == "Connected \(Self.phone) hci0")
         #expect(await ended.next() == "Disconnected \(Self.phone) hci0")
+    }
+
+    @Test("a value set longer than a connected central's MTU carries is said for it: Values tells the centrals what it sends")
+    func setValueCutSaid() async throws {
+        let config = DaemonSession.config + """
+
+            [service.lamp]
+            uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+
+            [service.lamp.characteristic.label]
+            uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
+            format = "utf8"
+            flags = ["read", "notify"]
+            value = "desk"
+
+            """
+        let session = try await DaemonSession(config: config) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptUpdateValue(.always(.success(())))
+        }
+        let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+        session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))
+        session.mock.emit(.gatt(GATTEvent(label, .read, central: Self.phone, mtu: 23)))
+        let centrals = try session.serving((any CentralsControl).self)
+        try await eventually("the central's MTU is known") { await centrals.centrals().first?.mtu == 23 }
+
+        try await session.daemon.set("lamp", ["label": .string(String(repeating: "x", count: 30))])
+
+        try await eventually("the cut is said") { await centrals.centrals().first?.cut == ["lamp.label"] }
+        #expect(session.logs.all.contains { $0.contains("lamp.label: a notification of its 30-byte value reaches \(Self.phone) cut to 20 bytes") })
     }
 
     @Test("bleadvctl centrals lists a connected central; disconnect ends its link, and exits 2 for one not connected")

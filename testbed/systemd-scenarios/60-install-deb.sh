@@ -170,14 +170,21 @@ echo "    signal flood (4 x nobody, 20 s): same PID, NRestarts $restarts, status
 
 # A read program (#66 item 1) runs as bleadvd does: as user bleadvd, without capabilities, with
 # no network but loopback. A central (bleak on hci1, through bluetoothd) reads what it printed.
+# The program and the config are put back however the step ends: 62 checks what dpkg -r leaves.
 probe=6e400041-b5a3-f393-e0a9-e50e24dcca9e
 mkdir -p /usr/local/bin
+cp /etc/bleadvd/bleadvd.toml "$TESTBED_WORK/bleadvd.toml.orig"
+put_back_probe() {
+  cp "$TESTBED_WORK/bleadvd.toml.orig" /etc/bleadvd/bleadvd.toml
+  rm -f /usr/local/bin/bleadvd-probe
+  systemctl reload bleadvd 2> /dev/null || true
+}
+on_exit put_back_probe
 cat > /usr/local/bin/bleadvd-probe <<'PROGRAM'
 #!/bin/sh
 printf 'user=%s caps=%s net=%s\n' "$(id -un)" "$(awk '/^CapEff/ { print $2 }' /proc/self/status)" "$(ls /sys/class/net | tr '\n' ' ' | sed 's/ $//')"
 PROGRAM
 chmod 755 /usr/local/bin/bleadvd-probe
-cp /etc/bleadvd/bleadvd.toml "$TESTBED_WORK/bleadvd.toml.orig"
 cat >> /etc/bleadvd/bleadvd.toml <<CONFIG
 
 [service.probe]
@@ -191,12 +198,23 @@ read = "/usr/local/bin/bleadvd-probe"
 CONFIG
 systemctl reload bleadvd || fail "the reload with a read program failed: $(journalctl -u bleadvd -n 3 --no-pager -o cat)"
 address=$(adapter_address hci0)
-observe_until 30 "device $address" "0000180d-0000-1000-8000-00805f9b34fb" > /dev/null || true
-"$(decoders_python)" "$TESTBED_ROOT/testbed/gatt_central.py" "$address" --read "$probe" > "$TESTBED_WORK/probe.out" 2>&1 || true
-value=$(python3 -c 'import sys; print(bytes.fromhex(sys.argv[1]).decode(errors="replace"))' "$(sed -n "s/^read $probe = //p" "$TESTBED_WORK/probe.out")")
+# read_probe: bleak's connection, discovery and read; the value, or nothing.
+read_probe() {
+  observe_until 30 "device $address" "0000180d-0000-1000-8000-00805f9b34fb" > /dev/null || true
+  "$(decoders_python)" "$TESTBED_ROOT/testbed/gatt_central.py" "$address" --read "$probe" > "$TESTBED_WORK/probe.out" 2>&1 || true
+  python3 -c 'import sys; print(bytes.fromhex(sys.argv[1]).decode(errors="replace"))' "$(sed -n "s/^read $probe = //p" "$TESTBED_WORK/probe.out")"
+}
+started=$(date '+%H:%M:%S.%N')
+value=$(read_probe)
+if [[ -z "$value" ]] && grep -q "BleakError" "$TESTBED_WORK/probe.out"; then
+  # The link failed, not the program: said with the HCI record and the journal (a link that
+  # ends during discovery is #63's open question), and tried once more on a new link.
+  echo "    the central's link failed: $(grep -m1 BleakError "$TESTBED_WORK/probe.out"); the record since it began (links, ATT):"
+  hci_since "$started" | grep -E "Disconnect|Reason|Connect" | awk 'NR <= 20' | sed 's/^/        /'
+  journalctl -u bleadvd --since "-60s" --no-pager -o cat | tail -n 5 | sed 's/^/        bleadvd: /'
+  echo "    again, on a new link"
+  value=$(read_probe)
+fi
 echo "    a central read the read program's output: $value"
 [[ "$value" =~ user=bleadvd\ caps=0+\ net=lo$ ]] \
   || fail "the read program did not run as user bleadvd without capabilities or network: $(cat "$TESTBED_WORK/probe.out")"
-cp "$TESTBED_WORK/bleadvd.toml.orig" /etc/bleadvd/bleadvd.toml
-rm /usr/local/bin/bleadvd-probe
-systemctl reload bleadvd

@@ -11,11 +11,18 @@ package protocol CentralsAnnouncing: Sendable {
     func linked(_ central: String, adapter: String, ended reason: String?) async
 }
 
+/// Told the length of each value sent to a characteristic that notifies: BlueZ sends a
+/// notification of what a link's MTU carries (MTU − 3 bytes), and cuts the rest.
+protocol NotifiedLengths: AnyObject, Sendable {
+    /// A value of `length` bytes went to `id`, whose subscribers are notified of it.
+    func sent(_ id: GATTCharacteristicID, length: Int) async
+}
+
 /// The centrals connected to the adapters, a component of the daemon: who is connected since
 /// when, bonded or not, the link's MTU as its reads and writes show it, and when each last did
 /// something. It announces each link's start and end, ends a link on request (`Disconnect`),
 /// ends one beyond `max_centrals` at once and one idle past `idle_disconnect_seconds`.
-actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
+actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == Duration {
     /// One central's link.
     struct Link: Sendable {
         var adapter: String
@@ -25,6 +32,8 @@ actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
         var active: C.Instant
         /// Why bleadvd is ending it, once it asked BlueZ to.
         var ending: String?
+        /// The characteristics whose notifications its MTU cuts, said once each.
+        var cut: Set<GATTCharacteristicID> = []
     }
 
     let manager: any PeripheralManaging
@@ -35,6 +44,8 @@ actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
     private(set) var config: CentralsConfig
     /// The links up, by the central's address.
     private(set) var links: [String: Link] = [:]
+    /// The length of the last value sent to each characteristic that notifies.
+    private var lengths: [GATTCharacteristicID: Int] = [:]
     /// The idle timer: one task, sleeping until the earliest link's idle time runs out.
     private var idleTimer: Task<Void, Never>?
 
@@ -56,7 +67,7 @@ actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
         return links.map { address, link in
             CentralState(
                 address: address, adapter: link.adapter, sinceSeconds: Self.seconds(link.since.duration(to: now)), bonded: link.bonded,
-                mtu: link.mtu, idleSeconds: Self.seconds(link.active.duration(to: now)))
+                mtu: link.mtu, idleSeconds: Self.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted())
         }
     }
 
@@ -99,7 +110,15 @@ actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
     func active(_ central: String, mtu: Int?) {
         guard links[central] != nil else { return }
         links[central]!.active = clock.now
-        if let mtu { links[central]!.mtu = mtu }
+        guard let mtu, links[central]!.mtu != mtu else { return }
+        links[central]!.mtu = mtu
+        for (id, length) in lengths.sorted(by: { $0.key.description < $1.key.description }) { check(central, id, length: length) }
+    }
+
+    /// Says, once per central and characteristic, a notification its MTU cuts.
+    private func check(_ central: String, _ id: GATTCharacteristicID, length: Int) {
+        guard let mtu = links[central]?.mtu, length > mtu - 3, links[central]!.cut.insert(id).inserted else { return }
+        logger.notice("\(id): a notification of its \(length)-byte value reaches \(Central.named(central)) cut to \(mtu - 3) bytes, if it subscribed (its link's ATT MTU is \(mtu), and BlueZ sends what that carries); a read gets it whole")
     }
 
     /// Every link of `adapter` (nil: of every adapter) ended with it, or with bluetoothd.
@@ -148,6 +167,12 @@ actor Centrals<C: Clock>: CentralsControl where C.Duration == Duration {
             }
         }
         armIdleTimer()
+    }
+
+    /// A value of `length` bytes went to `id`, which notifies.
+    func sent(_ id: GATTCharacteristicID, length: Int) {
+        lengths[id] = length
+        for central in links.keys.sorted() { check(central, id, length: length) }
     }
 
     /// A reload's `[centrals]`: the timer follows it; links beyond a lower maximum stay.

@@ -155,6 +155,7 @@ extension Daemon {
         await module.configure(await values.advertisements)
         await values.announce(to: announcements)
         await manager.answerReads(with: reads)
+        await values.watchSends(by: centrals)
         return events
     }
 

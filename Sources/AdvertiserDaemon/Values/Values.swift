@@ -77,6 +77,9 @@ actor Values<C: Clock> where C.Duration == Duration {
     /// Where values and writes are announced (``Announcements``), once the daemon runs
     /// (``announce(to:)``).
     weak var announcer: (any ValuesAnnouncing)?
+    /// Where the length of each value sent to a characteristic that notifies is told (the
+    /// centrals, who know each link's MTU), once the daemon runs (``watchSends(by:)``).
+    weak var sends: (any NotifiedLengths)?
     /// Each advertisement's values, by name.
     var entries: [String: Entry]
     /// Each GATT service's values, by name.
@@ -108,6 +111,11 @@ actor Values<C: Clock> where C.Duration == Duration {
     /// Announces values and writes through `announcer` from now on.
     func announce(to announcer: any ValuesAnnouncing) {
         self.announcer = announcer
+    }
+
+    /// Tells `watcher` the length of each value sent to a characteristic that notifies.
+    func watchSends(by watcher: any NotifiedLengths) {
+        sends = watcher
     }
 
     /// Carries out the work asked for, each a child of its task group; returns when cancelled
@@ -301,7 +309,9 @@ actor Values<C: Clock> where C.Duration == Duration {
                 for characteristic in live.service.characteristics {
                     let before = sent.service.characteristics.first { $0.name == characteristic.name }
                     guard before?.value != characteristic.value else { continue }
-                    try? await module.setValue(characteristic.value, of: GATTCharacteristicID(service: name, characteristic: characteristic.name))
+                    let id = GATTCharacteristicID(service: name, characteristic: characteristic.name)
+                    try? await module.setValue(characteristic.value, of: id)
+                    if !characteristic.flags.isDisjoint(with: [.notify, .indicate]) { await sends?.sent(id, length: characteristic.value.count) }
                 }
                 await announcer?.announceValues(name, all: live.shownValues, everyone: live.publicValues)
             }
