@@ -443,6 +443,23 @@ struct BlueZGATTContractTests {
         #expect(answerer.asked.withLock { $0 }.isEmpty)
     }
 
+    @Test("a central bleadvd does not admit reads a secured characteristic answered on read: NotAuthorized, and no program is asked to run")
+    func securedAnsweredReadRunsNothingForAStranger() async throws {
+        let session = try await StandInSession(admits: { $0 == "00:AA:02:00:00:77" })
+        let answerer = Answerer(.success([1]))
+        await session.manager.answerReads(with: answerer)
+        var application = Self.secured
+        application[GATTCharacteristicID(service: "door", characteristic: "lock")]?.answeredOnRead = true
+        try #require(application.characteristics.first?.characteristic.answeredOnRead == true)
+        _ = try await session.manager.register(.application(application), on: "hci0")
+        let path = try await Self.characteristics(session)["6e400011-b5a3-f393-e0a9-e50e24dcca9e"]!
+
+        let read = await #expect(throws: DBusError.self) { try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) }
+
+        #expect(read?.name.rawValue == "org.bluez.Error.NotAuthorized")
+        #expect(answerer.asked.withLock { $0 }.isEmpty)
+    }
+
     @Test("the rest of a long read is cut from the answer its first part got: the answerer is asked once")
     func longReadAsksOnce() async throws {
         let session = try await StandInSession()
