@@ -66,8 +66,8 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         let now = clock.now
         return links.map { address, link in
             CentralState(
-                address: address, adapter: link.adapter, sinceSeconds: Self.seconds(link.since.duration(to: now)), bonded: link.bonded,
-                mtu: link.mtu, idleSeconds: Self.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted())
+                address: address, adapter: link.adapter, sinceSeconds: Daemon<C>.seconds(link.since.duration(to: now)), bonded: link.bonded,
+                mtu: link.mtu, idleSeconds: Daemon<C>.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted())
         }
     }
 
@@ -163,7 +163,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         if let idle = config.idleDisconnect {
             let now = clock.now
             for (central, link) in links.sorted(by: { $0.key < $1.key }) where link.ending == nil && link.active.duration(to: now) >= idle {
-                try? await end(central, because: "idle for \(Int(Self.seconds(link.active.duration(to: now)))) s, idle_disconnect_seconds \(idle.components.seconds)")
+                try? await end(central, because: "idle for \(Int(Daemon<C>.seconds(link.active.duration(to: now)))) s, idle_disconnect_seconds \(idle.components.seconds)")
             }
         }
         armIdleTimer()
@@ -187,11 +187,6 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         for await _ in never {}
         withExtendedLifetime(keep) {}
         idleTimer?.cancel()
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
 

@@ -50,8 +50,6 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
     private var failures: [GATTCharacteristicID: Int] = [:]
     /// The polls of the subscribed characteristics with `notify_every`.
     private var polls: [GATTCharacteristicID: Task<Void, Never>] = [:]
-    /// How many times each program was started, for status and tests.
-    private(set) var started: [GATTCharacteristicID: Int] = [:]
 
     /// The programs of `services`, reporting to `port`, run by `runner`, timed on `clock`.
     init(
@@ -99,7 +97,6 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
 
     /// Runs `id`'s program once, within its timeout, and keeps, reports and says what came of it.
     private func run(_ id: GATTCharacteristicID, _ entry: Entry) async -> Result<[UInt8], GATTReadError> {
-        started[id, default: 0] += 1
         let outcome: Result<(GATTValue, [UInt8]), GATTReadError>
         do throws(GATTReadError) {
             outcome = .success(try await value(entry))
