@@ -79,20 +79,13 @@ public enum ConfigCheck {
     /// Starts the child on one end of a socket pair (its standard input and output; a socket,
     /// so a child that dies early cannot raise SIGPIPE here), sends it `input`, reads its answer.
     static func run(_ executable: String, _ arguments: [String], input: [UInt8], timeoutMilliseconds: Int32 = timeoutMilliseconds) -> Verdict {
-        var ends: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            return .failed("socketpair: \(String(cString: strerror(errno)))")
-        }
-        let (parent, child) = (ends[0], ends[1])
-        defer { close(parent) }
-        let pid: pid_t
+        let (pid, parent): (pid_t, Int32)
         do {
-            pid = try Spawn.start(executable, arguments, stdio: child, environment: ["\(checking)=1"])
+            (pid, parent) = try Spawn.startConnected(executable, arguments, environment: ["\(checking)=1"])
         } catch {
-            close(child)
-            return .failed("cannot start the child process: \(String(cString: strerror(error.code)))")
+            return .failed((error.socketPair ? "socketpair: " : "cannot start the child process: ") + String(cString: strerror(error.code)))
         }
-        close(child)
+        defer { close(parent) }
         guard let answer = exchange(on: parent, input: input, timeoutMilliseconds: timeoutMilliseconds) else {
             Spawn.stop(pid)
             return .failed("the check took longer than \(timeoutMilliseconds) ms")

@@ -20,10 +20,33 @@ public enum Spawn {
         return bytes
     }
 
-    /// `posix_spawn` failed; `code` is its errno.
+    /// `posix_spawn` failed, or the socket pair for the child did (``startConnected``); `code`
+    /// is its errno.
     public struct Failure: Error, Sendable {
         /// The errno.
         public let code: Int32
+        /// Whether `socketpair` failed, before anything was started.
+        public var socketPair = false
+    }
+
+    /// Starts `executable` as ``start(_:_:stdio:environment:group:)`` does, its standard input and
+    /// output one end of a new socket pair; returns its pid and the other end, this process's
+    /// (close-on-exec; the caller closes it). No descriptor is left open when it throws.
+    public static func startConnected(
+        _ executable: String, _ arguments: [String], environment: [String] = [], group: Bool = false
+    ) throws(Failure) -> (pid: Int32, socket: Int32) {
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw Failure(code: errno, socketPair: true)
+        }
+        let (parent, child) = (ends[0], ends[1])
+        defer { close(child) }
+        do {
+            return (try start(executable, arguments, stdio: child, environment: environment, group: group), parent)
+        } catch {
+            close(parent)
+            throw error
+        }
     }
 
     /// Starts `executable` with `arguments` (the first being its name). `stdio` becomes its

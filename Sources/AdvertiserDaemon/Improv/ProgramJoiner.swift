@@ -35,21 +35,16 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
     }
 
     package func join(_ credentials: Improv.Credentials) async throws -> String? {
-        var ends: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            throw Failure(description: "socketpair: \(String(cString: strerror(errno)))")
-        }
-        let (parent, child) = (ends[0], ends[1])
-        defer { close(parent) }
         let ssid = String(decoding: credentials.ssid, as: UTF8.self).replacing("\0", with: "\u{FFFD}")
-        let pid: Int32
+        let (pid, parent): (Int32, Int32)
         do {
-            pid = try Spawn.start(program, [program], stdio: child, environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"], group: true)
+            (pid, parent) = try Spawn.startConnected(
+                program, [program], environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"], group: true)
         } catch {
-            close(child)
-            throw Failure(description: "cannot run \(Untrusted.quoted(program)): \(String(cString: strerror(error.code)))")
+            let what = error.socketPair ? "socketpair" : "cannot run \(Untrusted.quoted(program))"
+            throw Failure(description: "\(what): \(String(cString: strerror(error.code)))")
         }
-        close(child)
+        defer { close(parent) }
         _ = fcntl(parent, F_SETFL, fcntl(parent, F_GETFL) | O_NONBLOCK)
         var input = credentials.password
         if input.isEmpty { shutdown(parent, Int32(SHUT_WR)) }

@@ -30,20 +30,13 @@ struct ProgramRunner: ProgramRunning {
     static let poll: Duration = .milliseconds(5)
 
     func run(_ command: [String], outputLimit: Int, environment: [String]) async -> ProgramRun {
-        var ends: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            return .unstartable("socketpair: \(String(cString: strerror(errno)))")
-        }
-        let (parent, child) = (ends[0], ends[1])
-        defer { close(parent) }
-        let pid: Int32
+        let (pid, parent): (Int32, Int32)
         do {
-            pid = try Spawn.start(command[0], command, stdio: child, environment: environment, group: true)
+            (pid, parent) = try Spawn.startConnected(command[0], command, environment: environment, group: true)
         } catch {
-            close(child)
-            return .unstartable(String(cString: strerror(error.code)))
+            return .unstartable((error.socketPair ? "socketpair: " : "") + String(cString: strerror(error.code)))
         }
-        close(child)
+        defer { close(parent) }
         // Nothing to read on its standard input: it sees the end at once.
         shutdown(parent, Int32(SHUT_WR))
         _ = fcntl(parent, F_SETFL, fcntl(parent, F_GETFL) | O_NONBLOCK)
