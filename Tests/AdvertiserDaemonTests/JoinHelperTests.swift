@@ -38,10 +38,11 @@ struct JoinHelperTests {
     /// time), and a `HelperJoiner` on another.
     /// It joins for this process's user (as bleadvd's), unless `accepting` says otherwise.
     static func helper(
-        _ joiner: Joiner, on bus: PrivateBus, clock: ManualClock = ManualClock(), accepting: @escaping @Sendable (UInt32) -> Bool = { $0 == getuid() }
+        _ joiner: Joiner, on bus: PrivateBus, clock: ManualClock = ManualClock(), accepting: @escaping @Sendable (UInt32) -> Bool = { $0 == getuid() },
+        joiner other: (any NetworkJoining)? = nil, logs: LogLines = LogLines()
     ) async throws -> (HelperJoiner<ManualClock>, Task<Void, any Error>) {
         let helperSide = try await DBusConnection.connect(to: .address(bus.address))
-        let served = Task { try await JoinHelper.serve(on: helperSide, joiner: joiner, clock: clock, logger: Logger(label: "test"), accepts: accepting) }
+        let served = Task { try await JoinHelper.serve(on: helperSide, joiner: other ?? joiner, clock: clock, logger: logs.logger(), accepts: accepting) }
         let bleadvdSide = try await DBusConnection.connect(to: .address(bus.address))
         // The name is taken last, once the helper answers.
         try await eventually("the join helper owns its name") { try await bleadvdSide.nameOwner(JoinHelper.busName) != nil }
@@ -117,6 +118,42 @@ struct JoinHelperTests {
 
         #expect("\(String(describing: refusal))".contains("for bleadvd's own user alone"))
         #expect(joiner.joined.isEmpty)
+    }
+
+    /// A joiner whose join lasts until the test ends it, as NetworkManager's can for a minute.
+    final class SlowJoiner: NetworkJoining, Sendable {
+        let started: AsyncStream<Void>, start: AsyncStream<Void>.Continuation
+        let ends: AsyncStream<Void>, end: AsyncStream<Void>.Continuation
+        init() {
+            (started, start) = AsyncStream.makeStream()
+            (ends, end) = AsyncStream.makeStream()
+        }
+        func join(_ credentials: Improv.Credentials) async throws -> String? {
+            start.yield()
+            for await _ in ends { break }
+            return "192.168.4.2"
+        }
+        func networks() async throws -> [Improv.Network] { [] }
+        func wifi() async throws -> WifiWatch? { nil }
+    }
+
+    @Test("a join that lasts longer than the helper's idle time is served to its end: the idle time ends with the call's arrival, not its answer (the process ends when serve returns: bleadvd got NoReply while NetworkManager joined, 66 on Debian 12)")
+    func slowJoinServed() async throws {
+        let clock = ManualClock()
+        let joiner = SlowJoiner()
+        let logs = LogLines()
+        let bus = try PrivateBus()
+        let (helperJoiner, served) = try await Self.helper(Joiner(.success(nil)), on: bus, clock: clock, joiner: joiner, logs: logs)
+        let joining = Task { try await helperJoiner.join(Self.home) }
+        for await _ in joiner.started { break }
+
+        clock.advance(by: JoinHelper.idle * 3)
+        joiner.end.yield()
+        let address = try await joining.value
+        try await served.value
+
+        #expect(address == "192.168.4.2")
+        #expect(!logs.all.contains { $0.contains("no join asked") }, "\(logs.all)")
     }
 
     @Test("a helper nobody asks ends after its idle time")

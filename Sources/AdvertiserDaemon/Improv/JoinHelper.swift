@@ -42,7 +42,7 @@ package enum JoinHelper {
     }
 
     /// Serves one `Join` on `connection` with `joiner`, then returns (after ``idle`` when none
-    /// comes). A call from a user `accepts` refuses (anyone but bleadvd's own, by default:
+    /// comes; a join that came is answered however long it takes). A call from a user `accepts` refuses (anyone but bleadvd's own, by default:
     /// the bus policy lets root in too) is answered `AccessDenied`, and the helper ends at once,
     /// having asked NetworkManager nothing. Takes the name last, once the object answers.
     /// - Throws: ``DBusError`` when the object cannot be exported or the name taken.
@@ -50,11 +50,13 @@ package enum JoinHelper {
         on connection: DBusConnection, joiner: any NetworkJoining, clock: C, logger: Logger,
         accepts: @escaping @Sendable (UInt32) -> Bool = isBleadvd(uid:)
     ) async throws where C.Duration == Duration {
+        let (arrived, arrive) = AsyncStream<Void>.makeStream()
         let (answered, answer) = AsyncStream<Void>.makeStream()
         let join = DBusMethod(
             "Join", inputs: [DBusArgument("ssid", .array(.byte)), DBusArgument("password", .array(.byte))],
             outputs: [DBusArgument("address", .string)]
         ) { call in
+            arrive.yield()
             defer { answer.yield() }
             let uid = try? await connection.unixUser(of: call.sender ?? "")
             guard let uid, accepts(uid) else {
@@ -73,13 +75,16 @@ package enum JoinHelper {
         }
         try await connection.export([DBusInterface(name: interface, methods: [join])], at: path)
         try await connection.requestName(busName)
+        // The idle time ends with a call's arrival: the join itself may take NetworkManager up
+        // to 90 s (under load a join of 20 s was cut off when this waited for the answer).
         guard await Deadline.within(idle, on: clock, executor: connection.eventLoop, { () async -> Bool in
-            for await _ in answered { return true }
+            for await _ in arrived { return true }
             return false
         }) == true else {
             logger.info("join helper: no join asked within \(idle); exiting")
             return
         }
+        for await _ in answered { break }
         // The reply leaves after the handler returned: given a moment (of the wall's time, the
         // socket's) before the process ends.
         try? await Task.sleep(for: .seconds(1))
