@@ -107,8 +107,17 @@ pair_window() {
 fresh_bluetoothd
 write_config just-works
 central_address=$(adapter_address hci1)
-# A bond a run before left (one that failed before its forget) is not this run's.
-busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "/org/bluez/hci0/dev_${central_address//:/_}" 2> /dev/null || true
+# A bond a run before left (one that failed before its forget) is not this run's, and none this
+# run makes outlives it, however it ends: with hci0's key for hci1's address, bluetoothd raises
+# the security of hci1's next link (src/device.c, "Elevating security level since LTK is
+# available"), hci1's BlueZ, which has no key, pairs anew, hci0 refuses outside a window and the
+# link ends (Authentication Failure): 60's read through hci1's BlueZ failed so after 65 failed
+# in step 5 on Debian 13 (CI of stop 73, a fresh clone's make test, a lane).
+forget_central() {
+  busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "/org/bluez/hci0/dev_${central_address//:/_}" 2> /dev/null || true
+}
+forget_central
+on_exit forget_central
 # The state directory of its own: the record of the bonds bleadvd's windows made. Neither it
 # nor the central's keys are kept from a run before this one.
 state_dir="$TESTBED_WORK/state"
@@ -184,28 +193,33 @@ flood_run() {
   echo "$out"
 }
 flood_run
+# The emulated controllers give a host one ACL buffer (btdev: LE Read Buffer Size, 1 packet): a
+# packet that leaves one host and never reaches the other takes, as far as CI's records show,
+# the one credit with it, and the host queues the rest of the link's packets, a request or its
+# response among them, for good (RELIABILITY, 65's failure in the emulated link). That is below
+# bleadvd, which answers every request that reaches hci0 (or fails here). When the record shows
+# such a loss, the value is read back on a new link, which starts with its credit back, without
+# a flood: what is checked is the same (read back, in force and the journal agree). (On Debian
+# 13 without extended advertising every flood of a day lost one: 2 in a lane, 3 of 3 new links
+# with the flood made again in the next.)
+readback=$out
 if ! grep -qE "^    read $dimmer: [0-9a-f]+$" <<< "$out"; then
   echo "    the HCI record since the flood's central started (writes, ACL packets and credits counted, reads shown):"
   record=$(flood_record "$flood_started")
   tail -n 40 <<< "$record" | sed 's/^/    /'
   lost=$(packets_lost_in_link "$record")
-  # The emulated controllers give a host one ACL buffer (btdev: LE Read Buffer Size, 1 packet):
-  # a packet that leaves one host and never reaches the other takes, as far as CI's records
-  # show, the one credit with it, and the host queues the rest of the link's packets, a request
-  # or its response among them, for good (RELIABILITY, 65's failure in the emulated link). That
-  # is below bleadvd, which answers every request that reaches hci0 (or fails here); the run is
-  # made again on a new link, which starts with its credit back.
   ((lost > 0)) || fail "the read after the flood got no answer, and the link lost no packet: $(grep -E "read ($state|$dimmer)" <<< "$out" | tr -s ' \n' ' ')"
-  echo "    the emulated link lost $lost ACL packet(s) below bleadvd and the central's run waited behind them; made again on a new link:"
-  flood_run
-  grep -qE "^    read $dimmer: [0-9a-f]+$" <<< "$out" || fail "the read after the flood on a new link got no answer: $(grep "read $dimmer" <<< "$out")"
+  echo "    the emulated link lost $lost ACL packet(s) below bleadvd and the central's run waited behind them; read back on a new link:"
+  readback=$(central encrypt "read:$dimmer")
+  echo "$readback"
+  grep -qE "^    read $dimmer: [0-9a-f]+$" <<< "$readback" || fail "the read on a new link after the flood got no answer: $(grep "read $dimmer" <<< "$readback")"
 fi
 expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 expect_line "flood 1000 writes" "$out"
 # Writes without response are not acknowledged: the link may drop one (the spec allows it), so
 # what is checked is that the value a central reads back and the value in force (root's status
 # shows it) are one value. The dimmer is secured: the journal says each write, never its value.
-read_back=$((16#$(sed -nE "s/^    read $dimmer: ([0-9a-f]+)$/\1/p" <<< "$out")))
+read_back=$((16#$(sed -nE "s/^    read $dimmer: ([0-9a-f]+)$/\1/p" <<< "$readback")))
 sleep 0.3  # the last announcement comes within 100 ms
 in_force=$(bleadvctl status --json | sed -nE 's/.*"dimmer": "([0-9]+)".*/\1/p')
 taken=$(grep "lock.dimmer: .* wrote" "$TESTBED_WORK/bleadvd.log" | awk '{ n = 1 } /the newest of/ { for (i = 1; i < NF; i++) if ($i == "of") n = $(i + 1) } { sum += n } END { print sum }')
