@@ -125,6 +125,11 @@ public enum ControlAPI {
         /// `Disconnected(s central, s adapter, s reason)`: it ended; `reason` says why when
         /// bleadvd ended it (`max_centrals`, idle, `Disconnect`), and is empty otherwise.
         case disconnected = "Disconnected"
+        /// `LinkChanged(s central, s adapter, q mtu, as cut)` when what a link carries became
+        /// known or changed: its ATT MTU (bluetoothd passes it with the central's reads, writes
+        /// and subscriptions), and `cut`, the characteristics (`service.characteristic`) whose
+        /// notified value was longer than MTU − 3 bytes, which BlueZ cuts for it.
+        case linkChanged = "LinkChanged"
 
         /// The member name.
         public var name: String { rawValue }
@@ -140,6 +145,9 @@ public enum ControlAPI {
             case .pairing: [DBusArgument("event", .string), DBusArgument("central", .string), DBusArgument("detail", .string)]
             case .connected: [DBusArgument("central", .string), DBusArgument("adapter", .string)]
             case .disconnected: [DBusArgument("central", .string), DBusArgument("adapter", .string), DBusArgument("reason", .string)]
+            case .linkChanged:
+                [DBusArgument("central", .string), DBusArgument("adapter", .string), DBusArgument("mtu", .uint16),
+                 DBusArgument("cut", .array(.string))]
             }
         }
     }

@@ -114,6 +114,12 @@ public enum ControlService {
         }
     }
 
+    /// Announces what a central's link carries: its MTU, and the characteristics whose
+    /// notifications it cuts.
+    public static func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String], on connection: DBusConnection) async {
+        await emit(.linkChanged, [.string(central), .string(adapter), .uint16(UInt16(clamping: mtu)), .strings(cut)], on: connection)
+    }
+
     /// Announces a state change.
     public static func stateChanged(_ name: String, _ state: AdvertisementState.State, on connection: DBusConnection) async {
         await emit(.stateChanged, [.string(name), .string(state.rawValue)], on: connection)

@@ -47,14 +47,16 @@ extension Bleadvctl {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the state of each advertisement and GATT service.",
-            discussion: "Kinds: advertisement, service (a GATT service: its state is the services' registration). States: on (on air, or registered), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), paused (a central's link took it off air and the controller refused it beside the link; back when the link ends), failed (refused until changed).")
+            discussion: "Kinds: advertisement, service (a GATT service: its state is the services' registration). States: on (on air, or registered), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), paused (a central's link took it off air and the controller refused it beside the link; back when the link ends), failed (refused until changed). A service whose notifications a connected central's MTU cuts says so: (label's notifications reach AA:BB:CC:DD:EE:FF cut to 20 bytes).")
         @OptionGroup var bus: BusOptions
-        @Flag(help: "Print JSON: {name: {kind, desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, ignored?, mismatch?, values}}.")
+        @Flag(help: "Print JSON: {name: {kind, desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, ignored?, mismatch?, values, cut?}}; cut: [{characteristic, central, bytes}], a service's notifications that a connected central's MTU cuts.")
         var json = false
 
         func run() throws {
-            let states = try withDaemon(bus) { try $0.status() }
-            try emit(json ? StatusFormat.json(states) : StatusFormat.table(states))
+            // A service's notifications that a connected central's MTU cuts, from Centrals (an
+            // older bleadvd without it: none shown).
+            let (states, centrals) = try withDaemon(bus) { (try $0.status(), (try? $0.centrals()) ?? []) }
+            try emit(json ? StatusFormat.json(states, centrals: centrals) : StatusFormat.table(states, centrals: centrals))
         }
     }
 

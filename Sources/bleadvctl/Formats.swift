@@ -4,7 +4,7 @@ import Peripheral
 
 /// `bleadvctl status`, as a table for people and JSON for programs.
 enum StatusFormat {
-    static func table(_ states: [String: AdvertisementState]) -> String {
+    static func table(_ states: [String: AdvertisementState], centrals: [CentralState] = []) -> String {
         var rows = [["NAME", "KIND", "STATE", "WANTED", "SINCE", "DETAIL"]]
         for (name, state) in states.sorted(by: { $0.key < $1.key }) {
             var detail = state.id ?? ""
@@ -22,6 +22,9 @@ enum StatusFormat {
                 detail += (detail.isEmpty ? "" : " ") + "(bluetoothd ignores \(state.ignored.joined(separator: ", ")); see bleadvd.toml(5))"
             }
             if let mismatch = state.mismatch { detail += (detail.isEmpty ? "" : " ") + "(warning: \(mismatch))" }
+            for cut in cuts(of: name, centrals) {
+                detail += (detail.isEmpty ? "" : " ") + "(\(cut.characteristic)'s notifications reach \(cut.central) cut to \(cut.bytes) bytes)"
+            }
             rows.append([
                 Untrusted.escaped(name), state.kind.rawValue, state.state.rawValue, state.desired ? "on" : "off",
                 duration(state.sinceSeconds), Untrusted.escaped(detail),
@@ -33,7 +36,18 @@ enum StatusFormat {
         }.map { $0.trimmingTrailingSpaces() + "\n" }.joined()
     }
 
-    static func json(_ states: [String: AdvertisementState]) -> String {
+    /// The notifications of service `name`'s characteristics that a connected central's MTU
+    /// cuts (`Centrals`' `cut`), by characteristic and central, with the bytes that reach it.
+    static func cuts(of name: String, _ centrals: [CentralState]) -> [(characteristic: String, central: String, bytes: Int)] {
+        centrals.sorted { $0.address < $1.address }.flatMap { central in
+            central.cut.compactMap { id -> (characteristic: String, central: String, bytes: Int)? in
+                guard id.hasPrefix(name + "."), let mtu = central.mtu else { return nil }
+                return (String(id.dropFirst(name.count + 1)), central.address, mtu - 3)
+            }
+        }
+    }
+
+    static func json(_ states: [String: AdvertisementState], centrals: [CentralState] = []) -> String {
         let entries = states.sorted { $0.key < $1.key }.map { name, state in
             var fields = [
                 "\"kind\": \(quote(state.kind.rawValue))", "\"desired\": \(state.desired)", "\"state\": \(quote(state.state.rawValue))",
@@ -49,6 +63,8 @@ enum StatusFormat {
             if let mismatch = state.mismatch { fields.append("\"mismatch\": \(quote(mismatch))") }
             let values = state.values.sorted { $0.key < $1.key }.map { "\(quote($0.key)): \(quote($0.value))" }
             fields.append("\"values\": {" + values.joined(separator: ", ") + "}")
+            let cut = cuts(of: name, centrals).map { "{\"characteristic\": \(quote($0.characteristic)), \"central\": \(quote($0.central)), \"bytes\": \($0.bytes)}" }
+            if !cut.isEmpty { fields.append("\"cut\": [" + cut.joined(separator: ", ") + "]") }
             return "  \(quote(name)): {" + fields.joined(separator: ", ") + "}"
         }
         return entries.isEmpty ? "{}\n" : "{\n" + entries.joined(separator: ",\n") + "\n}\n"

@@ -15,8 +15,10 @@ extension Bleadvctl {
                 Events: a central wrote a GATT characteristic (written SERVICE CHARACTERISTIC \
                 VALUE CENTRAL), an advertisement or service changed state (state NAME STATE), \
                 values went on air (values NAME KEY=VALUE...), a central connected \
-                (connected ADDRESS ADAPTER) or its link ended (disconnected ADDRESS ADAPTER \
-                [REASON], the reason when bleadvd ended it). A pairing window's events go to \
+                (connected ADDRESS ADAPTER), its link's ATT MTU became known or changed, or a \
+                notification went out cut to what the MTU carries (link ADDRESS ADAPTER mtu N \
+                [cut SERVICE.CHARACTERISTIC,...]), or its link ended (disconnected ADDRESS \
+                ADAPTER [REASON], the reason when bleadvd ended it). A pairing window's events go to \
                 the bleadvctl pair that opened it alone. A write is printed only when \
                 bleadvd took it: it fit the characteristic's format. With --json each line is \
                 one JSON object ({"event": "written", "service", "characteristic", "value", \
@@ -132,6 +134,12 @@ enum WatchFormat {
             return json
                 ? "{\"event\": \"disconnected\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"reason\": \(StatusFormat.quote(reason))}"
                 : "disconnected \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter))" + (reason.isEmpty ? "" : " " + field(reason))
+        case .linkChanged?:
+            guard body.count == 4, let central = body[0].string, let adapter = body[1].string, let mtu = body[2].uint16,
+                  let cut = body[3].stringArray else { return nil }
+            return json
+                ? "{\"event\": \"link\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"mtu\": \(mtu), \"cut\": [" + cut.map(StatusFormat.quote).joined(separator: ", ") + "]}"
+                : "link \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter)) mtu \(mtu)" + (cut.isEmpty ? "" : " cut " + cut.map(Untrusted.escaped).joined(separator: ","))
         case .pairing?, nil:
             // A window's events are sent to its opener alone: never this command's to print.
             return nil

@@ -96,6 +96,10 @@ package final class EmbeddedBus: ControlBus {
         record((reason.map { ["Disconnected", central, adapter] + ($0.isEmpty ? [] : [$0]) } ?? ["Connected", central, adapter]).joined(separator: " "))
     }
 
+    package func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async {
+        record((["LinkChanged", central, adapter, "\(mtu)"] + cut).joined(separator: " "))
+    }
+
     /// The config's join program, as on the system bus; NetworkManager, which is on no bus
     /// here, can neither join nor tell (``Refusing``): Improv is offered whatever the Wi-Fi.
     package func joiner<C: Clock>(for config: ImprovConfig, clock: C) -> any NetworkJoining where C.Duration == Duration {

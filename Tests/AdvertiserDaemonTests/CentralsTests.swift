@@ -3,6 +3,7 @@ import AdvertiserConfig
 import AdvertiserControl
 import DBus
 import Events
+import Foundation
 import Peripheral
 import PeripheralMocks
 import Synchronization
@@ -21,6 +22,9 @@ struct CentralsTests {
         let said = Mutex<[String]>([])
         func linked(_ central: String, adapter: String, ended reason: String?) async {
             said.withLock { $0.append(reason.map { "Disconnected \(central) \(adapter) \($0)" } ?? "Connected \(central) \(adapter)") }
+        }
+        func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async {
+            said.withLock { $0.append("LinkChanged \(central) \(adapter) \(mtu) [\(cut.joined(separator: ","))]") }
         }
         var all: [String] { said.withLock { $0 } }
     }
@@ -56,10 +60,35 @@ struct CentralsTests {
             CentralState(address: Self.phone, adapter: "hci0", sinceSeconds: 3, bonded: true, mtu: 185, idleSeconds: 3),
             CentralState(address: Self.tablet, adapter: "hci0", sinceSeconds: 3, bonded: false, mtu: nil, idleSeconds: 3),
         ])
-        #expect(h.port.all == ["Connected \(Self.phone) hci0", "Connected \(Self.tablet) hci0", "Disconnected \(Self.tablet) hci0 "])
+        #expect(h.port.all == [
+            "Connected \(Self.phone) hci0", "Connected \(Self.tablet) hci0", "LinkChanged \(Self.phone) hci0 185 []", "Disconnected \(Self.tablet) hci0 ",
+        ])
     }
 
-    @Test("a central beyond max_centrals is disconnected at once, before BlueZ is asked anything else, and the journal and its Disconnected say why")
+    @Test("a link asks BlueZ nothing: bluetoothd is setting it up while the central discovers, and a GetManagedObjects then took it 1.0-1.4 s (66 on Debian 12)")
+    func linkCostsBlueZNothing() async throws {
+        let h = try Harness()
+
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.active(Self.phone, mtu: 185))
+
+        #expect(h.mock.calls.bondQueries.isEmpty)
+    }
+
+    @Test("bonded is BlueZ's answer when the centrals are listed: a central that bonded during its link is listed bonded")
+    func bondedAskedWhenListed() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+        let before = await h.centrals.centrals().first?.bonded
+
+        h.mock.scriptBonds(.always(.success([Bond(central: Self.tablet, name: nil)])))
+        let after = await h.centrals.centrals().first?.bonded
+
+        #expect(before == false)
+        #expect(after == true)
+    }
+
+    @Test("a central beyond max_centrals is disconnected at once, and the journal and its Disconnected say why")
     func beyondMaximumDisconnected() async throws {
         let h = try Harness(CentralsConfig(maximum: 2))
         await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
@@ -69,7 +98,6 @@ struct CentralsTests {
         await h.centrals.take(.disconnected(Self.stranger))
 
         #expect(h.mock.calls.disconnected.map(\.central) == [Self.stranger])
-        #expect(h.mock.calls.bondQueries.count == 2, "the link beyond the maximum waited for a look at the bonds")
         #expect(h.logs.all.contains("notice: \(Self.stranger): ending its link with hci0 (max_centrals 2: 2 already connected to hci0)"))
         #expect(h.port.all.last == "Disconnected \(Self.stranger) hci0 max_centrals 2: 2 already connected to hci0")
     }
@@ -129,6 +157,22 @@ struct CentralsTests {
         await h.centrals.take(.active(Self.phone, mtu: 65))
 
         #expect(await h.centrals.centrals().first?.cut == ["power.level"])
+    }
+
+    @Test("a link's MTU is announced once BlueZ gives it, not again while it stays, and again with each notification it cuts")
+    func mtuAndCutsAnnounced() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+
+        await h.centrals.take(.active(Self.phone, mtu: 23))
+        await h.centrals.take(.active(Self.phone, mtu: 23))
+        await h.centrals.sent(Self.level, length: 10)
+        await h.centrals.sent(Self.level, length: 30)
+        await h.centrals.sent(Self.level, length: 31)
+
+        #expect(h.port.all == [
+            "Connected \(Self.phone) hci0", "LinkChanged \(Self.phone) hci0 23 []", "LinkChanged \(Self.phone) hci0 23 [power.level]",
+        ])
     }
 
     @Test("bluetoothd leaving ends every link, each announced")
@@ -207,6 +251,51 @@ struct CentralsDaemonTests {
 
         try await eventually("the cut is said") { await centrals.centrals().first?.cut == ["lamp.label"] }
         #expect(session.logs.all.contains { $0.contains("lamp.label: a notification of its 30-byte value reaches \(Self.phone) cut to 20 bytes") })
+    }
+
+    @Test("bleadvctl watch prints a central's MTU once BlueZ gives it, and status a service's notification it cuts")
+    func watchAndStatusShowMTU() async throws {
+        let config = DaemonSession.config + """
+
+            [service.lamp]
+            uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
+
+            [service.lamp.characteristic.label]
+            uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
+            format = "utf8"
+            flags = ["read", "notify"]
+            value = "a label longer than twenty bytes"
+
+            """
+        let session = try await DaemonSession(onDBus: true, config: config) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptUpdateValue(.always(.success(())))
+        }
+        let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        defer { watch.kill(SIGTERM) }
+        session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))
+        // A first read with each MTU until watch prints one: it may not have subscribed yet.
+        let reading = Task {
+            var mtu = 23
+            while !Task.isCancelled {
+                session.mock.emit(.gatt(GATTEvent(label, .read, central: Self.phone, mtu: mtu)))
+                mtu += 1
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { reading.cancel() }
+
+        var line = try await PrivateBus.line(from: watch.stdout)
+        while line.hasPrefix("connected") { line = try await PrivateBus.line(from: watch.stdout) }
+        reading.cancel()
+        try await session.daemon.set("lamp", ["label": .string(String(repeating: "x", count: 300))])
+        try await eventually("the cut is known") { try await session.ctl("centrals").output.contains("cut lamp.label") }
+        let status = try await session.ctl("status").output
+
+        #expect(line.wholeMatch(of: /link AA:BB:CC:DD:EE:01 hci0 mtu \d+/) != nil, "\(line)")
+        #expect(status.contains("(label's notifications reach \(Self.phone) cut to"), "\(status)")
     }
 
     @Test("bleadvctl centrals lists a connected central; disconnect ends its link, and exits 2 for one not connected")

@@ -9,6 +9,9 @@ package protocol CentralsAnnouncing: Sendable {
     /// `central`'s link with `adapter` came up (`reason` nil) or ended (why, empty when bleadvd
     /// did not end it).
     func linked(_ central: String, adapter: String, ended reason: String?) async
+    /// What `central`'s link carries changed: its ATT MTU became known or changed, or a
+    /// characteristic joined `cut`, those whose notifications the MTU cuts.
+    func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async
 }
 
 /// Told the length of each value sent to a characteristic that notifies: BlueZ sends a
@@ -19,15 +22,15 @@ protocol NotifiedLengths: AnyObject, Sendable {
 }
 
 /// The centrals connected to the adapters, a component of the daemon: who is connected since
-/// when, bonded or not, the link's MTU as its reads and writes show it, and when each last did
-/// something. It announces each link's start and end, ends a link on request (`Disconnect`),
+/// when, bonded or not (asked of BlueZ when someone lists them, never at a link's start, while
+/// bluetoothd sets the link up and the central discovers), the link's MTU as its reads and
+/// writes show it, and when each last did something. It announces each link's start and end, ends a link on request (`Disconnect`),
 /// ends one beyond `max_centrals` at once and one idle past `idle_disconnect_seconds`.
 actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == Duration {
     /// One central's link.
     struct Link: Sendable {
         var adapter: String
         var since: C.Instant
-        var bonded: Bool?
         var mtu: Int?
         var active: C.Instant
         /// Why bleadvd is ending it, once it asked BlueZ to.
@@ -62,11 +65,16 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
 
     // MARK: CentralsControl
 
-    func centrals() -> [CentralState] {
+    func centrals() async -> [CentralState] {
+        var bonded: [String: Set<String>] = [:]
+        for adapter in Set(links.values.map(\.adapter)) {
+            if let bonds = try? await manager.bonds(adapter: adapter) { bonded[adapter] = Set(bonds.map(\.central)) }
+        }
         let now = clock.now
         return links.map { address, link in
             CentralState(
-                address: address, adapter: link.adapter, sinceSeconds: Daemon<C>.seconds(link.since.duration(to: now)), bonded: link.bonded,
+                address: address, adapter: link.adapter, sinceSeconds: Daemon<C>.seconds(link.since.duration(to: now)),
+                bonded: bonded[link.adapter].map { $0.contains(address) },
                 mtu: link.mtu, idleSeconds: Daemon<C>.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted())
         }
     }
@@ -82,7 +90,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     // MARK: Links
 
     /// A link came up: recorded and announced; one beyond `max_centrals` on its adapter is
-    /// ended before anything else is asked of BlueZ.
+    /// ended at once. BlueZ is asked nothing else.
     func connected(_ central: String, adapter: String) async {
         guard links[central] == nil else { return }
         let now = clock.now
@@ -92,8 +100,6 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         let count = links.values.filter { $0.adapter == adapter }.count
         if let maximum = config.maximum, count > maximum {
             try? await end(central, because: "max_centrals \(maximum): \(count - 1) already connected to \(adapter)")
-        } else if let bonds = try? await manager.bonds(adapter: adapter), links[central] != nil {
-            links[central]!.bonded = bonds.contains { $0.central == central }
         }
         armIdleTimer()
     }
@@ -106,19 +112,30 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         armIdleTimer()
     }
 
-    /// A central read, wrote or subscribed: it is active, and its MTU is what BlueZ said.
-    func active(_ central: String, mtu: Int?) {
+    /// A central read, wrote or subscribed: it is active, and its MTU is what BlueZ said; a new
+    /// MTU is announced, with the cuts it makes.
+    func active(_ central: String, mtu: Int?) async {
         guard links[central] != nil else { return }
         links[central]!.active = clock.now
         guard let mtu, links[central]!.mtu != mtu else { return }
         links[central]!.mtu = mtu
         for (id, length) in lengths.sorted(by: { $0.key.description < $1.key.description }) { check(central, id, length: length) }
+        await announce(central)
     }
 
-    /// Says, once per central and characteristic, a notification its MTU cuts.
-    private func check(_ central: String, _ id: GATTCharacteristicID, length: Int) {
-        guard let mtu = links[central]?.mtu, length > mtu - 3, links[central]!.cut.insert(id).inserted else { return }
+    /// Says, once per central and characteristic, a notification its MTU cuts; true when it
+    /// said one.
+    @discardableResult
+    private func check(_ central: String, _ id: GATTCharacteristicID, length: Int) -> Bool {
+        guard let mtu = links[central]?.mtu, length > mtu - 3, links[central]!.cut.insert(id).inserted else { return false }
         logger.notice("\(id): a notification of its \(length)-byte value reaches \(Central.named(central)) cut to \(mtu - 3) bytes, if it subscribed (its link's ATT MTU is \(mtu), and BlueZ sends what that carries); a read gets it whole")
+        return true
+    }
+
+    /// Announces what `central`'s link carries (`LinkChanged`).
+    private func announce(_ central: String) async {
+        guard let link = links[central], let mtu = link.mtu else { return }
+        await port.linkChanged(central, adapter: link.adapter, mtu: mtu, cut: link.cut.map(\.description).sorted())
     }
 
     /// Every link of `adapter` (nil: of every adapter) ended with it, or with bluetoothd.
@@ -170,9 +187,9 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     }
 
     /// A value of `length` bytes went to `id`, which notifies.
-    func sent(_ id: GATTCharacteristicID, length: Int) {
+    func sent(_ id: GATTCharacteristicID, length: Int) async {
         lengths[id] = length
-        for central in links.keys.sorted() { check(central, id, length: length) }
+        for central in links.keys.sorted() where check(central, id, length: length) { await announce(central) }
     }
 
     /// A reload's `[centrals]`: the timer follows it; links beyond a lower maximum stay.
@@ -216,7 +233,7 @@ extension Centrals: DaemonComponent {
         switch input {
         case .connected(let central, let adapter): await connected(central, adapter: adapter)
         case .disconnected(let central): await disconnected(central)
-        case .active(let central, let mtu): active(central, mtu: mtu)
+        case .active(let central, let mtu): await active(central, mtu: mtu)
         case .allEnded(let adapter): await allEnded(on: adapter)
         }
     }

@@ -95,6 +95,10 @@ package struct DBusControlBus: ControlBus {
         await ControlService.linked(central, adapter: adapter, ended: reason, on: connection)
     }
 
+    package func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async {
+        await ControlService.linkChanged(central, adapter: adapter, mtu: mtu, cut: cut, on: connection)
+    }
+
     /// Through NetworkManager, bleadvd running as its own user asks the join helper, which runs
     /// as root (``JoinHelper``); run as root itself, it asks NetworkManager; or the config's
     /// program.
