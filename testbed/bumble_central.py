@@ -13,7 +13,7 @@ resets the emulated controller. It reads one run a line on standard input,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
                                               await:FILE, scan:SECONDS, subscribe:UUID,
                                               notified:UUID=HEX, timedread:UUID,
-                                              writes:UUID=COUNT, link)
+                                              writes:UUID=COUNT, link, heard:UUID=SECONDS)
 
 connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
 disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
@@ -24,6 +24,8 @@ it could not connect or a step it does not know was asked):
   read UUID: HEX in S s | read UUID: ATT error 0x80 NAME in S s   (timedread)
   wrote COUNT UUID in S s (slowest S s)   (writes: COUNT writes with response of 0, 1, ...)
   link: up | link: ended (reason 0x13 ...)   (link: whether the link is still up)
+  heard UUID: HEX, HEX | heard UUID: nothing in S s   (heard: the notifications or indications
+                                              of a subscribed UUID, waited for up to S s)
   paired (METHOD) in S s | pairing failed: REASON
   encrypted with the stored key in S s | encryption failed: REASON
   wrote UUID | write UUID: ATT error NAME
@@ -278,6 +280,13 @@ async def do_step(run, link, step):
             run.say("notified %s: %s" % (uuid, hex_value))
         else:
             run.say("notified %s: nothing in 10 s (%s)" % (uuid, ", ".join(link.notified.get(uuid, [])) or "none"))
+    elif kind == "heard":
+        uuid, _, seconds = what.partition("=")
+        deadline = time.monotonic() + float(seconds)
+        while not link.notified.get(uuid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1)  # what follows the first at once
+        run.say("heard %s: %s" % (uuid, ", ".join(link.notified.get(uuid, [])) or "nothing in %s s" % seconds))
     elif kind == "scan":
         await scan(run, what)
     elif kind == "watch":

@@ -33,6 +33,16 @@ set -euo pipefail
 
 config="$TESTBED_WORK/pairing.toml"
 write_config() {
+  local extra=""
+  # EXTRA=1: one characteristic more, a change of the lock service's table.
+  [[ -z "${EXTRA:-}" ]] || extra='
+[service.lock.characteristic.extra]
+uuid = "6e400014-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read"]
+security = "none"
+value = 1
+'
   cat > "$config" <<TOML
 adapter = "hci0"
 
@@ -61,7 +71,7 @@ format = "utf8"
 flags = ["read"]
 value = "1234"
 security = "authenticated"
-
+$extra
 [advertisement.door]
 local_name = "Lock"
 services = ["lock"]
@@ -171,6 +181,29 @@ expect_line "$central_address: paired and bonded" "$(cat "$TESTBED_WORK/pair1.ou
 [[ "$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable)" == "b false" ]] || fail "hci0 still pairable after the bond"
 expect_line "$central_address" "$(bonds)"
 echo "    bonds: $(bonds)"
+
+echo "3b. a reload that changes a service (#66 item 6): the bonded central, subscribed to Service Changed, is told the handles to discover again"
+# bluetoothd (src/gatt-database.c) indicates Service Changed over the range of each service
+# removed and added to the centrals that enabled its indications (a bonded central's choice
+# is kept across links); bleadvd registers every service anew when one changes.
+turn="$TESTBED_WORK/service-changed"
+rm -rf "$turn"; mkdir -p "$turn"
+central encrypt "subscribe:2a05" "touch:$turn/subscribed" "await:$turn/reloaded" "heard:2a05=15" > "$TESTBED_WORK/changed.lines" &
+changed_run=$!
+wait_for 60 "the central to subscribe to Service Changed" "[ -e '$turn/subscribed' ] || ! kill -0 $changed_run" || true
+EXTRA=1 write_config just-works
+bleadvctl reload
+touch "$turn/reloaded"
+wait "$changed_run" || true
+cat "$TESTBED_WORK/changed.lines"
+ranges=$(sed -n 's/^    heard 2a05: //p' "$TESTBED_WORK/changed.lines")
+[[ "$ranges" =~ ^[0-9a-f]{8} ]] || fail "the bonded central was told no Service Changed after a reload that added a characteristic: ${ranges:-no line}"
+# Each value is two little-endian handles, the first and the last of the range.
+for range in ${ranges//,/ }; do
+  echo "    Service Changed: handles 0x${range:2:2}${range:0:2}-0x${range:6:2}${range:4:2}"
+done
+write_config just-works
+bleadvctl reload
 
 echo "4, 5. the bond survives kill -9 of bluetoothd and a restart of bleadvd; then 1,000 writes without response on the encrypted link"
 restart_bluetoothd

@@ -4,7 +4,8 @@
 # their own live them: Bumble on hci1 (A) and on hci2 (B), bleadvd on hci0 with
 # [centrals] max_centrals = 1, and bleadvctl watch running throughout.
 # 1. A connects and reads: bleadvctl centrals lists it with hci0 and the MTU of its read;
-#    watch prints its link.
+#    watch prints its link and its MTU; a value longer than the MTU carries, set on a
+#    characteristic that notifies, is said by watch, status and the journal.
 # 2. B connects beside it: bleadvd ends B's link at once (max_centrals 1; bluetoothd answers
 #    Device1.Disconnect once the controller ended the link, about a second under emulation);
 #    5 s after it connected B finds its link ended by the peripheral (0x13); the journal and
@@ -41,6 +42,12 @@ format = "uint8"
 flags = ["read", "write"]
 security = "none"
 value = 7
+
+[service.pi.characteristic.label]
+uuid = "6e400034-b5a3-f393-e0a9-e50e24dcca9e"
+format = "utf8"
+flags = ["read", "notify"]
+value = "pi"
 EOF
 }
 write_config "max_centrals = 1"
@@ -64,6 +71,23 @@ echo "    bleadvctl centrals: $listed"
 a=${listed%% *}
 [[ "$listed" == *" hci0 connected "* ]] || fail "centrals does not list A on hci0: $listed"
 bleadvctl centrals --json | sed 's/^/    --json: /'
+# #66 item 5: watch prints the MTU BlueZ gave with the read; a value set longer than it carries
+# in a notification (MTU - 3 bytes) is said by watch and status.
+wait_for 10 "watch to print A's MTU" '[[ $(watched "link $a hci0 mtu ") -ge 1 ]]' \
+  || fail "watch did not print A's MTU: $(cat "$TESTBED_WORK/watch.out")"
+mtu=$(sed -n "s/^link $a hci0 mtu \([0-9]*\).*/\1/p" "$TESTBED_WORK/watch.out" | head -n1)
+echo "    watch: $(grep -m1 "^link $a" "$TESTBED_WORK/watch.out")"
+bleadvctl set pi "label=$(printf 'x%.0s' $(seq 300))"
+if ((mtu - 3 < 300)); then
+  wait_for 10 "watch to print the cut" '[[ $(watched "link $a hci0 mtu $mtu cut pi.label") -ge 1 ]]' \
+    || fail "watch did not print the notification cut for A: $(cat "$TESTBED_WORK/watch.out")"
+  echo "    watch: $(grep -m1 "cut pi.label" "$TESTBED_WORK/watch.out")"
+  row=$(bleadvctl status | grep "^pi ")
+  echo "    status: $row"
+  [[ "$row" == *"(label's notifications reach $a cut to $((mtu - 3)) bytes)"* ]] || fail "status does not say the cut: $row"
+  grep -q "pi.label: a notification of its 300-byte value reaches $a cut to $((mtu - 3)) bytes" "$TESTBED_WORK/bleadvd.log" \
+    || fail "the journal does not say the cut"
+fi
 relinked "$before"
 
 echo "2. B connects beside A: ended at once (max_centrals 1)"
