@@ -24,8 +24,9 @@ protocol NotifiedLengths: AnyObject, Sendable {
 /// The centrals connected to the adapters, a component of the daemon: who is connected since
 /// when, bonded or not (asked of BlueZ when someone lists them, never at a link's start, while
 /// bluetoothd sets the link up and the central discovers), the link's MTU as its reads and
-/// writes show it, and when each last did something. It announces each link's start and end, ends a link on request (`Disconnect`),
-/// ends one beyond `max_centrals` at once and one idle past `idle_disconnect_seconds`.
+/// writes show it, and when each last did something. It announces each link's start, what it
+/// carries (MTU, cuts) and its end, ends a link on request (`Disconnect`), ends one beyond
+/// `max_centrals` at once and one idle past `idle_disconnect_seconds`.
 actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == Duration {
     /// One central's link.
     struct Link: Sendable {

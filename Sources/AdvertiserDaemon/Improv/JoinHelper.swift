@@ -42,9 +42,10 @@ package enum JoinHelper {
     }
 
     /// Serves one `Join` on `connection` with `joiner`, then returns (after ``idle`` when none
-    /// comes; a join that came is answered however long it takes). A call from a user `accepts` refuses (anyone but bleadvd's own, by default:
-    /// the bus policy lets root in too) is answered `AccessDenied`, and the helper ends at once,
-    /// having asked NetworkManager nothing. Takes the name last, once the object answers.
+    /// comes; a join that came is answered however long it takes). A call from a user `accepts`
+    /// refuses (anyone but bleadvd's own, by default: the bus policy lets root in too) is
+    /// answered `AccessDenied`, and the helper ends at once, having asked NetworkManager
+    /// nothing. Takes the name last, once the object answers.
     /// - Throws: ``DBusError`` when the object cannot be exported or the name taken.
     package static func serve<C: Clock>(
         on connection: DBusConnection, joiner: any NetworkJoining, clock: C, logger: Logger,
