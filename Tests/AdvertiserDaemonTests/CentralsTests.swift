@@ -222,8 +222,10 @@ struct CentralsDaemonTests {
         #expect(await ended.next() == "Disconnected \(Self.phone) hci0")
     }
 
-    @Test("a value set longer than a connected central's MTU carries is said for it: Values tells the centrals what it sends")
-    func setValueCutSaid() async throws {
+    static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+
+    /// A session whose config adds a lamp service with a label that notifies.
+    func lampSession(onDBus: Bool = false) async throws -> DaemonSession {
         let config = DaemonSession.config + """
 
             [service.lamp]
@@ -236,12 +238,17 @@ struct CentralsDaemonTests {
             value = "desk"
 
             """
-        let session = try await DaemonSession(config: config) { mock in
+        return try await DaemonSession(onDBus: onDBus, config: config) { mock in
             mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
             mock.scriptUnregisterApplication(.always(.success(())))
             mock.scriptUpdateValue(.always(.success(())))
         }
-        let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+    }
+
+    @Test("a value set longer than a connected central's MTU carries is said for it: Values tells the centrals what it sends")
+    func setValueCutSaid() async throws {
+        let session = try await lampSession()
+        let label = Self.label
         session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))
         session.mock.emit(.gatt(GATTEvent(label, .read, central: Self.phone, mtu: 23)))
         let centrals = try session.serving((any CentralsControl).self)
@@ -255,24 +262,8 @@ struct CentralsDaemonTests {
 
     @Test("bleadvctl watch prints a central's MTU once BlueZ gives it, and status a service's notification it cuts")
     func watchAndStatusShowMTU() async throws {
-        let config = DaemonSession.config + """
-
-            [service.lamp]
-            uuid = "6e400001-b5a3-f393-e0a9-e50e24dcca9e"
-
-            [service.lamp.characteristic.label]
-            uuid = "6e400003-b5a3-f393-e0a9-e50e24dcca9e"
-            format = "utf8"
-            flags = ["read", "notify"]
-            value = "a label longer than twenty bytes"
-
-            """
-        let session = try await DaemonSession(onDBus: true, config: config) { mock in
-            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
-            mock.scriptUnregisterApplication(.always(.success(())))
-            mock.scriptUpdateValue(.always(.success(())))
-        }
-        let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
+        let session = try await lampSession(onDBus: true)
+        let label = Self.label
         let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
         defer { watch.kill(SIGTERM) }
         session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))

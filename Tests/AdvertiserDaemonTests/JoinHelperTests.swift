@@ -38,11 +38,11 @@ struct JoinHelperTests {
     /// time), and a `HelperJoiner` on another.
     /// It joins for this process's user (as bleadvd's), unless `accepting` says otherwise.
     static func helper(
-        _ joiner: Joiner, on bus: PrivateBus, clock: ManualClock = ManualClock(), accepting: @escaping @Sendable (UInt32) -> Bool = { $0 == getuid() },
-        joiner other: (any NetworkJoining)? = nil, logs: LogLines = LogLines()
+        _ joiner: any NetworkJoining, on bus: PrivateBus, clock: ManualClock = ManualClock(), accepting: @escaping @Sendable (UInt32) -> Bool = { $0 == getuid() },
+        logs: LogLines = LogLines()
     ) async throws -> (HelperJoiner<ManualClock>, Task<Void, any Error>) {
         let helperSide = try await DBusConnection.connect(to: .address(bus.address))
-        let served = Task { try await JoinHelper.serve(on: helperSide, joiner: other ?? joiner, clock: clock, logger: logs.logger(), accepts: accepting) }
+        let served = Task { try await JoinHelper.serve(on: helperSide, joiner: joiner, clock: clock, logger: logs.logger(), accepts: accepting) }
         let bleadvdSide = try await DBusConnection.connect(to: .address(bus.address))
         // The name is taken last, once the helper answers.
         try await eventually("the join helper owns its name") { try await bleadvdSide.nameOwner(JoinHelper.busName) != nil }
@@ -143,7 +143,7 @@ struct JoinHelperTests {
         let joiner = SlowJoiner()
         let logs = LogLines()
         let bus = try PrivateBus()
-        let (helperJoiner, served) = try await Self.helper(Joiner(.success(nil)), on: bus, clock: clock, joiner: joiner, logs: logs)
+        let (helperJoiner, served) = try await Self.helper(joiner, on: bus, clock: clock, logs: logs)
         let joining = Task { try await helperJoiner.join(Self.home) }
         for await _ in joiner.started { break }
 
