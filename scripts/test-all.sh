@@ -62,38 +62,62 @@ step() {
 }
 
 step "dependencies" make --no-print-directory deps
+# The test bed's packages, kernels, Python tools, emulator builds and Debian images take more of
+# the network and of dpkg than of the CPU: they are made beside the steps that build and test
+# on this machine (no guest boots before all of them are done). Its output is shown after them.
+setup_log=$(mktemp)
+(
+  started=$SECONDS
+  testbed/setup.sh bookworm trixie > "$setup_log" 2>&1
+  echo "$? $((SECONDS - started))" > "$setup_log.done"
+) &
+setup=$!
 step "unit, bus, daemon and CLI tests" make --no-print-directory unit-test
 step "systemd unit file" make --no-print-directory systemd-check
 step "API documentation" make --no-print-directory docs
 step "fuzzing, a short run of each target" make --no-print-directory fuzz-smoke
-step "the test bed's packages, kernels, images and the two packages under test" make --no-print-directory testbed-prepare
+wait "$setup"
+read -r setup_status setup_seconds < "$setup_log.done" || setup_status=1
+step "the test bed's packages, kernels and images (made beside the steps above in ${setup_seconds:-?} s)" \
+  bash -c 'cat "$1"; exit "$2"' _ "$setup_log" "$setup_status"
+rm -f "$setup_log" "$setup_log.done"
+step "the release build and the two packages under test" make --no-print-directory testbed-packages
 
 lanes=$(mktemp -d)
+# live LANE: each lane's progress as it happens (its steps, boots, each scenario's PASS or FAIL
+# with its time, its summaries), so that a run stopped by CI's time limit still shows where the
+# time went; the lane's whole output stays in its file. (A guest under systemd writes its lines
+# through a console: they end in CR LF.)
+live() {
+  tr -d '\r' | tee "$lanes/$1" \
+    | grep -a --line-buffered -E '^(==> |PASS |FAIL |FAILED: |testbed: (booting|stack|VM run|FAILED|bluetoothd was gone|[0-9]+ passed))' \
+    | while IFS= read -r line; do printf '[lane %s, %d s] %s\n' "$1" $((SECONDS - started_all)) "$line"; done
+}
 (
   export BLEADVD_TESTBED_LANE=1
   started=$SECONDS
   step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test PREPARED=1
-  step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point" make --no-print-directory testbed-homeassistant-test PREPARED=1
+  step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point; values read from programs, centrals listed and disconnected" make --no-print-directory testbed-homeassistant-test PREPARED=1
   echo $((SECONDS - started)) > "$lanes/1.seconds"
-) > "$lanes/1" 2>&1 &
+) 2>&1 | live 1 &
 first=$!
 (
   export BLEADVD_TESTBED_LANE=2
   started=$SECONDS
-  step "the package under systemd (PID 1) in the VM test bed, after 40 cycles of two centrals connecting" make --no-print-directory testbed-systemd-test PREPARED=1
+  step "the package under systemd (PID 1) in the VM test bed, after 10 cycles of two centrals connecting" make --no-print-directory testbed-systemd-test PREPARED=1
   step "the other stacks in the VM test bed: trixie, controllers without extended advertising" make --no-print-directory testbed-stacks-test PREPARED=1
   echo $((SECONDS - started)) > "$lanes/2.seconds"
-) > "$lanes/2" 2>&1 &
+) 2>&1 | live 2 &
 second=$!
-printf '\n==> the test bed, in two lanes at once (each lane shown whole when both are done)\n'
+printf '\n==> the test bed, in two lanes at once (their progress as it comes; each lane whole when both are done)\n'
 wait "$first" "$second"
+printf '\n==> the test bed, each lane whole\n'
 cat "$lanes/1" "$lanes/2"
 # Where the bed's time went: each lane's, and the five slowest scenarios (harness.sh's PASS and
 # FAIL lines carry each scenario's seconds).
 printf '\nthe test bed: lane 1 (end-to-end, Home Assistant) %s s, lane 2 (systemd, other stacks) %s s; the slowest scenarios:\n' \
   "$(cat "$lanes/1.seconds" 2> /dev/null || echo '?')" "$(cat "$lanes/2.seconds" 2> /dev/null || echo '?')"
-# (A guest under systemd writes its lines through a console: they end in CR LF.)
-tr -d '\r' < <(cat "$lanes/1" "$lanes/2") | grep -aE '^(PASS|FAIL) .* \([0-9.]+ s\)$' \
+cat "$lanes/1" "$lanes/2" | grep -aE '^(PASS|FAIL) .* \([0-9.]+ s\)$' \
   | sed -E 's/^(PASS|FAIL) (.*) \(([0-9.]+) s\)$/\3\t\1 \2/' | sort -t$'\t' -k1,1 -rn | head -n 5 \
   | awk -F'\t' '{ printf "  %6.0f s  %s\n", $1, $2 }'
 # Every failed scenario again, last, with the lines it printed before it failed: a CI log cut
