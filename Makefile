@@ -62,11 +62,12 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # image.
 # 68, 69, 70, 72 and 74 need a third controller (testbed/run.sh --controllers 3), whose boots run
 # the patched emulator (testbed/bluez): make test-connections. 72 (values read from a program)
-# and 74 (centrals listed and disconnected), two centrals each, run in make test in
-# testbed-homeassistant-test's boot (three controllers): a boot of their own cost lane 1 two
-# minutes. 71, the connection soak, runs 10 cycles in testbed-systemd-test's boot (three
-# controllers), and 1,000 in make soak-connections: 40 in make test took 1,267 s of lane 2 in
-# a fresh clone's run (2026-12-02), more than any other scenario.
+# and 74 (centrals listed and disconnected), two centrals each, run in make test in the
+# boots of testbed-systemd-test (72) and testbed-homeassistant-test (74), with three
+# controllers, before the package is installed: a boot of their own cost lane 1 two minutes,
+# and so the lanes take about as long. 71, the connection soak, runs 10 cycles in
+# testbed-systemd-test's boot, and 1,000 in make soak-connections: 40 in make test took
+# 1,267 s of lane 2 in a fresh clone's run (2026-12-02), more than any other scenario.
 SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-% testbed/scenarios/72-% testbed/scenarios/74-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 MAKE_TEST_SCENARIOS = $(filter-out testbed/scenarios/40-% testbed/scenarios/41-%,$(SCENARIOS))
 
@@ -89,7 +90,7 @@ testbed-prepare: testbed-packages ## what make test's test bed lanes need, made 
 testbed-packages: deb ## the release build, the package and a newer build of the same (for the upgrade scenario); make test makes the test bed beside its first steps, then these
 	scripts/make-deb.sh $(VERSION) 2
 
-testbed-test: $(TESTBED_BUILT) ## end-to-end scenarios in the VM test bed with a real bluetoothd, sharing this machine's root (all but 56, a measurement: make bench-address; 40, 41, 72 and 74: make testbed-homeassistant-test; 68-71: make test-connections and testbed-systemd-test), then bleadvd on controllers without extended advertising
+testbed-test: $(TESTBED_BUILT) ## end-to-end scenarios in the VM test bed with a real bluetoothd, sharing this machine's root (all but 56, a measurement: make bench-address; 40, 41 and 74: make testbed-homeassistant-test; 68-72: make test-connections and testbed-systemd-test), then bleadvd on controllers without extended advertising
 	$(TESTBED_SETUP)
 	testbed/run.sh $(MAKE_TEST_SCENARIOS)
 	testbed/run.sh --legacy testbed/scenarios/20-*.sh
@@ -110,22 +111,24 @@ test-improv: deb ## scenarios 66 and 67, Improv Wi-Fi with Home Assistant's clie
 	testbed/run.sh --systemd testbed/systemd-scenarios/66-*.sh testbed/systemd-scenarios/67-*.sh
 	testbed/run.sh --systemd --stack trixie --legacy testbed/systemd-scenarios/66-*.sh testbed/systemd-scenarios/67-*.sh
 
-testbed-homeassistant-test: $(TESTBED_PACKAGED) ## Home Assistant's own libraries against bleadvd on Debian 12 under systemd: bthome-ble decodes BTHome, beacontools the beacon presets (40, 41), py-improv-ble-client puts the box on Wi-Fi through Improv against a hostapd access point (66); in the same boot (three controllers), values read from programs (72) and centrals listed and disconnected (74), two centrals each
+testbed-homeassistant-test: $(TESTBED_PACKAGED) ## Home Assistant's own libraries against bleadvd on Debian 12 under systemd: bthome-ble decodes BTHome, beacontools the beacon presets (40, 41), py-improv-ble-client puts the box on Wi-Fi through Improv against a hostapd access point (66); in the same boot (three controllers), centrals listed and disconnected (74)
 	$(TESTBED_SETUP)
-	@# 72 and 74 run the release binaries: before 66 installs the package and its service.
-	testbed/run.sh --systemd --controllers 3 testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh \
-	  testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh testbed/systemd-scenarios/66-*.sh
+	@# 74 runs the release binaries: before 66 installs the package and its service.
+	testbed/run.sh --systemd --controllers 3 testbed/scenarios/40-*.sh testbed/scenarios/41-*.sh testbed/scenarios/74-*.sh \
+	  testbed/systemd-scenarios/66-*.sh
 
-testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under systemd as PID 1 in the VM test bed, three controllers: 10 cycles of two centrals connecting (71; make soak-connections for 1,000), sandbox, control, 15 steps of the chaos soak, reload, watchdog, upgrade, removal
+testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under systemd as PID 1 in the VM test bed, three controllers: 10 cycles of two centrals connecting (71; make soak-connections for 1,000), values read from programs (72), sandbox, control, 8 steps of the chaos soak, reload, watchdog, upgrade, removal
 	$(TESTBED_SETUP)
 	@# A newer build of the same binaries, for the upgrade over a running one.
 	$(NEWER_DEB)
 	@# 55 here too: Debian 12's bluetooth.service (no -E) ignores intervals, which status must say.
-	@# 71, 10 cycles of two centrals, needs a third controller (so this boot runs the patched
-	@# emulator); it runs before the package is installed.
-	BLEADVD_TESTBED_APPEND="bleadvd_connections.cycles=10 $${BLEADVD_TESTBED_APPEND:-}" testbed/run.sh --systemd --controllers 3 testbed/scenarios/55-*.sh testbed/scenarios/71-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
+	@# 71, 10 cycles of two centrals, and 72, two centrals, need a third controller
+	@# (so this boot runs the patched emulator); they run the release binaries, before 60
+	@# installs the package and its service.
+	BLEADVD_TESTBED_APPEND="bleadvd_connections.cycles=10 $${BLEADVD_TESTBED_APPEND:-}" testbed/run.sh --systemd --controllers 3 \
+	  testbed/scenarios/55-*.sh testbed/scenarios/71-*.sh testbed/scenarios/72-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
 
-testbed-stacks-test: $(TESTBED_PACKAGED) ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT and pairing included, with 10 restarts of bluetooth.service and 15 steps of the chaos soak
+testbed-stacks-test: $(TESTBED_PACKAGED) ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT and pairing included, with 10 restarts of bluetooth.service and 8 steps of the chaos soak
 	$(TESTBED_SETUP) bookworm trixie
 	@# 62 upgrades to a newer build of the same binaries.
 	$(NEWER_DEB)

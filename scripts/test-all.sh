@@ -87,9 +87,10 @@ lanes=$(mktemp -d)
 # live LANE: each lane's progress as it happens (its steps, boots, each scenario's PASS or FAIL
 # with its time, its summaries), so that a run stopped by CI's time limit still shows where the
 # time went; the lane's whole output stays in its file. (A guest under systemd writes its lines
-# through a console: they end in CR LF.)
+# through a console: they end in CR LF. sed -u, not tr: tr holds its output until 4 KiB have
+# come, and the first lines of a fresh clone's lanes came 10 minutes late.)
 live() {
-  tr -d '\r' | tee "$lanes/$1" \
+  sed -u 's/\r$//' | tee "$lanes/$1" \
     | grep -a --line-buffered -E '^(==> |PASS |FAIL |FAILED: |testbed: (booting|stack|VM run|FAILED|bluetoothd was gone|[0-9]+ passed))' \
     | while IFS= read -r line; do printf '[lane %s, %d s] %s\n' "$1" $((SECONDS - started_all)) "$line"; done
 }
@@ -97,14 +98,14 @@ live() {
   export BLEADVD_TESTBED_LANE=1
   started=$SECONDS
   step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test PREPARED=1
-  step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point; values read from programs, centrals listed and disconnected" make --no-print-directory testbed-homeassistant-test PREPARED=1
+  step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point; centrals listed and disconnected" make --no-print-directory testbed-homeassistant-test PREPARED=1
   echo $((SECONDS - started)) > "$lanes/1.seconds"
 ) 2>&1 | live 1 &
 first=$!
 (
   export BLEADVD_TESTBED_LANE=2
   started=$SECONDS
-  step "the package under systemd (PID 1) in the VM test bed, after 10 cycles of two centrals connecting" make --no-print-directory testbed-systemd-test PREPARED=1
+  step "the package under systemd (PID 1) in the VM test bed, after 10 cycles of two centrals connecting, values read from programs" make --no-print-directory testbed-systemd-test PREPARED=1
   step "the other stacks in the VM test bed: trixie, controllers without extended advertising" make --no-print-directory testbed-stacks-test PREPARED=1
   echo $((SECONDS - started)) > "$lanes/2.seconds"
 ) 2>&1 | live 2 &
