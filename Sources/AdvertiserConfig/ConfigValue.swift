@@ -26,11 +26,23 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
     /// Text typed by a person (`bleadvctl set NAME KEY=VALUE`), given the type the key holds
     /// now, if any: what it holds wins; otherwise true/false, a whole number, a decimal
     /// number, else a string. Numbers are read as TOML writes them: `-12`, `0x10`, `21.5`,
-    /// `1e3`; not as C reads them (`0x1p4` is not 16, `inf` is text).
+    /// `1e3`; not as C reads them (`0x1p4` is not 16, `inf` is text). Where the key holds an
+    /// array, or a number or true/false, commas separate several values of its elements' type
+    /// (`temperature=21.5,19,64.2`).
     public init(parsing text: String, like current: ConfigValue?) {
+        if let current, current.isScalar, !current.isString, text.contains(",") {
+            // Several numbers or flags where one was; an empty one stays, for the reader to refuse.
+            self = .array(text.split(separator: ",", omittingEmptySubsequences: false).map { ConfigValue(parsing: String($0), like: current) })
+            return
+        }
         switch current {
         case .string?: self = .string(text)
-        case .array?: self = .array(text.split(separator: ",").map { .string(String($0)) })
+        case .array(let elements)?:
+            if let first = elements.first, !first.isString {
+                self = .array(text.split(separator: ",", omittingEmptySubsequences: false).map { ConfigValue(parsing: String($0), like: first) })
+            } else {
+                self = .array(text.split(separator: ",").map { .string(String($0)) })
+            }
         case .bool?: self = text == "true" ? .bool(true) : text == "false" ? .bool(false) : .string(text)
         case .integer?, .double?, nil:
             if current == nil, text == "true" || text == "false" { self = .bool(text == "true") }
@@ -39,6 +51,9 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
             else { self = .string(text) }
         }
     }
+
+    private var isString: Bool { if case .string = self { true } else { false } }
+    private var isScalar: Bool { if case .array = self { false } else { true } }
 
     /// A TOML integer: decimal with an optional sign, or `0x`, `0o`, `0b` and digits.
     private static func integer(_ text: String) -> Int? {

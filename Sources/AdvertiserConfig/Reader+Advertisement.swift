@@ -141,16 +141,18 @@ extension Reader {
             }
         }
         let problems = advertisement.problems()
-        guard problems.isEmpty else { throw error(path, problems.joined(separator: "; ")) }
+        guard problems.isEmpty else { throw error(path, (problems + objectCount(sensor)).joined(separator: "; ")) }
         var settings = ConfiguredAdvertisement.settings(of: entry)
         settings["enabled"] = nil
         return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement, bthome: sensor, settings: settings, services: offered)
     }
 
-    /// A `[advertisement.NAME.bthome]` table: measurements by object name, `trigger_based`.
+    /// A `[advertisement.NAME.bthome]` table: measurements by object name, each a value or an
+    /// array of values of one kind (`temperature = [21.5, 19.0]`, sent in that order),
+    /// `trigger_based`.
     func bthome(_ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> BTHome {
         try checkKeys(fields, allowed: Self.presetKeys["bthome"]!, at: path)
-        var sensor = BTHome(values: [:])
+        var sensor = BTHome(values: [String: [Double]]())
         sensor.triggerBased = try fields["trigger_based"].map { value throws(ConfigError) in try bool(value, path + ["trigger_based"]) } ?? false
         if let value = fields["encryption_key"] {
             // Never echoed: the message says what is wrong without showing the key.
@@ -167,22 +169,50 @@ extension Reader {
         }
         for name in fields.keys.sorted() where !Self.bthomeKeys.contains(name) {
             let object = BTHome.objectsByName[name]!
-            let value: Double
-            if object.binary {
-                value = try bool(fields[name]!, path + [name]) ? 1 : 0
-            } else {
-                guard let number = fields[name]!.double ?? fields[name]!.int.map(Double.init) else {
-                    throw error(path + [name], "must be a number, not \(fields[name]!.type)")
+            let given = fields[name]!
+            let elements: [TOMLNode]
+            if case .array(let array) = given {
+                guard !array.isEmpty else {
+                    throw error(path + [name], "is an empty array; give one value or several, e.g. \(name) = \(object.binary ? "[true, false]" : "[21.5, 19.0]")")
                 }
-                value = number
+                elements = array
+            } else {
+                elements = [given]
             }
-            if let problem = object.problem(with: value) { throw error(path + [name], problem) }
-            sensor.values[name] = value
+            var values: [Double] = []
+            for (index, element) in elements.enumerated() {
+                // One of several is named by its place: "value 2 of 3 is 400; ...".
+                let which = given.type == "array" ? "value \(index + 1) of \(elements.count) " : ""
+                let value: Double
+                if object.binary {
+                    guard let flag = element.bool else {
+                        throw error(path + [name], "\(which)must be true or false, not \(element.type)")
+                    }
+                    value = flag ? 1 : 0
+                } else {
+                    guard let number = element.double ?? element.int.map(Double.init) else {
+                        throw error(path + [name], "\(which)must be a number, not \(element.type)")
+                    }
+                    value = number
+                }
+                if let problem = object.problem(with: value) { throw error(path + [name], which + problem) }
+                values.append(value)
+            }
+            sensor.values[name] = values
         }
         guard !sensor.values.isEmpty else {
             throw error(path, "has no measurement; give at least one, e.g. temperature = 21.5")
         }
         return sensor
+    }
+
+    /// For the refusal of a sensor whose measurements repeat: how many objects it sends, and of
+    /// which kinds (`the sensor sends 9 objects: battery, temperature ×8`).
+    func objectCount(_ sensor: BTHome?) -> [String] {
+        guard let sensor, sensor.values.values.contains(where: { $0.count > 1 }) else { return [] }
+        let names = sensor.values.keys.sorted { (BTHome.objectsByName[$0]?.id ?? .max) < (BTHome.objectsByName[$1]?.id ?? .max) }
+        let kinds = names.map { name in sensor.values[name]!.count > 1 ? "\(name) ×\(sensor.values[name]!.count)" : name }
+        return ["the sensor sends \(sensor.values.values.map(\.count).reduce(0, +)) objects: \(kinds.joined(separator: ", "))"]
     }
 
     func fields(_ entry: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> Advertisement {

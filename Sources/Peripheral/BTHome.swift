@@ -4,7 +4,8 @@
 /// The payload is the device information byte (version 2, and whether the sensor sends only on
 /// a trigger), then one object per measurement in ascending object-id order, the packet id
 /// (object 0x00) first: a receiver drops a packet whose id it has seen, so the id changes with
-/// every new set of values.
+/// every new set of values. A measurement may repeat (a probe with four temperatures): its
+/// objects follow one another in the order given, which receivers number from 1.
 public struct BTHome: Hashable, Sendable {
     /// The service UUID BTHome v2 uses.
     public static let serviceUUID = BluetoothUUID(0xFCD2)
@@ -193,8 +194,9 @@ public struct BTHome: Hashable, Sendable {
     /// The objects by name.
     public static let objectsByName: [String: Object] = Dictionary(uniqueKeysWithValues: objects.map { ($0.name, $0) })
 
-    /// The measurements by object name; a binary sensor is 0 or 1.
-    public var values: [String: Double]
+    /// The measurements by object name, each one or more values sent in this order; a binary
+    /// sensor's are 0 or 1.
+    public var values: [String: [Double]]
     /// Whether the sensor sends only when something happens (BTHome's trigger-based flag), so
     /// that receivers do not expect regular updates.
     public var triggerBased: Bool
@@ -203,12 +205,17 @@ public struct BTHome: Hashable, Sendable {
     /// The key the objects are encrypted with on air; nil for a sensor anyone can read.
     public var encryptionKey: Key?
 
-    /// A sensor.
-    public init(values: [String: Double], triggerBased: Bool = false, packetID: UInt8 = 0, encryptionKey: Key? = nil) {
+    /// A sensor whose measurements may repeat.
+    public init(values: [String: [Double]], triggerBased: Bool = false, packetID: UInt8 = 0, encryptionKey: Key? = nil) {
         self.values = values
         self.triggerBased = triggerBased
         self.packetID = packetID
         self.encryptionKey = encryptionKey
+    }
+
+    /// A sensor with one value of each measurement.
+    public init(values: [String: Double], triggerBased: Bool = false, packetID: UInt8 = 0, encryptionKey: Key? = nil) {
+        self.init(values: values.mapValues { [$0] }, triggerBased: triggerBased, packetID: packetID, encryptionKey: encryptionKey)
     }
 
     /// The device information byte: BTHome version 2, the encryption flag and the
@@ -217,20 +224,25 @@ public struct BTHome: Hashable, Sendable {
         0x40 | (triggerBased ? 0x04 : 0) | (encryptionKey != nil ? 0x01 : 0)
     }
 
-    /// The objects, packet id first, then ascending by object id.
-    /// - Throws: ``PeripheralError`` (`invalidValue`) naming an unknown measurement or a value
-    ///   outside what its object carries, with the range.
+    /// The objects, packet id first, then ascending by object id; a repeated measurement's one
+    /// after another, in their order.
+    /// - Throws: ``PeripheralError`` (`invalidValue`) naming an unknown measurement, one without
+    ///   a value, or a value outside what its object carries, with the range.
     public func objectBytes() throws(PeripheralError) -> [UInt8] {
         var bytes: [UInt8] = [0x00, packetID]
         for name in values.keys.sorted(by: { Self.order($0) < Self.order($1) }) {
             guard let object = Self.objectsByName[name] else {
                 throw PeripheralError(.invalidValue, "\(name) is not a BTHome measurement; known: \(Self.objects.map(\.name).joined(separator: ", "))")
             }
-            let value = values[name]!
-            guard let encoded = object.encode(value) else {
-                throw PeripheralError(.invalidValue, "\(name) \(object.problem(with: value) ?? "cannot be carried")")
+            let repeated = values[name]!
+            guard !repeated.isEmpty else { throw PeripheralError(.invalidValue, "\(name) has no value") }
+            for (index, value) in repeated.enumerated() {
+                guard let encoded = object.encode(value) else {
+                    let which = repeated.count > 1 ? "\(name) \(index + 1) of \(repeated.count)" : name
+                    throw PeripheralError(.invalidValue, "\(which) \(object.problem(with: value) ?? "cannot be carried")")
+                }
+                bytes += [object.id] + encoded
             }
-            bytes += [object.id] + encoded
         }
         return bytes
     }

@@ -72,7 +72,7 @@ struct BTHomeConfigTests {
     func setMeasurement() throws {
         let changed = try ConfigParser.applying(["temperature": .double(22.25)], to: try kitchen(), name: "kitchen")
 
-        #expect(changed.bthome?.values == ["temperature": 22.25, "humidity": 40.2, "battery": 87])
+        #expect(changed.bthome?.values == ["temperature": [22.25], "humidity": [40.2], "battery": [87]])
         #expect(changed.settings["bthome.temperature"] == .double(22.25))
     }
 
@@ -80,7 +80,49 @@ struct BTHomeConfigTests {
     func setNewMeasurement() throws {
         let changed = try ConfigParser.applying(["door": .bool(true)], to: try kitchen(), name: "kitchen")
 
-        #expect(changed.bthome?.values["door"] == 1)
+        #expect(changed.bthome?.values["door"] == [1])
+    }
+
+    @Test("a measurement given as an array is sent that many times, in the array's order")
+    func repeatedMeasurement() throws {
+        let text = "[advertisement.probe.bthome]\ntemperature = [21.5, 19.0, 64.2]\nbattery = 80\n"
+
+        let sensor = try #require(try ConfigParser.parse(text, file: "t.toml").advertisements["probe"]?.bthome)
+
+        #expect(sensor.values == ["temperature": [21.5, 19.0, 64.2], "battery": [80]])
+    }
+
+    @Test("several values of a measurement are refused one by one, saying which", arguments: [
+        ("temperature = []", "t.toml:2: advertisement.p.bthome.temperature: is an empty array; give one value or several, e.g. temperature = [21.5, 19.0]"),
+        ("temperature = [21.5, 400]", "t.toml:2: advertisement.p.bthome.temperature: value 2 of 2 is 400; it must be between -327.68 and 327.67 °C"),
+        ("temperature = [21.5, \"warm\"]", "t.toml:2: advertisement.p.bthome.temperature: value 2 of 2 must be a number, not string"),
+        ("door = [true, 1]", "t.toml:2: advertisement.p.bthome.door: value 2 of 2 must be true or false, not integer"),
+    ])
+    func repeatedMeasurementErrors(line: String, message: String) {
+        #expect(error("[advertisement.p.bthome]\n\(line)\n") == message)
+    }
+
+    @Test("eight temperatures fill the 31 bytes; a ninth is refused with the count of objects")
+    func repeatedMeasurementTooLong() {
+        // Service data: length, type, UUID (4), device information (1), packet id (2), and 3 bytes
+        // a temperature: 7 + 3 × 8 = 31.
+        func temperatures(_ count: Int) -> String {
+            "[advertisement.p.bthome]\ntemperature = [" + Array(repeating: "21.5", count: count).joined(separator: ", ") + "]\n"
+        }
+
+        let nine = error(temperatures(9))
+
+        #expect(error(temperatures(8)) == nil)
+        #expect(nine?.contains("advertising data would be 34 of 31 bytes (3 over); the sensor sends 9 objects: temperature ×9") == true, "\(nine ?? "no error")")
+    }
+
+    @Test("set takes several values of a measurement, separated by commas")
+    func setRepeatedMeasurement() throws {
+        let typed = ConfigValue(parsing: "21.5,19,64.2", like: .double(21.5))
+
+        let changed = try ConfigParser.applying(["temperature": typed], to: try kitchen(), name: "kitchen")
+
+        #expect(changed.bthome?.values["temperature"] == [21.5, 19, 64.2])
     }
 
     @Test("set refuses what the config would refuse, naming the key", arguments: [
@@ -168,6 +210,10 @@ struct BTHomeConfigTests {
         ("21", .double(1), .integer(21)),
         ("true", nil, .bool(true)),
         ("180D,180F", .array([]), .array([.string("180D"), .string("180F")])),
+        ("21.5,19", .double(1), .array([.double(21.5), .integer(19)])),
+        ("21.5,,19", .double(1), .array([.double(21.5), .string(""), .integer(19)])),
+        ("3,4", .array([.double(1)]), .array([.integer(3), .integer(4)])),
+        ("true,false", .bool(true), .array([.bool(true), .bool(false)])),
     ])
     func parsingText(text: String, current: ConfigValue?, expected: ConfigValue) {
         #expect(ConfigValue(parsing: text, like: current) == expected)

@@ -37,7 +37,7 @@ struct ConfigKeyTests {
 
         let parsed = try ConfigParser.parse("[advertisement.a.bthome]\n\(object.name) = \(value)\n", file: "t.toml")
 
-        let read = parsed.advertisements["a"]?.bthome?.values[object.name]
+        let read = parsed.advertisements["a"]?.bthome?.values[object.name]?.first
         #expect(read.flatMap(object.encode) == object.encode(object.binary ? 1 : object.range.upperBound))
     }
 

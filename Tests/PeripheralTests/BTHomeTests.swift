@@ -19,6 +19,22 @@ struct BTHomeTests {
         #expect(Array(bytes.dropFirst(2)) == [0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13])
     }
 
+    @Test("a repeated measurement's objects follow one another in the order given, after lower ids")
+    func repeatedObjects() throws {
+        let sensor = BTHome(values: ["temperature": [21.5, 19.0, 64.2], "battery": [80]])
+
+        let bytes = try sensor.objectBytes()
+
+        #expect(bytes == [0x00, 0x00, 0x01, 0x50, 0x02, 0x66, 0x08, 0x02, 0x6C, 0x07, 0x02, 0x14, 0x19])
+    }
+
+    @Test("a repeated value outside its object's range is refused, saying which of them")
+    func repeatedObjectOutOfRange() {
+        #expect(throws: PeripheralError(.invalidValue, "battery 2 of 2 is 101; it must be between 0 and 100 %")) {
+            try BTHome(values: ["battery": [50, 101]]).objectBytes()
+        }
+    }
+
     @Test("a trigger-based sensor says so in the device information byte")
     func triggerBased() throws {
         let data = try BTHome(values: ["door": 1], triggerBased: true).serviceData()

@@ -8,7 +8,9 @@
 # - 300 Set calls in a burst (1,000 take longer than a scenario may under software emulation;
 #   the 1,000-call case is a unit test on the injected clock): how many updates reached the
 #   controller, the last value on air, bleadvd's memory before and after;
-# - the iBeacon preset decodes with beacontools.
+# - the iBeacon preset decodes with beacontools;
+# - a sensor with one measurement repeated (three temperatures) decodes to temperature_1 to _3
+#   in the config's order, and again after `bleadvctl set` changes all three.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -96,4 +98,12 @@ bleadvctl on door
 line=$(observe_until 30 "manufacturer=0x004c:")
 decode ibeacon "$(sed -nE 's/.*manufacturer=0x004c:([0-9a-f]+).*/\1/p' <<< "$line")" | tee "$TESTBED_WORK/ibeacon.txt" | sed 's/^/    /'
 grep -qx "uuid e2c56db5-dffb-48d2-b060-d0f5a71096e0 major 1 minor 2 tx_power -59" "$TESTBED_WORK/ibeacon.txt"
+
+echo "a probe with three temperatures (temperature = [21.5, 19.25, 64.2]): bthome-ble numbers them in order:"
+bleadvctl off door
+bleadvctl on probe
+wait_bthome "--name Probe" "temperature_1 21.5" "temperature_2 19.25" "temperature_3 64.2" "battery 80"
+echo "bleadvctl set probe temperature=22.5,18.75,70.1:"
+bleadvctl set probe temperature=22.5,18.75,70.1
+wait_bthome "--name Probe" "temperature_1 22.5" "temperature_2 18.75" "temperature_3 70.1" "battery 80"
 stop_bleadvd
