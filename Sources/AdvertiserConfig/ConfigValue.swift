@@ -30,19 +30,16 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
     /// array, or a number or true/false, commas separate several values of its elements' type
     /// (`temperature=21.5,19,64.2`).
     public init(parsing text: String, like current: ConfigValue?) {
-        if let current, current.isScalar, !current.isString, text.contains(",") {
-            // Several numbers or flags where one was; an empty one stays, for the reader to refuse.
-            self = .array(text.split(separator: ",", omittingEmptySubsequences: false).map { ConfigValue(parsing: String($0), like: current) })
+        // Numbers or flags, several: an array's elements' type, or one value's with a comma. An
+        // empty one stays, for the reader to refuse.
+        let element: ConfigValue? = if case .array(let elements)? = current { elements.first } else if text.contains(",") { current } else { nil }
+        if let element, !element.isString {
+            self = .array(text.split(separator: ",", omittingEmptySubsequences: false).map { ConfigValue(parsing: String($0), like: element) })
             return
         }
         switch current {
         case .string?: self = .string(text)
-        case .array(let elements)?:
-            if let first = elements.first, !first.isString {
-                self = .array(text.split(separator: ",", omittingEmptySubsequences: false).map { ConfigValue(parsing: String($0), like: first) })
-            } else {
-                self = .array(text.split(separator: ",").map { .string(String($0)) })
-            }
+        case .array?: self = .array(text.split(separator: ",").map { .string(String($0)) })
         case .bool?: self = text == "true" ? .bool(true) : text == "false" ? .bool(false) : .string(text)
         case .integer?, .double?, nil:
             if current == nil, text == "true" || text == "false" { self = .bool(text == "true") }
@@ -53,7 +50,6 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     private var isString: Bool { if case .string = self { true } else { false } }
-    private var isScalar: Bool { if case .array = self { false } else { true } }
 
     /// A TOML integer: decimal with an optional sign, or `0x`, `0o`, `0b` and digits.
     private static func integer(_ text: String) -> Int? {
