@@ -104,6 +104,26 @@ packets_lost_in_link() {
   awk '/^ACL data packets/ { n[$4 " " $5] = $NF }
        END { print (n["< hci1:"] - n["> hci0:"]) + (n["< hci0:"] - n["> hci1:"]) }' <<< "$1"
 }
+# att_sent_by_hci0 HH:MM:SS.N: how many ATT PDUs hci0's host sent since then.
+att_sent_by_hci0() {
+  record_since "$1" | awk '/^[<>] / { sent = /^< ACL Data TX/ && /\[hci0\]/; next } sent && /ATT: / { n++ } END { print n + 0 }'
+}
+# central_or_again ARGS... STEP...: a run of the central; when hci0's host sent no ATT PDU on its
+# link, once more on a new link, saying so. A link that comes up half at hci0's bluetoothd (its
+# ATT socket taken before the kernel's Device Connected event, or the last link's end read
+# after it: RELIABILITY, "half-made links") is answered by no one, and hci0's host ends it
+# seconds later: CI of 1ec24ed, step 5, the central's discovery unanswered and the link ended
+# 4 s later. bleadvd is asked nothing before bluetoothd answers a discovery from its own table.
+central_or_again() {
+  local started; started=$(date '+%H:%M:%S.%N')
+  local out; out=$(central "$@")
+  if grep -q "the central central's run ended" <<< "$out" && (($(att_sent_by_hci0 "$started") == 0)); then
+    echo "$out"
+    echo "    hci0's host sent no ATT PDU on that link (it came up half at hci0's bluetoothd; RELIABILITY); once more on a new link:"
+    out=$(central "$@")
+  fi
+  echo "$out"
+}
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 bonds() { bleadvctl bonds | tr '\n' ' '; }
 # pair_window SECONDS OUT: bleadvctl pair in the background, its output in OUT.
@@ -208,7 +228,7 @@ bleadvctl reload
 echo "4, 5. the bond survives kill -9 of bluetoothd and a restart of bleadvd; then 1,000 writes without response on the encrypted link"
 restart_bluetoothd
 wait_for 20 "the advertisement back on air" 'bleadvctl status --json | grep -q "\"state\": \"on\""'
-out=$(central encrypt "read:$state")
+out=$(central_or_again encrypt "read:$state")
 echo "$out"
 expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 stop_bleadvd
@@ -216,13 +236,43 @@ start_bleadvd "$config" --state-directory "$state_dir"
 [[ "$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable)" == "b false" ]] || fail "hci0 pairable after bleadvd started"
 bluetoothd_pid=$(pidof bluetoothd | awk '{print $1}')
 # flood_run: the central's run of step 5 (the read before, the flood, the read after) in $out,
-# with bleadvd's and bluetoothd's CPU, the journal and RSS as they were before it.
+# with bleadvd's and bluetoothd's CPU, the journal and RSS as they were before it. The read
+# after the flood waits until bleadvd takes no more of its writes: the central sends faster
+# than bluetoothd takes them (under emulation, up to 1,300 a second), and the kernel drops
+# what bluetoothd's ATT socket has no room for (L2CAP's basic mode has no flow control), a
+# request among them if it comes while the queue is full. Captured (bluetoothd's debug lines,
+# Debian 13, 4 runs): hci0's controller took the 1,000 writes and the read; bluetoothd's ATT
+# socket gave it 390 to 821 of the writes and never the read, and the central's read timed
+# out. Writes without response may be dropped; a request the kernel dropped is not bleadvd's.
 flood_run() {
   ticks_before=$(ticks "$BLEADVD_PID"); bluetoothd_before=$(ticks "$bluetoothd_pid")
   lines_before=$(grep -c . "$TESTBED_WORK/bleadvd.log")
   rss_before=$(ps -o rss= -p "$BLEADVD_PID" | tr -d ' ')
-  flood_started=$(date '+%H:%M:%S.%N')
-  out=$(central encrypt "read:$state" "flood:$dimmer=1000" "read:$dimmer")
+  local turn="$TESTBED_WORK/flood-turn" attempt
+  for attempt in 1 2; do
+    rm -rf "$turn"; mkdir -p "$turn"
+    flood_started=$(date '+%H:%M:%S.%N')
+    central encrypt "read:$state" "flood:$dimmer=1000" "touch:$turn/flooded" "await:$turn/drained" "read:$dimmer" > "$turn/lines" &
+    local run=$!
+    wait_for 60 "the flood to be sent" "[ -e '$turn/flooded' ] || ! kill -0 $run" || true
+    # Until bleadvd's journal has had no new write of the dimmer for 3 s (25 s at most: the
+    # central waits 30 s for its turn).
+    local last=-1 now settled=0 waited
+    for waited in $(seq 50); do
+      now=$(grep -c "lock.dimmer: .* wrote" "$TESTBED_WORK/bleadvd.log" || true)
+      if [[ "$now" == "$last" ]]; then settled=$((settled + 1)); else settled=0; last=$now; fi
+      ((settled < 6)) || break
+      sleep 0.5
+    done
+    touch "$turn/drained"
+    wait "$run" || true
+    out=$(cat "$turn/lines")
+    # Done unless the read failed on a link hci0's host answered nothing on.
+    { grep -qE "^    read $dimmer: [0-9a-f]+$" <<< "$out" || (($(att_sent_by_hci0 "$flood_started") > 0)); } && break
+    ((attempt == 1)) || break
+    echo "$out"
+    echo "    hci0's host sent no ATT PDU on that link (it came up half at hci0's bluetoothd; RELIABILITY); once more on a new link:"
+  done
   echo "$out"
 }
 flood_run
@@ -256,7 +306,9 @@ read_back=$((16#$(sed -nE "s/^    read $dimmer: ([0-9a-f]+)$/\1/p" <<< "$readbac
 sleep 0.3  # the last announcement comes within 100 ms
 in_force=$(bleadvctl status --json | sed -nE 's/.*"dimmer": "([0-9]+)".*/\1/p')
 taken=$(grep "lock.dimmer: .* wrote" "$TESTBED_WORK/bleadvd.log" | awk '{ n = 1 } /the newest of/ { for (i = 1; i < NF; i++) if ($i == "of") n = $(i + 1) } { sum += n } END { print sum }')
-echo "    read back $read_back, in force $in_force; $taken of 1,000 writes reached bleadvd"
+received=$(flood_record "$flood_started" | sed -n 's/^ATT Write Commands > hci0: //p')
+echo "    read back $read_back, in force $in_force; $taken of 1,000 writes reached bleadvd; the HCI record has ${received:-no} at hci0" \
+  "$( ((${received:-0} > ${taken:-0})) && echo "(the kernel dropped the rest: bluetoothd's ATT socket had no room for them)")"
 [[ "$read_back" == "$in_force" ]] || fail "read back and in force differ"
 ! grep "lock.dimmer: .* wrote" "$TESTBED_WORK/bleadvd.log" | grep -qv "wrote a secured value" \
   || fail "the journal shows a secured value: $(grep "lock.dimmer: .* wrote" "$TESTBED_WORK/bleadvd.log" | grep -v "wrote a secured value" | head -n 1)"
@@ -287,17 +339,23 @@ kill_bluetoothd_watched() {
   local monitor=$!
   sleep 0.5
   if ((count)); then
-    local flood_started; flood_started=$(date '+%H:%M:%S.%N')
-    central encrypt "flood:$dimmer=$count" "read:$dimmer" > "$TESTBED_WORK/flood2.out" 2>&1 &
-    local flood=$!
-    wait_for 90 "the flood to reach bleadvd" "[ \$(grep -c WriteValue '$out') -gt 300 ]" || {
+    local flood_started flood attempt
+    for attempt in 1 2; do
+      flood_started=$(date '+%H:%M:%S.%N')
+      central encrypt "flood:$dimmer=$count" "read:$dimmer" > "$TESTBED_WORK/flood2.out" 2>&1 &
+      flood=$!
+      wait_for 90 "the flood to reach bleadvd" "[ \$(grep -c WriteValue '$out') -gt 300 ]" && break
       # The record of a failure in the emulated link (RELIABILITY, Not done yet): what the
-      # central printed, its notes, and the HCI record since it started.
+      # central printed, its notes, and the HCI record since it started. Not explained yet
+      # (a fresh clone of ee7b468: the central sent its 6,000 writes and none reached
+      # bleadvd); it is made once more on a new link, and the second failure fails the step.
       sed 's/^/    the flood: /' "$TESTBED_WORK/flood2.out"
       tail -n 20 "$TESTBED_WORK/central.err" | sed 's/^/    central.err: /'
       echo "    the HCI record since the flood's central started:"; hci_since "$flood_started" | sed 's/^/    /'
-      kill "$flood" 2> /dev/null; wait "$flood" 2> /dev/null; return 1
-    }
+      wait "$flood" 2> /dev/null || true
+      ((attempt == 1)) || { kill "$monitor" 2> /dev/null; return 1; }
+      echo "    the flood did not reach bleadvd in 90 s; once more on a new link:"
+    done
   fi
   local vanished_before; vanished_before=$(grep -c "event: bluezVanished" "$TESTBED_WORK/bleadvd.log" || true)
   pkill -9 -x bluetoothd
