@@ -3,7 +3,8 @@
 (PyPI bthome-ble) for service data 0xFCD2, and beacontools for iBeacon, AltBeacon and Eddystone.
 
   decode.py bthome ADDRESS HEX [--name NAME] [--key HEX32]
-      prints one line per measurement, e.g. "temperature 21.5" (Home Assistant's keys)
+      prints one line per measurement, e.g. "temperature 21.5" (Home Assistant's keys), and
+      one per event the parser fires, e.g. "event button_2 long_press", "event dimmer rotate_left 3"
   decode.py ibeacon HEX          (manufacturer data of company 0x004C, without the company id)
       prints "uuid UUID major N minor N tx_power N"
   decode.py eddystone HEX        (service data of UUID 0xFEAA)
@@ -33,13 +34,16 @@ def bthome(args):
     update = parser.update(info)
     # signal_strength is the reception's (the rssi given above), not decoded from the data.
     values = {key: value for key, value in update.entity_values.items() if key.key != "signal_strength"}
-    if not values and not update.binary_entity_values:
+    if not values and not update.binary_entity_values and not update.events:
         print("bthome-ble decoded nothing from %s" % args.hex, file=sys.stderr)
         return 1
     for key, value in sorted(values.items(), key=lambda kv: kv[0].key):
         print("%s %s" % (key.key, value.native_value))
     for key, value in sorted(update.binary_entity_values.items(), key=lambda kv: kv[0].key):
         print("%s %s" % (key.key, value.native_value))
+    for key, event in sorted(update.events.items(), key=lambda kv: kv[0].key):
+        steps = (event.event_properties or {}).get("steps")
+        print("event %s %s%s" % (key.key, event.event_type, "" if steps is None else " %d" % steps))
     return 0
 
 

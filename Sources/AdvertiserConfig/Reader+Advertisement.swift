@@ -96,7 +96,9 @@ extension Reader {
     static let presetKeys: [String: Set<String>] =
         presets.mapValues(\.keys).merging(["bthome": Set(BTHome.objects.map(\.name)).union(bthomeKeys)]) { $1 }
     /// The `bthome` preset's keys besides its measurements.
-    static let bthomeKeys: Set<String> = ["trigger_based", "local_name", "encryption_key"]
+    static let bthomeKeys: Set<String> = ["trigger_based", "local_name", "encryption_key", "buttons", "dimmers", "event_seconds"]
+    /// How long an event's packets may stay on air (`event_seconds`; 1 s unless given).
+    static let eventSeconds: ClosedRange<Double> = 0.1...10.0
 
     func advertisement(_ entry: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> ConfiguredAdvertisement {
         let presets = entry.keys.filter { Self.presetKeys[$0] != nil }.sorted()
@@ -142,6 +144,18 @@ extension Reader {
         }
         let problems = advertisement.problems()
         guard problems.isEmpty else { throw error(path, (problems + objectCount(sensor)).joined(separator: "; ")) }
+        if let sensor, sensor.buttons + sensor.dimmers > 0 {
+            // An event's packet is the longest: every button and dimmer has its object in it.
+            var fullest = advertisement
+            var eventful = sensor
+            eventful.event = sensor.fullestEvent
+            if let data = try? eventful.serviceData() { fullest.serviceData = [.init(uuid: BTHome.serviceUUID, data: data)] }
+            let problems = fullest.problems()
+            guard problems.isEmpty else {
+                throw error(path, "with an event, " + (problems + objectCount(sensor)).joined(separator: "; ")
+                    + " (and \(sensor.buttons) button(s), \(sensor.dimmers) dimmer(s): 2 and 3 bytes each)")
+            }
+        }
         var settings = ConfiguredAdvertisement.settings(of: entry)
         settings["enabled"] = nil
         return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement, bthome: sensor, settings: settings, services: offered)
@@ -166,6 +180,17 @@ extension Reader {
             }
             if let reason = BTHome.encryptionUnavailable { throw error(path + ["encryption_key"], reason) }
             sensor.encryptionKey = key
+        }
+        for kind in ["buttons", "dimmers"] {
+            guard let value = fields[kind] else { continue }
+            let count: Int = try number(value, path + [kind], 0...BTHome.maxEventObjects)
+            if kind == "buttons" { sensor.buttons = count } else { sensor.dimmers = count }
+        }
+        if let value = fields["event_seconds"] {
+            guard sensor.buttons + sensor.dimmers > 0 else {
+                throw error(path + ["event_seconds"], "the sensor sends no events; declare buttons = N or dimmers = N")
+            }
+            sensor.eventBurst = try seconds(value, path + ["event_seconds"], Self.eventSeconds)
         }
         for name in fields.keys.sorted() where !Self.bthomeKeys.contains(name) {
             let object = BTHome.objectsByName[name]!
@@ -200,8 +225,8 @@ extension Reader {
             }
             sensor.values[name] = values
         }
-        guard !sensor.values.isEmpty else {
-            throw error(path, "has no measurement; give at least one, e.g. temperature = 21.5")
+        guard !sensor.values.isEmpty || sensor.buttons + sensor.dimmers > 0 else {
+            throw error(path, "has no measurement; give at least one, e.g. temperature = 21.5, or buttons = 1 for a button")
         }
         return sensor
     }

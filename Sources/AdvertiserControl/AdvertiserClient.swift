@@ -48,6 +48,14 @@ public struct AdvertiserClient {
         _ = try call(.set, [.string(name), .variantDictionary(values.mapValues { .string($0) })])
     }
 
+    /// Sends a BTHome sensor's event (`button=long_press`, `button.2=press`, `dimmer=-3`); returns
+    /// how many events wait before it and how long each is on air.
+    public func event(_ name: String, _ given: [String: String]) throws -> EventQueued {
+        let entries = given.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) }
+        let reply = try call(.event, [.string(name), .dictionary(key: .string, value: .string, entries)])
+        return EventQueued(ahead: Int(reply.first?.uint32 ?? 0), burstSeconds: reply.dropFirst().first?.double ?? 0)
+    }
+
     /// Makes the daemon re-read its config file.
     public func reload() throws {
         _ = try call(.reload)

@@ -7,7 +7,7 @@ import Peripheral
 extension ControlAPI.Method {
     /// Every method, in the order the interface lists them.
     public static let all: [Self] = [
-        .on, .off, .status, .list, .set, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe, .centrals, .disconnect,
+        .on, .off, .status, .list, .set, .event, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe, .centrals, .disconnect,
     ]
 
     /// `On(as names)`: puts advertisements on air (every configured one when `names` is
@@ -62,6 +62,28 @@ extension ControlAPI.Method {
                     }
                 }
                 try await target.set(call.arguments[0].string ?? "", values)
+            }
+        }
+    }
+
+    /// `Event(s name, a{ss} event) -> (u ahead, d burst_seconds)`: a BTHome sensor's button or
+    /// dimmer event (`button` or `button.N`: press, double_press, triple_press, long_press,
+    /// long_double_press, long_triple_press, hold_press; `dimmer` or `dimmer.N`: +N or -N steps),
+    /// on air at once for the sensor's `event_seconds` with one packet id, or after the `ahead`
+    /// events given before it, each on air as long.
+    public static let event = Self(
+        "Event", of: (any EventsControl).self, inputs: [DBusArgument("name", .string), DBusArgument("event", .dictionary(key: .string, value: .string))],
+        outputs: [DBusArgument("ahead", .uint32), DBusArgument("burst_seconds", .double)], access: .group
+    ) { target in
+        { call in
+            var given: [String: String] = [:]
+            for entry in call.arguments[1].dictionaryEntries ?? [] {
+                guard let key = entry.key.string, let value = entry.value.string else { continue }
+                given[key] = value
+            }
+            return try await answer { () throws(PeripheralError) -> [DBusValue] in
+                let queued = try await target.event(call.arguments[0].string ?? "", given)
+                return [.uint32(UInt32(clamping: queued.ahead)), .double(queued.burstSeconds)]
             }
         }
     }

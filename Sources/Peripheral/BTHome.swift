@@ -204,6 +204,17 @@ public struct BTHome: Hashable, Sendable {
     public var packetID: UInt8
     /// The key the objects are encrypted with on air; nil for a sensor anyone can read.
     public var encryptionKey: Key?
+    /// How many buttons the sensor has: each event's packet carries one button object per
+    /// button (BTHome+Events).
+    public var buttons = 0
+    /// How many dimmers it has, likewise.
+    public var dimmers = 0
+    /// How long an event's packets stay on air (`event_seconds`), before the next event's or
+    /// the measurements alone.
+    public var eventBurst: Duration = .seconds(1)
+    /// The event being sent, in the packets of its burst; nil between events, when the packets
+    /// carry the measurements alone.
+    public var event: Event?
 
     /// A sensor whose measurements may repeat.
     public init(values: [String: [Double]], triggerBased: Bool = false, packetID: UInt8 = 0, encryptionKey: Key? = nil) {
@@ -225,11 +236,11 @@ public struct BTHome: Hashable, Sendable {
     }
 
     /// The objects, packet id first, then ascending by object id; a repeated measurement's one
-    /// after another, in their order.
+    /// after another, in their order; during an event, its button and dimmer objects among them.
     /// - Throws: ``PeripheralError`` (`invalidValue`) naming an unknown measurement, one without
     ///   a value, or a value outside what its object carries, with the range.
     public func objectBytes() throws(PeripheralError) -> [UInt8] {
-        var bytes: [UInt8] = [0x00, packetID]
+        var objects: [(id: UInt8, bytes: [UInt8])] = []
         for name in values.keys.sorted(by: { Self.order($0) < Self.order($1) }) {
             guard let object = Self.objectsByName[name] else {
                 throw PeripheralError(.invalidValue, "\(name) is not a BTHome measurement; known: \(Self.objects.map(\.name).joined(separator: ", "))")
@@ -241,10 +252,18 @@ public struct BTHome: Hashable, Sendable {
                     let which = repeated.count > 1 ? "\(name) \(index + 1) of \(repeated.count)" : name
                     throw PeripheralError(.invalidValue, "\(which) \(object.problem(with: value) ?? "cannot be carried")")
                 }
-                bytes += [object.id] + encoded
+                objects.append((object.id, encoded))
             }
         }
-        return bytes
+        if let event {
+            guard event.buttons.count == buttons, event.dimmers.count == dimmers else {
+                throw PeripheralError(.invalidValue, "an event of \(event.buttons.count) button(s) and \(event.dimmers.count) dimmer(s) for a sensor of \(buttons) and \(dimmers)")
+            }
+            // Stable: the measurements' order, and the events' among themselves, are kept.
+            objects = (objects + Self.objects(of: event)).enumerated()
+                .sorted { ($0.element.id, $0.offset) < ($1.element.id, $1.offset) }.map(\.element)
+        }
+        return [0x00, packetID] + objects.flatMap { [$0.id] + $0.bytes }
     }
 
     /// The service data for 0xFCD2: the device information byte and the objects, not yet

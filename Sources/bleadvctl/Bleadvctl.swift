@@ -47,7 +47,7 @@ struct Bleadvctl: ParsableCommand {
             """,
         version: ControlAPI.version,
         subcommands: [
-            On.self, Off.self, Status.self, List.self, Set.self, Watch.self, Reload.self, Pair.self, Bonds.self, Forget.self, Improv.self,
+            On.self, Off.self, Status.self, List.self, Set.self, Event.self, Watch.self, Reload.self, Pair.self, Bonds.self, Forget.self, Improv.self,
             Centrals.self, Disconnect.self, Preview.self,
         ])
 

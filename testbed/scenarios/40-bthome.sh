@@ -10,7 +10,11 @@
 #   controller, the last value on air, bleadvd's memory before and after;
 # - the iBeacon preset decodes with beacontools;
 # - a sensor with one measurement repeated (three temperatures) decodes to temperature_1 to _3
-#   in the config's order, and again after `bleadvctl set` changes all three.
+#   in the config's order, and again after `bleadvctl set` changes all three;
+# - a remote of two buttons and a dimmer (#68): `bleadvctl event` puts a button's long press,
+#   then a dimmer's turn, on air, which bthome-ble fires as Home Assistant's events
+#   (button_2 long_press, dimmer rotate_left 3), with the time from the command to the first
+#   packet given to the controller; once the burst ended, the packets carry the battery alone.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -106,4 +110,34 @@ wait_bthome "--name Probe" "temperature_1 21.5" "temperature_2 19.25" "temperatu
 echo "bleadvctl set probe temperature=22.5,18.75,70.1:"
 bleadvctl set probe temperature=22.5,18.75,70.1
 wait_bthome "--name Probe" "temperature_1 22.5" "temperature_2 18.75" "temperature_3 70.1" "battery 80"
+
+echo "a remote of two buttons and a dimmer: bleadvctl event, fired by bthome-ble as Home Assistant's events:"
+bleadvctl off probe
+bleadvctl on remote
+wait_bthome "--name Remote" "battery 90"
+# event_latency START BYTES: ms from START (date +%s.%N) to the first advertising data given to
+# hci0's controller that holds BYTES (hex).
+event_latency() {
+  advertising_data_since "$1" 0 | awk -v start="$1" -v want="$2" 'index($3, want) { printf "%d", ($1 - start) * 1000; exit }'
+}
+started=$(date +%s.%N)
+bleadvctl event remote button.2=long_press | sed 's/^/    /'
+wait_bthome "--name Remote" "event button_2 long_press" "battery 90"
+# The packet holds both buttons in order, the first as none (0x3A 00), the second's long press (0x3A 04).
+echo "    bleadvctl event to the controller: $(event_latency "$started" 3a003a04) ms"
+started=$(date +%s.%N)
+bleadvctl event remote dimmer=-3 | sed 's/^/    /'
+wait_bthome "--name Remote" "event dimmer rotate_left 3"
+echo "    bleadvctl event to the controller: $(event_latency "$started" 3c0103) ms"
+bleadvctl event remote button=squeeze 2> "$TESTBED_WORK/event-refused.txt" && fail "an unknown event was taken"
+sed 's/^/    refused: /' "$TESTBED_WORK/event-refused.txt"
+echo "after the burst (10 s), the packets carry the battery alone:"
+sleep 10
+for i in 1 2 3; do
+  decoded=$(decode bthome "$address" "$(heard_service_data 0000fcd2-0000-1000-8000-00805f9b34fb)" --name Remote 2> /dev/null || true)
+  grep -q "^event " <<< "$decoded" || break
+done
+sed 's/^/    /' <<< "$decoded"
+! grep -q "^event " <<< "$decoded" || fail "an event was still on air after its burst: $decoded"
+grep -qx "battery 90" <<< "$decoded" || fail "the battery was not decoded after the burst: $decoded"
 stop_bleadvd

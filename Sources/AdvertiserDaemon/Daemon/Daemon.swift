@@ -71,7 +71,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
     /// feature is made in `init` and listed here, and a reload hands it its new config
     /// (`reloadInTurn`).
-    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals] }
+    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals, bthomeEvents] }
+    /// BTHome events, a component: each sensor's waiting events and its burst's timer.
+    let bthomeEvents: Events<C>
     /// The centrals connected, a component: their links, `max_centrals`, the idle timer.
     let centrals: Centrals<C>
     /// The adapter's alias, a component: set while bleadvd runs, put back at its stop.
@@ -142,6 +144,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
             alias: config.alias, adapter: adapter ?? config.adapter, manager: manager, stateDirectory: bondRecord?.directory, logger: logger,
             executor: bus.eventLoop)
         self.centrals = Centrals(config: config.centrals, manager: manager, port: bus, clock: clock, logger: logger, executor: bus.eventLoop)
+        self.bthomeEvents = Events(port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.reads = ReadAnswers(services: config.services, port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,

@@ -38,6 +38,12 @@ struct Coalesced<Value: Equatable & Sendable>: Sendable {
         return (sent, live)
     }
 
+    /// The values in force were handed to the module by other means (an event's packet, which
+    /// carries them): a sender running finds nothing to send.
+    mutating func markSent() {
+        sent = live
+    }
+
     /// The sender ended early (cancelled); the next set starts another.
     mutating func senderEnded() {
         sending = false

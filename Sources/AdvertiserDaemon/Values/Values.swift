@@ -48,15 +48,20 @@ actor Values<C: Clock> where C.Duration == Duration {
         var values: Coalesced<ConfiguredAdvertisement>
         /// BTHome's packet id, changed with each new set of values.
         var packetID: UInt8 = 0
+        /// The BTHome event in its packets now (Events' burst), nil between events.
+        var event: BTHome.Event?
 
         init(_ configured: ConfiguredAdvertisement) {
             values = Coalesced(configured)
         }
 
-        /// The advertisement in force, with its packet id.
+        /// The advertisement in force, with its packet id and the event being sent.
         var advertisement: Advertisement {
-            // The values in force were checked when they were set: building them again succeeds.
-            (try? values.live.advertisement(packetID: packetID)) ?? values.live.advertisement
+            var live = values.live
+            live.bthome?.event = event
+            // The values in force were checked when they were set, with the fullest event the
+            // sensor sends: building them again succeeds.
+            return (try? live.advertisement(packetID: packetID)) ?? values.live.advertisement
         }
     }
 
@@ -173,7 +178,11 @@ actor Values<C: Clock> where C.Duration == Duration {
                 next[name] = Entry(configured)
                 continue
             }
-            if entry.values.file != configured { entry.packetID &+= 1 }
+            if entry.values.file != configured {
+                entry.packetID &+= 1
+                // The sensor may have other buttons now: its event's burst ends here.
+                entry.event = nil
+            }
             entry.values = entry.values.reloaded(from: configured)
             next[name] = entry
         }
@@ -297,6 +306,12 @@ actor Values<C: Clock> where C.Duration == Duration {
         while true {
             switch target {
             case .advertisement(let name):
+                // During an event's burst its packet stays as it is (a new packet id would
+                // report the event again): the values set go with the burst's end (Events).
+                if entries[name]?.event != nil {
+                    entries[name]?.values.senderEnded()
+                    return
+                }
                 guard entries[name]?.values.next() != nil, let advertisement = entries[name]?.advertisement else { return }
                 do {
                     try await module.update(name, to: advertisement)
