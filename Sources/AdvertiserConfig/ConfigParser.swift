@@ -136,7 +136,10 @@ extension ConfigParser {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "is not a value; turn advertisements on and off with bleadvctl on and off")
             }
-            guard !ConfiguredAdvertisement.secretKeys.contains(setting) && setting != "services" else {
+            // A sensor's buttons and dimmers are what it is, not values: an event on air or
+            // waiting has the shape they gave it.
+            let declarations: Set<String> = ["services", "bthome.buttons", "bthome.dimmers", "bthome.event_seconds"]
+            guard !ConfiguredAdvertisement.secretKeys.contains(setting) && !declarations.contains(setting) else {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "cannot be set at run time; change it in the config file and reload")
             }

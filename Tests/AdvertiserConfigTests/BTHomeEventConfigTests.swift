@@ -54,4 +54,18 @@ struct BTHomeEventConfigTests {
     func errors(text: String, message: String) {
         #expect(error(text) == message)
     }
+
+    @Test("buttons, dimmers and event_seconds are what the sensor is, not values: set refuses them", arguments: ["buttons", "dimmers", "event_seconds"])
+    func declarationsNotSettable(key: String) throws {
+        let configured = try parse("[advertisement.remote.bthome]\nbuttons = 2\ndimmers = 1\n")
+
+        var message: String?
+        do {
+            _ = try ConfigParser.applying([key: .integer(3)], to: configured, name: "remote")
+        } catch {
+            message = error.description
+        }
+
+        #expect(message == "advertisement.remote.\(key): cannot be set at run time; change it in the config file and reload")
+    }
 }

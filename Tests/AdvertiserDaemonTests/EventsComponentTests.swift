@@ -34,7 +34,7 @@ struct EventsComponentTests {
         let running: [Task<Void, Never>]
 
         init(_ text: String = EventsComponentTests.config) async throws {
-            mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0")])))
+            mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: "54:48:E6:8F:80:A5")])))
             mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/remote"))))
             mock.scriptUpdate(.always(.success(())))
             mock.scriptReregister(.always(.success(false)))
@@ -42,7 +42,7 @@ struct EventsComponentTests {
             mock.scriptAudit(.always(.success([])))
             loop = try EventLoop.onNewThread(name: "events-test")
             let config = try ConfigParser.parse(text, file: "test.toml")
-            module = BluetoothModule(manager: mock, clock: clock, auditDelay: nil)
+            module = BluetoothModule(manager: mock, clock: clock, counters: MockCounters(), auditDelay: nil)
             values = Values(
                 advertisements: config.advertisements, services: config.services, module: module, clock: clock,
                 logger: Logger(label: "test"), executor: loop)
@@ -155,5 +155,20 @@ struct EventsComponentTests {
         let error = await #expect(throws: PeripheralError.self) { try await h.events.event("remote", ["button": "press"]) }
 
         #expect(error?.message == "remote is off: an event would reach no one; bleadvctl on remote first")
+    }
+
+    @Test("an encrypted sensor's event is sealed as its readings are: it opens with the key and the adapter's address, with a new counter")
+    func encryptedEvent() async throws {
+        let key = "231d39c1d7cc1ab1aee224cd096db932"
+        let h = try await Harness("[advertisement.remote.bthome]\nbuttons = 1\nencryption_key = \"\(key)\"\n")
+        defer { h.stop() }
+
+        _ = try await h.events.event("remote", ["button": "double_press"])
+        try await eventually("the event reached the module") { h.mock.calls.updated.count == 1 }
+        let sealed = try #require(h.mock.calls.updated.first?.advertisement.serviceData.first?.data)
+        let opened = BTHome.open(sealed, key: try #require(BTHome.Key(hex: key)), address: [0x54, 0x48, 0xE6, 0x8F, 0x80, 0xA5])
+
+        #expect(opened == [0x41, 0x00, 0x01, 0x3A, 0x02])
+        #expect(sealed.first == 0x41)
     }
 }
