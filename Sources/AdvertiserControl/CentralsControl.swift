@@ -18,9 +18,16 @@ public struct CentralState: Hashable, Sendable {
     /// The characteristics (`service.characteristic`) whose notifications its MTU cuts: a value
     /// sent was longer than MTU − 3 bytes.
     public var cut: [String]
+    /// The characteristics (`service.characteristic`) it subscribed to, as far as bleadvd can
+    /// tell: BlueZ does not say which central subscribed, so those it subscribed to while it
+    /// was the only central connected.
+    public var subscribed: [String]
 
     /// A state.
-    public init(address: String, adapter: String, sinceSeconds: Double, bonded: Bool?, mtu: Int?, idleSeconds: Double, cut: [String] = []) {
+    public init(
+        address: String, adapter: String, sinceSeconds: Double, bonded: Bool?, mtu: Int?, idleSeconds: Double, cut: [String] = [],
+        subscribed: [String] = []
+    ) {
         self.address = address
         self.adapter = adapter
         self.sinceSeconds = sinceSeconds
@@ -28,14 +35,15 @@ public struct CentralState: Hashable, Sendable {
         self.mtu = mtu
         self.idleSeconds = idleSeconds
         self.cut = cut
+        self.subscribed = subscribed
     }
 
     /// As `Centrals` carries it: `adapter` s, `since_seconds` d, `idle_seconds` d, `cut` as,
-    /// and when known `bonded` b, `mtu` q.
+    /// `subscribed` as, and when known `bonded` b, `mtu` q.
     public var dbusValue: DBusValue {
         var entries: [(String, DBusValue)] = [
             ("adapter", .string(adapter)), ("since_seconds", .double(sinceSeconds)), ("idle_seconds", .double(idleSeconds)),
-            ("cut", .strings(cut)),
+            ("cut", .strings(cut)), ("subscribed", .strings(subscribed)),
         ]
         if let bonded { entries.append(("bonded", .boolean(bonded))) }
         if let mtu { entries.append(("mtu", .uint16(UInt16(clamping: mtu)))) }
@@ -48,7 +56,8 @@ public struct CentralState: Hashable, Sendable {
               let since = entries["since_seconds"]?.double, let idle = entries["idle_seconds"]?.double else { return nil }
         self.init(
             address: address, adapter: adapter, sinceSeconds: since, bonded: entries["bonded"]?.boolean,
-            mtu: entries["mtu"]?.uint16.map(Int.init), idleSeconds: idle, cut: entries["cut"]?.stringArray ?? [])
+            mtu: entries["mtu"]?.uint16.map(Int.init), idleSeconds: idle, cut: entries["cut"]?.stringArray ?? [],
+            subscribed: entries["subscribed"]?.stringArray ?? [])
     }
 }
 

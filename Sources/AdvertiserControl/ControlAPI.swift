@@ -130,6 +130,12 @@ public enum ControlAPI {
         /// and subscriptions), and `cut`, the characteristics (`service.characteristic`) whose
         /// notified value was longer than MTU − 3 bytes, which BlueZ cuts for it.
         case linkChanged = "LinkChanged"
+        /// `Subscription(s service, s characteristic, b subscribed)`: a central subscribed to a
+        /// characteristic's notifications or indications (`true`, once per central that turns
+        /// them on), or none is subscribed any longer (`false`: the last one turned them off or
+        /// left). BlueZ does not say which central; `Centrals` lists it when only one was
+        /// connected. A bonded central's subscription outlasts its link (bluetoothd keeps it).
+        case subscription = "Subscription"
 
         /// The member name.
         public var name: String { rawValue }
@@ -148,6 +154,8 @@ public enum ControlAPI {
             case .linkChanged:
                 [DBusArgument("central", .string), DBusArgument("adapter", .string), DBusArgument("mtu", .uint16),
                  DBusArgument("cut", .array(.string))]
+            case .subscription:
+                [DBusArgument("service", .string), DBusArgument("characteristic", .string), DBusArgument("subscribed", .boolean)]
             }
         }
     }

@@ -120,6 +120,12 @@ public enum ControlService {
         await emit(.linkChanged, [.string(central), .string(adapter), .uint16(UInt16(clamping: mtu)), .strings(cut)], on: connection)
     }
 
+    /// Announces that a central subscribed to `service`'s `characteristic`, or that none is
+    /// subscribed any longer.
+    public static func subscription(_ service: String, _ characteristic: String, subscribed: Bool, on connection: DBusConnection) async {
+        await emit(.subscription, [.string(service), .string(characteristic), .boolean(subscribed)], on: connection)
+    }
+
     /// Announces a state change.
     public static func stateChanged(_ name: String, _ state: AdvertisementState.State, on connection: DBusConnection) async {
         await emit(.stateChanged, [.string(name), .string(state.rawValue)], on: connection)

@@ -12,12 +12,15 @@ extension Bleadvctl {
                 ATT MTU (- until the central's first read or write: bluetoothd passes it with \
                 those), how long it has done nothing, and the characteristics whose notifications \
                 its MTU cuts (cut SERVICE.CHARACTERISTIC,...: a value sent was longer than \
-                MTU - 3 bytes; BlueZ sends what the MTU carries). Links this box made as a \
+                MTU - 3 bytes; BlueZ sends what the MTU carries), and what it subscribed to \
+                (subscribed SERVICE.CHARACTERISTIC,...: BlueZ does not say which central \
+                subscribes, so those it subscribed to while it was the only one connected; \
+                watch prints every subscription). Links this box made as a \
                 central are listed too. bleadvctl watch prints each link's start and end as it happens.
 
                 Example: bleadvctl centrals --json | jq -r '.[] | select(.bonded) | .central'
                 """)
-        @Flag(help: "Print a JSON array of {\"central\", \"adapter\", \"since_seconds\", \"idle_seconds\", \"bonded\", \"mtu\", \"cut\"}.")
+        @Flag(help: "Print a JSON array of {\"central\", \"adapter\", \"since_seconds\", \"idle_seconds\", \"bonded\", \"mtu\", \"cut\", \"subscribed\"}.")
         var json = false
         @OptionGroup var bus: BusOptions
 
@@ -28,7 +31,8 @@ extension Bleadvctl {
                     "{\"central\": \(StatusFormat.quote(central.address)), \"adapter\": \(StatusFormat.quote(central.adapter)), "
                         + "\"since_seconds\": \(StatusFormat.number(central.sinceSeconds)), \"idle_seconds\": \(StatusFormat.number(central.idleSeconds)), "
                         + "\"bonded\": \(central.bonded.map { $0 ? "true" : "false" } ?? "null"), \"mtu\": \(central.mtu.map(String.init) ?? "null"), "
-                        + "\"cut\": [" + central.cut.map { StatusFormat.quote($0) }.joined(separator: ", ") + "]}"
+                        + "\"cut\": [" + central.cut.map { StatusFormat.quote($0) }.joined(separator: ", ") + "], "
+                        + "\"subscribed\": [" + central.subscribed.map { StatusFormat.quote($0) }.joined(separator: ", ") + "]}"
                 }.joined(separator: ", ") + "]\n")
             } else {
                 try emit(centrals.map { central in
@@ -36,7 +40,8 @@ extension Bleadvctl {
                         Untrusted.escaped(central.address), Untrusted.escaped(central.adapter), "connected \(Self.duration(central.sinceSeconds))",
                         central.bonded.map { $0 ? "bonded" : "not-bonded" } ?? "-", "mtu \(central.mtu.map(String.init) ?? "-")",
                         "idle \(Self.duration(central.idleSeconds))",
-                    ].joined(separator: " ") + (central.cut.isEmpty ? "" : " cut " + central.cut.map { Untrusted.escaped($0) }.joined(separator: ",")) + "\n"
+                    ].joined(separator: " ") + (central.cut.isEmpty ? "" : " cut " + central.cut.map { Untrusted.escaped($0) }.joined(separator: ","))
+                        + (central.subscribed.isEmpty ? "" : " subscribed " + central.subscribed.map { Untrusted.escaped($0) }.joined(separator: ",")) + "\n"
                 }.joined())
             }
         }

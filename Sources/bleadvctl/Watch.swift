@@ -17,7 +17,10 @@ extension Bleadvctl {
                 values went on air (values NAME KEY=VALUE...), a central connected \
                 (connected ADDRESS ADAPTER), its link's ATT MTU became known or changed, or a \
                 notification went out cut to what the MTU carries (link ADDRESS ADAPTER mtu N \
-                [cut SERVICE.CHARACTERISTIC,...]), or its link ended (disconnected ADDRESS \
+                [cut SERVICE.CHARACTERISTIC,...]), a central subscribed to a characteristic's \
+                notifications (subscribed SERVICE.CHARACTERISTIC; BlueZ does not say which \
+                central) or none is subscribed any longer (unsubscribed SERVICE.CHARACTERISTIC), \
+                or its link ended (disconnected ADDRESS \
                 ADAPTER [REASON], the reason when bleadvd ended it). A pairing window's events go to \
                 the bleadvctl pair that opened it alone. A write is printed only when \
                 bleadvd took it: it fit the characteristic's format. With --json each line is \
@@ -140,6 +143,13 @@ enum WatchFormat {
             return json
                 ? "{\"event\": \"link\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"mtu\": \(mtu), \"cut\": [" + cut.map(StatusFormat.quote).joined(separator: ", ") + "]}"
                 : "link \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter)) mtu \(mtu)" + (cut.isEmpty ? "" : " cut " + cut.map(Untrusted.escaped).joined(separator: ","))
+        case .subscription?:
+            guard body.count == 3, let service = body[0].string, let characteristic = body[1].string,
+                  case .boolean(let subscribed) = body[2] else { return nil }
+            let event = subscribed ? "subscribed" : "unsubscribed"
+            return json
+                ? "{\"event\": \"\(event)\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic))}"
+                : "\(event) \(Untrusted.escaped(service)).\(Untrusted.escaped(characteristic))"
         case .pairing?, nil:
             // A window's events are sent to its opener alone: never this command's to print.
             return nil

@@ -100,6 +100,10 @@ package final class EmbeddedBus: ControlBus {
         record((["LinkChanged", central, adapter, "\(mtu)"] + cut).joined(separator: " "))
     }
 
+    package func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async {
+        record("Subscription \(id) \(subscribed)")
+    }
+
     /// The config's join program, as on the system bus; NetworkManager, which is on no bus
     /// here, can neither join nor tell (``Refusing``): Improv is offered whatever the Wi-Fi.
     package func joiner<C: Clock>(for config: ImprovConfig, clock: C) -> any NetworkJoining where C.Duration == Duration {

@@ -26,6 +26,9 @@ struct CentralsTests {
         func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async {
             said.withLock { $0.append("LinkChanged \(central) \(adapter) \(mtu) [\(cut.joined(separator: ","))]") }
         }
+        func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async {
+            said.withLock { $0.append("Subscription \(id) \(subscribed)") }
+        }
         var all: [String] { said.withLock { $0 } }
     }
 
@@ -175,6 +178,47 @@ struct CentralsTests {
         ])
     }
 
+    @Test("a subscription while one central is connected is announced and listed as that central's, until none is subscribed")
+    func subscriptionOfTheOnlyCentral() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+
+        await h.centrals.take(.subscription(Self.level, on: true))
+        let listed = await h.centrals.centrals().first?.subscribed
+        await h.centrals.take(.subscription(Self.level, on: false))
+
+        #expect(listed == ["power.level"])
+        #expect(await h.centrals.centrals().first?.subscribed == [])
+        #expect(h.port.all == ["Connected \(Self.phone) hci0", "Subscription power.level true", "Subscription power.level false"])
+        #expect(h.logs.all.contains("info: power.level: \(Self.phone) subscribed"))
+    }
+
+    @Test("a subscription while two centrals are connected is announced and listed as neither's: BlueZ does not say which subscribed")
+    func subscriptionOfOneOfTwo() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+
+        await h.centrals.take(.subscription(Self.level, on: true))
+
+        #expect(await h.centrals.centrals().map(\.subscribed) == [[], []])
+        #expect(h.port.all.last == "Subscription power.level true")
+        #expect(h.logs.all.contains("info: power.level: a central subscribed (BlueZ does not say which; 2 connected)"))
+    }
+
+    @Test("BlueZ's StartNotify and StopNotify reach the component in turn as subscriptions")
+    func subscriptionsDelivered() throws {
+        let h = try Harness()
+        let on = PeripheralEvent.gatt(GATTEvent(Self.level, .subscribed, central: ""))
+        let off = PeripheralEvent.gatt(GATTEvent(Self.level, .unsubscribed, central: ""))
+
+        guard case .inTurn(.subscription(Self.level, on: true)) = h.centrals.delivery(of: on),
+              case .inTurn(.subscription(Self.level, on: false)) = h.centrals.delivery(of: off) else {
+            Issue.record("a subscription is not delivered as one")
+            return
+        }
+    }
+
     @Test("bluetoothd leaving ends every link, each announced")
     func bluezGoneEndsLinks() async throws {
         let h = try Harness()
@@ -287,6 +331,37 @@ struct CentralsDaemonTests {
 
         #expect(line.wholeMatch(of: /link AA:BB:CC:DD:EE:01 hci0 mtu \d+/) != nil, "\(line)")
         #expect(status.contains("(label's notifications reach \(Self.phone) cut to"), "\(status)")
+    }
+
+    @Test("bleadvctl watch prints a subscription and its end, and centrals lists it with the only central connected")
+    func watchPrintsSubscriptions() async throws {
+        let session = try await lampSession(onDBus: true)
+        let watch = try Child(product("bleadvctl"), ["watch"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": session.bus.address])
+        defer { watch.kill(SIGTERM) }
+        // A link's end and start until watch prints one: it may not have subscribed yet.
+        let linking = Task {
+            while !Task.isCancelled {
+                session.mock.emit(.disconnected(central: Self.phone, adapter: "hci0"))
+                session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        _ = try await PrivateBus.line(from: watch.stdout)
+        linking.cancel()
+        await linking.value
+
+        session.mock.emit(.gatt(GATTEvent(Self.label, .subscribed, central: "")))
+        try await eventually("the subscription is listed") { try await session.ctl("centrals").output.contains("subscribed lamp.label") }
+        let json = try await session.ctl("centrals", "--json").output
+        session.mock.emit(.gatt(GATTEvent(Self.label, .unsubscribed, central: "")))
+        var lines: [String] = []
+        while lines.last != "unsubscribed lamp.label" {
+            let next = try await PrivateBus.line(from: watch.stdout)
+            if !next.hasPrefix("connected"), !next.hasPrefix("disconnected") { lines.append(next) }
+        }
+
+        #expect(lines == ["subscribed lamp.label", "unsubscribed lamp.label"])
+        #expect(json.contains("\"subscribed\": [\"lamp.label\"]"), "\(json)")
     }
 
     @Test("bleadvctl centrals lists a connected central; disconnect ends its link, and exits 2 for one not connected")

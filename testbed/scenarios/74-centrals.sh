@@ -3,14 +3,16 @@
 # Connections you can see and control (#66 items 2 and 3), as two centrals on host stacks of
 # their own live them: Bumble on hci1 (A) and on hci2 (B), bleadvd on hci0 with
 # [centrals] max_centrals = 1, and bleadvctl watch running throughout.
-# 1. A connects and reads: bleadvctl centrals lists it with hci0 and the MTU of its read;
-#    watch prints its link and its MTU; a value longer than the MTU carries, set on a
-#    characteristic that notifies, is said by watch, status and the journal.
+# 1. A connects, reads and subscribes: bleadvctl centrals lists it with hci0, the MTU of its
+#    read and its subscription; watch prints its link, its MTU and the subscription; a value
+#    longer than the MTU carries, set on a characteristic that notifies, is said by watch,
+#    status and the journal.
 # 2. B connects beside it: bleadvd ends B's link at once (max_centrals 1; bluetoothd answers
 #    Device1.Disconnect once the controller ended the link, about a second under emulation);
 #    5 s after it connected B finds its link ended by the peripheral (0x13); the journal and
 #    watch say why.
-# 3. bleadvctl disconnect A: A's link ends, and watch says who ended it.
+# 3. bleadvctl disconnect A: A's link ends, and watch says who ended it, and that no central
+#    is subscribed any longer (A was not bonded: bluetoothd drops its subscription).
 # 4. A reload sets idle_disconnect_seconds = 5: A connects and does nothing; its link is ended
 #    about 5 s later, and watch says so.
 # (central_run's lines begin with four spaces.)
@@ -20,6 +22,7 @@ set -euo pipefail
 [[ -e /sys/class/bluetooth/hci2 ]] || fail "needs three controllers (testbed/run.sh --controllers 3)"
 fresh_bluetoothd hci0
 level=6e400033-b5a3-f393-e0a9-e50e24dcca9e
+label=6e400034-b5a3-f393-e0a9-e50e24dcca9e
 hold=$TESTBED_WORK/hold
 rm -rf "$hold"; mkdir -p "$hold"
 write_config() {
@@ -44,7 +47,7 @@ security = "none"
 value = 7
 
 [service.pi.characteristic.label]
-uuid = "6e400034-b5a3-f393-e0a9-e50e24dcca9e"
+uuid = "$label"
 format = "utf8"
 flags = ["read", "notify"]
 value = "pi"
@@ -60,17 +63,23 @@ start_central b 2 "$address"
 
 watched() { grep -c "$1" "$TESTBED_WORK/watch.out" || true; }
 
-echo "1. A connects and reads; centrals lists it"
+echo "1. A connects, reads and subscribes; centrals lists it"
 before=$(relinks)
-central_run a "read:$level" "touch:$hold/a-read" "await:$hold/a-release" > "$TESTBED_WORK/a.lines" &
+central_run a "read:$level" "subscribe:$label" "touch:$hold/a-read" "await:$hold/a-release" > "$TESTBED_WORK/a.lines" &
 a_run=$!
-wait_for 60 "A's read" "[ -e '$hold/a-read' ]" || fail "A did not connect and read"
+wait_for 60 "A's read" "[ -e '$hold/a-read' ]" || fail "A did not connect, read and subscribe"
 wait_for 10 "centrals to list A" "bleadvctl centrals | grep -q 'mtu [0-9]'" || fail "centrals does not list A with an MTU: $(bleadvctl centrals)"
 listed=$(bleadvctl centrals)
 echo "    bleadvctl centrals: $listed"
 a=${listed%% *}
 [[ "$listed" == *" hci0 connected "* ]] || fail "centrals does not list A on hci0: $listed"
 bleadvctl centrals --json | sed 's/^/    --json: /'
+# #66 item 2: a subscription, as BlueZ's StartNotify says it (not which central: A alone is here).
+wait_for 10 "watch to print A's subscription" '[[ $(watched "^subscribed pi.label$") -ge 1 ]]' \
+  || fail "watch did not print the subscription: $(cat "$TESTBED_WORK/watch.out")"
+subscribed=$(bleadvctl centrals)
+[[ "$subscribed" == *" subscribed pi.label"* ]] || fail "centrals does not list A's subscription: $subscribed"
+echo "    watch: subscribed pi.label; centrals: $subscribed"
 # #66 item 5: watch prints the MTU BlueZ gave with the read; a value set longer than it carries
 # in a notification (MTU - 3 bytes) is said by watch and status.
 wait_for 10 "watch to print A's MTU" '[[ $(watched "link $a hci0 mtu ") -ge 1 ]]' \
@@ -107,6 +116,8 @@ echo "3. bleadvctl disconnect A"
 bleadvctl disconnect "$a" || fail "bleadvctl disconnect $a exited $?"
 wait_for 10 "watch to print A's end" '[[ $(watched "disconnected $a hci0 \"bleadvctl disconnect\"") -ge 1 ]]' \
   || fail "watch did not print A's end by bleadvctl disconnect: $(cat "$TESTBED_WORK/watch.out")"
+wait_for 10 "watch to print that none is subscribed" '[[ $(watched "^unsubscribed pi.label$") -ge 1 ]]' \
+  || fail "watch did not print the subscription's end: $(cat "$TESTBED_WORK/watch.out")"
 touch "$hold/a-release"
 wait "$a_run" || true
 sed 's/^/    A: /' "$TESTBED_WORK/a.lines"

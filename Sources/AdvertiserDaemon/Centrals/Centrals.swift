@@ -2,7 +2,7 @@ import AdvertiserConfig
 import AdvertiserControl
 import Events
 import Logging
-import Peripheral
+package import Peripheral
 
 /// Where links are announced: the control API's `Connected` and `Disconnected` signals.
 package protocol CentralsAnnouncing: Sendable {
@@ -12,6 +12,8 @@ package protocol CentralsAnnouncing: Sendable {
     /// What `central`'s link carries changed: its ATT MTU became known or changed, or a
     /// characteristic joined `cut`, those whose notifications the MTU cuts.
     func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async
+    /// A central subscribed to `id` (`subscribed`), or none is subscribed any longer.
+    func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async
 }
 
 /// Told the length of each value sent to a characteristic that notifies: BlueZ sends a
@@ -24,9 +26,10 @@ protocol NotifiedLengths: AnyObject, Sendable {
 /// The centrals connected to the adapters, a component of the daemon: who is connected since
 /// when, bonded or not (asked of BlueZ when someone lists them, never at a link's start, while
 /// bluetoothd sets the link up and the central discovers), the link's MTU as its reads and
-/// writes show it, and when each last did something. It announces each link's start, what it
-/// carries (MTU, cuts) and its end, ends a link on request (`Disconnect`), ends one beyond
-/// `max_centrals` at once and one idle past `idle_disconnect_seconds`.
+/// writes show it, what it subscribed to, and when each last did something. It announces each
+/// link's start, what it carries (MTU, cuts), each subscription and its end, ends a link on
+/// request (`Disconnect`), ends one beyond `max_centrals` at once and one idle past
+/// `idle_disconnect_seconds`.
 actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == Duration {
     /// One central's link.
     struct Link: Sendable {
@@ -38,6 +41,10 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         var ending: String?
         /// The characteristics whose notifications its MTU cuts, said once each.
         var cut: Set<GATTCharacteristicID> = []
+        /// The characteristics it subscribed to, as far as bleadvd can tell: BlueZ's
+        /// `StartNotify` does not say which central called for it, so one while this link was
+        /// the only one.
+        var subscribed: Set<GATTCharacteristicID> = []
     }
 
     let manager: any PeripheralManaging
@@ -76,7 +83,8 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
             CentralState(
                 address: address, adapter: link.adapter, sinceSeconds: Daemon<C>.seconds(link.since.duration(to: now)),
                 bonded: bonded[link.adapter].map { $0.contains(address) },
-                mtu: link.mtu, idleSeconds: Daemon<C>.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted())
+                mtu: link.mtu, idleSeconds: Daemon<C>.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted(),
+                subscribed: link.subscribed.map(\.description).sorted())
         }
     }
 
@@ -122,6 +130,25 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         links[central]!.mtu = mtu
         for (id, length) in lengths.sorted(by: { $0.key.description < $1.key.description }) { check(central, id, length: length) }
         await announce(central)
+    }
+
+    /// BlueZ called `StartNotify` (`on`: a central turned `id`'s notifications on; it does not
+    /// say which) or `StopNotify` (none is subscribed any longer): announced, and kept with the
+    /// link when only one was up, as the central that asked.
+    func subscription(_ id: GATTCharacteristicID, on: Bool) async {
+        if on {
+            if links.count == 1, let only = links.keys.first {
+                links[only]!.subscribed.insert(id)
+                links[only]!.active = clock.now
+                logger.info("\(id): \(Central.named(only)) subscribed")
+            } else {
+                logger.info("\(id): a central subscribed (BlueZ does not say which; \(links.count) connected)")
+            }
+        } else {
+            for central in links.keys { links[central]!.subscribed.remove(id) }
+            logger.info("\(id): no central is subscribed any longer")
+        }
+        await port.subscription(id, subscribed: on)
     }
 
     /// Says, once per central and characteristic, a notification its MTU cuts; true when it
@@ -208,13 +235,14 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     }
 }
 
-/// What it takes of BlueZ's events: links up and down, what centrals do (for idle and MTU), and
-/// bluetoothd or an adapter going (every link with it).
+/// What it takes of BlueZ's events: links up and down, what centrals do (for idle and MTU),
+/// subscriptions, and bluetoothd or an adapter going (every link with it).
 extension Centrals: DaemonComponent {
     enum Input: Sendable {
         case connected(String, adapter: String)
         case disconnected(String)
         case active(String, mtu: Int?)
+        case subscription(GATTCharacteristicID, on: Bool)
         case allEnded(adapter: String?)
     }
 
@@ -222,6 +250,8 @@ extension Centrals: DaemonComponent {
         switch event {
         case .connected(let central, let adapter): .inTurn(.connected(central, adapter: adapter))
         case .disconnected(let central, _): .inTurn(.disconnected(central))
+        case .gatt(let gatt) where gatt.kind == .subscribed || gatt.kind == .unsubscribed:
+            .inTurn(.subscription(gatt.characteristic, on: gatt.kind == .subscribed))
         // At once: a note in a table, which a central's flood of writes must not queue up.
         case .gatt(let gatt) where !gatt.central.isEmpty: .now(.active(gatt.central, mtu: gatt.mtu))
         case .bluezVanished: .inTurn(.allEnded(adapter: nil))
@@ -235,6 +265,7 @@ extension Centrals: DaemonComponent {
         case .connected(let central, let adapter): await connected(central, adapter: adapter)
         case .disconnected(let central): await disconnected(central)
         case .active(let central, let mtu): await active(central, mtu: mtu)
+        case .subscription(let id, let on): await subscription(id, on: on)
         case .allEnded(let adapter): await allEnded(on: adapter)
         }
     }

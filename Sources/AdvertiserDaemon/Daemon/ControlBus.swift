@@ -99,6 +99,10 @@ package struct DBusControlBus: ControlBus {
         await ControlService.linkChanged(central, adapter: adapter, mtu: mtu, cut: cut, on: connection)
     }
 
+    package func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async {
+        await ControlService.subscription(id.service, id.characteristic, subscribed: subscribed, on: connection)
+    }
+
     /// Through NetworkManager, bleadvd running as its own user asks the join helper, which runs
     /// as root (``JoinHelper``); run as root itself, it asks NetworkManager; or the config's
     /// program.

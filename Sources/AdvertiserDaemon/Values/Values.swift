@@ -402,10 +402,8 @@ actor Values<C: Clock> where C.Duration == Duration {
             writeWindows[id] = WriteBurst(newest: event)
             post.yield(.writeWindow(id))
             await announce(event, of: 1)
-        case .subscribed:
-            logger.info("\(id): a central subscribed")
-        case .unsubscribed:
-            logger.info("\(id): the last central unsubscribed")
+        case .subscribed, .unsubscribed:
+            break  // the centrals' component says and announces them
         case .read:
             logger.debug("\(id): \(Central.named(event.central)) read it")
         }
