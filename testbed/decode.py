@@ -8,7 +8,8 @@
   decode.py ibeacon HEX          (manufacturer data of company 0x004C, without the company id)
       prints "uuid UUID major N minor N tx_power N"
   decode.py eddystone HEX        (service data of UUID 0xFEAA)
-      prints "uid namespace HEX instance HEX tx_power N" or "url URL tx_power N"
+      prints "uid namespace HEX instance HEX tx_power N", "url URL tx_power N" or
+      "tlm voltage MV temperature C advertising_count N uptime_tenths N"
 
 (AltBeacon is not here: no maintained PyPI parser decodes it; beacontools does not.)
 
@@ -61,7 +62,7 @@ def ibeacon(args):
 
 def eddystone(args):
     from beacontools import parse_packet
-    from beacontools.packet_types.eddystone import EddystoneUIDFrame, EddystoneURLFrame
+    from beacontools.packet_types.eddystone import EddystoneTLMFrame, EddystoneUIDFrame, EddystoneURLFrame
     # beacontools wants the AD structures: the 0xFEAA service UUID list, then its service data.
     data = bytes.fromhex("aafe" + args.hex)
     frame = parse_packet(bytes([3, 0x03, 0xAA, 0xFE, len(data) + 1, 0x16]) + data)
@@ -69,8 +70,13 @@ def eddystone(args):
         print("uid namespace %s instance %s tx_power %d" % (frame.namespace, frame.instance, frame.tx_power))
     elif isinstance(frame, EddystoneURLFrame):
         print("url %s tx_power %d" % (frame.url, frame.tx_power))
+    elif isinstance(frame, EddystoneTLMFrame):
+        # beacontools' seconds_since_boot is the frame's SEC_CNT, in tenths of a second; its
+        # temperature is read as unsigned 8.8 (a negative one would come out 256 too high).
+        print("tlm voltage %d temperature %g advertising_count %d uptime_tenths %d"
+              % (frame.voltage, frame.temperature, frame.advertising_count, frame.seconds_since_boot))
     else:
-        print("beacontools decoded no Eddystone UID or URL from %s" % args.hex, file=sys.stderr)
+        print("beacontools decoded no Eddystone UID, URL or TLM from %s" % args.hex, file=sys.stderr)
         return 1
     return 0
 

@@ -137,8 +137,8 @@ extension ConfigParser {
                                   message: "is not a value; turn advertisements on and off with bleadvctl on and off")
             }
             // A sensor's buttons and dimmers are what it is, not values: an event on air or
-            // waiting has the shape they gave it.
-            let declarations: Set<String> = ["services", "bthome.buttons", "bthome.dimmers", "bthome.event_seconds"]
+            // waiting has the shape they gave it; a TLM frame's update period is its timer's.
+            let declarations: Set<String> = ["services", "bthome.buttons", "bthome.dimmers", "bthome.event_seconds", "eddystone_tlm.update_seconds"]
             guard !ConfiguredAdvertisement.secretKeys.contains(setting) && !declarations.contains(setting) else {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "cannot be set at run time; change it in the config file and reload")

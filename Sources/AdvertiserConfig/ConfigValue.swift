@@ -90,9 +90,11 @@ public enum ConfigValue: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ConfiguredAdvertisement {
-    /// The preset this advertisement uses, if any (`ibeacon`, `bthome`, ...).
+    /// The preset this advertisement uses, if any (`ibeacon`, `bthome`, ...): an
+    /// `eddystone_tlm` table may be empty, and has no settings then.
     public var preset: String? {
         settings.keys.lazy.compactMap { $0.split(separator: ".").first.map(String.init) }.first { Reader.presetKeys[$0] != nil }
+            ?? (telemetry != nil ? "eddystone_tlm" : nil)
     }
 
     /// The key of ``settings`` that `key` (as given to `bleadvctl set`) names: for a preset,

@@ -89,6 +89,8 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
     /// The BTHome sensor, for a `bthome` preset: its values change with `bleadvctl set`, and its
     /// packet id with each change.
     public var bthome: BTHome?
+    /// The telemetry, for an `eddystone_tlm` preset: its counters are the daemon's.
+    public var telemetry: Telemetry?
     /// What the table says, key by key (`local_name`, `manufacturer_data.0xFFFF`,
     /// `ibeacon.major`, `bthome.temperature`): what `bleadvctl set` changes.
     public var settings: [String: ConfigValue]
@@ -112,11 +114,27 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
         isEncrypted ? shownSettings.filter { !$0.key.hasPrefix("bthome.") } : shownSettings
     }
 
+    /// An `eddystone_tlm` preset's telemetry: the frame as the table gives it (its counters at
+    /// zero) and how often the daemon brings the counters on air up to date.
+    public struct Telemetry: Hashable, Sendable {
+        /// The frame.
+        public var frame: EddystoneTLM
+        /// How often its counters are brought up to date (`update_seconds`).
+        public var every: Duration
+
+        /// Telemetry.
+        public init(frame: EddystoneTLM, every: Duration) {
+            self.frame = frame
+            self.every = every
+        }
+    }
+
     /// An entry.
     public init(
-        enabled: Bool = true, advertisement: Advertisement, bthome: BTHome? = nil, settings: [String: ConfigValue] = [:],
-        services: [String: BluetoothUUID] = [:]
+        enabled: Bool = true, advertisement: Advertisement, bthome: BTHome? = nil, telemetry: Telemetry? = nil,
+        settings: [String: ConfigValue] = [:], services: [String: BluetoothUUID] = [:]
     ) {
+        self.telemetry = telemetry
         self.services = services
         self.enabled = enabled
         self.advertisement = advertisement
@@ -124,9 +142,16 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
         self.settings = settings
     }
 
-    /// The advertisement with the BTHome packet id set to `packetID` (for a `bthome` preset;
-    /// any other advertisement is returned as it is).
-    public func advertisement(packetID: UInt8) throws(PeripheralError) -> Advertisement {
+    /// The advertisement with the BTHome packet id set to `packetID` (for a `bthome` preset), or
+    /// with `counters` in its TLM frame (for an `eddystone_tlm` preset; nil: as configured);
+    /// any other advertisement is returned as it is.
+    public func advertisement(packetID: UInt8, counters: EddystoneTLM.Counters? = nil) throws(PeripheralError) -> Advertisement {
+        if var frame = telemetry?.frame {
+            if let counters { frame.counters = counters }
+            var ad = advertisement
+            ad.serviceData = [.init(uuid: Beacon.eddystoneService, data: frame.frame)]
+            return ad
+        }
         guard var sensor = bthome else { return advertisement }
         sensor.packetID = packetID
         var ad = advertisement

@@ -91,6 +91,13 @@ extension Reader {
         "eddystone_url": Preset(keys: ["url", "tx_power"]) { table throws(ConfigError) in
             .eddystoneURL(url: try table.string("url"), txPower: try table.number("tx_power"))
         },
+        // Each key may be left out: a voltage or temperature not measured is sent as the spec
+        // says (0 mV, -128 °C), and the counters are the daemon's.
+        "eddystone_tlm": Preset(keys: ["battery_mv", "temperature", "update_seconds"]) { table throws(ConfigError) in
+            .eddystoneTLM(EddystoneTLM(
+                batteryMillivolts: table.has("battery_mv") ? try table.number("battery_mv", EddystoneTLM.batteryRange) : nil,
+                temperature: table.has("temperature") ? try table.decimal("temperature", EddystoneTLM.temperatureRange, unit: "°C") : nil))
+        },
     ]
     /// Each preset's keys, `bthome` included.
     static let presetKeys: [String: Set<String>] =
@@ -99,6 +106,10 @@ extension Reader {
     static let bthomeKeys: Set<String> = ["trigger_based", "local_name", "encryption_key", "buttons", "dimmers", "event_seconds"]
     /// How long an event's packets may stay on air (`event_seconds`; 1 s unless given).
     static let eventSeconds: ClosedRange<Double> = 0.1...10.0
+    /// How often a TLM frame's counters are brought up to date on air (`update_seconds`).
+    static let telemetrySeconds: ClosedRange<Double> = 1...3600
+    /// Unless the config says.
+    static let telemetryEvery: Duration = .seconds(10)
 
     func advertisement(_ entry: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> ConfiguredAdvertisement {
         let presets = entry.keys.filter { Self.presetKeys[$0] != nil }.sorted()
@@ -114,6 +125,7 @@ extension Reader {
         let enabled = try entry["enabled"].map { value throws(ConfigError) in try bool(value, path + ["enabled"]) } ?? true
         var advertisement: Advertisement
         var sensor: BTHome?
+        var telemetry: ConfiguredAdvertisement.Telemetry?
         if presets.first == "bthome" {
             let fields = try table(entry["bthome"]!, path + ["bthome"])
             sensor = try bthome(fields, path + ["bthome"])
@@ -124,7 +136,15 @@ extension Reader {
                 throw self.error(path + ["bthome"], error.message)
             }
         } else if let preset = presets.first {
-            advertisement = try self.preset(preset, table(entry[preset]!, path + [preset]), path + [preset])
+            let fields = try table(entry[preset]!, path + [preset])
+            let beacon: Beacon
+            (advertisement, beacon) = try self.preset(preset, fields, path + [preset])
+            if case .eddystoneTLM(let frame) = beacon {
+                let every = try fields["update_seconds"].map { value throws(ConfigError) in
+                    try seconds(value, path + [preset, "update_seconds"], Self.telemetrySeconds)
+                }
+                telemetry = .init(frame: frame, every: every ?? Self.telemetryEvery)
+            }
         } else {
             advertisement = try fields(entry, path)
         }
@@ -158,7 +178,8 @@ extension Reader {
         }
         var settings = ConfiguredAdvertisement.settings(of: entry)
         settings["enabled"] = nil
-        return ConfiguredAdvertisement(enabled: enabled, advertisement: advertisement, bthome: sensor, settings: settings, services: offered)
+        return ConfiguredAdvertisement(
+            enabled: enabled, advertisement: advertisement, bthome: sensor, telemetry: telemetry, settings: settings, services: offered)
     }
 
     /// A `[advertisement.NAME.bthome]` table: measurements by object name, each a value or an
@@ -249,11 +270,12 @@ extension Reader {
         return ad
     }
 
-    func preset(_ name: String, _ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> Advertisement {
+    /// A beacon preset's advertisement, and the beacon it was made of.
+    func preset(_ name: String, _ fields: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> (Advertisement, Beacon) {
         try checkKeys(fields, allowed: Self.presetKeys[name]!, at: path)
         let beacon = try Self.presets[name]!.beacon(PresetTable(reader: self, name: name, fields: fields, path: path))
         do {
-            return try beacon.advertisement()
+            return (try beacon.advertisement(), beacon)
         } catch {
             throw self.error(path, error.message)
         }
@@ -266,7 +288,8 @@ struct Preset: Sendable {
     let beacon: @Sendable (PresetTable) throws(ConfigError) -> Beacon
 }
 
-/// A preset's table as its row reads it: every key is needed, and an error names its key.
+/// A preset's table as its row reads it: every key is needed unless the row asks ``has(_:)``
+/// first, and an error names its key.
 struct PresetTable {
     let reader: Reader
     let name: String
@@ -286,8 +309,23 @@ struct PresetTable {
         try reader.parseUUID(string(key), path + [key])
     }
 
-    func number<T: FixedWidthInteger>(_ key: String) throws(ConfigError) -> T {
-        try reader.number(value(key), path + [key])
+    /// Whether the table gives `key` (for a key the preset may do without).
+    func has(_ key: String) -> Bool { fields[key] != nil }
+
+    func number<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T> = T.min...T.max) throws(ConfigError) -> T {
+        try reader.number(value(key), path + [key], range)
+    }
+
+    /// A number, whole or not, within `range`.
+    func decimal(_ key: String, _ range: ClosedRange<Double>, unit: String) throws(ConfigError) -> Double {
+        let node = try value(key)
+        guard let number = node.double ?? node.int.map(Double.init), number.isFinite else {
+            throw reader.error(path + [key], "must be a number, not \(node.type)")
+        }
+        guard range.contains(number) else {
+            throw reader.error(path + [key], "is \(GATTFormat.shown(number)) \(unit); it must be between \(GATTFormat.shown(range.lowerBound)) and \(GATTFormat.shown(range.upperBound)) \(unit)")
+        }
+        return number
     }
 
     /// Hex bytes, of the length ``Beacon/byteLengths`` gives the field, if any.

@@ -12,6 +12,9 @@ public enum Beacon: Hashable, Sendable {
     case eddystoneUID(namespace: [UInt8], instance: [UInt8], txPower: Int8)
     /// Eddystone-URL: service FEAA, frame `10`, TX power at 0 m, the URL compressed per the spec.
     case eddystoneURL(url: String, txPower: Int8)
+    /// Eddystone-TLM: service FEAA, frame `20`, the beacon's telemetry (its counters as given;
+    /// the daemon brings them up to date while it is on air).
+    case eddystoneTLM(EddystoneTLM)
 
     /// The Eddystone service UUID, FEAA.
     public static let eddystoneService = BluetoothUUID(0xFEAA)
@@ -47,6 +50,11 @@ public enum Beacon: Hashable, Sendable {
             return Self.eddystone([0x00, UInt8(bitPattern: txPower)] + namespace + instance + [0x00, 0x00])
         case .eddystoneURL(let url, let txPower):
             return Self.eddystone([0x10, UInt8(bitPattern: txPower)] + (try EddystoneURL.encode(url)))
+        case .eddystoneTLM(let telemetry):
+            if let temperature = telemetry.temperature, let problem = EddystoneTLM.temperatureProblem(temperature) {
+                throw PeripheralError(.invalidValue, "eddystone_tlm temperature " + problem)
+            }
+            return Self.eddystone(telemetry.frame)
         }
     }
 

@@ -51,6 +51,33 @@ struct BeaconTests {
         #expect(hex == "0303aafe" + "0d16aafe" + "10ec" + "01" + "676f6f676c65" + "00" + "020106")
     }
 
+    @Test("an Eddystone-TLM is the FEAA list, frame 20 version 00, then mV, 8.8 °C, ADV_CNT and SEC_CNT big endian, then flags: 25 bytes")
+    func eddystoneTLM() throws {
+        let counters = EddystoneTLM.Counters(advertisingCount: 0x0102_0304, uptimeTenths: 0x0A0B_0C0D)
+
+        let hex = try Self.airHex(.eddystoneTLM(EddystoneTLM(batteryMillivolts: 3000, temperature: 21.5, counters: counters)))
+
+        #expect(hex == "0303aafe" + "1116aafe" + "2000" + "0bb8" + "1580" + "01020304" + "0a0b0c0d" + "020106")
+        #expect(hex.count / 2 == 25)
+    }
+
+    @Test("a TLM frame without a battery or temperature sends 0 mV and 80 00, as the spec says for not measured")
+    func eddystoneTLMNotMeasured() {
+        #expect(Hex.encode(EddystoneTLM().frame) == "2000" + "0000" + "8000" + "00000000" + "00000000")
+    }
+
+    @Test("a TLM temperature below zero is two's complement 8.8: -1.5 °C is FE 80")
+    func eddystoneTLMNegative() {
+        #expect(Hex.encode(EddystoneTLM(temperature: -1.5).frame) == "2000" + "0000" + "fe80" + "00000000" + "00000000")
+    }
+
+    @Test("a TLM temperature the frame cannot carry is refused with its range")
+    func eddystoneTLMTemperatureRefused() {
+        #expect(throws: PeripheralError(.invalidValue, "eddystone_tlm temperature is 128.0 °C; the frame carries -128 to 127.99 °C")) {
+            try Beacon.eddystoneTLM(EddystoneTLM(temperature: 128)).advertisement()
+        }
+    }
+
     @Test("Eddystone URL expansion codes", arguments: [
         ("http://www.example.org", "006578616d706c6508"),
         ("https://a.io/x", "03612e696f2f78"),

@@ -7,7 +7,11 @@
 #   every counter used before (kept in the state directory);
 # - 1,000 Set calls in a burst: updates that reached the controller, the last value on air
 #   (decrypted), bleadvd's memory before and after;
-# - the Eddystone-UID and Eddystone-URL presets decode with beacontools.
+# - the Eddystone-UID and Eddystone-URL presets decode with beacontools;
+# - Eddystone-TLM beside the UID (#68 item 3): beacontools reads its battery and temperature,
+#   and its advertising count and uptime rising between two scans; the UID is heard between
+#   them (interleaved); a set temperature is read; the controller was given the kernel's
+#   default interval (1.28 s), which the advertising count's estimate assumes.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -33,6 +37,13 @@ enabled = false
 [advertisement.url.eddystone_url]
 url = "https://bleadvd.example.org/x"
 tx_power = -18
+
+[advertisement.tlm]
+enabled = false
+[advertisement.tlm.eddystone_tlm]
+battery_mv = 3000
+temperature = 21.5
+update_seconds = 2
 TOML
 chmod 600 "$config"
 state="$TESTBED_WORK/state"
@@ -126,4 +137,54 @@ echo "the Eddystone-URL preset, decoded by beacontools:"
 bleadvctl off uid
 bleadvctl on url
 wait_eddystone "url https://bleadvd.example.org/x tx_power -18"
+
+# read_tlm: scans until beacontools reads a TLM frame in the 0xFEAA service data hci1 hears
+# (the UID's frames come between); leaves its reading in TLM.
+read_tlm() {
+  local i
+  for i in $(seq 12); do
+    TLM=$(decode eddystone "$(heard_service_data "$feaa")" 2>&1) || true
+    [[ "$TLM" == tlm* ]] && return 0
+  done
+  echo "beacontools never read a TLM frame; last: $TLM" >&2
+  return 1
+}
+# tlm_field NAME: a field of TLM's reading.
+tlm_field() { sed -nE "s/.* $1 ([0-9.-]+).*/\1/p" <<< "$TLM"; }
+echo "Eddystone-TLM beside the UID, decoded by beacontools (update_seconds = 2):"
+bleadvctl off url
+bleadvctl on uid tlm
+tlm_start=$(date +%s.%N)
+read_tlm
+echo "    $TLM"
+[[ "$(tlm_field voltage)" == 3000 && "$(tlm_field temperature)" == 21.5 ]] || fail "the TLM frame does not carry 3000 mV and 21.5 °C: $TLM"
+count1=$(tlm_field advertising_count); uptime1=$(tlm_field uptime_tenths)
+guest_uptime=$(cut -d' ' -f1 /proc/uptime)
+echo "    the guest's uptime now: $guest_uptime s"
+sleep 6
+read_tlm
+echo "    $TLM"
+count2=$(tlm_field advertising_count); uptime2=$(tlm_field uptime_tenths)
+((count2 > count1 && uptime2 > uptime1)) || fail "the TLM counters did not rise: $count1 -> $count2 frames, $uptime1 -> $uptime2 tenths"
+echo "    counters rose: advertising count $count1 -> $count2, uptime $uptime1 -> $uptime2 tenths of a second"
+bleadvctl set tlm temperature=23.5
+for i in $(seq 6); do
+  read_tlm
+  [[ "$(tlm_field temperature)" == 23.5 ]] && break
+done
+[[ "$(tlm_field temperature)" == 23.5 ]] || fail "bleadvctl set tlm temperature=23.5 never reached the air: $TLM"
+echo "    after bleadvctl set tlm temperature=23.5: $TLM"
+# Interleaved: what hci1's controller heard since, by frame (bluetoothd's device object keeps
+# one FEAA service data, so the scanner above sees one frame at a time).
+reports=$(python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index 1 --reports --timestamps \
+  | awk -v from="$tlm_start" '$1 >= from')
+uid_heard=$(grep -c "1716aafe00ec00112233445566778899aabbccddeeff" <<< "$reports" || true)
+tlm_heard=$(grep -c "1116aafe2000" <<< "$reports" || true)
+echo "    hci1's controller heard, since both went on: $uid_heard UID frames and $tlm_heard TLM frames"
+((uid_heard > 0 && tlm_heard > 0)) || fail "the UID and TLM frames were not both heard ($uid_heard UID, $tlm_heard TLM)"
+# The estimate's interval: what the host asked hci0's controller for (units of 0.625 ms).
+intervals=$(python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index 0 --intervals --timestamps \
+  | awk -v from="$tlm_start" '$1 >= from { print $3, $4 }' | sort | uniq -c)
+echo "    advertising intervals given to hci0's controller since (count, min, max in 0.625 ms): $(tr '\n' ';' <<< "$intervals")"
+grep -qE "^ *[0-9]+ 2048 2048$" <<< "$intervals" || fail "hci0's controller was not given the 1.28 s interval the estimate assumes: $intervals"
 stop_bleadvd

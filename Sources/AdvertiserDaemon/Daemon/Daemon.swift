@@ -71,7 +71,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
     /// feature is made in `init` and listed here, and a reload hands it its new config
     /// (`reloadInTurn`).
-    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals, bthomeEvents] }
+    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals, bthomeEvents, telemetry] }
+    /// Eddystone-TLM's counters, a component: each TLM advertisement's updates and their timer.
+    let telemetry: Telemetry<C>
     /// BTHome events, a component: each sensor's waiting events and its burst's timer.
     let bthomeEvents: Events<C>
     /// The centrals connected, a component: their links, `max_centrals`, the idle timer.
@@ -145,6 +147,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
             executor: bus.eventLoop)
         self.centrals = Centrals(config: config.centrals, manager: manager, port: bus, clock: clock, logger: logger, executor: bus.eventLoop)
         self.bthomeEvents = Events(port: values, clock: clock, logger: logger, executor: bus.eventLoop)
+        self.telemetry = Telemetry(
+            advertisements: config.advertisements, port: values, clock: clock, uptime: Telemetry<C>.systemUptime(), logger: logger,
+            executor: bus.eventLoop)
         self.reads = ReadAnswers(services: config.services, port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,
@@ -236,6 +241,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         published = published.filter { new.advertisements[$0.key] != nil }
         await improv.reconfigure(new.improv)
         await module.configure(advertisements)
+        await telemetry.reconfigure(new.advertisements)
         await values.reload(services: new.services)
         await reads.reconfigure(new.services)
         await alias.reconfigure(new.alias)

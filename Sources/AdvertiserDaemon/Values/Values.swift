@@ -50,18 +50,21 @@ actor Values<C: Clock> where C.Duration == Duration {
         var packetID: UInt8 = 0
         /// The BTHome event in its packets now (Events' burst), nil between events.
         var event: BTHome.Event?
+        /// A TLM frame's counters as last brought up to date (Telemetry), nil before.
+        var counters: EddystoneTLM.Counters?
 
         init(_ configured: ConfiguredAdvertisement) {
             values = Coalesced(configured)
         }
 
-        /// The advertisement in force, with its packet id and the event being sent.
+        /// The advertisement in force, with its packet id and the event being sent, or its TLM
+        /// counters.
         var advertisement: Advertisement {
             var live = values.live
             live.bthome?.event = event
             // The values in force were checked when they were set, with the fullest event the
             // sensor sends: building them again succeeds.
-            return (try? live.advertisement(packetID: packetID)) ?? values.live.advertisement
+            return (try? live.advertisement(packetID: packetID, counters: counters)) ?? values.live.advertisement
         }
     }
 
