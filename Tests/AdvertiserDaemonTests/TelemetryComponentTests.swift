@@ -33,10 +33,13 @@ struct TelemetryComponentTests {
         let clock: ManualClock
         /// When the advertisement went on air (the clock's offset); nil: it is not on air.
         let onAirAt = Mutex<Duration?>(.zero)
+        /// Whether it is wanted on air when it is not.
+        let coming = Mutex(true)
         let shown = Mutex<[String]>([])
         init(clock: ManualClock) { self.clock = clock }
-        func onAir(_ name: String) async -> Duration? {
-            onAirAt.withLock { $0 }.map { clock.now.offset - $0 }
+        func air(_ name: String) async -> TelemetryAir {
+            if let at = onAirAt.withLock({ $0 }) { return .on(clock.now.offset - at) }
+            return coming.withLock { $0 } ? .coming : .off
         }
         func show(counters: EddystoneTLM.Counters, in name: String) async {
             shown.withLock { $0.append("\(name) \(counters.advertisingCount) \(counters.uptimeTenths)") }
@@ -51,10 +54,11 @@ struct TelemetryComponentTests {
         let telemetry: Telemetry<ManualClock>
         let running: Task<Void, Never>
 
-        init(_ text: String = TelemetryComponentTests.config, onAir: Bool = true) throws {
+        init(_ text: String = TelemetryComponentTests.config, onAir: Bool = true, coming: Bool = true) throws {
             clock = ManualClock()
             port = Port(clock: clock)
             if !onAir { port.onAirAt.withLock { $0 = nil } }
+            port.coming.withLock { $0 = coming }
             loop = try EventLoop.onNewThread(name: "telemetry-test")
             let config = try ConfigParser.parse(text, file: "test.toml")
             telemetry = Telemetry(
@@ -93,7 +97,7 @@ struct TelemetryComponentTests {
         #expect(h.port.all == ["tlm 0 10000", "tlm 7 10100", "tlm 15 10200"])
     }
 
-    @Test("an advertisement not on air is not updated and is looked at again a second later; on air, its count starts then")
+    @Test("an advertisement on its way to the air is not updated and is looked at again a second later; on air, its count starts then")
     func countsFromOnAir() async throws {
         let h = try Harness(onAir: false)
         defer { h.running.cancel() }
@@ -106,6 +110,17 @@ struct TelemetryComponentTests {
 
         #expect(retry == [ManualClock.Instant(offset: .seconds(1))])
         #expect(h.port.all == ["tlm 0 10010"])
+    }
+
+    @Test("an advertisement turned off is looked at again at its next update, not every second")
+    func offWaitsItsPeriod() async throws {
+        let h = try Harness(onAir: false, coming: false)
+        defer { h.running.cancel() }
+
+        await h.clock.waitForSleepers(1)
+
+        #expect(h.clock.deadlines == [ManualClock.Instant(offset: .seconds(10))])
+        #expect(h.port.all.isEmpty)
     }
 
     @Test("a reload that keeps the TLM advertisement keeps its count; one that removes it ends its updates")

@@ -6,11 +6,20 @@ import Events
 import Logging
 import Peripheral
 
+/// Where a TLM advertisement is, as its port says.
+enum TelemetryAir: Hashable, Sendable {
+    /// On air for this long, since it last went on air.
+    case on(Duration)
+    /// Wanted on air, not there yet (registering, waiting for an adapter).
+    case coming
+    /// Turned off.
+    case off
+}
+
 /// The telemetry component's port: where a TLM frame's counters go on air (``Values``).
 protocol TelemetryShowing: AnyObject, Sendable {
-    /// How long advertisement `name` has been on air since it last went on air; nil when it
-    /// is not on air.
-    func onAir(_ name: String) async -> Duration?
+    /// Where advertisement `name` is.
+    func air(_ name: String) async -> TelemetryAir
     /// Puts `counters` in advertisement `name`'s TLM frame, with the values in force.
     func show(counters: EddystoneTLM.Counters, in name: String) async
 }
@@ -26,14 +35,15 @@ protocol TelemetryShowing: AnyObject, Sendable {
 ///   every kind the adapter sent meanwhile, as the spec's ADV_CNT does; with extended
 ///   advertising each set sends at its own interval, and it counts the TLM set's alone.
 ///
-/// One that is not on air is not updated; it is looked at again a second later. It owns one
-/// timer, for the earliest update due, on the injected clock.
+/// One that is not on air is not updated: one on its way there is looked at again a second
+/// later, one turned off at its next update. It owns one timer, for the earliest update due, on
+/// the injected clock.
 actor Telemetry<C: Clock> where C.Duration == Duration {
     /// The kernel's advertising interval when none is asked for: 0x0800 slots of 0.625 ms
     /// (`le_adv_min_interval` and `le_adv_max_interval` of every adapter).
     static var interval: Duration { .milliseconds(1280) }
 
-    /// How soon an advertisement that was not on air is looked at again.
+    /// How soon an advertisement on its way to the air is looked at again.
     static var retry: Duration { .seconds(1) }
 
     /// One TLM advertisement's updates.
@@ -116,8 +126,15 @@ actor Telemetry<C: Clock> where C.Duration == Duration {
         for name in beacons.keys.sorted() {
             // A reload during an update may have removed one.
             guard let beacon = beacons[name], beacon.next <= now else { continue }
-            guard let onAir = await port.onAir(name) else {
+            let onAir: Duration
+            switch await port.air(name) {
+            case .on(let duration):
+                onAir = duration
+            case .coming:
                 beacons[name]?.next = now.advanced(by: min(beacon.every, Self.retry))
+                continue
+            case .off:
+                beacons[name]?.next = now.advanced(by: beacon.every)
                 continue
             }
             beacons[name]?.next = now.advanced(by: beacon.every)

@@ -6,9 +6,10 @@ import Peripheral
 /// Values as the telemetry component's port: a TLM frame's counters go on air with the values in
 /// force (a battery or temperature set since).
 extension Values: TelemetryShowing {
-    func onAir(_ name: String) async -> Duration? {
-        guard let status = await module.status()[.advertisement(name)], case .on = status.phase else { return nil }
-        return status.since.duration(to: clock.now)
+    func air(_ name: String) async -> TelemetryAir {
+        guard let status = await module.status()[.advertisement(name)], status.desired else { return .off }
+        guard case .on = status.phase else { return .coming }
+        return .on(status.since.duration(to: clock.now))
     }
 
     func show(counters: EddystoneTLM.Counters, in name: String) async {
