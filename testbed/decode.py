@@ -5,6 +5,9 @@
   decode.py bthome ADDRESS HEX [--name NAME] [--key HEX32]
       prints one line per measurement, e.g. "temperature 21.5" (Home Assistant's keys), and
       one per event the parser fires, e.g. "event button_2 long_press", "event dimmer rotate_left 3"
+  decode.py bthome-sequence ADDRESS [--name NAME] [--key HEX32] < "TIME HANDLE HEX" lines
+      (advertising payloads, as testbed/hcicapture.py --adv-data --timestamps prints them) one
+      parser for all, each payload given twice: one line per event it fires, in order
   decode.py ibeacon HEX          (manufacturer data of company 0x004C, without the company id)
       prints "uuid UUID major N minor N tx_power N"
   decode.py eddystone HEX        (service data of UUID 0xFEAA)
@@ -45,6 +48,41 @@ def bthome(args):
     for key, event in sorted(update.events.items(), key=lambda kv: kv[0].key):
         steps = (event.event_properties or {}).get("steps")
         print("event %s %s%s" % (key.key, event.event_type, "" if steps is None else " %d" % steps))
+    return 0
+
+
+def bthome_sequence(args):
+    """One parser, as Home Assistant keeps one per sensor, given each advertising payload of
+    standard input ("TIME HANDLE HEX" lines: what the host gave a controller, in order) twice, as
+    a receiver hears a packet repeated: prints each event it fires, in order."""
+    from bthome_ble import BTHomeBluetoothDeviceData
+    from habluetooth import BluetoothServiceInfoBleak
+    from bleak.backends.device import BLEDevice
+
+    device = BLEDevice(args.address, args.name, None)
+    parser = BTHomeBluetoothDeviceData(bindkey=bytes.fromhex(args.key) if args.key else None)
+    for line in sys.stdin:
+        fields = line.split()
+        if len(fields) != 3:
+            continue
+        stamp, payload = float(fields[0]), bytes.fromhex(fields[2])
+        data = None
+        while len(payload) >= 2 and data is None:
+            length, kind = payload[0], payload[1]
+            if kind == 0x16 and payload[2:4] == b"\xd2\xfc":
+                data = payload[4:1 + length]
+            payload = payload[1 + length:]
+        if data is None:
+            continue
+        for repeat in (0, 0.05):
+            info = BluetoothServiceInfoBleak(
+                name=args.name or args.address, address=args.address, rssi=-60, manufacturer_data={},
+                service_data={"0000fcd2-0000-1000-8000-00805f9b34fb": data},
+                service_uuids=["0000fcd2-0000-1000-8000-00805f9b34fb"], source="local", device=device,
+                advertisement=None, connectable=False, time=stamp + repeat, tx_power=None)
+            for key, event in sorted(parser.update(info).events.items(), key=lambda kv: kv[0].key):
+                steps = (event.event_properties or {}).get("steps")
+                print("event %s %s%s" % (key.key, event.event_type, "" if steps is None else " %d" % steps))
     return 0
 
 
@@ -89,10 +127,14 @@ def main():
     b.add_argument("hex")
     b.add_argument("--name")
     b.add_argument("--key")
+    q = sub.add_parser("bthome-sequence")
+    q.add_argument("address")
+    q.add_argument("--name")
+    q.add_argument("--key")
     for kind in ("ibeacon", "eddystone"):
         sub.add_parser(kind).add_argument("hex")
     args = parser.parse_args()
-    return {"bthome": bthome, "ibeacon": ibeacon, "eddystone": eddystone}[args.kind](args)
+    return {"bthome": bthome, "bthome-sequence": bthome_sequence, "ibeacon": ibeacon, "eddystone": eddystone}[args.kind](args)
 
 
 if __name__ == "__main__":

@@ -283,8 +283,20 @@ public struct BTHome: Hashable, Sendable {
         var advertisement = Advertisement(
             kind: .peripheral, serviceData: [.init(uuid: Self.serviceUUID, data: try serviceData())], localName: localName)
         advertisement.bthomeKey = encryptionKey
+        // An event is on air for its burst alone (a second unless event_seconds says): at the
+        // kernel's default interval, 1.28 s, it could go out once or not at all. A sensor that
+        // sends events asks for several packets a burst (BlueZ 5.77 and later act on it; before,
+        // bluetoothd -E does, and status names the fields it ignores).
+        if buttons + dimmers > 0 {
+            advertisement.minInterval = Self.eventInterval.lowerBound
+            advertisement.maxInterval = Self.eventInterval.upperBound
+        }
         return advertisement
     }
+
+    /// The advertising interval a sensor with buttons or dimmers asks for, in ms: 7 to 10
+    /// packets in a burst of a second.
+    public static let eventInterval: ClosedRange<UInt32> = 100...150
 
     private static func order(_ name: String) -> Int {
         objectsByName[name].map { Int($0.id) } ?? Int.max

@@ -12,6 +12,15 @@ struct BTHomeEventTests {
         return sensor
     }
 
+    @Test("a sensor with buttons or dimmers asks for a 100-150 ms interval, so that a burst of a second goes out several times; one without keeps BlueZ's default")
+    func eventsAskForAShortInterval() throws {
+        let remote = try Self.sensor(dimmers: 1).advertisement()
+        let thermometer = try Self.sensor(values: ["temperature": 21.5]).advertisement()
+
+        #expect([remote.minInterval, remote.maxInterval] == [100, 150])
+        #expect([thermometer.minInterval, thermometer.maxInterval] == [nil, nil])
+    }
+
     @Test("a long press of the only button is object 0x3A with 0x04, after the packet id")
     func longPress() throws {
         var sensor = Self.sensor(buttons: 1)
