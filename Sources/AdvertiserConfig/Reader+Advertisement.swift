@@ -106,8 +106,11 @@ extension Reader {
     static let bthomeKeys: Set<String> = ["trigger_based", "local_name", "encryption_key", "buttons", "dimmers", "event_seconds"]
     /// How long an event's packets may stay on air (`event_seconds`; 1 s unless given).
     static let eventSeconds: ClosedRange<Double> = 0.1...10.0
-    /// How often a TLM frame's counters are brought up to date on air (`update_seconds`).
-    static let telemetrySeconds: ClosedRange<Double> = 1...3600
+    /// How often a TLM frame's counters are brought up to date on air (`update_seconds`): on a
+    /// controller without extended advertising, the kernel gives the advertisement updated a
+    /// new turn (2 s), so an update every 2 s kept a UID beside it off air (the HCI record of
+    /// scenario 41 on Debian 13); 5 s leaves the others their turns.
+    static let telemetrySeconds: ClosedRange<Double> = 5...3600
     /// Unless the config says.
     static let telemetryEvery: Duration = .seconds(10)
 

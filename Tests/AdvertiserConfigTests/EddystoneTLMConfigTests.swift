@@ -35,12 +35,12 @@ struct EddystoneTLMConfigTests: ReadsConfigText {
 
     @Test("the advertisement built with counters carries them; without, the frame as configured")
     func countersFilledIn() throws {
-        let configured = try telemetry("[advertisement.telemetry.eddystone_tlm]\nupdate_seconds = 2.5\n")
+        let configured = try telemetry("[advertisement.telemetry.eddystone_tlm]\nupdate_seconds = 7.5\n")
         let counters = EddystoneTLM.Counters(advertisingCount: 7, uptimeTenths: 12_345)
 
         let built = try configured.advertisement(packetID: 0, counters: counters)
 
-        #expect(configured.telemetry?.every == .milliseconds(2500))
+        #expect(configured.telemetry?.every == .milliseconds(7500))
         #expect(built.serviceData.first?.data == EddystoneTLM(counters: counters).frame)
     }
 
@@ -52,7 +52,7 @@ struct EddystoneTLMConfigTests: ReadsConfigText {
         ("[advertisement.telemetry.eddystone_tlm]\nbattery_mv = 3.3\n",
          "test.toml:2: advertisement.telemetry.eddystone_tlm.battery_mv: must be an integer, not floating-point number"),
         ("[advertisement.telemetry.eddystone_tlm]\nupdate_seconds = 0.5\n",
-         "test.toml:2: advertisement.telemetry.eddystone_tlm.update_seconds: is 0.5 s; it must be between 1 and 3600"),
+         "test.toml:2: advertisement.telemetry.eddystone_tlm.update_seconds: is 0.5 s; it must be between 5 and 3600"),
         ("[advertisement.telemetry.eddystone_tlm]\nuptime = 5\n",
          "test.toml:2: advertisement.telemetry.eddystone_tlm.uptime: unknown key; known keys: battery_mv, temperature, update_seconds"),
     ])

@@ -11,7 +11,9 @@
 # - Eddystone-TLM beside the UID (#68 item 3): beacontools reads its battery and temperature,
 #   and its advertising count and uptime rising between two scans; the UID is heard between
 #   them (interleaved); a set temperature is read; the controller was given the kernel's
-#   default interval (1.28 s), which the advertising count's estimate assumes.
+#   default interval (1.28 s), which the advertising count's estimate assumes;
+# - an encrypted remote's events (#68): what hci0's controller was given fires a button's
+#   double press and a dimmer's turn in bthome-ble given the key, and nothing without it.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -43,7 +45,16 @@ enabled = false
 [advertisement.tlm.eddystone_tlm]
 battery_mv = 3000
 temperature = 21.5
-update_seconds = 2
+update_seconds = 5
+
+[advertisement.sealed_remote]
+enabled = false
+[advertisement.sealed_remote.bthome]
+local_name = "Sealed remote"
+battery = 70
+buttons = 1
+dimmers = 1
+encryption_key = "$key"
 TOML
 chmod 600 "$config"
 state="$TESTBED_WORK/state"
@@ -151,7 +162,7 @@ read_tlm() {
 }
 # tlm_field NAME: a field of TLM's reading.
 tlm_field() { sed -nE "s/.* $1 ([0-9.-]+).*/\1/p" <<< "$TLM"; }
-echo "Eddystone-TLM beside the UID, decoded by beacontools (update_seconds = 2):"
+echo "Eddystone-TLM beside the UID, decoded by beacontools (update_seconds = 5):"
 bleadvctl off url
 bleadvctl on uid tlm
 tlm_start=$(date +%s.%N)
@@ -181,10 +192,39 @@ reports=$(python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsno
 uid_heard=$(grep -c "1716aafe00ec00112233445566778899aabbccddeeff" <<< "$reports" || true)
 tlm_heard=$(grep -c "1116aafe2000" <<< "$reports" || true)
 echo "    hci1's controller heard, since both went on: $uid_heard UID frames and $tlm_heard TLM frames"
+# Which frame hci0's controller was given, in order (U: the UID's, T: the TLM's), with the
+# seconds since both went on: the kernel's turns between the two.
+turns=$(advertising_data_since "$tlm_start" 0 | awk -v start="$tlm_start" '
+  index($3, "1716aafe00ec") { printf "U@%.1f ", $1 - start } index($3, "1116aafe2000") { printf "T@%.1f ", $1 - start }')
+echo "    frames given to hci0's controller since: $turns"
+# Without extended advertising the kernel sends one at a time, and gives the one updated a new
+# turn: the UID must still get turns of its own (updated every 2 s, the TLM kept it off air).
+if [[ "${TESTBED_CONTROLLERS:-extended}" == legacy && "$turns" != *U@* ]]; then
+  fail "without extended advertising the UID was given no turn beside the TLM: $turns"
+fi
 ((uid_heard > 0 && tlm_heard > 0)) || fail "the UID and TLM frames were not both heard ($uid_heard UID, $tlm_heard TLM)"
 # The estimate's interval: what the host asked hci0's controller for (units of 0.625 ms).
 intervals=$(python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index 0 --intervals --timestamps \
   | awk -v from="$tlm_start" '$1 >= from { print $3, $4 }' | sort | uniq -c)
 echo "    advertising intervals given to hci0's controller since (count, min, max in 0.625 ms): $(tr '\n' ';' <<< "$intervals")"
 grep -qE "^ *[0-9]+ 2048 2048$" <<< "$intervals" || fail "hci0's controller was not given the 1.28 s interval the estimate assumes: $intervals"
+
+echo "an encrypted remote's events, as hci0's controller was given them, fired by bthome-ble with the key:"
+bleadvctl off uid tlm
+bleadvctl on sealed_remote
+sleep 1
+started=$(date +%s.%N)
+bleadvctl event sealed_remote button=double_press | sed 's/^/    /'
+bleadvctl event sealed_remote dimmer=+2 | sed 's/^/    /'
+# Two bursts of a second, and the values after them.
+sleep 4
+advertising_data_since "$started" 0 > "$TESTBED_WORK/sealed-remote.txt"
+decode bthome-sequence "$address" --name "Sealed remote" --key "$key" < "$TESTBED_WORK/sealed-remote.txt" > "$TESTBED_WORK/sealed-fired.txt" 2> /dev/null || true
+sed 's/^/    /' "$TESTBED_WORK/sealed-fired.txt"
+[[ "$(cat "$TESTBED_WORK/sealed-fired.txt")" == $'event button double_press\nevent dimmer rotate_right 2' ]] \
+  || fail "the encrypted events fired are not the two given: $(cat "$TESTBED_WORK/sealed-fired.txt")"
+keyless=$(decode bthome-sequence "$address" --name "Sealed remote" < "$TESTBED_WORK/sealed-remote.txt" 2> /dev/null || true)
+[[ -z "$keyless" ]] || fail "without the key, bthome-ble fired: $keyless"
+echo "    without the key: nothing fired"
+grep -q "sealed_remote: event (encrypted: not shown)" "$TESTBED_WORK/bleadvd.log" || fail "the journal does not keep the encrypted event to itself"
 stop_bleadvd
