@@ -12,8 +12,10 @@
 #   and its advertising count and uptime rising between two scans; the UID is heard between
 #   them (interleaved); a set temperature is read; the controller was given the kernel's
 #   default interval (1.28 s), which the advertising count's estimate assumes;
-# - an encrypted remote's events (#68): what hci0's controller was given fires a button's
-#   double press and a dimmer's turn in bthome-ble given the key, and nothing without it.
+# - an encrypted remote's events (#68): hci1 hears the button's double press, which bthome-ble
+#   fires given the key (event_seconds = 10: a scanner here starts in seconds under
+#   emulation); what hci0's controller was given fires it and then a dimmer's turn, and
+#   nothing without the key.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -54,6 +56,7 @@ local_name = "Sealed remote"
 battery = 70
 buttons = 1
 dimmers = 1
+event_seconds = 10
 encryption_key = "$key"
 TOML
 chmod 600 "$config"
@@ -215,9 +218,10 @@ bleadvctl on sealed_remote
 sleep 1
 started=$(date +%s.%N)
 bleadvctl event sealed_remote button=double_press | sed 's/^/    /'
+wait_bthome "--name Sealed --key $key" "event button double_press" "battery 70"
 bleadvctl event sealed_remote dimmer=+2 | sed 's/^/    /'
-# Two bursts of a second, and the values after them.
-sleep 4
+# Two bursts of 10 s, and the values after them.
+while (( $(date +%s) < ${started%.*} + 23 )); do sleep 1; done
 advertising_data_since "$started" 0 > "$TESTBED_WORK/sealed-remote.txt"
 decode bthome-sequence "$address" --name "Sealed remote" --key "$key" < "$TESTBED_WORK/sealed-remote.txt" > "$TESTBED_WORK/sealed-fired.txt" 2> /dev/null || true
 sed 's/^/    /' "$TESTBED_WORK/sealed-fired.txt"
