@@ -69,6 +69,24 @@ struct EddystoneTLMConfigTests: ReadsConfigText {
         #expect(changed.telemetry?.frame.temperature == 22.25)
     }
 
+    @Test("a member of group bleadvd cannot put a value the frame cannot carry on air: set checks it as the file is", arguments: [
+        ("temperature", ConfigValue.double(1e308), "advertisement.telemetry.eddystone_tlm.temperature: is 1e+308 °C; it must be between -128 and 127.99609375 °C"),
+        ("battery_mv", ConfigValue.integer(70_000), "advertisement.telemetry.eddystone_tlm.battery_mv: is 70000; it must be between 1 and 65535"),
+        ("temperature", ConfigValue.string("hot"), "advertisement.telemetry.eddystone_tlm.temperature: must be a number, not string"),
+    ])
+    func hostileSetRefused(key: String, value: ConfigValue, message: String) throws {
+        let configured = try telemetry("[advertisement.telemetry.eddystone_tlm]\ntemperature = 21.5\n")
+
+        var refusal: String?
+        do {
+            _ = try ConfigParser.applying([key: value], to: configured, name: "telemetry")
+        } catch {
+            refusal = error.description
+        }
+
+        #expect(refusal == message)
+    }
+
     @Test("update_seconds is the timer's, not a value: set refuses it")
     func updateSecondsNotSettable() throws {
         let configured = try telemetry("[advertisement.telemetry.eddystone_tlm]\nupdate_seconds = 5\n")
