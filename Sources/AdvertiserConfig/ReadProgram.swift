@@ -77,7 +77,7 @@ extension Reader {
 
     /// A time in seconds (an integer or a decimal, `0.5`), within `range`.
     func seconds(_ node: TOMLNode, _ path: [String], _ range: ClosedRange<Double>) throws(ConfigError) -> Duration {
-        guard let number = node.double ?? node.int.map(Double.init), number.isFinite else {
+        guard let number = node.finiteNumber else {
             throw error(path, "must be a number of seconds, not \(node.type)")
         }
         guard range.contains(number) else {

@@ -321,10 +321,7 @@ struct PresetTable {
 
     /// A number, whole or not, within `range`.
     func decimal(_ key: String, _ range: ClosedRange<Double>, unit: String) throws(ConfigError) -> Double {
-        let node = try value(key)
-        guard let number = node.double ?? node.int.map(Double.init), number.isFinite else {
-            throw reader.error(path + [key], "must be a number, not \(node.type)")
-        }
+        let number = try reader.decimal(value(key), path + [key])
         guard range.contains(number) else {
             throw reader.error(path + [key], "is \(GATTFormat.shown(number)) \(unit); it must be between \(GATTFormat.shown(range.lowerBound)) and \(GATTFormat.shown(range.upperBound)) \(unit)")
         }

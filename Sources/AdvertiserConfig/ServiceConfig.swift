@@ -285,9 +285,12 @@ extension Reader {
 
     private func decimal(_ node: TOMLNode, _ path: [String], numeric: Bool) throws(ConfigError) -> Double {
         guard numeric else { throw error(path, "only numeric formats take a min or max") }
-        guard let number = node.double ?? node.int.map(Double.init), number.isFinite else {
-            throw error(path, "must be a number, not \(node.type)")
-        }
+        return try decimal(node, path)
+    }
+
+    /// A finite number, whole or not.
+    func decimal(_ node: TOMLNode, _ path: [String]) throws(ConfigError) -> Double {
+        guard let number = node.finiteNumber else { throw error(path, "must be a number, not \(node.type)") }
         return number
     }
 

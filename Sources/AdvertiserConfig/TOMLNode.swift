@@ -48,6 +48,8 @@ enum TOMLNode: Hashable, Sendable {
     var string: String? { if case .string(let text) = self { text } else { nil } }
     var int: Int? { if case .integer(let number) = self { number } else { nil } }
     var double: Double? { if case .double(let number) = self { number } else { nil } }
+    /// A number, whole or not, that is finite (TOML allows inf and nan).
+    var finiteNumber: Double? { (double ?? int.map(Double.init)).flatMap { $0.isFinite ? $0 : nil } }
     var bool: Bool? { if case .bool(let flag) = self { flag } else { nil } }
     var array: [TOMLNode]? { if case .array(let values) = self { values } else { nil } }
     var table: [String: TOMLNode]? { if case .table(let entries) = self { entries } else { nil } }
