@@ -105,15 +105,13 @@ extension ConfiguredAdvertisement {
     }
 
     /// An advertisement's table as settings: `key` for a value, `key.subkey` for a value in a
-    /// table (`manufacturer_data.0xFFFF`, `ibeacon.major`, `bthome.temperature`).
+    /// table, at any depth (`manufacturer_data.0xFFFF`, `ibeacon.major`,
+    /// `scan_response.manufacturer_data.0xFFFF`).
     static func settings(of table: [String: TOMLNode]) -> [String: ConfigValue] {
         var settings: [String: ConfigValue] = [:]
-        for key in table.keys {
-            guard let value = table[key] else { continue }
+        for (key, value) in table {
             if let inner = value.table {
-                for subkey in inner.keys {
-                    if let value = inner[subkey].flatMap(ConfigValue.init(toml:)) { settings[key + "." + subkey] = value }
-                }
+                for (subkey, setting) in Self.settings(of: inner) { settings[key + "." + subkey] = setting }
             } else if let value = ConfigValue(toml: value) {
                 settings[key] = value
             }
@@ -124,16 +122,16 @@ extension ConfiguredAdvertisement {
     /// The table that ``settings(of:)`` came from.
     static func table(of settings: [String: ConfigValue]) -> [String: TOMLNode] {
         var table: [String: TOMLNode] = [:]
-        var inner: [String: [String: TOMLNode]] = [:]
+        var inner: [String: [String: ConfigValue]] = [:]
         for (key, value) in settings {
             let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
             if parts.count == 2 {
-                inner[parts[0], default: [:]][parts[1]] = value.toml
+                inner[parts[0], default: [:]][parts[1]] = value
             } else {
                 table[key] = value.toml
             }
         }
-        for (key, entries) in inner { table[key] = .table(entries) }
+        for (key, entries) in inner { table[key] = .table(Self.table(of: entries)) }
         return table
     }
 }

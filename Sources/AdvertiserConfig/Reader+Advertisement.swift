@@ -5,7 +5,10 @@ import TOMLKit
 /// read off one list.
 extension Reader {
     /// The keys every advertisement may have, preset or not.
-    static let commonKeys: Set<String> = ["enabled", "services"]
+    static let commonKeys: Set<String> = ["enabled", "services", "scan_response"]
+    /// The keys of an `[advertisement.NAME.scan_response]` table: the raw fields a scan
+    /// response carries besides the name, read as the advertising data's are.
+    static let scanResponseKeys: Set<String> = ["service_uuids", "solicit_uuids", "manufacturer_data", "service_data", "data"]
     /// The raw fields: each key with how its value goes into the advertisement. The known keys
     /// are read off this list, so a key cannot be accepted without being read.
     static let fields: [Field] = [
@@ -151,6 +154,9 @@ extension Reader {
         } else {
             advertisement = try fields(entry, path)
         }
+        if let node = entry["scan_response"] {
+            advertisement.scanResponse = try scanResponse(node, path + ["scan_response"])
+        }
         var offered: [String: BluetoothUUID] = [:]
         if let node = entry["services"] {
             for name in try strings(node, path + ["services"]) {
@@ -262,6 +268,17 @@ extension Reader {
         let names = sensor.values.keys.sorted { (BTHome.objectsByName[$0]?.id ?? .max) < (BTHome.objectsByName[$1]?.id ?? .max) }
         let kinds = names.map { name in sensor.values[name]!.count > 1 ? "\(name) ×\(sensor.values[name]!.count)" : name }
         return ["the sensor sends \(sensor.values.values.map(\.count).reduce(0, +)) objects: \(kinds.joined(separator: ", "))"]
+    }
+
+    /// A `[advertisement.NAME.scan_response]` table, each key read by the advertising data's
+    /// own field of that name.
+    func scanResponse(_ node: TOMLNode, _ path: [String]) throws(ConfigError) -> Advertisement.ScanResponse {
+        let entry = try table(node, path)
+        try checkKeys(entry, allowed: Self.scanResponseKeys, at: path)
+        let read = try fields(entry, path)
+        return Advertisement.ScanResponse(
+            serviceUUIDs: read.serviceUUIDs, solicitUUIDs: read.solicitUUIDs, manufacturerData: read.manufacturerData,
+            serviceData: read.serviceData, data: read.data)
     }
 
     func fields(_ entry: [String: TOMLNode], _ path: [String]) throws(ConfigError) -> Advertisement {

@@ -210,6 +210,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 let sent = advertisement.bthomeKey == nil ? advertisement : try sealed(advertisement, for: await capabilities(of: adapter))
                 try await manager.updateAdvertisement(id, to: sent)
                 registrations[key]?.checkAt = clock.now.advanced(by: Self.updateCheckDelay)
+            } catch let error as PeripheralError where error.code == .rejected {
+                // A change the stack cannot follow in place (a field that appears, a scan
+                // response BlueZ follows only with --experimental): planned, not a failure.
+                logger.info("\(name): \(error.message); registering it again")
+                await takeOff(key)
+                await attempt(key)
             } catch {
                 logger.warning("updating \(name) in place failed (\(error)); registering it again")
                 await takeOff(key)

@@ -29,14 +29,18 @@ public struct AdapterCapabilities: Hashable, Sendable {
     public var alias: String?
     /// `Adapter1.Name`: the system's name for it (the host name, by BlueZ's hostname plugin).
     public var systemName: String?
+    /// Which BlueZ answers for the adapter, as far as its properties tell.
+    public var release: StackRelease
 
     /// Capabilities.
     public init(
         name: String, address: String? = nil, powered: Bool = true, freeInstances: Int = 1, activeInstances: Int = 0,
         includes: Set<Advertisement.Include> = Set(Advertisement.Include.allCases),
         secondaryChannels: Set<Advertisement.SecondaryChannel> = [], maxAdvertisingLength: Int? = nil,
-        txPowerRange: ClosedRange<Int16>? = nil, actsOnParameters: Bool = true, alias: String? = nil, systemName: String? = nil
+        txPowerRange: ClosedRange<Int16>? = nil, actsOnParameters: Bool = true, alias: String? = nil, systemName: String? = nil,
+        release: StackRelease = .scanResponseFields
     ) {
+        self.release = release
         self.alias = alias
         self.systemName = systemName
         self.name = name
@@ -49,6 +53,39 @@ public struct AdapterCapabilities: Hashable, Sendable {
         self.maxAdvertisingLength = maxAdvertisingLength
         self.txPowerRange = txPowerRange
         self.actsOnParameters = actsOnParameters
+    }
+}
+
+/// The BlueZ release behind an adapter, as far as the bus tells. bluetoothd does not publish
+/// its version; the properties it added do: `Adapter1.Manufacturer` came with 5.71 (and with
+/// it advertising data past 31 bytes, from 5.69), `Adapter1.Connectable` with 5.79, one release
+/// before the scan response's fields (5.80). 5.79 alone is taken for 5.80 (Ubuntu 25.04's, out
+/// of support since January 2026).
+public enum StackRelease: Int, Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// Before 5.71 (Debian 12's 5.66, Ubuntu 22.04's 5.64): advertising data of 31 bytes at most,
+    /// no scan response fields.
+    case before571 = 0
+    /// 5.71 to 5.78 (Ubuntu 24.04's 5.72): advertising data up to the adapter's `MaxAdvLen`, no
+    /// scan response fields.
+    case longData = 571
+    /// 5.79 or later (Debian 13's 5.82): the scan response's fields too.
+    case scanResponseFields = 579
+
+    /// From an adapter's `Adapter1` property names.
+    public init(adapterProperties names: some Collection<String>) {
+        self = names.contains("Connectable") ? .scanResponseFields : names.contains("Manufacturer") ? .longData : .before571
+    }
+
+    /// Orders releases, oldest first.
+    public static func < (lhs: StackRelease, rhs: StackRelease) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// `older than 5.71`, `5.71 to 5.78`, `5.80 or later`.
+    public var description: String {
+        switch self {
+        case .before571: "older than 5.71"
+        case .longData: "5.71 to 5.78"
+        case .scanResponseFields: "5.80 or later"
+        }
     }
 }
 

@@ -9,7 +9,7 @@ extension Advertisement {
     /// The TX power range BlueZ accepts, in dBm.
     public static let txPowerRange: ClosedRange<Int16> = -127...20
 
-    /// Every rule BlueZ 5.66 enforces when parsing an advertisement, and the 31-byte budget,
+    /// Every rule BlueZ enforces when parsing an advertisement, and each packet's budget,
     /// checked before anything is registered. Fields are named as in the config file.
     /// - Parameter capabilities: the adapter's, when known: checks the secondary channel, the
     ///   includes and the TX power against what it supports.
@@ -46,8 +46,10 @@ extension Advertisement {
         if let txPower, !Self.txPowerRange.contains(txPower) {
             problems.append("tx_power is \(txPower) dBm; it must be between -127 and 20")
         }
-        for entry in data where ADType.managedByBlueZ.contains(entry.type) {
-            problems.append("data \(AdvertisingPayload.hex8(entry.type)) is an AD type BlueZ builds itself; use the matching field instead")
+        for (prefix, entries) in [("", data), ("scan_response.", scanResponse.data)] {
+            for entry in entries where ADType.managedByBlueZ.contains(entry.type) {
+                problems.append("\(prefix)data \(AdvertisingPayload.hex8(entry.type)) is an AD type BlueZ builds itself; use the matching field instead")
+            }
         }
         // Compared as values, so one UUID, company or AD type spelt two ways is caught too.
         problems += duplicates(serviceUUIDs.map(\.shortString), field: "service_uuids")
@@ -55,10 +57,20 @@ extension Advertisement {
         problems += duplicates(manufacturerData.map(\.companyID).map(AdvertisingPayload.hex16), field: "manufacturer_data")
         problems += duplicates(serviceData.map(\.uuid.shortString), field: "service_data")
         problems += duplicates(data.map(\.type).map(AdvertisingPayload.hex8), field: "data")
+        problems += duplicates(scanResponse.serviceUUIDs.map(\.shortString), field: "scan_response.service_uuids")
+        problems += duplicates(scanResponse.solicitUUIDs.map(\.shortString), field: "scan_response.solicit_uuids")
+        problems += duplicates(scanResponse.manufacturerData.map(\.companyID).map(AdvertisingPayload.hex16), field: "scan_response.manufacturer_data")
+        problems += duplicates(scanResponse.serviceData.map(\.uuid.shortString), field: "scan_response.service_data")
+        problems += duplicates(scanResponse.data.map(\.type).map(AdvertisingPayload.hex8), field: "scan_response.data")
+        if kind == .peripheral, secondaryChannel != nil, let first = AdvertisingPayload(for: self).scanResponse.first {
+            // Extended advertising has no PDU that is both connectable and scannable.
+            problems.append("\(first.field) would be lost: a connectable extended advertisement (secondary_channel) has no scan response; "
+                + "make it type = \"broadcast\", or leave secondary_channel out")
+        }
         if let capabilities {
             problems += capabilityProblems(capabilities)
         }
-        problems += budgetProblems()
+        problems += budgetProblems(capabilities)
         return problems
     }
 
@@ -101,18 +113,57 @@ extension Advertisement {
         return problems
     }
 
-    /// The 31-byte checks, naming the largest field and the numbers.
-    private func budgetProblems() -> [String] {
+    /// The advertising data's limit: 31 bytes, or with `secondary_channel` (extended
+    /// advertising) the adapter's `MaxAdvLen`, 251 when the adapter is not known.
+    /// - Returns: the limit, and why it is 31 on this adapter when a secondary channel is asked.
+    public func advertisingLimit(on capabilities: AdapterCapabilities?) -> (bytes: Int, why: String?) {
+        guard secondaryChannel != nil else { return (AdvertisingPayload.limit, nil) }
+        guard let capabilities else { return (AdvertisingPayload.extendedLimit, nil) }
+        if capabilities.release < .longData {
+            return (AdvertisingPayload.limit, "bluetoothd on \(capabilities.name) is \(capabilities.release), which sends 31 bytes at most (5.69 sends more)")
+        }
+        guard let most = capabilities.maxAdvertisingLength, most > AdvertisingPayload.limit else {
+            return (AdvertisingPayload.limit, "\(capabilities.name) has no extended advertising (its MaxAdvLen is \(capabilities.maxAdvertisingLength.map(String.init) ?? "not given"))")
+        }
+        return (most, nil)
+    }
+
+    /// The budget checks of both packets, naming the largest field and the numbers: the
+    /// advertising data against ``advertisingLimit(on:)``, the scan response against 31 bytes
+    /// as BlueZ builds it (the name shortened to the room before the raw structures).
+    private func budgetProblems(_ capabilities: AdapterCapabilities? = nil) -> [String] {
         let payload = AdvertisingPayload(for: sizedAsOnAir)
         var problems: [String] = []
-        for entry in payload.advertisingData where entry.data.count > Self.maximumADData {
+        for entry in payload.advertisingData + payload.scanResponse where entry.data.count > Self.maximumADData {
             problems.append("\(entry.field) has \(entry.data.count) bytes of data; one AD structure holds at most \(Self.maximumADData)")
         }
+        let (limit, why) = advertisingLimit(on: capabilities)
         let total = payload.advertisingSize
-        if total > AdvertisingPayload.limit, let largest = payload.advertisingData.max(by: { $0.size < $1.size }) {
+        if total > limit, let largest = payload.advertisingData.max(by: { $0.size < $1.size }) {
             problems.append(
                 "\(largest.field) is \(largest.size) bytes; advertising data would be \(total) of "
-                    + "\(AdvertisingPayload.limit) bytes (\(total - AdvertisingPayload.limit) over)")
+                    + "\(limit) bytes (\(total - limit) over)" + (why.map { "; \($0)" } ?? ""))
+        }
+        let scan = payload.scanResponse
+        let limit31 = AdvertisingPayload.limit
+        if let name = scan.first(where: { $0.type == ADType.completeName || $0.type == ADType.shortenedName }) {
+            // BlueZ shortens the name to the room its lists and data leave, not counting the raw
+            // structures after it: a name that fits only shortened, beside raw data, overflows.
+            let others = payload.scanResponseSize - name.size
+            if others + 3 > limit31 {
+                problems.append("\(name.field) has no room in the scan response: its fields take \(others) of \(limit31) bytes")
+            } else if payload.scanResponseSize > limit31 {
+                problems.append("\(name.field) is \(name.size) bytes; the scan response would be \(payload.scanResponseSize) of \(limit31) bytes "
+                    + "(\(payload.scanResponseSize - limit31) over); a name of \(limit31 - others - 2) bytes fits (BlueZ shortens it only to "
+                    + "the room before scan_response.data)")
+            }
+        } else if payload.scanResponseSize > limit31, let largest = scan.max(by: { $0.size < $1.size }) {
+            problems.append(
+                "\(largest.field) is \(largest.size) bytes; the scan response would be \(payload.scanResponseSize) of "
+                    + "\(limit31) bytes (\(payload.scanResponseSize - limit31) over)")
+        }
+        if !scanResponse.isEmpty, let capabilities, capabilities.release < .scanResponseFields {
+            problems.append("scan_response needs BlueZ 5.80 or later; bluetoothd on \(capabilities.name) is \(capabilities.release) and would leave it out")
         }
         return problems
     }

@@ -75,6 +75,40 @@ public struct Advertisement: Hashable, Sendable {
         }
     }
 
+    /// What a scanner gets when it asks (the scan response), besides the name: BlueZ 5.80's
+    /// `ScanResponseServiceUUIDs`, `ScanResponseSolicitUUIDs`, `ScanResponseManufacturerData`,
+    /// `ScanResponseServiceData` and `ScanResponseData`. The name (``localName``, or includes
+    /// `local-name`) goes in the scan response too, after these and before the raw data.
+    public struct ScanResponse: Hashable, Sendable {
+        /// `ScanResponseServiceUUIDs`, in order.
+        public var serviceUUIDs: [BluetoothUUID]
+        /// `ScanResponseSolicitUUIDs`, in order.
+        public var solicitUUIDs: [BluetoothUUID]
+        /// `ScanResponseManufacturerData`, in order.
+        public var manufacturerData: [ManufacturerData]
+        /// `ScanResponseServiceData`, in order.
+        public var serviceData: [ServiceData]
+        /// `ScanResponseData`, in order.
+        public var data: [RawData]
+
+        /// A scan response; every field left out is empty.
+        public init(
+            serviceUUIDs: [BluetoothUUID] = [], solicitUUIDs: [BluetoothUUID] = [], manufacturerData: [ManufacturerData] = [],
+            serviceData: [ServiceData] = [], data: [RawData] = []
+        ) {
+            self.serviceUUIDs = serviceUUIDs
+            self.solicitUUIDs = solicitUUIDs
+            self.manufacturerData = manufacturerData
+            self.serviceData = serviceData
+            self.data = data
+        }
+
+        /// Whether no field is given.
+        public var isEmpty: Bool {
+            serviceUUIDs.isEmpty && solicitUUIDs.isEmpty && manufacturerData.isEmpty && serviceData.isEmpty && data.isEmpty
+        }
+    }
+
     /// `Type`.
     public var kind: Kind
     /// `ServiceUUIDs`, in order.
@@ -87,6 +121,8 @@ public struct Advertisement: Hashable, Sendable {
     public var serviceData: [ServiceData]
     /// `Data`, in order.
     public var data: [RawData]
+    /// The scan response's fields besides the name (BlueZ 5.80 and later).
+    public var scanResponse: ScanResponse
     /// `Discoverable`.
     public var discoverable: Bool?
     /// `DiscoverableTimeout`, in seconds.
@@ -117,7 +153,7 @@ public struct Advertisement: Hashable, Sendable {
     public init(
         kind: Kind = .peripheral, serviceUUIDs: [BluetoothUUID] = [], solicitUUIDs: [BluetoothUUID] = [],
         manufacturerData: [ManufacturerData] = [], serviceData: [ServiceData] = [], data: [RawData] = [],
-        discoverable: Bool? = nil, discoverableTimeout: UInt16? = nil, includes: Set<Include> = [],
+        scanResponse: ScanResponse = ScanResponse(), discoverable: Bool? = nil, discoverableTimeout: UInt16? = nil, includes: Set<Include> = [],
         localName: String? = nil, appearance: UInt16? = nil, duration: UInt16? = nil, timeout: UInt16? = nil,
         secondaryChannel: SecondaryChannel? = nil, minInterval: UInt32? = nil, maxInterval: UInt32? = nil,
         txPower: Int16? = nil
@@ -128,6 +164,7 @@ public struct Advertisement: Hashable, Sendable {
         self.manufacturerData = manufacturerData
         self.serviceData = serviceData
         self.data = data
+        self.scanResponse = scanResponse
         self.discoverable = discoverable
         self.discoverableTimeout = discoverableTimeout
         self.includes = includes

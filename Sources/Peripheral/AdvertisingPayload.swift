@@ -31,6 +31,9 @@ public struct ADStructure: Hashable, Sendable {
 public struct AdvertisingPayload: Hashable, Sendable {
     /// The legacy PDU limit BlueZ 5.66 applies to each payload.
     public static let limit = 31
+    /// The most advertising data one extended advertisement carries through BlueZ and the
+    /// kernel (`HCI_MAX_EXT_AD_LENGTH`); an adapter's own figure is its `MaxAdvLen`.
+    public static let extendedLimit = 251
 
     /// The advertising data's structures, in order.
     public var advertisingData: [ADStructure]
@@ -49,29 +52,13 @@ public struct AdvertisingPayload: Hashable, Sendable {
     /// The payload of an advertisement. What the adapter fills in itself is given here:
     /// its name (for `includes = ["local-name"]`), appearance and TX power.
     public init(for ad: Advertisement, adapterName: String = "BlueZ", adapterAppearance: UInt16 = 0, adapterTxPower: Int8 = 0) {
-        var adv: [ADStructure] = []
-        adv += Self.uuidLists(ad.serviceUUIDs, types: (ADType.uuid16Complete, ADType.uuid32Complete, ADType.uuid128Complete), field: "service_uuids")
-        adv += Self.uuidLists(ad.solicitUUIDs, types: (ADType.solicit16, ADType.solicit32, ADType.solicit128), field: "solicit_uuids")
-        for entry in ad.manufacturerData {
-            adv.append(ADStructure(
-                type: ADType.manufacturerData, data: [UInt8(entry.companyID & 0xFF), UInt8(entry.companyID >> 8)] + entry.data,
-                field: "manufacturer_data " + Self.hex16(entry.companyID)))
-        }
-        for entry in ad.serviceData {
-            let type: UInt8 = switch entry.uuid.size {
-            case .bits16: ADType.serviceData16
-            case .bits32: ADType.serviceData32
-            case .bits128: ADType.serviceData128
-            }
-            adv.append(ADStructure(type: type, data: entry.uuid.airBytes + entry.data, field: "service_data \(entry.uuid)"))
-        }
+        var adv = Self.listed(
+            ad.serviceUUIDs, ad.solicitUUIDs, ad.manufacturerData, ad.serviceData, prefix: "")
         if let appearance = ad.appearance ?? (ad.includes.contains(.appearance) ? adapterAppearance : nil) {
             let field = ad.appearance != nil ? "appearance" : "includes appearance"
             adv.append(ADStructure(type: ADType.appearance, data: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)], field: field))
         }
-        for entry in ad.data {
-            adv.append(ADStructure(type: entry.type, data: entry.data, field: "data " + Self.hex8(entry.type)))
-        }
+        adv += Self.raw(ad.data, prefix: "")
         if let flags = Self.flags(for: ad) {
             adv.append(ADStructure(type: ADType.flags, data: [flags], field: "discoverable"))
         }
@@ -80,18 +67,50 @@ public struct AdvertisingPayload: Hashable, Sendable {
         }
         advertisingData = adv
 
-        var scan: [ADStructure] = []
+        // BlueZ's order (bt_ad_generate): the lists and data, then the name in what room is
+        // left (shortened when it does not fit), then the raw structures.
+        let response = ad.scanResponse
+        var scan = Self.listed(
+            response.serviceUUIDs, response.solicitUUIDs, response.manufacturerData, response.serviceData, prefix: "scan_response.")
         if let name = ad.localName ?? (ad.includes.contains(.localName) ? adapterName : nil) {
             let field = ad.localName != nil ? "local_name" : "includes local-name"
             let bytes = Array(name.utf8)
-            let room = Self.limit - 2
+            let room = max(0, Self.limit - scan.reduce(0) { $0 + $1.size } - 2)
             if bytes.count <= room {
                 scan.append(ADStructure(type: ADType.completeName, data: bytes, field: field))
             } else {
                 scan.append(ADStructure(type: ADType.shortenedName, data: Self.utf8Prefix(name, maxBytes: room), field: field))
             }
         }
-        scanResponse = scan
+        scanResponse = scan + Self.raw(response.data, prefix: "scan_response.")
+    }
+
+    /// The structures BlueZ builds from the lists and data of one packet, in its order: service
+    /// UUIDs, solicit UUIDs, manufacturer data, service data; fields named with `prefix`.
+    private static func listed(
+        _ services: [BluetoothUUID], _ solicits: [BluetoothUUID], _ manufacturers: [Advertisement.ManufacturerData],
+        _ serviceData: [Advertisement.ServiceData], prefix: String
+    ) -> [ADStructure] {
+        var out = uuidLists(services, types: (ADType.uuid16Complete, ADType.uuid32Complete, ADType.uuid128Complete), field: prefix + "service_uuids")
+        out += uuidLists(solicits, types: (ADType.solicit16, ADType.solicit32, ADType.solicit128), field: prefix + "solicit_uuids")
+        for entry in manufacturers {
+            out.append(ADStructure(
+                type: ADType.manufacturerData, data: [UInt8(entry.companyID & 0xFF), UInt8(entry.companyID >> 8)] + entry.data,
+                field: prefix + "manufacturer_data " + hex16(entry.companyID)))
+        }
+        for entry in serviceData {
+            let type: UInt8 = switch entry.uuid.size {
+            case .bits16: ADType.serviceData16
+            case .bits32: ADType.serviceData32
+            case .bits128: ADType.serviceData128
+            }
+            out.append(ADStructure(type: type, data: entry.uuid.airBytes + entry.data, field: prefix + "service_data \(entry.uuid)"))
+        }
+        return out
+    }
+
+    private static func raw(_ data: [Advertisement.RawData], prefix: String) -> [ADStructure] {
+        data.map { ADStructure(type: $0.type, data: $0.data, field: prefix + "data " + hex8($0.type)) }
     }
 
     /// The Flags AD BlueZ adds for a discoverable advertisement: LE General Discoverable and

@@ -40,6 +40,7 @@ extension AdapterCapabilities {
             maxAdvertisingLength: capabilities["MaxAdvLen"]?.byte.map(Int.init),
             txPowerRange: power.0.flatMap { low in power.1.flatMap { high in low <= high ? low...high : nil } },
             actsOnParameters: manager["SupportedCapabilities"] != nil,
-            alias: adapter["Alias"]?.string, systemName: adapter["Name"]?.string)
+            alias: adapter["Alias"]?.string, systemName: adapter["Name"]?.string,
+            release: StackRelease(adapterProperties: adapter.keys))
     }
 }

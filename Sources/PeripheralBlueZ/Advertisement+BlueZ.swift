@@ -2,7 +2,7 @@ package import DBus
 package import Peripheral
 
 extension Advertisement {
-    /// The properties BlueZ 5.66 reads for this advertisement: exactly those that are set, each
+    /// The properties BlueZ reads for this advertisement (5.66's, and 5.80's scan response): exactly those that are set, each
     /// with the signature BlueZ's parser expects (a wrong type is "Failed to parse advertisement.").
     package var bluezProperties: [String: DBusValue] {
         var properties: [String: DBusValue] = ["Type": .string(kind.rawValue)]
@@ -20,6 +20,24 @@ extension Advertisement {
         }
         if !data.isEmpty {
             properties["Data"] = .dictionary(key: .byte, value: .variant, data.map {
+                DBusDictEntry(.byte($0.type), .variant(.bytes($0.data)))
+            })
+        }
+        let response = scanResponse
+        if !response.serviceUUIDs.isEmpty { properties["ScanResponseServiceUUIDs"] = .strings(response.serviceUUIDs.map(\.uuidString)) }
+        if !response.solicitUUIDs.isEmpty { properties["ScanResponseSolicitUUIDs"] = .strings(response.solicitUUIDs.map(\.uuidString)) }
+        if !response.manufacturerData.isEmpty {
+            properties["ScanResponseManufacturerData"] = .dictionary(key: .uint16, value: .variant, response.manufacturerData.map {
+                DBusDictEntry(.uint16($0.companyID), .variant(.bytes($0.data)))
+            })
+        }
+        if !response.serviceData.isEmpty {
+            properties["ScanResponseServiceData"] = .dictionary(key: .string, value: .variant, response.serviceData.map {
+                DBusDictEntry(.string($0.uuid.uuidString), .variant(.bytes($0.data)))
+            })
+        }
+        if !response.data.isEmpty {
+            properties["ScanResponseData"] = .dictionary(key: .byte, value: .variant, response.data.map {
                 DBusDictEntry(.byte($0.type), .variant(.bytes($0.data)))
             })
         }

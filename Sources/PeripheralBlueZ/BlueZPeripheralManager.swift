@@ -216,6 +216,12 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         guard Set(old.keys) == Set(new.keys) else {
             throw PeripheralError(.rejected, "the change adds or removes properties; it needs a new registration")
         }
+        // BlueZ (5.80 to 5.87 at least) follows a change of the scan response's structured
+        // fields only when bluetoothd runs with --experimental, which the bus does not tell:
+        // a new registration puts them on air everywhere. Its raw ScanResponseData is followed.
+        if let field = Self.followedOnlyWithExperimental.first(where: { old[$0] != new[$0] }) {
+            throw PeripheralError(.rejected, "BlueZ follows a change of \(field) only with --experimental; it needs a new registration")
+        }
         for name in Self.updateOrder(from: old, to: new) {
             try await connection.setProperty(name, of: BlueZ.advertisementInterface, at: path, to: new[name]!)
         }
@@ -225,6 +231,12 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         }
         exports[path]?.objects = .advertisement(advertisement)
     }
+
+    /// The properties whose change BlueZ ignores unless bluetoothd runs with `--experimental`
+    /// (src/advertising.c's parsers marked experimental, 5.80 to 5.87).
+    static let followedOnlyWithExperimental = [
+        "ScanResponseManufacturerData", "ScanResponseServiceData", "ScanResponseServiceUUIDs", "ScanResponseSolicitUUIDs",
+    ]
 
     /// Says `PropertiesChanged` of the advertisement's `Type`, its value unchanged: BlueZ sends
     /// an advertisement to the kernel again whenever it is told that a property changed,

@@ -113,11 +113,14 @@ enum PreviewFormat {
         if ad.bthomeKey != nil {
             out += "  encrypted BTHome: on air the ciphertext, counter and tag differ (sealed here for address 00:00:00:00:00:00, counter 0)\n"
         }
-        out += section("advertising data", payload.advertisingData, payload.advertisingSize, payload.advertisingBytes)
+        if let channel = ad.secondaryChannel {
+            out += "  extended advertising on the \(channel.rawValue) PHY: ADV_EXT_IND on the primary channels, the data in AUX_ADV_IND (up to the adapter's MaxAdvLen; a scanner needs Bluetooth 5 to hear it)\n"
+        }
+        out += section("advertising data", payload.advertisingData, payload.advertisingSize, payload.advertisingBytes, of: ad.advertisingLimit(on: nil).bytes)
         // An adapter with BR/EDR off (an LE-only radio, or ControllerMode = le) gets "BR/EDR not
         // supported" flags from the kernel in front of data that has none of its own, when they
         // fit: btmon showed them in front of 28 bytes and not of 29 or 31 (kernels 6.1, 6.12, 7.2).
-        if !payload.advertisingData.contains(where: { $0.type == ADType.flags }) {
+        if ad.secondaryChannel == nil, !payload.advertisingData.contains(where: { $0.type == ADType.flags }) {
             let leOnly = Self.leOnlyFlags + payload.advertisingBytes
             if leOnly.count <= AdvertisingPayload.limit {
                 out += "  on an LE-only adapter: \(leOnly.count) of \(AdvertisingPayload.limit) bytes: \(Hex.encode(leOnly)) (the kernel adds flags 020104 in front)\n"
@@ -134,8 +137,10 @@ enum PreviewFormat {
     /// The flags the kernel puts in front for an adapter with BR/EDR off: "BR/EDR not supported".
     static let leOnlyFlags = ADStructure(type: ADType.flags, data: [0x04], field: "flags").bytes
 
-    private static func section(_ title: String, _ structures: [ADStructure], _ size: Int, _ bytes: [UInt8]) -> String {
-        var out = "  \(title): \(size) of \(AdvertisingPayload.limit) bytes: \(bytes.isEmpty ? "(none)" : Hex.encode(bytes))\n"
+    private static func section(
+        _ title: String, _ structures: [ADStructure], _ size: Int, _ bytes: [UInt8], of limit: Int = AdvertisingPayload.limit
+    ) -> String {
+        var out = "  \(title): \(size) of \(limit) bytes: \(bytes.isEmpty ? "(none)" : Hex.encode(bytes))\n"
         for structure in structures {
             out += "    \(Hex.encode(structure.bytes))  type 0x\(Hex.encode([structure.type]))  \(structure.size) bytes  \(structure.field)\n"
         }

@@ -48,6 +48,28 @@ struct PreviewTests {
         #expect(result.output.contains("  on an LE-only adapter: the same (no room for the flags 020104 the kernel adds to data of up to 28 bytes)\n"), "\(result.output)")
     }
 
+    @Test("a scan response is previewed with its own fields, the name between its lists and its raw data")
+    func scanResponseFields() async throws {
+        let tag = "[advertisement.t]\ntype = \"broadcast\"\nlocal_name = \"Tag\"\n[advertisement.t.scan_response]\n"
+            + "manufacturer_data = { \"0xFFFF\" = \"0506\" }\ndata = { \"0x26\" = \"01\" }\n"
+
+        let result = try await preview(tag)
+
+        #expect(result.output.contains("  scan response: 14 of 31 bytes: 05ffffff050604095461670226" + "01\n"), "\(result.output)")
+        #expect(result.output.contains("    05ffffff0506  type 0xff  6 bytes  scan_response.manufacturer_data 0xFFFF\n"), "\(result.output)")
+    }
+
+    @Test("data past 31 bytes with a secondary channel is previewed as extended, against 251 bytes")
+    func extendedData() async throws {
+        let long = "[advertisement.l]\ntype = \"broadcast\"\nsecondary_channel = \"1M\"\nmanufacturer_data = { \"0xFFFF\" = \"" + String(repeating: "ab", count: 40) + "\" }\n"
+
+        let result = try await preview(long)
+
+        #expect(result.output.contains("  advertising data: 44 of 251 bytes: 2bffffffabab"), "\(result.output)")
+        #expect(result.output.contains("  extended advertising on the 1M PHY: ADV_EXT_IND"), "\(result.output)")
+        #expect(!result.output.contains("problems"), "\(result.output)")
+    }
+
     @Test("data with flags of its own has no LE-only variant: the kernel adds none")
     func noLEOnlyVariantWithFlags() async throws {
         let discoverable = "[advertisement.p]\ntype = \"peripheral\"\ndiscoverable = true\nservice_uuids = [\"180D\"]\nmanufacturer_data = { \"0xFFFF\" = \"0c0d\" }\n"

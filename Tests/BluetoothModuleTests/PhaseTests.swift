@@ -39,6 +39,7 @@ struct PhaseTests {
     func adapterCapabilitiesAreChecked() async {
         let h = await Harness(adapters: [AdapterCapabilities(name: "hci0", secondaryChannels: [.oneM])])
         var coded = Harness.heart
+        coded.localName = nil
         coded.secondaryChannel = .coded
         await h.module.configure(["heart": coded])
 

@@ -25,7 +25,7 @@ struct BlueZContractTests {
         #expect(adapters[0] == AdapterCapabilities(
             name: "hci0", address: "00:AA:01:00:00:00", powered: true, freeInstances: 4, activeInstances: 0,
             includes: [.txPower, .appearance, .localName], secondaryChannels: [.oneM, .twoM],
-            maxAdvertisingLength: 31, alias: "hci0", systemName: "hci0"))
+            maxAdvertisingLength: 31, alias: "hci0", systemName: "hci0", release: .before571))
     }
 
     @Test("an alias set is the adapter's Alias; an empty one puts the system's name back")
@@ -143,6 +143,35 @@ struct BlueZContractTests {
 
         #expect(try await session.advertisements()[id.rawValue]?["LocalName"] == .string("Thermo-2"))
         #expect(try await session.calls().last == "refreshed \(id) LocalName")
+    }
+
+    @Test("a change of raw scan response data reaches BlueZ in place: BlueZ follows ScanResponseData without --experimental")
+    func rawScanResponseDataUpdatesInPlace() async throws {
+        let session = try await StandInSession()
+        var advertisement = Self.thermometer
+        advertisement.scanResponse.data = [.init(type: 0x26, data: [1])]
+        let id = try await session.manager.register(.advertisement(advertisement), on: "hci0")
+        advertisement.scanResponse.data = [.init(type: 0x26, data: [2])]
+
+        try await session.manager.updateAdvertisement(id, to: advertisement)
+
+        #expect(try await session.calls().last == "refreshed \(id) ScanResponseData")
+    }
+
+    @Test("a change of the scan response's manufacturer data asks for a new registration: BlueZ follows it in place only with --experimental")
+    func structuredScanResponseNeedsNewRegistration() async throws {
+        let session = try await StandInSession()
+        var advertisement = Self.thermometer
+        advertisement.scanResponse.manufacturerData = [.init(companyID: 0xFFFF, data: [1])]
+        let id = try await session.manager.register(.advertisement(advertisement), on: "hci0")
+        let before = try await session.calls()
+        advertisement.scanResponse.manufacturerData = [.init(companyID: 0xFFFF, data: [2])]
+
+        let error = await #expect(throws: PeripheralError.self) { try await session.manager.updateAdvertisement(id, to: advertisement) }
+
+        #expect(error?.code == .rejected)
+        #expect(error?.message == "BlueZ follows a change of ScanResponseManufacturerData only with --experimental; it needs a new registration")
+        #expect(try await session.calls() == before)
     }
 
     @Test("a refresh says PropertiesChanged of Type with its value unchanged, which BlueZ takes as a change and sends on")

@@ -64,7 +64,7 @@ struct ValidationTests {
     @Test("a secondary channel or include the adapter does not support is refused, naming the adapter")
     func capabilities() {
         let adapter = AdapterCapabilities(name: "hci0", includes: [.txPower], secondaryChannels: [.oneM])
-        let ad = Advertisement(includes: [.localName], secondaryChannel: .coded)
+        let ad = Advertisement(kind: .broadcast, includes: [.localName], secondaryChannel: .coded)
 
         let problems = ad.problems(for: adapter)
 
