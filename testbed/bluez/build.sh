@@ -2,7 +2,8 @@
 # Builds one of BlueZ's tools for the test bed from a Debian suite's BlueZ release (Debian's
 # source tarball, checked against the archive's SHA-256), compiled from the release's own lists
 # of sources (no autotools run; config.h holds the version and Debian's directories):
-#   btvirt  the virtual controllers' emulator, with btdev-links.patch (why: the patch's head),
+#   btvirt  the virtual controllers' emulator, with btdev-links.patch and btdev-ext-reports.patch
+#           (why: each patch's head),
 #           into $TESTBED_CACHE/btvirt-SUITE, which that suite's guests run instead of the
 #           packaged one (lib.sh, btvirt_program);
 #   btmon   the HCI monitor that writes and decodes every guest's capture, into
@@ -27,7 +28,7 @@ mirror=http://deb.debian.org/debian
 log() { printf 'testbed-setup: %s\n' "$*" >&2; }
 
 case $tool in
-  btvirt) target="$TESTBED_CACHE/btvirt-$suite" patches=("$here/btdev-links.patch") ;;
+  btvirt) target="$TESTBED_CACHE/btvirt-$suite" patches=("$here/btdev-links.patch" "$here/btdev-ext-reports.patch") ;;
   btmon) target="$TESTBED_CACHE/bluez-tools/btmon" patches=() ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
@@ -54,7 +55,11 @@ curl -fsS "$mirror/pool/main/b/bluez/$tarball" -o "$work/$tarball"
 echo "$sha256  $work/$tarball" | sha256sum -c --quiet -
 tar -xf "$work/$tarball" -C "$work"
 source=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'bluez-*')
-for patch in "${patches[@]}"; do (cd "$source" && patch -p1 --quiet < "$patch"); done
+for patch in "${patches[@]}"; do
+  # BlueZ 5.84 and later report long extended advertising data themselves.
+  if [[ $patch == */btdev-ext-reports.patch ]] && ! grep -qF 'uint8_t raw[24 + 31];' "$source/emulator/btdev.c"; then continue; fi
+  (cd "$source" && patch -p1 --quiet < "$patch")
+done
 
 # sources FILE VARIABLE: the C files a variable of the release's Makefile FILE lists.
 sources() {
