@@ -138,7 +138,7 @@ extension ConfigParser {
             }
             // A sensor's buttons and dimmers are what it is, not values: an event on air or
             // waiting has the shape they gave it; a TLM frame's update period is its timer's.
-            let declarations: Set<String> = ["services", "bthome.buttons", "bthome.dimmers", "bthome.event_seconds", "eddystone_tlm.update_seconds"]
+            let declarations: Set<String> = ["services", "priority", "bthome.buttons", "bthome.dimmers", "bthome.event_seconds", "eddystone_tlm.update_seconds"]
             guard !ConfiguredAdvertisement.secretKeys.contains(setting) && !declarations.contains(setting) else {
                 throw ConfigError(file: "", line: nil, key: (path + [key]).joined(separator: "."),
                                   message: "cannot be set at run time; change it in the config file and reload")

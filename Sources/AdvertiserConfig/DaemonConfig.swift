@@ -21,6 +21,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var centrals = CentralsConfig()
     /// Improv Wi-Fi (`[improv]`); nil when the file does not offer it.
     public var improv: ImprovConfig?
+    /// How the adapter's slots are shared (`[slots]`).
+    public var slots = SlotsConfig()
 
     /// A config.
     public init(
@@ -96,6 +98,12 @@ public struct ConfiguredAdvertisement: Hashable, Sendable {
     public var settings: [String: ConfigValue]
     /// The services it offers (its `services` key), by name: their UUIDs are in its data.
     public var services: [String: BluetoothUUID]
+    /// Its priority for the adapter's slots (`priority`, 0 unless given): when advertisements
+    /// outnumber the slots, higher ones stay on air and lower ones take turns.
+    public var priority = 0
+
+    /// What `priority` may be.
+    public static let priorityRange = 0...100
 
     /// Settings that are never shown (status, logs) nor set at run time.
     public static let secretKeys: Set<String> = ["bthome.encryption_key"]

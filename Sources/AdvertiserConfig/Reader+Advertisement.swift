@@ -5,7 +5,7 @@ import TOMLKit
 /// read off one list.
 extension Reader {
     /// The keys every advertisement may have, preset or not.
-    static let commonKeys: Set<String> = ["enabled", "services", "scan_response"]
+    static let commonKeys: Set<String> = ["enabled", "services", "scan_response", "priority"]
     /// The keys of an `[advertisement.NAME.scan_response]` table: the raw fields a scan
     /// response carries besides the name, read as the advertising data's are.
     static let scanResponseKeys: Set<String> = ["service_uuids", "solicit_uuids", "manufacturer_data", "service_data", "data"]
@@ -187,8 +187,10 @@ extension Reader {
         }
         var settings = ConfiguredAdvertisement.settings(of: entry)
         settings["enabled"] = nil
-        return ConfiguredAdvertisement(
+        var configured = ConfiguredAdvertisement(
             enabled: enabled, advertisement: advertisement, bthome: sensor, telemetry: telemetry, settings: settings, services: offered)
+        if let node = entry["priority"] { configured.priority = try number(node, path + ["priority"], ConfiguredAdvertisement.priorityRange) }
+        return configured
     }
 
     /// A `[advertisement.NAME.bthome]` table: measurements by object name, each a value or an

@@ -8,7 +8,7 @@ struct Reader {
     /// The config's services, by name: what an advertisement's `services` may name.
     var services: [String: BluetoothUUID] = [:]
 
-    static let topKeys: Set<String> = ["adapter", "power_on", "alias", "centrals", "pairing", "improv", "advertisement", "service"]
+    static let topKeys: Set<String> = ["adapter", "power_on", "alias", "centrals", "pairing", "improv", "advertisement", "service", "slots"]
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -32,6 +32,7 @@ struct Reader {
         }
         if let section = root["pairing"] { config.pairing = try pairing(table(section, ["pairing"])) }
         if let section = root["centrals"] { config.centrals = try centrals(table(section, ["centrals"])) }
+        if let section = root["slots"] { config.slots = try slots(table(section, ["slots"])) }
         if let section = root["service"] { config.services = try services(section) }
         if let section = root["improv"] {
             let improv = try improv(table(section, ["improv"]))

@@ -26,6 +26,9 @@ public struct AdvertisementState: Hashable, Sendable {
         case paused
         /// Refused for good until it is changed or turned on again.
         case failed
+        /// Taking turns with others through fewer slots than advertisements: on air part of
+        /// the time (``airShare``); ``id`` is set while its turn lasts.
+        case rotating
     }
 
     /// What it is.
@@ -56,6 +59,8 @@ public struct AdvertisementState: Hashable, Sendable {
     /// What bleadvd's self-check found on its adapter and could not repair (BlueZ holds more
     /// advertisements there than bleadvd registered), while it is on air.
     public var mismatch: String?
+    /// For `rotating`: the fraction of time it is on air (slots over advertisements taking turns).
+    public var airShare: Double?
 
     /// A state.
     public init(
@@ -90,6 +95,7 @@ public struct AdvertisementState: Hashable, Sendable {
         if let retryInSeconds { fields["retry_in_seconds"] = .double(retryInSeconds) }
         if !ignored.isEmpty { fields["ignored"] = .array(.string, ignored.map(DBusValue.string)) }
         if let mismatch { fields["mismatch"] = .string(mismatch) }
+        if let airShare { fields["air_share"] = .double(airShare) }
         fields["values"] = .dictionary(
             key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })
         return .variantDictionary(fields)
@@ -112,5 +118,6 @@ public struct AdvertisementState: Hashable, Sendable {
             ignored: fields["ignored"]?.stringArray ?? [], mismatch: fields["mismatch"]?.string)
         adapter = fields["adapter"]?.string
         adapterAddress = fields["adapter_address"]?.string
+        airShare = fields["air_share"]?.double
     }
 }

@@ -41,6 +41,12 @@ extension BluetoothModule {
     @discardableResult
     func attempt(_ key: Key) async -> PeripheralError? {
         guard let subject = registrations[key]?.subject else { return nil }
+        if let name = key.advertisement, held.contains(name) {
+            // Its turn has not come: it waits, and no retry or event registers it meanwhile.
+            registrations[key]?.status.lastError = nil
+            move(key, to: .waiting)
+            return nil
+        }
         do {
             let adapter = try await resolveAdapter()
             var sent = subject

@@ -88,6 +88,9 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     /// When the kernel's turns among the advertisements on each adapter without extended
     /// advertising are to be started again, after a link there ended (``rotationRestartDelay``).
     var rotationRestartAt: [String: C.Instant] = [:]
+    /// The advertisements kept off air while they should be on (``hold(_:)``): a rotation
+    /// through fewer slots than advertisements gives them their turns.
+    var held: Set<String> = []
 
     /// An operation that holds its turn this long, or waits this long for it, is logged, by
     /// name: BlueZ answers the module's calls in milliseconds, so a turn this long is a stack

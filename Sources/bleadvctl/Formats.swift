@@ -8,11 +8,15 @@ enum StatusFormat {
         var rows = [["NAME", "KIND", "STATE", "WANTED", "SINCE", "DETAIL"]]
         for (name, state) in states.sorted(by: { $0.key < $1.key }) {
             var detail = state.id ?? ""
-            if state.state == .on, let adapter = state.adapter {
+            if state.state == .on || state.state == .rotating, let adapter = state.adapter {
                 detail += " on " + adapter + (state.adapterAddress.map { " (\($0))" } ?? "")
             }
+            if let share = state.airShare {
+                let turn = "on air \(Int((share * 100).rounded()))% of the time" + (state.id == nil ? ", off air now" : ", on air now")
+                detail = turn + (detail.isEmpty ? "" : ": " + detail)
+            }
             if let retry = state.retryInSeconds { detail = "next try in \(duration(retry))" }
-            if let error = state.error, state.state != .on { detail += (detail.isEmpty ? "" : ": ") + error }
+            if let error = state.error, state.state != .on, state.state != .rotating { detail += (detail.isEmpty ? "" : ": ") + error }
             let measurements = state.values.filter { $0.key.hasPrefix("bthome.") && $0.key != "bthome.local_name" }
             if !measurements.isEmpty {
                 let shown = measurements.sorted { $0.key < $1.key }.map { "\($0.key.dropFirst("bthome.".count))=\($0.value)" }
@@ -61,6 +65,7 @@ enum StatusFormat {
             if let retry = state.retryInSeconds { fields.append("\"retry_in_seconds\": \(number(retry))") }
             if !state.ignored.isEmpty { fields.append("\"ignored\": [" + state.ignored.map(quote).joined(separator: ", ") + "]") }
             if let mismatch = state.mismatch { fields.append("\"mismatch\": \(quote(mismatch))") }
+            if let share = state.airShare { fields.append("\"air_share\": \(number(share))") }
             let values = state.values.sorted { $0.key < $1.key }.map { "\(quote($0.key)): \(quote($0.value))" }
             fields.append("\"values\": {" + values.joined(separator: ", ") + "}")
             let cut = cuts(of: name, centrals).map { "{\"characteristic\": \(quote($0.characteristic)), \"central\": \(quote($0.central)), \"bytes\": \($0.bytes)}" }

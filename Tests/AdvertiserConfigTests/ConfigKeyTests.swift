@@ -19,7 +19,7 @@ struct ConfigKeyTests {
         "includes": "[\"tx-power\"]", "discoverable": "false", "discoverable_timeout": "10", "duration": "2",
         "timeout": "10", "secondary_channel": "\"1M\"", "min_interval_ms": "100", "max_interval_ms": "200",
         "tx_power": "0", "services": "[\"s\"]",
-        "scan_response": "{ manufacturer_data = { \"0xFFFF\" = \"01\" } }",
+        "scan_response": "{ manufacturer_data = { \"0xFFFF\" = \"01\" } }", "priority": "5",
     ]
     /// What a sample needs defined first.
     static let preludes: [String: String] = ["services": "[service.s.battery]\nlevel = 1\n"]

@@ -39,7 +39,7 @@ struct ProcessTests {
         let result = try await runProgram(product("bleadvd"), ["--config", path], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
 
         #expect(result.status == 2)
-        #expect(result.errors == "<2>\(path):3: advertisement.heart.major: unknown key; known keys: altbeacon, appearance, bthome, data, discoverable, discoverable_timeout, duration, eddystone_tlm, eddystone_uid, eddystone_url, enabled, ibeacon, includes, local_name, manufacturer_data, max_interval_ms, min_interval_ms, scan_response, secondary_channel, service_data, service_uuids, services, solicit_uuids, timeout, tx_power, type\n")
+        #expect(result.errors == "<2>\(path):3: advertisement.heart.major: unknown key; known keys: altbeacon, appearance, bthome, data, discoverable, discoverable_timeout, duration, eddystone_tlm, eddystone_uid, eddystone_url, enabled, ibeacon, includes, local_name, manufacturer_data, max_interval_ms, min_interval_ms, priority, scan_response, secondary_channel, service_data, service_uuids, services, solicit_uuids, timeout, tx_power, type\n")
     }
 
     @Test("the join helper refuses to start where the config does not join through NetworkManager, exit 2, saying why", arguments: [

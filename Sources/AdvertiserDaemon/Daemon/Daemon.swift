@@ -71,7 +71,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
     /// feature is made in `init` and listed here, and a reload hands it its new config
     /// (`reloadInTurn`).
-    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals, bthomeEvents, telemetry] }
+    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals, bthomeEvents, telemetry, rotation] }
+    /// More advertisements than slots, a component: the plan of turns and its timer.
+    let rotation: Rotation<C>
     /// Eddystone-TLM's counters, a component: each TLM advertisement's updates and their timer.
     let telemetry: Telemetry<C>
     /// BTHome events, a component: each sensor's waiting events and its burst's timer.
@@ -150,6 +152,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         self.telemetry = Telemetry(
             advertisements: config.advertisements, port: values, clock: clock, uptime: Telemetry<C>.systemUptime(), logger: logger,
             executor: bus.eventLoop)
+        self.rotation = Rotation(config: config, port: module, clock: clock, logger: logger, executor: bus.eventLoop)
         self.reads = ReadAnswers(services: config.services, port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.pairing = Pairing(
             config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,
@@ -183,7 +186,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
 
     package func status() async -> [String: AdvertisementState] {
         let statuses = await module.status()
-        return states(statuses.advertisements, values: await values.advertisementValues())
+        return states(statuses.advertisements, values: await values.advertisementValues(), shares: await rotation.shares())
             .merging(await serviceStates(statuses[.application])) { advertisement, _ in advertisement }
     }
 
@@ -242,6 +245,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         await improv.reconfigure(new.improv)
         await module.configure(advertisements)
         await telemetry.reconfigure(new.advertisements)
+        await rotation.reconfigure(new)
         await values.reload(services: new.services)
         await reads.reconfigure(new.services)
         await alias.reconfigure(new.alias)
@@ -255,10 +259,21 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     // MARK: States
 
     /// The control API's view of the module's states, with each advertisement's `values`.
-    func states(_ statuses: [String: BluetoothModule<C>.Status], values: [String: [String: String]]) -> [String: AdvertisementState] {
+    func states(
+        _ statuses: [String: BluetoothModule<C>.Status], values: [String: [String: String]], shares: [String: RotationPlan.Share] = [:]
+    ) -> [String: AdvertisementState] {
         statuses.mapValues(state).reduce(into: [:]) { result, entry in
             var state = entry.value
             state.values = values[entry.key] ?? [:]
+            // The rotation's part: one taking turns rotates; one whose priority has no slot waits.
+            if let share = shares[entry.key], state.desired, state.state == .on || state.state == .waiting {
+                if share.slots > 0 {
+                    state.state = .rotating
+                    state.airShare = share.fraction
+                } else {
+                    state.error = "no slot for its priority: advertisements of higher priority hold them all"
+                }
+            }
             result[entry.key] = state
         }
     }
@@ -295,7 +310,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// Announces what changed: StateChanged for each advertisement whose state moved, and
     /// STATUS= when the summary did. Called from the loop only.
     func publish(_ statuses: [RegistrationKey: BluetoothModule<C>.Status]) async {
-        let states = states(statuses.advertisements, values: await values.advertisementValues())
+        let states = states(statuses.advertisements, values: await values.advertisementValues(), shares: await rotation.shares())
         let names = Set(await values.names)
         let before = statusLine()
         for (name, state) in states.sorted(by: { $0.key < $1.key }) where names.contains(name) {

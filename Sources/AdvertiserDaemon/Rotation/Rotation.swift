@@ -1,0 +1,196 @@
+import AdvertiserConfig
+import BluetoothModule
+import Events
+import Logging
+import Peripheral
+
+/// What the rotation needs of an advertisement's state: whether it wants to be on air, and
+/// whether it waits for want of a free slot.
+struct SlotDemand: Hashable, Sendable {
+    /// It should be on air, and nothing but a slot keeps it off (not off, not refused for good).
+    var wanted: Bool
+    /// The stack refused it for want of a free slot ("Maximum advertisements reached").
+    var crowded: Bool
+}
+
+/// The rotation's port: what keeps the advertisements registered (the module).
+protocol SlotKeeping: AnyObject, Sendable {
+    /// Each advertisement's demand at every change.
+    func demands() async -> any AsyncSequence<[String: SlotDemand], Never> & Sendable
+    /// Keeps exactly `names` off air while they should be on.
+    func hold(_ names: Set<String>) async
+    /// The slots of the adapter in use, counted now; nil while none is known.
+    func slots() async -> AdapterSlots?
+}
+
+/// More advertisements than slots (#67), a component of the daemon: when the advertisements that
+/// should be on air outnumber the slots bleadvd may use (the adapter's, less those other programs
+/// hold or `reserve_slots` leaves them), they take turns through them by ``RotationPlan``:
+/// higher priorities stay on air, the first priority that does not fit rotates, one
+/// advertisement out and the next in every `rotate_seconds`, and those below it wait.
+///
+/// It looks at the slots (one read of BlueZ's objects) when the advertisements wanted change,
+/// when one is refused for want of a slot, and at each turn; with nothing to rotate it arms no
+/// timer and costs nothing. It owns one timer, on the injected clock.
+actor Rotation<C: Clock> where C.Duration == Duration {
+    let port: any SlotKeeping
+    let clock: C
+    let logger: Logger
+    nonisolated let executor: EventLoop
+    private(set) var config: SlotsConfig
+    /// Each advertisement's priority, from the config.
+    private(set) var priorities: [String: Int]
+    /// The advertisements that want to be on air, as the port last said.
+    private(set) var members: Set<String> = []
+    /// The plan in force; nil before the first.
+    private(set) var plan: RotationPlan?
+    /// The slots the plan was made for.
+    private(set) var usable = 0
+    /// The turn's number: the window of on-air names moves one name each turn.
+    private(set) var turn = 0
+    private var timer: Task<Void, Never>?
+
+    init(config: DaemonConfig, port: any SlotKeeping, clock: C, logger: Logger, executor: EventLoop) {
+        self.port = port
+        self.clock = clock
+        self.logger = logger
+        self.executor = executor
+        self.config = config.slots
+        priorities = config.advertisements.mapValues(\.priority)
+    }
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// A reload's priorities and `[slots]`: planned again at once.
+    func reconfigure(_ config: DaemonConfig) async {
+        let next = config.advertisements.mapValues(\.priority)
+        guard next != priorities || config.slots != self.config else { return }
+        priorities = next
+        self.config = config.slots
+        await replan()
+    }
+
+    /// Each advertisement's part in the rotation, by name: those that take turns or wait;
+    /// empty when everything fits.
+    func shares() -> [String: RotationPlan.Share] {
+        plan?.shares ?? [:]
+    }
+
+    /// The demands changed. Planned again when one was refused for want of a slot while no plan
+    /// shares the slots, or when the advertisements wanted changed while one does, or while
+    /// slots are reserved. Otherwise nothing is read: with every advertisement fitting and
+    /// nothing reserved, the rotation asks the stack nothing.
+    func consider(_ demands: [String: SlotDemand]) async {
+        let wanted = Set(demands.filter(\.value.wanted).keys)
+        let crowded = demands.values.contains(where: \.crowded)
+        let changed = wanted != members
+        members = wanted
+        let sharing = plan.map { !$0.shares.isEmpty } ?? false
+        guard (crowded && !sharing) || (changed && (sharing || crowded || config.reserve > 0)) else { return }
+        await replan()
+    }
+
+    /// Counts the slots and applies the plan of this turn.
+    func replan() async {
+        let wanted = members.filter { priorities[$0] != nil }
+        guard !wanted.isEmpty, let slots = await port.slots() else {
+            if plan?.onAir != nil { await port.hold([]) }
+            plan = nil
+            arm()
+            return
+        }
+        usable = slots.usable(reserving: config.reserve)
+        guard usable > 0 else {
+            // No slot at all (other programs hold them): nothing to share; the module retries
+            // for a slot as it always does, and says so.
+            if plan?.onAir != nil { await port.hold([]) }
+            if plan?.shares.isEmpty == false { logger.notice("slots: none free for bleadvd on \(slots.adapter); no turns until one is") }
+            plan = nil
+            arm()
+            return
+        }
+        let next = RotationPlan(priorities: priorities.filter { wanted.contains($0.key) }, slots: usable, turn: turn)
+        await port.hold(wanted.subtracting(next.onAir))
+        if next.shares != plan?.shares || plan == nil { say(next, slots: slots) }
+        plan = next
+        arm()
+    }
+
+    /// The next turn.
+    func step() async {
+        timer = nil
+        turn += 1
+        let before = plan?.onAir ?? []
+        await replan()
+        let after = plan?.onAir ?? []
+        logger.debug("slots: turn \(turn): off air \(before.subtracting(after).sorted()), on air \(after.subtracting(before).sorted())")
+    }
+
+    /// The journal's account of a plan whose shape is new.
+    private func say(_ plan: RotationPlan, slots: AdapterSlots) {
+        let others = slots.active - slots.ours
+        let room = "\(usable) of \(slots.free + slots.active) slot(s) on \(slots.adapter)"
+            + (others > 0 || config.reserve > 0 ? " (\(max(others, config.reserve)) left to other programs)" : "")
+        guard !plan.shares.isEmpty else {
+            if self.plan?.shares.isEmpty == false { logger.notice("slots: every advertisement fits in \(room) again; no turns") }
+            return
+        }
+        let turning = plan.shares.filter { $0.value.slots > 0 }.keys.sorted()
+        let waiting = plan.shares.filter { $0.value.slots == 0 }.keys.sorted()
+        let fixed = plan.onAir.subtracting(turning).sorted()
+        var line = "slots: \(plan.shares.count + fixed.count) advertisement(s) for \(room): "
+        if !fixed.isEmpty { line += "\(fixed.joined(separator: ", ")) stay on air; " }
+        if let share = turning.first.flatMap({ plan.shares[$0] }) {
+            line += "\(turning.joined(separator: ", ")) take turns through \(share.slots) slot(s), "
+                + "\(Int(config.rotateEvery.components.seconds)) s a turn, each on air \(share.slots)/\(share.among) of the time"
+        }
+        if !waiting.isEmpty { line += "; \(waiting.joined(separator: ", ")) wait: higher priorities hold every slot" }
+        logger.notice("\(line)")
+    }
+
+    /// Keeps the timer armed while something takes turns.
+    private func arm() {
+        guard plan?.rotates == true else {
+            timer?.cancel()
+            timer = nil
+            return
+        }
+        guard timer == nil else { return }
+        let due = clock.now.advanced(by: config.rotateEvery)
+        timer = Task(executorPreference: executor) { [clock] in
+            guard (try? await clock.sleep(until: due, tolerance: nil)) != nil else { return }
+            await self.step()
+        }
+    }
+
+    /// Plans at every change of the demands until cancelled (the daemon stops).
+    func run() async {
+        for await demands in await port.demands() {
+            await consider(demands)
+        }
+        timer?.cancel()
+    }
+}
+
+/// The rotation takes none of BlueZ's events: its inputs are the module's states and the clock.
+extension Rotation: DaemonComponent {
+    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<Never> { .pass }
+    func take(_ input: Never) async {}
+}
+
+/// The module is the rotation's port.
+extension BluetoothModule: SlotKeeping {
+    func demands() async -> any AsyncSequence<[String: SlotDemand], Never> & Sendable {
+        changes().map { Self.demands($0) }
+    }
+
+    static func demands(_ statuses: [RegistrationKey: Status]) -> [String: SlotDemand] {
+        statuses.advertisements.mapValues { status in
+            let wanted: Bool = switch status.phase {
+            case .off, .failed: false
+            case .on, .waiting, .retrying, .paused: status.desired
+            }
+            return SlotDemand(wanted: wanted, crowded: status.lastError?.code == .noFreeInstance)
+        }
+    }
+}
