@@ -93,9 +93,15 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     /// Counts the slots and applies the plan of this turn.
     func replan() async {
         let wanted = members.filter { priorities[$0] != nil }
-        guard !wanted.isEmpty, let slots = await port.slots() else {
-            if plan?.onAir != nil { await port.hold([]) }
+        guard !wanted.isEmpty else {
+            if plan != nil { await port.hold([]) }
             plan = nil
+            arm()
+            return
+        }
+        guard let slots = await port.slots() else {
+            // BlueZ or the adapter is away: the turns wait for it, and what is held stays held
+            // (releasing it would only queue registrations that cannot fit when it is back).
             arm()
             return
         }
@@ -103,7 +109,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
         guard usable > 0 else {
             // No slot at all (other programs hold them): nothing to share; the module retries
             // for a slot as it always does, and says so.
-            if plan?.onAir != nil { await port.hold([]) }
+            if plan != nil { await port.hold([]) }
             if plan?.shares.isEmpty == false { logger.notice("slots: none free for bleadvd on \(slots.adapter); no turns until one is") }
             plan = nil
             arm()
@@ -139,7 +145,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
         let waiting = plan.shares.filter { $0.value.slots == 0 }.keys.sorted()
         let fixed = plan.onAir.subtracting(turning).sorted()
         var line = "slots: \(plan.shares.count + fixed.count) advertisement(s) for \(room): "
-        if !fixed.isEmpty { line += "\(fixed.joined(separator: ", ")) stay on air; " }
+        if !fixed.isEmpty { line += "\(fixed.joined(separator: ", ")) on air throughout; " }
         if let share = turning.first.flatMap({ plan.shares[$0] }) {
             line += "\(turning.joined(separator: ", ")) take turns through \(share.slots) slot(s), "
                 + "\(Int(config.rotateEvery.components.seconds)) s a turn, each on air \(share.slots)/\(share.among) of the time"

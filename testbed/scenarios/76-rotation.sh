@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# More advertisements than slots (#67): three more advertisements than the adapter has slots
+# (5 without extended advertising, the kernel's: 8 advertisements), one of priority 10 and the
+# rest of priority 0, turns of 4 s. Judged from outside bleadvd:
+# - hci1's controller reports every one of them within one full round of turns, and the
+#   priority-10 one in every 12-s window (the kernel's own turns among 5 instances take 10 s);
+# - the bus record (dbus-monitor): at most one RegisterAdvertisement and one
+#   UnregisterAdvertisement per turn;
+# - bleadvctl status: the priority-10 one on, the others rotating with their share; the journal
+#   says how the slots are shared.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+manager() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 "$1" | awk '{print $2}'; }
+total=$(( $(manager SupportedInstances) + $(manager ActiveInstances) ))
+count=$(( total + 3 ))
+config="$TESTBED_WORK/rotation.toml"
+{
+  printf 'adapter = "hci0"\n[slots]\nrotate_seconds = 4\n'
+  printf '[advertisement.beacon]\npriority = 10\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "b0" }\n'
+  for i in $(seq 1 $(( count - 1 ))); do
+    printf '[advertisement.ad%d]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "a%x" }\n' "$i" "$i"
+  done
+} > "$config"
+echo "hci0 has $total advertising slots; $count advertisements, one of priority 10, turns of 4 s"
+
+start_bleadvd "$config" --log-level debug
+rotating() { bleadvctl status --json | grep -c '"state": "rotating"' || true; }
+wait_for 20 "$(( count - 1 )) rotating" '[[ $(rotating) == $(( count - 1 )) ]]' || { bleadvctl status; fail "the advertisements do not take turns"; }
+bleadvctl status | sed 's/^/    /'
+[[ $(advertisement_states) == *beacon=on* ]] || fail "the priority-10 advertisement is not on air: $(advertisement_states)"
+grep '^<5>slots: ' "$TESTBED_WORK/bleadvd.log" | tail -n1 | sed 's/^<5>/    journal: /'
+expect_line "slots: $count advertisement(s) for $total of $total slot(s) on hci0: beacon on air throughout; " "$(grep '^<5>slots: ' "$TESTBED_WORK/bleadvd.log")"
+
+round=$(( (count - 1) * 4 ))
+seconds=$(( round + 8 ))
+echo "scanning on hci1 for $seconds s (a full round of turns is $round s):"
+record_bus "$TESTBED_WORK/rotation-bus.log" "$TESTBED_WORK/rotation-owners.log"
+from=$(date +%s.%N)
+observe "$seconds" > /dev/null || true
+to=$(date +%s.%N)
+stop_bus_record
+reports=$(python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index 1 --reports --timestamps \
+  | awk -v from="$from" -v to="$to" '$1 >= from && $1 <= to')
+heard() { grep -E " [0-9a-f]*04ffffff$1([0-9a-f]{2})*\$" <<< "$reports" | awk '{print $1}'; }
+missing=()
+for i in $(seq 1 $(( count - 1 ))); do
+  [[ -n "$(heard "$(printf 'a%x' "$i")")" ]] || missing+=("ad$i")
+done
+((${#missing[@]} == 0)) || fail "hci1 did not hear ${missing[*]} in $seconds s"
+echo "    hci1 heard all $(( count - 1 )) that take turns, and the beacon $(heard b0 | wc -l) time(s)"
+beacon_times=$(heard b0)
+gaps=$(awk -v from="$from" -v to="$to" 'BEGIN { last = from } { if ($1 - last > max) max = $1 - last; last = $1 } END { if (to - last > max) max = to - last; printf "%.1f", max }' <<< "$beacon_times")
+echo "    the longest stretch without the beacon: $gaps s"
+awk -v gap="$gaps" 'BEGIN { exit !(gap <= 12) }' || fail "hci1 went $gaps s without hearing the priority-10 advertisement"
+
+registers=$(awk '$NF == "RegisterAdvertisement"' "$TESTBED_WORK/rotation-bus.log" | grep -c . || true)
+unregisters=$(awk '$NF == "UnregisterAdvertisement"' "$TESTBED_WORK/rotation-bus.log" | grep -c . || true)
+turns=$(awk -v from="$from" -v to="$to" 'BEGIN { printf "%d", (to - from) / 4 + 1 }')
+echo "    the bus: $registers RegisterAdvertisement and $unregisters UnregisterAdvertisement in $seconds s ($turns turns at most)"
+(( registers <= turns && unregisters <= turns && registers >= 1 )) || fail "more than one registration and one unregistration a turn"
+stop_bleadvd
