@@ -99,6 +99,7 @@ live() {
   started=$SECONDS
   step "end-to-end tests in the VM test bed" make --no-print-directory testbed-test PREPARED=1
   step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point; centrals listed and disconnected" make --no-print-directory testbed-homeassistant-test PREPARED=1
+  step "advertising sets on trixie with extended advertising: a scan response's fields and 124 bytes of data, judged by btmon and a scanner" make --no-print-directory testbed-sets-test PREPARED=1
   echo $((SECONDS - started)) > "$lanes/1.seconds"
 ) 2>&1 | live 1 &
 first=$!

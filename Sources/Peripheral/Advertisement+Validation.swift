@@ -52,16 +52,9 @@ extension Advertisement {
             }
         }
         // Compared as values, so one UUID, company or AD type spelt two ways is caught too.
-        problems += duplicates(serviceUUIDs.map(\.shortString), field: "service_uuids")
-        problems += duplicates(solicitUUIDs.map(\.shortString), field: "solicit_uuids")
-        problems += duplicates(manufacturerData.map(\.companyID).map(AdvertisingPayload.hex16), field: "manufacturer_data")
-        problems += duplicates(serviceData.map(\.uuid.shortString), field: "service_data")
-        problems += duplicates(data.map(\.type).map(AdvertisingPayload.hex8), field: "data")
-        problems += duplicates(scanResponse.serviceUUIDs.map(\.shortString), field: "scan_response.service_uuids")
-        problems += duplicates(scanResponse.solicitUUIDs.map(\.shortString), field: "scan_response.solicit_uuids")
-        problems += duplicates(scanResponse.manufacturerData.map(\.companyID).map(AdvertisingPayload.hex16), field: "scan_response.manufacturer_data")
-        problems += duplicates(scanResponse.serviceData.map(\.uuid.shortString), field: "scan_response.service_data")
-        problems += duplicates(scanResponse.data.map(\.type).map(AdvertisingPayload.hex8), field: "scan_response.data")
+        problems += duplicates(in: ScanResponse(
+            serviceUUIDs: serviceUUIDs, solicitUUIDs: solicitUUIDs, manufacturerData: manufacturerData, serviceData: serviceData, data: data), prefix: "")
+        problems += duplicates(in: scanResponse, prefix: "scan_response.")
         if kind == .peripheral, secondaryChannel != nil, let first = AdvertisingPayload(for: self).scanResponse.first {
             // Extended advertising has no PDU that is both connectable and scannable.
             problems.append("\(first.field) would be lost: a connectable extended advertisement (secondary_channel) has no scan response; "
@@ -87,6 +80,16 @@ extension Advertisement {
         guard !capabilities.actsOnParameters else { return [] }
         return [("min_interval_ms", minInterval != nil), ("max_interval_ms", maxInterval != nil), ("tx_power", txPower != nil)]
             .filter(\.1).map(\.0)
+    }
+
+    /// The entries given twice in one packet's lists and data (the advertising data's fields
+    /// have the shape of a scan response's).
+    private func duplicates(in fields: ScanResponse, prefix: String) -> [String] {
+        duplicates(fields.serviceUUIDs.map(\.shortString), field: prefix + "service_uuids")
+            + duplicates(fields.solicitUUIDs.map(\.shortString), field: prefix + "solicit_uuids")
+            + duplicates(fields.manufacturerData.map(\.companyID).map(AdvertisingPayload.hex16), field: prefix + "manufacturer_data")
+            + duplicates(fields.serviceData.map(\.uuid.shortString), field: prefix + "service_data")
+            + duplicates(fields.data.map(\.type).map(AdvertisingPayload.hex8), field: prefix + "data")
     }
 
     private func duplicates(_ keys: [String], field: String) -> [String] {

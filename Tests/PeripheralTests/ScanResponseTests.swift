@@ -152,3 +152,12 @@ struct ScanResponseTests {
         ])
     }
 }
+
+extension ScanResponseTests {
+    @Test("an entry given twice in the scan response is refused, named as the scan response's")
+    func duplicateInScanResponse() {
+        let ad = Self.tagWith(.init(serviceUUIDs: [BluetoothUUID(0x180F), BluetoothUUID(0x180F)]))
+
+        #expect(ad.problems() == ["scan_response.service_uuids 180f is given twice"])
+    }
+}

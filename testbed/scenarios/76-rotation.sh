@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # More advertisements than slots (#67): three more advertisements than the adapter has slots
 # (5 without extended advertising, the kernel's: 8 advertisements), one of priority 10 and the
-# rest of priority 0, turns of 4 s. Judged from outside bleadvd:
+# rest of priority 0, turns of 2 s. Judged from outside bleadvd:
 # - hci1's controller reports every one of them within one full round of turns, and the
 #   priority-10 one in every 12-s window (the kernel's own turns among 5 instances take 10 s);
 # - the bus record (dbus-monitor): at most one RegisterAdvertisement and one
@@ -16,13 +16,13 @@ total=$(( $(manager SupportedInstances) + $(manager ActiveInstances) ))
 count=$(( total + 3 ))
 config="$TESTBED_WORK/rotation.toml"
 {
-  printf 'adapter = "hci0"\n[slots]\nrotate_seconds = 4\n'
+  printf 'adapter = "hci0"\n[slots]\nrotate_seconds = 2\n'
   printf '[advertisement.beacon]\npriority = 10\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "b0" }\n'
   for i in $(seq 1 $(( count - 1 ))); do
     printf '[advertisement.ad%d]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "a%x" }\n' "$i" "$i"
   done
 } > "$config"
-echo "hci0 has $total advertising slots; $count advertisements, one of priority 10, turns of 4 s"
+echo "hci0 has $total advertising slots; $count advertisements, one of priority 10, turns of 2 s"
 
 start_bleadvd "$config" --log-level debug
 rotating() { bleadvctl status --json | grep -c '"state": "rotating"' || true; }
@@ -32,7 +32,7 @@ bleadvctl status | sed 's/^/    /'
 grep '^<5>slots: ' "$TESTBED_WORK/bleadvd.log" | tail -n1 | sed 's/^<5>/    journal: /'
 expect_line "slots: $count advertisement(s) for $total of $total slot(s) on hci0: beacon on air throughout; " "$(grep '^<5>slots: ' "$TESTBED_WORK/bleadvd.log")"
 
-round=$(( (count - 1) * 4 ))
+round=$(( (count - 1) * 2 ))
 seconds=$(( round + 8 ))
 echo "scanning on hci1 for $seconds s (a full round of turns is $round s):"
 record_bus "$TESTBED_WORK/rotation-bus.log" "$TESTBED_WORK/rotation-owners.log"
@@ -56,7 +56,7 @@ awk -v gap="$gaps" 'BEGIN { exit !(gap <= 12) }' || fail "hci1 went $gaps s with
 
 registers=$(awk '$NF == "RegisterAdvertisement"' "$TESTBED_WORK/rotation-bus.log" | grep -c . || true)
 unregisters=$(awk '$NF == "UnregisterAdvertisement"' "$TESTBED_WORK/rotation-bus.log" | grep -c . || true)
-turns=$(awk -v from="$from" -v to="$to" 'BEGIN { printf "%d", (to - from) / 4 + 1 }')
+turns=$(awk -v from="$from" -v to="$to" 'BEGIN { printf "%d", (to - from) / 2 + 1 }')
 echo "    the bus: $registers RegisterAdvertisement and $unregisters UnregisterAdvertisement in $seconds s ($turns turns at most)"
 (( registers <= turns && unregisters <= turns && registers >= 1 )) || fail "more than one registration and one unregistration a turn"
 stop_bleadvd
