@@ -11,13 +11,17 @@ public struct AdapterSlots: Hashable, Sendable {
     public var active: Int
     /// In use by this module's advertisements.
     public var ours: Int
+    /// Whether the adapter has no extended advertising: the kernel then shows its
+    /// advertisements one at a time, 2 s each, in turn.
+    public var shownInTurn: Bool
 
     /// A count.
-    public init(adapter: String, free: Int, active: Int, ours: Int) {
+    public init(adapter: String, free: Int, active: Int, ours: Int, shownInTurn: Bool = false) {
         self.adapter = adapter
         self.free = free
         self.active = active
         self.ours = ours
+        self.shownInTurn = shownInTurn
     }
 
     /// The slots the module may use and still leave `reserve` to other programs: all but those
@@ -80,7 +84,9 @@ extension BluetoothModule {
                 guard key.advertisement != nil, case .on(_, let on)? = registrations[key]?.status.phase else { return false }
                 return on == adapter.name
             }.count
-            return AdapterSlots(adapter: adapter.name, free: now.freeInstances, active: now.activeInstances, ours: ours)
+            return AdapterSlots(
+                adapter: adapter.name, free: now.freeInstances, active: now.activeInstances, ours: ours,
+                shownInTurn: now.secondaryChannels.isEmpty)
         } ?? nil
     }
 }

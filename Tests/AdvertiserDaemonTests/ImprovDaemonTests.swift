@@ -292,9 +292,11 @@ struct ImprovDaemonTests {
         let session = try await session(onDBus: true, networkManager: true)
 
         session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.wifi, .bytes(Self.wifi)), central: "AA:BB:CC:DD:EE:FF")))
-        try await eventually("the error notified is unable to connect", every: .milliseconds(1)) { notified(session, Self.error).last == [0x03] }
+        // The error is set first, then the state (each its own call): both, before looking.
+        try await eventually("the error notified is unable to connect, then the state authorized", every: .milliseconds(1)) {
+            notified(session, Self.error).last == [0x03] && notified(session, Self.state).last == [0x02]
+        }
 
-        #expect(notified(session, Self.state).last == [0x02])
         #expect(session.logs.all.contains { $0.contains("could not join \"Home\"") && $0.contains("NetworkManager refused GetDevices") && $0.contains("ServiceUnknown") },
                 "\(session.logs.all.filter { $0.contains("improv") })")
     }

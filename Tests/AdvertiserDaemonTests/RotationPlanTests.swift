@@ -76,3 +76,30 @@ struct RotationPlanTests {
         #expect(slots.usable(reserving: reserve) == usable)
     }
 }
+
+extension RotationPlanTests {
+    static let sevenForFour = RotationPlan(priorities: Dictionary(uniqueKeysWithValues: (1...7).map { ("ad\($0)", 0) }).merging(["beacon": 10]) { $1 }, slots: 5, turn: 0)
+
+    @Test("with extended advertising a turn lasts rotate_seconds")
+    func turnOnExtendedAdapter() {
+        let slots = AdapterSlots(adapter: "hci0", free: 0, active: 5, ours: 5, shownInTurn: false)
+
+        #expect(Rotation<ContinuousClock>.turnLength(.seconds(2), plan: Self.sevenForFour, slots: slots) == .seconds(2))
+    }
+
+    @Test("without it, a turn lasts long enough that each advertisement stays through the kernel's round: 4 windows of 3 s for 5 shown 2 s each")
+    func turnOnLegacyAdapter() {
+        let slots = AdapterSlots(adapter: "hci0", free: 0, active: 5, ours: 5, shownInTurn: true)
+
+        #expect(Rotation<ContinuousClock>.turnLength(.seconds(2), plan: Self.sevenForFour, slots: slots) == .seconds(3))
+        #expect(Rotation<ContinuousClock>.turnLength(.seconds(10), plan: Self.sevenForFour, slots: slots) == .seconds(10))
+    }
+
+    @Test("one slot taking turns on such an adapter: each must stay the kernel's whole round, 12 s for 5")
+    func turnThroughOneSlot() {
+        let plan = RotationPlan(priorities: ["a": 10, "b": 10, "c": 10, "d": 10, "e": 0, "f": 0], slots: 5, turn: 0)
+        let slots = AdapterSlots(adapter: "hci0", free: 0, active: 5, ours: 5, shownInTurn: true)
+
+        #expect(Rotation<ContinuousClock>.turnLength(.seconds(2), plan: plan, slots: slots) == .seconds(12))
+    }
+}

@@ -32,9 +32,12 @@ struct RotationProcessTests {
         try await notify.waitFor("READY=1")
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
         var status = ""
-        try await eventually("five rotating") {
+        // The daemon turns the advertisements on in name order: the beacon comes last, and the
+        // plan is made again when it does.
+        try await eventually("five rotating beside the beacon on air") {
             status = try await runProgram(product("bleadvctl"), ["status", "--json"], environment: environment).output
             return status.components(separatedBy: "\"state\": \"rotating\"").count == 6
+                && status.contains("\"beacon\": {\"kind\": \"advertisement\", \"desired\": true, \"state\": \"on\"")
         }
         let first = try await held(on: bus)
 

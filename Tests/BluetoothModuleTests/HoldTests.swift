@@ -55,14 +55,14 @@ struct HoldTests {
         #expect(await h.status()?.phase == .off)
     }
 
-    @Test("the slots are the adapter's as BlueZ counts them now, and the module's own on air there")
+    @Test("the slots are the adapter's as BlueZ counts them now, the module's own on air there, and whether the kernel shows them in turn (no secondary channels)")
     func slotsCounted() async throws {
         let h = await Harness(adapters: [AdapterCapabilities(name: "hci0", freeInstances: 3, activeInstances: 2)])
         try await h.module.on("heart")
 
         let slots = await h.module.slots()
 
-        #expect(slots == AdapterSlots(adapter: "hci0", free: 3, active: 2, ours: 1))
+        #expect(slots == AdapterSlots(adapter: "hci0", free: 3, active: 2, ours: 1, shownInTurn: true))
     }
 }
 

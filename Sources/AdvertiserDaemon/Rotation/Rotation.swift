@@ -48,6 +48,13 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     private(set) var usable = 0
     /// The turn's number: the window of on-air names moves one name each turn.
     private(set) var turn = 0
+    /// How long a turn lasts: `rotate_seconds`, or longer where the kernel shows the adapter's
+    /// advertisements one at a time (``turnLength(_:slots:)``).
+    private(set) var turnLength: Duration = .seconds(10)
+
+    /// How long the kernel shows each advertisement on an adapter without extended
+    /// advertising before the next (its default; bleadvd asks no `Duration`).
+    static var kernelTurn: Duration { .seconds(2) }
     private var timer: Task<Void, Never>?
 
     init(config: DaemonConfig, port: any SlotKeeping, clock: C, logger: Logger, executor: EventLoop) {
@@ -116,10 +123,25 @@ actor Rotation<C: Clock> where C.Duration == Duration {
             return
         }
         let next = RotationPlan(priorities: priorities.filter { wanted.contains($0.key) }, slots: usable, turn: turn)
+        turnLength = Self.turnLength(config.rotateEvery, plan: next, slots: slots)
         await port.hold(wanted.subtracting(next.onAir))
         if next.shares != plan?.shares || plan == nil { say(next, slots: slots) }
         plan = next
         arm()
+    }
+
+    /// A turn's length for `plan` on `slots`: `rotate_seconds`, unless the kernel shows the
+    /// adapter's advertisements one at a time (no extended advertising), 2 s each: one that
+    /// joins its list is shown after every other on air, so it must stay on air through the
+    /// kernel's whole round and its own 2 s ((slots + 1) x 2 s) across the turns it is in the
+    /// window (as many as the slots that take turns). Captured in scenario 76 on Debian 13
+    /// without extended advertising: turns of 2 s kept each advertisement registered for 8 s,
+    /// less than the kernel's 10-s round among 5, and hci1 never heard one of them.
+    static func turnLength(_ asked: Duration, plan: RotationPlan, slots: AdapterSlots) -> Duration {
+        guard slots.shownInTurn, let window = plan.shares.values.map(\.slots).max(), window > 0 else { return asked }
+        let round = kernelTurn * (slots.free + slots.active + 1)
+        let needed = round / window
+        return max(asked, .seconds((needed / .seconds(1)).rounded(.up)))
     }
 
     /// The next turn.
@@ -148,7 +170,11 @@ actor Rotation<C: Clock> where C.Duration == Duration {
         if !fixed.isEmpty { line += "\(fixed.joined(separator: ", ")) on air throughout; " }
         if let share = turning.first.flatMap({ plan.shares[$0] }) {
             line += "\(turning.joined(separator: ", ")) take turns through \(share.slots) slot(s), "
-                + "\(Int(config.rotateEvery.components.seconds)) s a turn, each on air \(share.slots)/\(share.among) of the time"
+                + "\(Int(turnLength.components.seconds)) s a turn, each on air \(share.slots)/\(share.among) of the time"
+            if turnLength > config.rotateEvery {
+                line += " (not \(Int(config.rotateEvery.components.seconds)) s: without extended advertising the kernel shows "
+                    + "\(slots.free + slots.active) in turn, 2 s each, and each must stay through that round)"
+            }
         }
         if !waiting.isEmpty { line += "; \(waiting.joined(separator: ", ")) wait: higher priorities hold every slot" }
         logger.notice("\(line)")
@@ -162,7 +188,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
             return
         }
         guard timer == nil else { return }
-        let due = clock.now.advanced(by: config.rotateEvery)
+        let due = clock.now.advanced(by: turnLength)
         timer = Task(executorPreference: executor) { [clock] in
             guard (try? await clock.sleep(until: due, tolerance: nil)) != nil else { return }
             await self.step()
