@@ -60,6 +60,12 @@ extension Advertisement {
             problems.append("\(first.field) would be lost: a connectable extended advertisement (secondary_channel) has no scan response; "
                 + "make it type = \"broadcast\", or leave secondary_channel out")
         }
+        if includes.contains(.localName), !scanResponse.data.isEmpty {
+            // BlueZ shortens the adapter's name only to the room before the raw structures, and
+            // that name is not known until the advertisement is registered.
+            problems.append("includes \"local-name\" cannot be combined with scan_response.data: BlueZ shortens the adapter's name only "
+                + "to the room before it, and the scan response could overflow; give local_name instead")
+        }
         if let capabilities {
             problems += capabilityProblems(capabilities)
         }

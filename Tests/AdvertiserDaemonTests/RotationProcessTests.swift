@@ -51,6 +51,7 @@ struct RotationProcessTests {
         #expect(first.subtracting(second).count == 1)
         #expect(status.contains("\"beacon\": {\"kind\": \"advertisement\", \"desired\": true, \"state\": \"on\""), "\(status)")
         #expect(status.contains("\"air_share\": 0.6"), "\(status)")
+        try await notify.waitFor("STATUS=1 of 6 enabled advertisement(s) on air, 5 taking turns")
         let table = try await runProgram(product("bleadvctl"), ["status"], environment: environment).output
         #expect(table.split(separator: "\n").filter { $0.contains(" rotating ") && $0.contains("on air 60% of the time, ") }.count == 5, "\(table)")
         _ = (standIn, daemon)

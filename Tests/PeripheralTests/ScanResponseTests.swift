@@ -161,3 +161,12 @@ extension ScanResponseTests {
         #expect(ad.problems() == ["scan_response.service_uuids 180f is given twice"])
     }
 }
+
+extension ScanResponseTests {
+    @Test("the adapter's name with raw scan response data is refused: BlueZ shortens it only to the room before them, and the name is not known until registered")
+    func adapterNameBesideRawData() {
+        let ad = Advertisement(kind: .broadcast, scanResponse: .init(data: [.init(type: 0x26, data: [1])]), includes: [.localName])
+
+        #expect(ad.problems().first?.hasPrefix("includes \"local-name\" cannot be combined with scan_response.data") == true)
+    }
+}

@@ -325,8 +325,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     func statusLine() -> String {
         let wanted = published.filter(\.value.desired)
         let onAir = wanted.filter { $0.value.state == .on }.count
-        var line = "\(onAir) of \(wanted.count) enabled advertisement(s) on air"
-        let troubled = wanted.filter { $0.value.state != .on }.sorted { $0.key < $1.key }
+        let turning = wanted.filter { $0.value.state == .rotating }.count
+        var line = "\(onAir) of \(wanted.count) enabled advertisement(s) on air" + (turning > 0 ? ", \(turning) taking turns" : "")
+        let troubled = wanted.filter { $0.value.state != .on && $0.value.state != .rotating }.sorted { $0.key < $1.key }
         if !troubled.isEmpty {
             line += "; " + troubled.map { "\($0.key): \($0.value.state.rawValue)" + ($0.value.error.map { " (\($0))" } ?? "") }
                 .joined(separator: ", ")
