@@ -49,7 +49,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     /// The turn's number: the window of on-air names moves one name each turn.
     private(set) var turn = 0
     /// How long a turn lasts: `rotate_seconds`, or longer where the kernel shows the adapter's
-    /// advertisements one at a time (``turnLength(_:slots:)``).
+    /// advertisements one at a time (``turnLength(_:plan:slots:)``).
     private(set) var turnLength: Duration = .seconds(10)
 
     /// How long the kernel shows each advertisement on an adapter without extended
