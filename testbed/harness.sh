@@ -41,6 +41,7 @@ run_scenarios() {
       show_diagnostics
       failures+=("$name [$(stack_label)]: $(grep -a . "$out" | tail -n 1)")
       cp "$out" "$TESTBED_WORK/failed-${#failures[@]}.out"
+      bleadvd_notable > "$TESTBED_WORK/failed-${#failures[@]}.log"
     fi
     # A scanner or central a scenario left behind (a background job's child outlives `kill` of
     # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
@@ -67,9 +68,22 @@ run_scenarios() {
   local i
   for i in "${!failures[@]}"; do
     echo "testbed: FAILED ${failures[$i]}"
-    grep -a . "$TESTBED_WORK/failed-$((i + 1)).out" | head -n -1 | tail -n 20 | sed 's/^/testbed:   | /'
+    grep -a . "$TESTBED_WORK/failed-$((i + 1)).out" | head -n -1 | tail -n 16 | sed 's/^/testbed:   | /'
+    sed 's/^/testbed:   | bleadvd: /' "$TESTBED_WORK/failed-$((i + 1)).log" 2> /dev/null || true
   done
   echo "testbed: $passed passed, $failed failed"
+}
+
+# bleadvd_notable: bleadvd's last 6 lines at notice or above, from its log here or its
+# service's journal. The summary shows them beside a failure's last lines: a CI log keeps its
+# head and tail, and the diagnostics in between were cut from stop 76's (65: bleadvctl bonds
+# got no answer in 30 s; what bleadvd did meanwhile was not in what CI kept).
+bleadvd_notable() {
+  if [[ -s "$TESTBED_WORK/bleadvd.log" ]]; then
+    grep -aE '^<[0-5]>' "$TESTBED_WORK/bleadvd.log" | tail -n 6
+  elif [[ -d /run/systemd/system ]] && systemctl cat bleadvd > /dev/null 2>&1; then
+    journalctl -u bleadvd -p notice -n 6 --no-pager -o cat
+  fi
 }
 
 # fail_setup WHY: the guest could not set the bed up: what there is of it (the controllers,

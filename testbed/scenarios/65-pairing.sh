@@ -371,7 +371,19 @@ echo "    quiet: $(vanish_record "$TESTBED_WORK/vanish-quiet.out")"
 kill_bluetoothd_watched "$TESTBED_WORK/vanish-flood.out" 6000
 echo "    during a flood of 6,000 writes without response: $(vanish_record "$TESTBED_WORK/vanish-flood.out")"
 grep -m1 "flood 6000" "$TESTBED_WORK/flood2.out" | sed 's/^ */    the central sent: /'
-[[ -n "$(bonds)" ]] || fail "the bond went with bluetoothd"
+# CI of stop 76 (a fresh clone of 1fe0abf, Debian 13): here bleadvctl bonds got no answer in
+# 30 s, after bleadvd was back on air; not seen in 10 runs on this machine. How long it takes is
+# said each run, with the lines bleadvd logs of a wait for its turn with BlueZ (one second or
+# more); when it fails, what bleadvd logged meanwhile, once the turn it waited behind ended.
+asked=$(date +%s.%N)
+after_kill=$(bonds) || true
+echo "    bleadvctl bonds answered in $(elapsed "$asked") s, after bleadvd was back on air"
+if [[ -z "$after_kill" ]]; then
+  wait_for 40 "bleadvd to say what held its turn" "grep -q 'bonds() waited' '$TESTBED_WORK/bleadvd.log'" || true
+  tail -n 40 "$TESTBED_WORK/bleadvd.log" | sed 's/^/    log: /'
+  fail "the bond went with bluetoothd, or bleadvctl bonds got no answer"
+fi
+grep -aE "for its turn with BlueZ|held the turn with BlueZ" "$TESTBED_WORK/bleadvd.log" | tail -n 4 | sed 's/^/    log: /' || true
 
 echo "5c. secured values are root's and group bleadvd's: user nobody's status has none"
 bleadvctl status --json | grep -q '"state": "locked"' || fail "root's status has no value for lock.state"
