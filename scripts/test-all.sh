@@ -15,7 +15,7 @@
 # both packages) is made before either starts: nothing is installed while a guest runs, nor is
 # anything a guest runs built then (a library replaced under a guest sharing this machine's root
 # crashes its programs); the documentation and the fuzz targets, which no guest uses, are built
-# at the end of lane 1. Each lane's output is kept and printed whole when both are done, the
+# once the first lane is done. Each lane's output is kept and printed whole when both are done, the
 # first lane's first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -101,12 +101,6 @@ live() {
   step "Home Assistant's libraries in the VM test bed: BTHome decoded, Wi-Fi through Improv against an access point; centrals listed and disconnected" make --no-print-directory testbed-homeassistant-test PREPARED=1
   step "advertising sets on trixie with extended advertising: a scan response's fields and 124 bytes of data, judged by btmon and a scanner" make --no-print-directory testbed-sets-test PREPARED=1
   echo $((SECONDS - started)) > "$lanes/1.seconds"
-  # The documentation and the fuzz targets are built and run here, on the core this lane's
-  # guests leave once it is done while the other lane's last boot runs (lane 1 ended about
-  # 2 minutes before lane 2 in the fresh runs of #67): before the lanes they kept both cores
-  # from the bed for 2.2 minutes. Neither installs anything (nothing is replaced under a guest).
-  step "API documentation" make --no-print-directory docs
-  step "fuzzing, a short run of each target" make --no-print-directory fuzz-smoke
 ) 2>&1 | live 1 &
 first=$!
 (
@@ -118,9 +112,18 @@ first=$!
 ) 2>&1 | live 2 &
 second=$!
 printf '\n==> the test bed, in two lanes at once (their progress as it comes; each lane whole when both are done)\n'
+# The documentation and the fuzz targets are built and run once either lane is done, on the
+# core its guests leave while the other lane's last boot runs: before the lanes they kept both
+# cores from the bed for 2.2 minutes, and which lane ends first varies from run to run (lane 1
+# by 2 minutes in one fresh run of #67, lane 2 in the next). No guest uses what they build.
+wait -n "$first" "$second"
+(
+  step "API documentation" make --no-print-directory docs
+  step "fuzzing, a short run of each target" make --no-print-directory fuzz-smoke
+) 2>&1 | live 3
 wait "$first" "$second"
-printf '\n==> the test bed, each lane whole\n'
-cat "$lanes/1" "$lanes/2"
+printf '\n==> the test bed, each lane whole; then the documentation and the fuzzing\n'
+cat "$lanes/1" "$lanes/2" "$lanes/3"
 # Where the bed's time went: each lane's, and the five slowest scenarios (harness.sh's PASS and
 # FAIL lines carry each scenario's seconds).
 printf '\nthe test bed: lane 1 (end-to-end, Home Assistant) %s s, lane 2 (systemd, other stacks) %s s; the slowest scenarios:\n' \
@@ -130,7 +133,7 @@ cat "$lanes/1" "$lanes/2" | grep -aE '^(PASS|FAIL) .* \([0-9.]+ s\)$' \
   | awk -F'\t' '{ printf "  %6.0f s  %s\n", $1, $2 }'
 # Every failed scenario again, last, with the lines it printed before it failed: a CI log cut
 # in the middle keeps its tail.
-grep -ahE '^(testbed: FAILED |testbed:   \| |FAILED: )' "$lanes/1" "$lanes/2"
+grep -ahE '^(testbed: FAILED |testbed:   \| |FAILED: )' "$lanes/1" "$lanes/2" "$lanes/3"
 rm -rf "$lanes"
 printf '(wall clock)\t%d\t0\t0\n' $((SECONDS - started_all)) >> "$figures"
 
