@@ -32,7 +32,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test testbed-sets-test testbed-prepare testbed-packages figures test-matrix test-pairing test-improv test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-read bench-hostile bench-rotation fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections
+.PHONY: help deps build test testbed-sets-test testbed-prepare testbed-packages figures test-matrix test-pairing test-improv test-wpa-roundtrip test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-read bench-hostile bench-rotation fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -104,6 +104,11 @@ test-pairing: deb ## scenario 65, pairing with Bumble as the central, on bookwor
 	testbed/setup.sh bookworm trixie
 	testbed/run.sh $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
 	testbed/run.sh --systemd --stack trixie --legacy $(foreach n,$(shell seq $(or $(TIMES),1)),testbed/scenarios/65-pairing.sh)
+
+# COUNT=N cases (1,000 unless given), SEED=N another draw; make test runs the 1,000 (about 40 s).
+test-wpa-roundtrip: deps ## every network Improv's join-wpa-supplicant saves read back by the real wpa_supplicant after a restart: 1,000 random SSIDs and passwords, #78's among them (root: a network namespace)
+	$(SWIFT) build --product bleadvd
+	python3 scripts/wpa-roundtrip.py .build/debug/bleadvd $(or $(COUNT),1000) $(or $(SEED),78)
 
 test-connections: deb ## scenarios 68, 69, 70, 72 and 74 with three controllers and the patched emulator: two centrals at once (Improv frames interleaved; what stays on air while centrals are connected; values read from a program; centrals listed, limited and disconnected), the adapter by its address; on bookworm and on trixie without extended advertising; about 16 minutes
 	testbed/setup.sh bookworm trixie

@@ -14,5 +14,6 @@ packages=(
   systemd                    # busctl, an independent D-Bus peer; systemd-analyze
   python3-dbus python3-gi    # the Python D-Bus peer the tests call (dbus-python + GLib)
   dpkg-dev lintian           # make deb: dpkg-shlibdeps computes Depends, lintian checks the package
+  wpasupplicant iproute2     # make test-wpa-roundtrip: Improv's joins saved and read back by the real wpa_supplicant
 )
 install_packages install-deps "${packages[@]}"

@@ -51,10 +51,11 @@ step() {
     fi
     passed=$((passed + total - issues)); failed=$((failed + issues)); counted=1
   fi
-  # The test bed: "testbed: N passed, M failed", once per boot (a step may boot more than once).
+  # The test bed: "testbed: N passed, M failed", once per boot (a step may boot more than once);
+  # the round trip through wpa_supplicant: "wpa-roundtrip: N passed, M failed".
   while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f)); counted=1
-  done < <(grep -aE '^testbed: [0-9]+ passed, [0-9]+ failed' "$log" | sed -E 's/^testbed: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/')
+  done < <(grep -aE '^(testbed|wpa-roundtrip): [0-9]+ passed, [0-9]+ failed' "$log" | sed -E 's/^[a-z-]+: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/')
   if ((status != 0)); then
     echo "FAILED: $name (exit $status)"
     ((counted)) || failed=$((failed + 1))
@@ -112,7 +113,8 @@ first=$!
 ) 2>&1 | live 2 &
 second=$!
 printf '\n==> the test bed, in two lanes at once (their progress as it comes; each lane whole when both are done)\n'
-# The documentation and the fuzz targets are built and run once either lane is done, on the
+# The documentation, the fuzz targets and the round trip through wpa_supplicant (on this
+# machine, in a network namespace of its own) are built and run once either lane is done, on the
 # core its guests leave while the other lane's last boot runs: before the lanes they kept both
 # cores from the bed for 2.2 minutes, and which lane ends first varies from run to run (lane 1
 # by 2 minutes in one fresh run of #67, lane 2 in the next). No guest uses what they build.
@@ -120,6 +122,8 @@ wait -n "$first" "$second"
 (
   step "API documentation" make --no-print-directory docs
   step "fuzzing, a short run of each target" make --no-print-directory fuzz-smoke
+  step "Improv's joins saved by the real wpa_supplicant and read back after a restart, 1,000 cases" \
+    python3 scripts/wpa-roundtrip.py .build/release/bleadvd 1000
 ) 2>&1 | live 3
 wait "$first" "$second"
 printf '\n==> the test bed, each lane whole; then the documentation and the fuzzing\n'

@@ -46,6 +46,7 @@ const struct bleadvd_libcrypto *bleadvd_libcrypto_load(const char *soname, char 
     LOOK_UP(EVP_EncryptFinal_ex);
     LOOK_UP(EVP_DecryptInit_ex);
     LOOK_UP(EVP_DecryptUpdate);
+    LOOK_UP(PKCS5_PBKDF2_HMAC_SHA1);
 #undef LOOK_UP
     return table;
 }

@@ -41,7 +41,7 @@ extension BTHome {
     /// checks it, so that a key never reaches the functions that need the library.
     public static var encryptionUnavailable: String? {
         guard case .failure(let reason) = LibCrypto.shared else { return nil }
-        return reason.description
+        return "encrypted BTHome needs \(reason.description)"
     }
 
     /// 0xFCD2 as it goes in the nonce, least significant byte first.
@@ -122,39 +122,6 @@ public protocol EncryptionCounters: Sendable {
     /// - Throws: ``PeripheralError`` (`failed`) when the counter cannot be kept, e.g. its file
     ///   cannot be written.
     func next(for key: BTHome.Key) throws(PeripheralError) -> UInt32
-}
-
-/// OpenSSL's libcrypto, loaded the first time encrypted BTHome needs it (CCrypto.h says why).
-struct LibCrypto: Sendable {
-    /// `libcrypto.so.3`'s functions, or why it cannot be loaded; loaded at the first use.
-    static let shared = load(String(cString: bleadvd_libcrypto_soname()))
-
-    /// The functions. Stops the process, saying why, when libcrypto cannot be loaded: a config
-    /// with a key checks ``BTHome/encryptionUnavailable`` first, so that does not happen.
-    static var functions: bleadvd_libcrypto {
-        switch shared {
-        case .success(let library): library.table.pointee
-        case .failure(let reason): fatalError(reason.description)
-        }
-    }
-
-    /// Why a library could not be loaded as libcrypto.
-    struct Unavailable: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    /// The table of functions, written once by the load and only read after it.
-    nonisolated(unsafe) let table: UnsafePointer<bleadvd_libcrypto>
-
-    /// Loads `soname` and looks up the functions bleadvd calls.
-    static func load(_ soname: String) -> Result<LibCrypto, Unavailable> {
-        var error = [CChar](repeating: 0, count: 512)
-        guard let table = bleadvd_libcrypto_load(soname, &error, error.count) else {
-            let why = error.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-            return .failure(Unavailable(description: "encrypted BTHome needs \(soname), which cannot be loaded: \(why)"))
-        }
-        return .success(LibCrypto(table: table))
-    }
 }
 
 /// AES-128-CCM with a 4-byte tag and a 13-byte nonce, no associated data, from libcrypto.

@@ -1,5 +1,6 @@
 @testable import AdvertiserDaemon
 import Foundation
+import Peripheral
 import Testing
 
 /// `join-wpa-supplicant`, the package's join program for a box whose Wi-Fi wpa_supplicant
@@ -132,11 +133,39 @@ struct JoinWpaSupplicantTests {
         #expect(lines.first == "192.168.4.2")
     }
 
-    @Test("the password reaches wpa_supplicant in one request, its quotes and spaces inside the quoted value, never on a command line")
-    func passwordInOneRequest() throws {
+    @Test("a passphrase reaches wpa_supplicant only as the key WPA derives from it with the SSID, 64 hex digits in one request")
+    func passphraseAsKey() throws {
+        // wpa_passphrase Home 'correct horse "battery"' prints this key.
+        let key = "be58df1ae099ebec9cc00c105a7fce961d02c5b787b4c94898cfe7ba8854b16d"
+
         let (_, _, requests) = try join("correct horse \"battery\"\n")
 
-        #expect(requests.filter { $0.contains("battery") } == ["SET_NETWORK 1 psk \"correct horse \"battery\"\""], "\(requests)")
+        #expect(requests.filter { $0.contains(" psk ") } == ["SET_NETWORK 1 psk \(key)"], "\(requests)")
+        #expect(!requests.contains { $0.contains("battery") }, "\(requests)")
+    }
+
+    @Test("a passphrase with a quote and a \"#\", which wpa_supplicant's file would cut, is set as its key like any other")
+    func quoteAndHashAsKey() throws {
+        let (status, _, requests) = try join("7k\"Q#p2!xZ")
+
+        #expect(status == 0)
+        #expect(requests.contains("SET_NETWORK 1 psk 45b649d7a9cd115fd0c49286bc53af1418c27ee26fd81d41d3d2f1b0cceb07a6"), "\(requests)")
+    }
+
+    @Test("an SSID of printable characters with a quote and a \"#\", which wpa_supplicant's file cannot hold, is refused before any network is added")
+    func unsavableSSIDRefused() throws {
+        let (status, lines, requests) = try join(password: Array("hunter22".utf8), ssidHex: Hex.encode(Array("a\"b#c".utf8)))
+
+        #expect(status == 1)
+        #expect(lines.first?.contains("which wpa_supplicant's config file cannot hold") == true, "\(lines)")
+        #expect(!requests.contains("ADD_NETWORK"), "\(requests)")
+    }
+
+    @Test("an SSID with a quote and a \"#\" and a byte wpa_supplicant saves in hex is joined")
+    func hexSavedSSIDJoined() throws {
+        let (status, lines, _) = try join(password: Array("hunter22".utf8), ssidHex: Hex.encode(Array("a\"b#c".utf8) + [0xC3, 0xA9]))
+
+        #expect(status == 0, "\(lines)")
     }
 
     @Test(
@@ -162,7 +191,7 @@ struct JoinWpaSupplicantTests {
         #expect(requests.isEmpty)
     }
 
-    @Test("a key of 64 hex digits is set as a key, without quotes")
+    @Test("a key of 64 hex digits is set as the key, without quotes")
     func hexKey() throws {
         let key = String(repeating: "0123456789abcdef", count: 4)
 

@@ -9,7 +9,7 @@ struct LibCryptoTests {
         let result = LibCrypto.load("libbleadvd-absent.so.9")
 
         #expect(throws: LibCrypto.Unavailable.self) { try result.get() }
-        #expect(result.failureDescription == "encrypted BTHome needs libbleadvd-absent.so.9, which cannot be loaded: "
+        #expect(result.failureDescription == "libbleadvd-absent.so.9, which cannot be loaded: "
             + "libbleadvd-absent.so.9: cannot open shared object file: No such file or directory")
     }
 
@@ -17,7 +17,7 @@ struct LibCryptoTests {
     func notLibCrypto() {
         let result = LibCrypto.load("libc.so.6")
 
-        #expect(result.failureDescription == "encrypted BTHome needs libc.so.6, which cannot be loaded: libc.so.6 has no function EVP_Digest")
+        #expect(result.failureDescription == "libc.so.6, which cannot be loaded: libc.so.6 has no function EVP_Digest")
     }
 
     @Test("this system's libcrypto loads, so encrypted BTHome is available")

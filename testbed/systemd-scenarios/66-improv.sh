@@ -20,12 +20,14 @@
 #   user bleadvd's GetSecrets of the admin's connection is refused;
 # - provisioned, Improv leaves the air (30 s later); bleadvd restarted while the Wi-Fi is
 #   connected does not offer it; the Wi-Fi disconnected, it is offered again 30 s later;
-# - the password is in no journal line (of any unit) and not in status.
+# - the password is in no journal line (of any unit) and not in status;
+# - the password is one wpa_supplicant's file cannot hold in quotes (#78): NetworkManager's
+#   keyfile keeps it, and NetworkManager restarted joins again with the saved connection.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 ssid=bleadvd-test-ap
-password=correct-horse-battery
+password='7k"Q#p2!xZ'
 ap_address=192.168.77.1
 
 install_package
@@ -154,7 +156,17 @@ observe_until 90 "service_data=00004677-0000-1000-8000-00805f9b34fb:01" > "$TEST
 echo "    the Wi-Fi disconnected (nmcli device disconnect): Improv heard again, authorization required, $(elapsed "$lost_at") s later"
 bleadvd_journal "$since" | grep "improv:" | sed 's/^/    journal: /'
 
-echo "6. the password"
+echo "6. NetworkManager restarted reads bleadvd's connection back and joins with it"
+restarted_at=$(date +%s.%N)
+systemctl restart NetworkManager
+wait_for 30 "NetworkManager to manage $station again" "nmcli -t -f DEVICE device | grep -qx '$station'"
+nmcli connection up "$ssid" ifname "$station" > /dev/null || fail "NetworkManager could not join with bleadvd's saved connection $ssid"
+[[ "$(nmcli -s -g 802-11-wireless-security.psk connection show "$ssid")" == "$password" ]] \
+  || fail "the password NetworkManager read back from its keyfile is not the one given"
+echo "    NetworkManager restarted: $station $(nmcli -g GENERAL.STATE device show "$station") with $ssid $(elapsed "$restarted_at") s later;" \
+  "the password it read back is the one given"
+
+echo "7. the password"
 seen=$( (journalctl --no-pager -o cat 2> /dev/null; bleadvctl status --json) | grep -c "$password" || true)
 echo "    in the journal (every unit's) and status: $seen time(s)"
 [[ "$seen" == 0 ]] || fail "the password was shown"

@@ -15,12 +15,16 @@
 #   password fails, the right one provisions with networkd's address in the redirect,
 #   wpa_supplicant keeps one network of bleadvd's beside the admin's and saves it; provisioning
 #   again keeps one;
-# - the password is in no journal line and not in status.
+# - the password is in no journal line and not in status;
+# - the password is one wpa_supplicant's file cannot hold in quotes (a '#' after a quote would end
+#   its line at the next start, #78): the join gives wpa_supplicant WPA's key instead, and
+#   wpa_supplicant restarted on the config it saved starts, keeps the admin's network and joins
+#   again.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
 ssid=bleadvd-test-ap
-password=correct-horse-battery
+password='7k"Q#p2!xZ'
 ap_address=192.168.77.1
 program=/usr/libexec/bleadvd/join-wpa-supplicant
 
@@ -150,3 +154,20 @@ echo "6. the password"
 seen=$( (journalctl --no-pager -o cat 2> /dev/null; bleadvctl status --json) | grep -c "$password" || true)
 echo "    in the journal (every unit's) and status: $seen time(s)"
 [[ "$seen" == 0 ]] || fail "the password was shown"
+
+echo "7. the config wpa_supplicant saved, read again as at the next boot"
+conf="/etc/wpa_supplicant/wpa_supplicant-$station.conf"
+keys=$(grep -cE '^[[:space:]]*psk=[0-9a-f]{64}$' "$conf" || true)
+echo "    $conf: $keys network(s) with a key of 64 hex digits, $(grep -c 'psk="' "$conf" || true) with a passphrase in quotes (the admin's)"
+[[ "$keys" == 1 ]] || fail "bleadvd's network is not saved with WPA's key: $(grep -E 'psk=' "$conf" | sed 's/psk=.*/psk=.../' | tr '\n' ' ')"
+restarted_at=$(date +%s.%N)
+systemctl restart "wpa_supplicant@$station"
+joined_again() { wpa_cli -i "$station" status 2> /dev/null | grep -qx 'wpa_state=COMPLETED' && wpa_cli -i "$station" status | grep -qx 'id_str=bleadvd-improv'; }
+if ! wait_for 60 "wpa_supplicant, restarted on its saved config, to join bleadvd's network again" joined_again; then
+  journalctl -u "wpa_supplicant@$station" --no-pager -o cat -n 20 | sed 's/^/    wpa_supplicant: /'
+  fail "wpa_supplicant did not join again from the config it saved"
+fi
+echo "    wpa_supplicant restarted: $(systemctl is-active "wpa_supplicant@$station"), joined $ssid again in $(elapsed "$restarted_at") s:" \
+  "$(wpa_cli -i "$station" status | grep -E '^(wpa_state|id_str)=' | tr '\n' ' ')"
+wpa_cli -i "$station" list_networks | grep -q 'admins-own-network' || fail "the admin's network is gone after the restart"
+echo "    the admin's network is kept"

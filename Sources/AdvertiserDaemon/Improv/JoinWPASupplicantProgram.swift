@@ -24,7 +24,9 @@ package enum JoinWPASupplicantProgram {
         "/usr/libexec/bleadvd/\(name)"). Joins the network whose SSID is IMPROV_SSID_HEX (1 to 32
         bytes, in hex) with the password on standard input (none for an open network; else 8 to 63
         printable ASCII characters or 64 hex digits; one final line break is dropped), through
-        wpa_supplicant's control socket, and prints the address it got.
+        wpa_supplicant's control socket, and prints the address it got. wpa_supplicant is given
+        WPA's key (as wpa_passphrase prints it), never the passphrase, so that the config it saves
+        always reads back; an SSID of printable characters with a quote and a '#' is refused.
 
         BLEADVD_WPA_CTRL: the control socket folder (default /run/wpa_supplicant);
         BLEADVD_WPA_INTERFACE: the interface (default: the first socket not a P2P device's);

@@ -19,7 +19,9 @@ package struct WPAFailure: Error, CustomStringConvertible {
 /// Improv's join through wpa_supplicant, without NetworkManager: the conversation apart from the
 /// socket, so that a test plays wpa_supplicant and drives the wait.
 ///
-/// It adds a network marked `id_str "bleadvd-improv"`, selects it (wpa_supplicant leaves any
+/// It adds a network marked `id_str "bleadvd-improv"` with WPA's key derived from the passphrase
+/// (what wpa_supplicant's saved config can always hold; an SSID it could not is refused before
+/// anything changes), selects it (wpa_supplicant leaves any
 /// other network for it), and answers the address once wpa_supplicant is connected to it with
 /// one; then it removes the networks it added before for the same SSID, enables again the
 /// networks that were enabled before, and saves the config (which needs `update_config=1`). A
@@ -55,6 +57,9 @@ package struct WPASupplicantJoin<Control: WPAControlling> {
     /// - Throws: ``WPAFailure`` when wpa_supplicant refused a step, the handshake failed or no
     ///   connection came; the networks that were there are as they were.
     package func join(_ credentials: Improv.Credentials, pause: () -> Void) throws(WPAFailure) -> Joined {
+        if let refusal = Self.unsaved(credentials.ssid) { throw WPAFailure(refusal) }
+        let key: [UInt8]?
+        do { key = try credentials.preSharedKey() } catch { throw WPAFailure(error.description) }
         let ssid = Hex.encode(credentials.ssid)
         let enabled = try networks().filter { !$0.flags.contains("[DISABLED]") }.map(\.id)
         let added = try control.request("ADD_NETWORK").trimmed
@@ -64,8 +69,7 @@ package struct WPASupplicantJoin<Control: WPAControlling> {
         do {
             try expectOK("SET_NETWORK \(id) ssid \(ssid)", else: "wpa_supplicant refused the SSID \(ssid) (hex)")
             try expectOK("SET_NETWORK \(id) id_str \"\(Self.mark)\"", else: "wpa_supplicant refused the network's mark")
-            try expectOK(Self.secret(id, credentials.password), else: credentials.password.isEmpty
-                ? "wpa_supplicant refused an open network" : "wpa_supplicant refused the password")
+            try expectOK(Self.secret(id, key), else: key == nil ? "wpa_supplicant refused an open network" : "wpa_supplicant refused the key")
             try expectOK("SELECT_NETWORK \(id)", else: "wpa_supplicant did not select the network")
             let address = try connected(id, ssid: ssid, pause: pause)
             try removeEarlier(than: id)
@@ -78,14 +82,24 @@ package struct WPASupplicantJoin<Control: WPAControlling> {
         }
     }
 
-    /// The request that sets network `id`'s password: a passphrase in quotes (wpa_supplicant
-    /// takes what is between the first and the last, so a quote inside stays a character), a
-    /// key of 64 hex digits as it is, none for an open network. ``Improv/Credentials`` holds no
-    /// other kind of password.
-    static func secret(_ id: Int, _ password: [UInt8]) -> String {
-        if password.isEmpty { return "SET_NETWORK \(id) key_mgmt NONE" }
-        let text = String(decoding: password, as: UTF8.self)
-        return Improv.Credentials.isKey(password) ? "SET_NETWORK \(id) psk \(text)" : "SET_NETWORK \(id) psk \"\(text)\""
+    /// The request that sets network `id`'s key: WPA-PSK's 256-bit key in 64 hex digits
+    /// (``Improv/Credentials/preSharedKey()``), never the passphrase, which wpa_supplicant saves
+    /// in quotes where a `#` after a quote ends the line at its next start; none for an open
+    /// network.
+    static func secret(_ id: Int, _ key: [UInt8]?) -> String {
+        guard let key else { return "SET_NETWORK \(id) key_mgmt NONE" }
+        return "SET_NETWORK \(id) psk \(Hex.encode(key))"
+    }
+
+    /// Why wpa_supplicant's config file could not hold `ssid`, or nil when it can. It saves an
+    /// SSID of printable ASCII in quotes as it is (any other in hex), and its reader ends a line
+    /// at a `#` outside a pair of quotes: such an SSID with a quote and a `#` could come back
+    /// cut, or stop wpa_supplicant from starting at all.
+    static func unsaved(_ ssid: [UInt8]) -> String? {
+        guard ssid.allSatisfy({ (0x20...0x7E).contains($0) }), ssid.contains(UInt8(ascii: "\"")), ssid.contains(UInt8(ascii: "#"))
+        else { return nil }
+        return "the SSID \(Untrusted.quoted(String(decoding: ssid, as: UTF8.self))) has a quote and a \"#\", which wpa_supplicant's"
+            + " config file cannot hold (it would be cut at the next start): not joined, nothing changed"
     }
 
     /// A network wpa_supplicant lists.

@@ -1,8 +1,9 @@
 #ifndef BLEADVD_CCRYPTO_H
 #define BLEADVD_CCRYPTO_H
 /* OpenSSL's libcrypto, loaded at its first use rather than at every start: AES-CCM for
-   encrypted BTHome, SHA-256 to name a key without showing it. Only an encrypted BTHome
-   advertisement needs it, and linked it cost each process its loading and relocation
+   encrypted BTHome, SHA-256 to name a key without showing it, PBKDF2 for the key WPA derives
+   from a Wi-Fi passphrase (Improv's join through wpa_supplicant). Only those need it, and
+   linked it cost each process its loading and relocation
    (1.2 MB of bleadvd's resident memory, docs/BENCHMARKS.md). The declarations, types and
    constants are OpenSSL's own header's; the functions are called only through this table,
    so a direct call does not link. */
@@ -22,6 +23,7 @@ struct bleadvd_libcrypto {
     __typeof__(EVP_EncryptFinal_ex) *_Nonnull EVP_EncryptFinal_ex;
     __typeof__(EVP_DecryptInit_ex) *_Nonnull EVP_DecryptInit_ex;
     __typeof__(EVP_DecryptUpdate) *_Nonnull EVP_DecryptUpdate;
+    __typeof__(PKCS5_PBKDF2_HMAC_SHA1) *_Nonnull PKCS5_PBKDF2_HMAC_SHA1;
 };
 
 /* The library this header belongs to: "libcrypto.so.3" for OpenSSL 3. */
