@@ -352,7 +352,7 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
         defer { improv?.identifying = false }
         let pid: Int32
         do {
-            pid = try Spawn.start(command[0], command, stdio: nil, group: true)
+            pid = try Spawn.start(command[0], command, stdio: nil, group: true, expendable: true)
         } catch {
             logger.warning("improv: could not run \(Untrusted.quoted(command[0])): \(String(cString: strerror(error.code)))")
             return

@@ -39,7 +39,8 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         let (pid, parent): (Int32, Int32)
         do {
             (pid, parent) = try Spawn.startConnected(
-                program, [program], environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"], group: true)
+                program, [program], environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"], group: true,
+                expendable: true)
         } catch {
             let what = error.socketPair ? "socketpair" : "cannot run \(Untrusted.quoted(program))"
             throw Failure(description: "\(what): \(String(cString: strerror(error.code)))")

@@ -24,7 +24,9 @@ protocol ProgramRunning: Sendable {
 }
 
 /// Runs programs as bleadvd's children (as user bleadvd, in the unit's sandbox, under systemd),
-/// each leading a process group of its own, looked at every ``poll``.
+/// each leading a process group of its own, looked at every ``poll``, and the kernel's first
+/// choice when memory runs out. A run that ends, however it ends, leaves no process behind,
+/// and never waits for one to be reaped (``Spawn/end(_:polling:on:)``).
 struct ProgramRunner: ProgramRunning {
     /// How often a running program is looked at: what a read waits at most past its end.
     static let poll: Duration = .milliseconds(5)
@@ -32,7 +34,7 @@ struct ProgramRunner: ProgramRunning {
     func run(_ command: [String], outputLimit: Int, environment: [String]) async -> ProgramRun {
         let (pid, parent): (Int32, Int32)
         do {
-            (pid, parent) = try Spawn.startConnected(command[0], command, environment: environment, group: true)
+            (pid, parent) = try Spawn.startConnected(command[0], command, environment: environment, group: true, expendable: true)
         } catch {
             return .unstartable((error.socketPair ? "socketpair: " : "") + String(cString: strerror(error.code)))
         }
@@ -44,17 +46,17 @@ struct ProgramRunner: ProgramRunning {
         let clock = ContinuousClock()
         while true {
             guard Self.drain(parent, into: &output, limit: outputLimit) else {
-                Spawn.stop(pid)
+                Spawn.end(pid, polling: Self.poll, on: clock)
                 return .overflowed
             }
             if let status = Spawn.reaped(pid) {
                 let complete = Self.drain(parent, into: &output, limit: outputLimit)
                 // What it left running in the background goes with it.
-                kill(-pid, SIGKILL)
+                Spawn.endLeftovers(of: pid, polling: Self.poll, on: clock)
                 return complete ? .exited(status: status, output: output) : .overflowed
             }
             guard (try? await clock.sleep(for: Self.poll)) != nil else {
-                Spawn.stop(pid)
+                Spawn.end(pid, polling: Self.poll, on: clock)
                 return .cancelled
             }
         }
