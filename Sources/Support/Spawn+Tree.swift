@@ -12,6 +12,8 @@ extension Spawn {
     static let started = Mutex<Set<Int32>>([])
     /// Whether this process adopts its descendants' orphans (``adoptOrphans()``).
     static let adopting = Mutex(false)
+    /// The children a task of ``reapLater(_:polling:on:)`` reaps: one task for each.
+    static let reaping = Mutex<Set<Int32>>([])
 
     /// Says that this process has become its descendants' subreaper (prctl
     /// PR_SET_CHILD_SUBREAPER; bleadvd makes the call at start): what a program it started
@@ -56,12 +58,17 @@ extension Spawn {
     /// they started, and reaps them as ``end(_:polling:on:)`` does.
     static func endOrphans<C: Clock>(polling poll: Duration, on clock: C) where C.Duration == Duration {
         guard adopting.withLock({ $0 }) else { return }
-        let known = started.withLock { $0 }
-        for orphan in orphans(parents: parents(), of: getpid(), started: known) {
-            for process in stoppedDescendants(of: orphan) { kill(process, SIGKILL) }
-            kill(orphan, SIGKILL)
-            if reaped(orphan) == nil { reapLater(orphan, polling: poll, on: clock) }
+        // Found and killed with ``started`` locked, so that a child starting meanwhile (the
+        // config check's, on a thread of its own) is not taken for an orphan.
+        let killed = started.withLock { started in
+            let found = orphans(parents: parents(), of: getpid(), started: started)
+            for orphan in found {
+                for process in stoppedDescendants(of: orphan) { kill(process, SIGKILL) }
+                kill(orphan, SIGKILL)
+            }
+            return found
         }
+        for orphan in killed where reaped(orphan) == nil { reapLater(orphan, polling: poll, on: clock) }
     }
 
     /// The children of `parent` (by `parents`, each process's parent) that are not in `started`.
@@ -71,9 +78,12 @@ extension Spawn {
 
     /// Reaps `pid` once it can be, looking every `poll`, then less and less often (down to once
     /// a second), in a task that prefers the caller's executor (an unstructured task inherits
-    /// the preference) and that nothing cancels. Each look also ends adopted orphans.
+    /// the preference) and that nothing cancels; none when one reaps it already. Once it is
+    /// reaped, ends adopted orphans (what it left became this process's children as it died).
     static func reapLater<C: Clock>(_ pid: Int32, polling poll: Duration, on clock: C) where C.Duration == Duration {
+        guard reaping.withLock({ $0.insert(pid).inserted }) else { return }
         Task {
+            defer { reaping.withLock { _ = $0.remove(pid) } }
             var wait = poll
             while true {
                 var status: Int32 = 0
