@@ -18,7 +18,7 @@ extension Spawn {
     /// Says that this process has become its descendants' subreaper (prctl
     /// PR_SET_CHILD_SUBREAPER; bleadvd makes the call at start): what a program it started
     /// leaves behind when a process between them exits (a double fork, a `setsid` after a fork)
-    /// becomes its child, not init's. From then on ``end(_:polling:on:)`` ends, with any
+    /// becomes its child, not init's. From then on ``end(_:polling:on:executor:)`` ends, with any
     /// program, every child of this process that it did not start: the process must start its
     /// children through `Spawn` alone.
     public static func adoptOrphans() {
@@ -27,36 +27,41 @@ extension Spawn {
 
     /// Kills `pid` and every process it started, and reaps it: its status when it can be reaped
     /// at once, else nil, and it is reaped later, looked at every `poll` (up to every second) on
-    /// `clock` by a task of its own, which runs where the caller's task prefers to run. Never
+    /// `clock` by a task of its own that prefers `executor` (nil: Swift's global pool; an
+    /// unstructured task does not inherit its creator's preference, so it is passed). Never
     /// blocks: a process in uninterruptible sleep dies when it wakes. Its descendants are
     /// stopped (SIGSTOP) while they are looked for, so that none forks meanwhile, then all
     /// killed: those in a session or a group of their own too. With ``adoptOrphans()``, so are
     /// the children of this process that it did not start, the orphans of some program.
     @discardableResult
-    public static func end<C: Clock>(_ pid: Int32, polling poll: Duration, on clock: C) -> Int32? where C.Duration == Duration {
+    public static func end<C: Clock>(
+        _ pid: Int32, polling poll: Duration, on clock: C, executor: (any TaskExecutor)?
+    ) -> Int32? where C.Duration == Duration {
         let descendants = stoppedDescendants(of: pid)
         kill(-pid, SIGKILL)
         kill(pid, SIGKILL)
         for process in descendants { kill(process, SIGKILL) }
         if let status = reaped(pid) {
-            endOrphans(polling: poll, on: clock)
+            endOrphans(polling: poll, on: clock, executor: executor)
             return status
         }
-        reapLater(pid, polling: poll, on: clock)
+        reapLater(pid, polling: poll, on: clock, executor: executor)
         return nil
     }
 
     /// Ends what a program that exited left running: its process group, and with
     /// ``adoptOrphans()`` this process's children that it did not start (what the program
     /// left became this process's children when it exited).
-    public static func endLeftovers<C: Clock>(of pid: Int32, polling poll: Duration, on clock: C) where C.Duration == Duration {
+    public static func endLeftovers<C: Clock>(
+        of pid: Int32, polling poll: Duration, on clock: C, executor: (any TaskExecutor)?
+    ) where C.Duration == Duration {
         kill(-pid, SIGKILL)
-        endOrphans(polling: poll, on: clock)
+        endOrphans(polling: poll, on: clock, executor: executor)
     }
 
     /// With ``adoptOrphans()``, kills this process's children that it did not start, with all
-    /// they started, and reaps them as ``end(_:polling:on:)`` does.
-    static func endOrphans<C: Clock>(polling poll: Duration, on clock: C) where C.Duration == Duration {
+    /// they started, and reaps them as ``end(_:polling:on:executor:)`` does.
+    static func endOrphans<C: Clock>(polling poll: Duration, on clock: C, executor: (any TaskExecutor)?) where C.Duration == Duration {
         guard adopting.withLock({ $0 }) else { return }
         // Found and killed with ``started`` locked, so that a child starting meanwhile (the
         // config check's, on a thread of its own) is not taken for an orphan.
@@ -68,7 +73,7 @@ extension Spawn {
             }
             return found
         }
-        for orphan in killed where reaped(orphan) == nil { reapLater(orphan, polling: poll, on: clock) }
+        for orphan in killed where reaped(orphan) == nil { reapLater(orphan, polling: poll, on: clock, executor: executor) }
     }
 
     /// The children of `parent` (by `parents`, each process's parent) that are not in `started`.
@@ -77,12 +82,12 @@ extension Spawn {
     }
 
     /// Reaps `pid` once it can be, looking every `poll`, then less and less often (down to once
-    /// a second), in a task that prefers the caller's executor (an unstructured task inherits
-    /// the preference) and that nothing cancels; none when one reaps it already. Once it is
+    /// a second), in a task that prefers `executor` and that nothing cancels; none when one
+    /// reaps it already. Once it is
     /// reaped, ends adopted orphans (what it left became this process's children as it died).
-    static func reapLater<C: Clock>(_ pid: Int32, polling poll: Duration, on clock: C) where C.Duration == Duration {
+    static func reapLater<C: Clock>(_ pid: Int32, polling poll: Duration, on clock: C, executor: (any TaskExecutor)?) where C.Duration == Duration {
         guard reaping.withLock({ $0.insert(pid).inserted }) else { return }
-        Task {
+        Task(executorPreference: executor) {
             defer { reaping.withLock { _ = $0.remove(pid) } }
             var wait = poll
             while true {
@@ -94,7 +99,7 @@ extension Spawn {
                 wait = min(wait * 2, .seconds(1))
             }
             started.withLock { _ = $0.remove(pid) }
-            endOrphans(polling: poll, on: clock)
+            endOrphans(polling: poll, on: clock, executor: executor)
         }
     }
 

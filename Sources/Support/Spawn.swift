@@ -110,17 +110,18 @@ public enum Spawn {
     /// Waits for `pid` to exit, looking every `poll` on `clock` once `each` ran (the caller's
     /// work with the child between looks: feeding it, reading it), for at most `limit`: its
     /// status, reaped. Nil when `limit` passed first or the waiting task was cancelled: it is
-    /// killed then with everything it started, and reaped once it can be, never waited for
-    /// (``end(_:polling:on:)``).
+    /// killed then with everything it started, and reaped once it can be, never waited for, by
+    /// a task that prefers `executor` (``end(_:polling:on:executor:)``).
     public static func exit<C: Clock>(
-        of pid: Int32, within limit: Duration, polling poll: Duration, on clock: C, each: () -> Void = {}
+        of pid: Int32, within limit: Duration, polling poll: Duration, on clock: C, executor: (any TaskExecutor)?,
+        each: () -> Void = {}
     ) async -> Int32? where C.Duration == Duration {
         var waited = Duration.zero
         while true {
             each()
             if let status = reaped(pid) { return status }
             guard waited < limit, (try? await clock.sleep(for: poll)) != nil else {
-                end(pid, polling: poll, on: clock)
+                end(pid, polling: poll, on: clock, executor: executor)
                 return nil
             }
             waited += poll
@@ -137,7 +138,7 @@ public enum Spawn {
 
     /// Waits for `pid` to exit, blocking the calling thread: its status, reaped. For bleadvd's
     /// own children alone (the config check's): a program the config names may not be reapable
-    /// for a long while, and is ended with ``end(_:polling:on:)``.
+    /// for a long while, and is ended with ``end(_:polling:on:executor:)``.
     public static func status(waitingFor pid: Int32) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}

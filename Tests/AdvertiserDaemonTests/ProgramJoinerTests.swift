@@ -24,7 +24,7 @@ struct ProgramJoinerTests {
         let started = folder.appendingPathComponent("background").path
         try writeExecutable("#!/bin/sh\nsleep 300 &\necho $! > '\(started).new' && mv '\(started).new' '\(started)'\nsleep 300\n", to: program)
         let clock = ManualClock()
-        let joiner = ProgramJoiner(program: program, clock: clock)
+        let joiner = ProgramJoiner(program: program, clock: clock, executor: nil)
         let outcome = Recorder<String>()
         Task {
             do {
@@ -56,7 +56,7 @@ struct ProgramJoinerTests {
         let started = folder.appendingPathComponent("escaped").path
         try writeExecutable("#!/bin/sh\nsetsid sleep 300 &\necho $! > '\(started).new' && mv '\(started).new' '\(started)'\nsleep 300\n", to: program)
         let clock = ManualClock()
-        let joiner = ProgramJoiner(program: program, clock: clock)
+        let joiner = ProgramJoiner(program: program, clock: clock, executor: nil)
         let outcome = Recorder<String>()
         Task {
             do {

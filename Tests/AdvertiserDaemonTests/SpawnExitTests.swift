@@ -14,7 +14,7 @@ struct SpawnExitTests {
     func exitStatus() async throws {
         let pid = try Spawn.start("/bin/sh", ["sh", "-c", "exit 3"], stdio: nil)
 
-        let status = await Spawn.exit(of: pid, within: .seconds(30), polling: .milliseconds(10), on: ContinuousClock())
+        let status = await Spawn.exit(of: pid, within: .seconds(30), polling: .milliseconds(10), on: ContinuousClock(), executor: nil)
 
         #expect(status.map { ($0 >> 8) & 0xFF } == 3)
         #expect(waitpid(pid, nil, WNOHANG) == -1 && errno == ECHILD)
@@ -25,7 +25,7 @@ struct SpawnExitTests {
         let clock = ManualClock()
         let pid = try Spawn.start("/bin/sleep", ["sleep", "300"], stdio: nil, group: true)
         let outcome = Recorder<Int32?>()
-        Task { await outcome.record(await Spawn.exit(of: pid, within: .seconds(2), polling: .milliseconds(100), on: clock)) }
+        Task { await outcome.record(await Spawn.exit(of: pid, within: .seconds(2), polling: .milliseconds(100), on: clock, executor: nil)) }
 
         while await outcome.values.isEmpty {
             clock.advance(by: .milliseconds(100))

@@ -3,11 +3,13 @@ import Glibc
 #endif
 import Foundation
 @testable import Support
+import Synchronization
+import TestSupport
 import Testing
 
-/// What `Spawn.end` kills besides the program, found from each process's parent, and the OOM
-/// score a program starts with.
-@Suite("A program's tree")
+/// What `Spawn.end` kills besides the program, found from each process's parent, where it reaps
+/// one later, and the OOM score a program starts with.
+@Suite("A program's tree", .timeLimit(.minutes(1)))
 struct SpawnTreeTests {
     @Test("a program's descendants are its children and theirs, however deep, and no one else")
     func descendants() {
@@ -44,5 +46,58 @@ struct SpawnTreeTests {
 
         #expect(child == "1000\n")
         #expect(try String(contentsOfFile: "/proc/self/oom_score_adj", encoding: .utf8) == before)
+    }
+
+    /// A task executor that counts the jobs it runs (on Dispatch's pool).
+    final class CountingExecutor: TaskExecutor, @unchecked Sendable {
+        let jobs = Mutex(0)
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            jobs.withLock { $0 += 1 }
+            let job = UnownedJob(job)
+            DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    // A killed program that cannot be reaped at once: a tracer that never waits holds its zombie
+    // (ptrace(2)) until it exits. The program allows any tracer, for Yama's ptrace_scope 1.
+    @Test("a killed program that cannot be reaped at once is reaped later by a task on the executor given, once it can be")
+    func reapedLaterOnTheExecutor() async throws {
+        let folder = try ScratchFolder("tree")
+        let program = folder.url.appendingPathComponent("held").path
+        try writeExecutable(
+            """
+            #!/usr/bin/env python3
+            import ctypes, time
+            ctypes.CDLL(None).prctl(0x59616d61, ctypes.c_ulong(2**64 - 1), 0, 0, 0)
+            print('ready', flush=True)
+            time.sleep(300)
+
+            """, to: program)
+        let (pid, socket) = try Spawn.startConnected(program, [program], group: true)
+        defer { close(socket) }
+        var byte: UInt8 = 0
+        #expect(read(socket, &byte, 1) == 1)
+        let tracer = Process()
+        tracer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        tracer.arguments = ["python3", "-c", "import ctypes, time; ctypes.CDLL(None).ptrace(0x4206, \(pid), None, None); time.sleep(2)"]
+        try tracer.run()
+        defer { tracer.terminate() }
+        try await eventually("the program is traced") { Self.tracer(of: pid) != 0 }
+        let executor = CountingExecutor()
+
+        let status = Spawn.end(pid, polling: .milliseconds(5), on: ContinuousClock(), executor: executor)
+
+        #expect(status == nil)
+        tracer.terminate()
+        try await eventually("the program is reaped") { access("/proc/\(pid)", F_OK) != 0 }
+        #expect(executor.jobs.withLock { $0 } > 0)
+    }
+
+    /// The pid of `pid`'s tracer (0: none), from /proc.
+    static func tracer(of pid: Int32) -> Int32 {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("TracerPid:") }
+        return line.flatMap { Int32($0.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
     }
 }

@@ -369,7 +369,7 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
             logger.warning("improv: could not run \(Untrusted.quoted(command[0])): \(String(cString: strerror(error.code)))")
             return
         }
-        if await Spawn.exit(of: pid, within: Self.identifyWait, polling: .milliseconds(100), on: clock) == nil {
+        if await Spawn.exit(of: pid, within: Self.identifyWait, polling: .milliseconds(100), on: clock, executor: executor as? any TaskExecutor) == nil {
             logger.warning("improv: \(Untrusted.quoted(command[0])) still ran after \(Self.identifyWait.components.seconds) s; killed")
         }
     }

@@ -26,10 +26,14 @@ protocol ProgramRunning: Sendable {
 /// Runs programs as bleadvd's children (as user bleadvd, in the unit's sandbox, under systemd),
 /// each leading a process group of its own, looked at every ``poll``, and the kernel's first
 /// choice when memory runs out. A run that ends, however it ends, leaves no process behind,
-/// and never waits for one to be reaped (``Spawn/end(_:polling:on:)``).
+/// and never waits for one to be reaped (``Spawn/end(_:polling:on:executor:)``).
 struct ProgramRunner: ProgramRunning {
     /// How often a running program is looked at: what a read waits at most past its end.
     static let poll: Duration = .milliseconds(5)
+
+    /// Where the task that reaps a killed program later runs (bleadvd's event loop; nil:
+    /// Swift's global pool).
+    let executor: (any TaskExecutor)?
 
     func run(_ command: [String], outputLimit: Int, environment: [String]) async -> ProgramRun {
         let (pid, parent): (Int32, Int32)
@@ -46,17 +50,17 @@ struct ProgramRunner: ProgramRunning {
         let clock = ContinuousClock()
         while true {
             guard Self.drain(parent, into: &output, limit: outputLimit) else {
-                Spawn.end(pid, polling: Self.poll, on: clock)
+                Spawn.end(pid, polling: Self.poll, on: clock, executor: executor)
                 return .overflowed
             }
             if let status = Spawn.reaped(pid) {
                 let complete = Self.drain(parent, into: &output, limit: outputLimit)
                 // What it left running in the background goes with it.
-                Spawn.endLeftovers(of: pid, polling: Self.poll, on: clock)
+                Spawn.endLeftovers(of: pid, polling: Self.poll, on: clock, executor: executor)
                 return complete ? .exited(status: status, output: output) : .overflowed
             }
             guard (try? await clock.sleep(for: Self.poll)) != nil else {
-                Spawn.end(pid, polling: Self.poll, on: clock)
+                Spawn.end(pid, polling: Self.poll, on: clock, executor: executor)
                 return .cancelled
             }
         }
