@@ -26,7 +26,7 @@ struct ProgramRunnerTests {
     /// closes it.
     func run(_ command: [String]) async -> ProgramRun {
         for _ in 0..<50 {
-            let run = await ProgramRunner(executor: nil).run(command, outputLimit: 4096, environment: [])
+            let run = await ProgramRunner(clock: ContinuousClock(), executor: nil).run(command, outputLimit: 4096, environment: [])
             guard run == .unstartable("Text file busy") else { return run }
             try? await Task.sleep(for: .milliseconds(20))
         }
@@ -65,7 +65,7 @@ struct ProgramRunnerTests {
 
     @Test("a program that cannot be run says why")
     func unstartable() async throws {
-        let run = await ProgramRunner(executor: nil).run([folder.url.appendingPathComponent("missing").path], outputLimit: 4096, environment: [])
+        let run = await ProgramRunner(clock: ContinuousClock(), executor: nil).run([folder.url.appendingPathComponent("missing").path], outputLimit: 4096, environment: [])
 
         #expect(run == .unstartable("No such file or directory"))
     }

@@ -52,14 +52,14 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
     private var polls: [GATTCharacteristicID: Task<Void, Never>] = [:]
 
     /// The programs of `services`, reporting to `port`, run by `runner` (nil: as bleadvd's
-    /// children, reaped on `executor`), timed on `clock`.
+    /// children, looked at on `executor`'s timers and reaped there), timed on `clock`.
     init(
         services: [String: ConfiguredService], port: any ReadReporting, runner: (any ProgramRunning)? = nil, clock: C,
         logger: Logger, executor: EventLoop
     ) {
         self.entries = Self.entries(services)
         self.port = port
-        self.runner = runner ?? ProgramRunner(executor: executor)
+        self.runner = runner ?? ProgramRunner(clock: LoopClock(on: executor), executor: executor)
         self.clock = clock
         self.logger = logger
         self.executor = executor
