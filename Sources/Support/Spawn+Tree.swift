@@ -12,7 +12,7 @@ extension Spawn {
     static let started = Mutex<Set<Int32>>([])
     /// Whether this process adopts its descendants' orphans (``adoptOrphans()``).
     static let adopting = Mutex(false)
-    /// The children a task of ``reapLater(_:polling:on:)`` reaps: one task for each.
+    /// The children a task of ``reapLater(_:polling:on:executor:)`` reaps: one task for each.
     static let reaping = Mutex<Set<Int32>>([])
 
     /// Says that this process has become its descendants' subreaper (prctl
