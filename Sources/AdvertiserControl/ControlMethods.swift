@@ -165,7 +165,8 @@ extension ControlAPI.Method {
     /// `ImprovAuthorize(s central) -> (u seconds, s central)`: allows one connected central
     /// (its address; empty: the only one connected) to provision Improv Wi-Fi for the
     /// configured `authorization_seconds`; returns them and the central's address. Every
-    /// other central's Improv frames are ignored meanwhile. Refused (`Invalid`) when
+    /// other central's Improv frames are ignored meanwhile; it ends with the central's link.
+    /// Refused (`Invalid`) when
     /// `[improv]` is not configured, needs no authorization, the device is joining or
     /// provisioned, or the central is not connected (none or several are, with an empty
     /// address: the message lists them).

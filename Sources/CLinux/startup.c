@@ -30,6 +30,10 @@ int bleadvd_transparent_huge_pages_disabled(void) {
     return disabled;
 }
 
+int bleadvd_adopt_orphans(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+}
+
 /* The dynamic loader's tables in bleadvd's own file: the symbols, their names and hashes, the
    versions and the relocations (.dynsym to .rela.dyn, 1.3 MB of a 16 MB binary). ld.so reads
    them all at start to relocate the executable, and hardly ever after (a lazily bound call or

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import Synchronization
 
 /// Starts a program as a child with a clean slate: every signal unblocked and at its default,
 /// no systemd notify socket, no Swift backtrace. The config check's child and the commands the
@@ -29,11 +30,11 @@ public enum Spawn {
         public var socketPair = false
     }
 
-    /// Starts `executable` as ``start(_:_:stdio:environment:group:)`` does, its standard input and
+    /// Starts `executable` as ``start(_:_:stdio:environment:group:expendable:)`` does, its standard input and
     /// output one end of a new socket pair; returns its pid and the other end, this process's
     /// (close-on-exec; the caller closes it). No descriptor is left open when it throws.
     public static func startConnected(
-        _ executable: String, _ arguments: [String], environment: [String] = [], group: Bool = false
+        _ executable: String, _ arguments: [String], environment: [String] = [], group: Bool = false, expendable: Bool = false
     ) throws(Failure) -> (pid: Int32, socket: Int32) {
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
@@ -42,7 +43,7 @@ public enum Spawn {
         let (parent, child) = (ends[0], ends[1])
         defer { close(child) }
         do {
-            return (try start(executable, arguments, stdio: child, environment: environment, group: group), parent)
+            return (try start(executable, arguments, stdio: child, environment: environment, group: group, expendable: expendable), parent)
         } catch {
             close(parent)
             throw error
@@ -52,9 +53,11 @@ public enum Spawn {
     /// Starts `executable` with `arguments` (the first being its name). `stdio` becomes its
     /// standard input and output (nil: `/dev/null`); its standard error is `/dev/null`.
     /// `environment` is added to this process's. With `group`, it leads a process group of its
-    /// own, which ``stop(_:)`` ends whole: what it started in the background too.
+    /// own. `expendable`: it (and all it starts) is the kernel's first choice when memory runs
+    /// out, before this process (``expendable(_:)``).
     public static func start(
-        _ executable: String, _ arguments: [String], stdio: Int32?, environment extra: [String] = [], group: Bool = false
+        _ executable: String, _ arguments: [String], stdio: Int32?, environment extra: [String] = [], group: Bool = false,
+        expendable: Bool = false
     ) throws(Failure) -> Int32 {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -93,7 +96,13 @@ public enum Spawn {
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (group ? POSIX_SPAWN_SETPGROUP : 0)))
         var pid: pid_t = 0
-        let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        let code = started.withLock { started in
+            let code = expendable
+                ? Self.expendable { posix_spawn(&pid, executable, &actions, &attributes, argv, envp) }
+                : posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+            if code == 0 { started.insert(pid) }
+            return code
+        }
         guard code == 0 else { throw Failure(code: code) }
         return pid
     }
@@ -101,16 +110,18 @@ public enum Spawn {
     /// Waits for `pid` to exit, looking every `poll` on `clock` once `each` ran (the caller's
     /// work with the child between looks: feeding it, reading it), for at most `limit`: its
     /// status, reaped. Nil when `limit` passed first or the waiting task was cancelled: it is
-    /// killed then (with its group, see ``stop(_:)``) and reaped.
+    /// killed then with everything it started, and reaped once it can be, never waited for, by
+    /// a task that prefers `executor` (``end(_:polling:on:executor:)``).
     public static func exit<C: Clock>(
-        of pid: Int32, within limit: Duration, polling poll: Duration, on clock: C, each: () -> Void = {}
+        of pid: Int32, within limit: Duration, polling poll: Duration, on clock: C, executor: (any TaskExecutor)?,
+        each: () -> Void = {}
     ) async -> Int32? where C.Duration == Duration {
         var waited = Duration.zero
         while true {
             each()
             if let status = reaped(pid) { return status }
             guard waited < limit, (try? await clock.sleep(for: poll)) != nil else {
-                stop(pid)
+                end(pid, polling: poll, on: clock, executor: executor)
                 return nil
             }
             waited += poll
@@ -120,18 +131,24 @@ public enum Spawn {
     /// Whether `pid` has exited: reaps it (its status), or nil while it runs.
     public static func reaped(_ pid: Int32) -> Int32? {
         var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == pid ? status : nil
-    }
-
-    /// Waits for `pid` to exit, blocking the calling thread: its status, reaped.
-    public static func status(waitingFor pid: Int32) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        started.withLock { _ = $0.remove(pid) }
         return status
     }
 
-    /// Kills `pid`, and its process group when it leads one (``start(_:_:stdio:environment:group:)``),
-    /// and reaps it.
+    /// Waits for `pid` to exit, blocking the calling thread: its status, reaped. For bleadvd's
+    /// own children alone (the config check's): a program the config names may not be reapable
+    /// for a long while, and is ended with ``end(_:polling:on:executor:)``.
+    public static func status(waitingFor pid: Int32) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        started.withLock { _ = $0.remove(pid) }
+        return status
+    }
+
+    /// Kills `pid`, and its process group when it leads one (``start(_:_:stdio:environment:group:expendable:)``),
+    /// and reaps it, blocking the calling thread until it can: for bleadvd's own children alone,
+    /// as ``status(waitingFor:)``.
     public static func stop(_ pid: Int32) {
         // The group first, so that nothing it started outlives it (ESRCH when it leads none).
         kill(-pid, SIGKILL)

@@ -21,8 +21,9 @@ extension Bleadvctl {
                 discussion: """
                     Connect the Improv client first (Home Assistant's Improv set-up connects when \
                     it asks you to authorize). The authorization is that central's alone: until it \
-                    runs out or the join it allowed ends, bleadvd ignores every other central's \
-                    Improv frames, so a stranger in range can neither join nor disturb it. With \
+                    runs out, its link ends, or the join it allowed ends, bleadvd ignores every \
+                    other central's Improv frames, so a stranger in range can neither join nor \
+                    disturb it; a client that connects again needs a new one. With \
                     several centrals connected, name the one by its address (the refusal lists \
                     them). Prints the central and how long the authorization holds. Exit status 2 \
                     when Improv is not configured, needs no authorization, is not on air now (the \

@@ -167,6 +167,13 @@ struct Bleadvd: ParsableCommand {
             return
         }
         logger.debug("dropped \(released / 1024) KiB of the dynamic loader's tables in bleadvd's file")
+        // What a read, join or identify program leaves behind (a double fork, a setsid) becomes
+        // bleadvd's child, to be killed with the program (Spawn.end).
+        if bleadvd_adopt_orphans() == 1 {
+            Spawn.adoptOrphans()
+        } else {
+            logger.warning("cannot adopt orphans (prctl PR_SET_CHILD_SUBREAPER: \(String(cString: strerror(errno)))): what a program leaves after a double fork may outlive it")
+        }
         let environment = ProcessInfo.processInfo.environment
         // systemd passes StateDirectory= as a colon-separated list; bleadvd's unit names one.
         let state = stateDirectory ?? environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/bleadvd"

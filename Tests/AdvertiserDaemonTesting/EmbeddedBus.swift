@@ -108,7 +108,7 @@ package final class EmbeddedBus: ControlBus {
     /// here, can neither join nor tell (``Refusing``): Improv is offered whatever the Wi-Fi.
     package func joiner<C: Clock>(for config: ImprovConfig, clock: C) -> any NetworkJoining where C.Duration == Duration {
         switch config.joiner {
-        case .program(let program): ProgramJoiner(program: program, clock: clock)
+        case .program(let program): ProgramJoiner(program: program, clock: clock, executor: eventLoop)
         case .networkManager: Refusing()
         }
     }

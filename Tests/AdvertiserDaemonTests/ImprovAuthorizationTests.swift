@@ -131,10 +131,29 @@ struct ImprovAuthorizationTests {
         session.mock.emit(.disconnected(central: Self.owner, adapter: "hci0"))
         improv.reads(session, Self.stranger)
         write(session, Self.wifi("Stranger"), from: Self.stranger)
-        try await eventually("the stranger's frame is handled") {
-            session.logs.all.contains { $0.contains("ignored") && $0.contains(Self.stranger) }
-        }
+        // The authorization ended with the owner's link: the stranger's credentials are refused.
+        try await eventually("the stranger's frame is handled") { improv.notified(session, ImprovDaemonTests.error).last == [0x04] }
 
         #expect(!FileManager.default.fileExists(atPath: session.folder.appendingPathComponent("runs").path))
+    }
+
+    // The address an authorization is bound to goes over the air in the clear: once the
+    // owner's link ends, a central that takes that address must find no authorization left.
+    @Test("the authorized central's link ending ends its authorization: credentials from a new link with its address get not authorized, and nothing runs")
+    func authorizationEndsWithTheLink() async throws {
+        let session = try await improv.session(authorization: "bleadvctl")
+        _ = try await improv.grant(session, connected: [Self.owner])
+
+        session.mock.emit(.disconnected(central: Self.owner, adapter: "hci0"))
+        improv.reads(session, Self.owner)
+        write(session, Self.wifi("Owner"), from: Self.owner)
+        try await eventually("the credentials are refused or a join starts") {
+            improv.notified(session, ImprovDaemonTests.error).last == [0x04] || improv.notified(session, ImprovDaemonTests.state).last == [0x03]
+        }
+
+        #expect(improv.notified(session, ImprovDaemonTests.error).last == [0x04])
+        #expect(improv.notified(session, ImprovDaemonTests.state).last == [0x01])
+        #expect(!FileManager.default.fileExists(atPath: session.folder.appendingPathComponent("runs").path))
+        #expect(session.logs.all.contains { $0.contains("improv: \(Self.owner)'s authorization ended with its link") }, "\(session.logs.all.filter { $0.contains("improv") })")
     }
 }

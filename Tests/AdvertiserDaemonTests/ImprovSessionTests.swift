@@ -262,6 +262,22 @@ struct ImprovSessionTests {
         #expect(reconfigured.state == .authorized)
         #expect(reconfigured.authorizedUntil == session.authorizedUntil)
     }
+
+    @Test("a join that fails after its central's link ended gives no authorization back: a person must authorize again")
+    func failedJoinAfterTheLinkEnded() {
+        var session = makeSession(needsAuthorization: true)
+        session.authorize(Self.client, at: start)
+        _ = session.handle(Self.wifi, from: Self.client, at: start)
+        let ended = session.linkEnded(Self.client)
+
+        session.failedToJoin(at: start.advanced(by: .seconds(5)))
+
+        #expect(ended)
+        #expect(session.state == .authorizationRequired)
+        #expect(session.authorizedCentral == nil)
+        #expect(session.handle(Self.wifi, from: Self.client, at: start.advanced(by: .seconds(6))) == .none)
+        #expect(session.error == .notAuthorized)
+    }
 }
 
 @Suite("The board's model in Improv's device info")

@@ -24,7 +24,7 @@ struct ProgramJoinerTests {
         let started = folder.appendingPathComponent("background").path
         try writeExecutable("#!/bin/sh\nsleep 300 &\necho $! > '\(started).new' && mv '\(started).new' '\(started)'\nsleep 300\n", to: program)
         let clock = ManualClock()
-        let joiner = ProgramJoiner(program: program, clock: clock)
+        let joiner = ProgramJoiner(program: program, clock: clock, executor: nil)
         let outcome = Recorder<String>()
         Task {
             do {
@@ -46,5 +46,38 @@ struct ProgramJoinerTests {
 
         #expect(await outcome.values.first?.contains("did not finish within 90 s; killed") == true)
         try await eventually("the background child is gone", within: .seconds(2)) { !Self.running(background) }
+    }
+
+    @Test("a program still running when its time runs out is killed with what it started in a session of its own")
+    func timeoutKillsASessionOfItsOwn() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("joiner-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let program = folder.appendingPathComponent("join").path
+        let started = folder.appendingPathComponent("escaped").path
+        try writeExecutable("#!/bin/sh\nsetsid sleep 300 &\necho $! > '\(started).new' && mv '\(started).new' '\(started)'\nsleep 300\n", to: program)
+        let clock = ManualClock()
+        let joiner = ProgramJoiner(program: program, clock: clock, executor: nil)
+        let outcome = Recorder<String>()
+        Task {
+            do {
+                _ = try await joiner.join(Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!)
+                await outcome.record("joined")
+            } catch {
+                await outcome.record("\(error)")
+            }
+        }
+        try await eventually("the join program started its child") { FileManager.default.fileExists(atPath: started) }
+        let escaped = Int32(try String(contentsOfFile: started, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))!
+        defer { kill(escaped, SIGKILL) }
+        try await eventually("\(escaped) has a session of its own") { getsid(escaped) == escaped }
+
+        // Its time, on the clock it polls by.
+        while await outcome.values.isEmpty {
+            clock.advance(by: .seconds(1))
+            try await Task.sleep(for: .milliseconds(1))
+        }
+
+        #expect(await outcome.values.first?.contains("did not finish within 90 s; killed") == true)
+        try await eventually("\(escaped) is gone", within: .seconds(3)) { !Self.running(escaped) }
     }
 }

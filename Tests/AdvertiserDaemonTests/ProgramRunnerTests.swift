@@ -26,7 +26,7 @@ struct ProgramRunnerTests {
     /// closes it.
     func run(_ command: [String]) async -> ProgramRun {
         for _ in 0..<50 {
-            let run = await ProgramRunner().run(command, outputLimit: 4096, environment: [])
+            let run = await ProgramRunner(clock: ContinuousClock(), executor: nil).run(command, outputLimit: 4096, environment: [])
             guard run == .unstartable("Text file busy") else { return run }
             try? await Task.sleep(for: .milliseconds(20))
         }
@@ -65,7 +65,7 @@ struct ProgramRunnerTests {
 
     @Test("a program that cannot be run says why")
     func unstartable() async throws {
-        let run = await ProgramRunner().run([folder.url.appendingPathComponent("missing").path], outputLimit: 4096, environment: [])
+        let run = await ProgramRunner(clock: ContinuousClock(), executor: nil).run([folder.url.appendingPathComponent("missing").path], outputLimit: 4096, environment: [])
 
         #expect(run == .unstartable("No such file or directory"))
     }
@@ -82,5 +82,21 @@ struct ProgramRunnerTests {
 
         #expect(await run.value == .cancelled)
         for pid in started { try await eventually("\(pid) is gone") { !ProgramJoinerTests.running(pid) } }
+    }
+
+    @Test("a cancelled run kills what the program started in a session of its own, out of its group")
+    func cancelKillsASessionOfItsOwn() async throws {
+        let pids = folder.url.appendingPathComponent("pids").path
+        let program = try script("escapes", "setsid sleep 300 &\necho $! > '\(pids).new' && mv '\(pids).new' '\(pids)'\nsleep 300\n")
+        let run = Task { await self.run([program]) }
+        try await eventually("the program started its child in a session of its own") { FileManager.default.fileExists(atPath: pids) }
+        let escaped = try #require(Int32(try String(contentsOfFile: pids, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        defer { kill(escaped, SIGKILL) }
+        try await eventually("\(escaped) has a session of its own") { getsid(escaped) == escaped }
+
+        run.cancel()
+
+        #expect(await run.value == .cancelled)
+        try await eventually("\(escaped) is gone", within: .seconds(3)) { !ProgramJoinerTests.running(escaped) }
     }
 }

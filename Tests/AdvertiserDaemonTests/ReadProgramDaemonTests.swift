@@ -82,4 +82,65 @@ struct ReadProgramDaemonTests {
         #expect(session.logs.all.contains { $0.contains("pi.temperature") && $0.contains("is not a number for sint16") })
         #expect(!session.logs.all.joined().contains("SECRET"))
     }
+
+    // A program killed at its timeout that the kernel keeps from being reaped for a while (one
+    // in uninterruptible sleep on a hung NFS or sysfs read is the case in the field): here a
+    // tracer that never waits for it holds its zombie, which its parent cannot reap until the
+    // tracer lets go (ptrace(2), "a zombie ptracee is only visible to its ptracer"). The
+    // program allows any tracer, for a kernel with Yama's ptrace_scope 1.
+    @Test("a program killed at its timeout that cannot be reaped yet stalls nothing, and is reaped once it can be")
+    func unreapableProgramStallsNothing() async throws {
+        let pidFile = folder.url.appendingPathComponent("pid").path
+        try writeExecutable(
+            """
+            #!/usr/bin/env python3
+            import ctypes, os, time
+            ctypes.CDLL(None).prctl(0x59616d61, ctypes.c_ulong(2**64 - 1), 0, 0, 0)
+            open('\(pidFile).new', 'w').write(str(os.getpid()))
+            os.rename('\(pidFile).new', '\(pidFile)')
+            time.sleep(300)
+
+            """, to: program)
+        let session = try await DaemonSession(
+            config: DaemonSession.config + "\n" + ConfigFixtures.piTemperature(program) + "read_timeout = 1\n", folder: folder
+        ) { mock in
+            mock.scriptRegisterApplication(.always(.success(Self.app)))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+            mock.scriptUpdateValue(.always(.success(())))
+        }
+        let read = Task { try? await session.mock.centralReads(Self.temperature) }
+        try await eventually("the program started") { FileManager.default.fileExists(atPath: pidFile) }
+        let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8)))
+        let tracer = Process()
+        tracer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        tracer.arguments = ["python3", "-c", "import ctypes, time; ctypes.CDLL(None).ptrace(0x4206, \(pid), None, None); time.sleep(5)"]
+        try tracer.run()
+        defer { tracer.terminate() }
+        try await eventually("the program is traced") { Self.tracer(of: pid) != 0 }
+        session.clock.advance(by: .seconds(1))
+        try await eventually("the program is killed, a zombie its tracer holds") { Self.state(of: pid) == "Z" }
+
+        let asked = ContinuousClock.now
+        _ = await session.daemon.status()
+        let answered = asked.duration(to: .now)
+
+        #expect(answered < .milliseconds(100), "status answered after \(answered)")
+        _ = await read.value
+        tracer.terminate()
+        try await eventually("the program is reaped once its tracer is gone") { Self.state(of: pid) == nil }
+    }
+
+    /// The state letter of `pid` in /proc (Z: a zombie), nil once it is reaped.
+    static func state(of pid: Int32) -> Substring? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+        return stat.split(separator: ")").last?.split(separator: " ").first
+    }
+
+    /// The pid of `pid`'s tracer (0: none), from /proc.
+    static func tracer(of pid: Int32) -> Int32 {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("TracerPid:") }
+        return line.flatMap { Int32($0.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+    }
 }

@@ -110,7 +110,7 @@ package struct DBusControlBus: ControlBus {
         switch config.joiner {
         case .networkManager where geteuid() != 0: HelperJoiner(connection: connection, clock: clock)
         case .networkManager: NetworkManagerJoiner(connection: connection, clock: clock)
-        case .program(let program): ProgramJoiner(program: program, clock: clock)
+        case .program(let program): ProgramJoiner(program: program, clock: clock, executor: eventLoop)
         }
     }
 }

@@ -268,18 +268,30 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
         centrals.insert(central)
     }
 
-    /// Every link ended (bluetoothd left, an adapter went or was powered off).
-    func linksEnded() {
+    /// Every link ended (bluetoothd left, an adapter went or was powered off): an authorization
+    /// ends with its central's link.
+    func linksEnded() async {
         centrals = []
+        if let central = improv?.session.authorizedCentral { await authorizationEnds(central) }
     }
 
-    /// A central disconnected: its partial frame, if it left one, is dropped. An authorization
-    /// of it lasts its time (the same client may connect again: Home Assistant's does after a
-    /// failed command), still its alone.
-    func centralLeft(_ central: String) {
+    /// A central disconnected: an authorization of it ends (a reconnect needs a new one: the
+    /// address it is bound to went over the air in the clear), and its partial frame, if it
+    /// left one, is dropped.
+    func centralLeft(_ central: String) async {
         centrals.remove(central)
+        await authorizationEnds(central)
         guard let bytes = improv?.frames.drop(central) else { return }
         logger.notice("improv: dropped \(Central.named(central))'s partial frame (\(bytes) bytes): it disconnected")
+    }
+
+    /// `central`'s link ended: its authorization, if it holds one, ends with it, and says so.
+    private func authorizationEnds(_ central: String) async {
+        guard var run = improv, run.session.linkEnded(central) else { return }
+        improv = run
+        let joining = run.session.state == .provisioning
+        logger.notice("improv: \(Central.named(central))'s authorization ended with its link\(joining ? " (its join goes on; a failed one needs a new authorization)" : "")")
+        await show()
     }
 
     /// Shows the session as it is now, while Improv is offered: the error, the state and the
@@ -352,12 +364,12 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
         defer { improv?.identifying = false }
         let pid: Int32
         do {
-            pid = try Spawn.start(command[0], command, stdio: nil, group: true)
+            pid = try Spawn.start(command[0], command, stdio: nil, group: true, expendable: true)
         } catch {
             logger.warning("improv: could not run \(Untrusted.quoted(command[0])): \(String(cString: strerror(error.code)))")
             return
         }
-        if await Spawn.exit(of: pid, within: Self.identifyWait, polling: .milliseconds(100), on: clock) == nil {
+        if await Spawn.exit(of: pid, within: Self.identifyWait, polling: .milliseconds(100), on: clock, executor: executor as? any TaskExecutor) == nil {
             logger.warning("improv: \(Untrusted.quoted(command[0])) still ran after \(Self.identifyWait.components.seconds) s; killed")
         }
     }
@@ -554,8 +566,8 @@ extension ImprovProvisioner: DaemonComponent {
         switch input {
         case .frame(let bytes, let central): await written(bytes, central: central)
         case .read(let central): centralUses(central)
-        case .left(let central): centralLeft(central)
-        case .linksEnded: linksEnded()
+        case .left(let central): await centralLeft(central)
+        case .linksEnded: await linksEnded()
         }
     }
 }

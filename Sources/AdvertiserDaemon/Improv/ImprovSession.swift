@@ -34,6 +34,9 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
     /// The central a person authorized (its address), from the authorization until it runs out,
     /// is used up, or the join it allowed ends: the one central whose frames are taken then.
     private(set) var authorizedCentral: String?
+    /// Whether the authorized central's link ended while the join it started runs: the join
+    /// goes on, and its failure gives no authorization back.
+    private(set) var authorizedLinkEnded = false
     /// The joins that failed since the last authorization (the authorized central's: no other
     /// central's frame starts one).
     private(set) var failedJoins = 0
@@ -60,7 +63,29 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
         error = .none
         authorizedUntil = now.advanced(by: config.authorization)
         authorizedCentral = central
+        authorizedLinkEnded = false
         failedJoins = 0
+    }
+
+    /// `central`'s link ended: an authorization of it ends with it (true), so that a central
+    /// that connects next with its address, which went over the air in the clear, finds none,
+    /// and a reconnect needs a person's new authorization. A join it started goes on (its frames
+    /// stay the only ones taken meanwhile), and a failure of that join gives no authorization
+    /// back (true too). False when no authorization of `central` holds.
+    mutating func linkEnded(_ central: String) -> Bool {
+        guard let authorizedCentral, authorizedCentral == central else { return false }
+        switch state {
+        case .authorized:
+            state = .authorizationRequired
+            authorizedUntil = nil
+            self.authorizedCentral = nil
+            return true
+        case .provisioning:
+            authorizedLinkEnded = true
+            return true
+        default:
+            return false
+        }
     }
 
     /// The session a reload that changed `[improv]` goes on with: a join under way (or its
@@ -74,6 +99,7 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
             next.state = state
             next.error = error
             next.authorizedCentral = authorizedCentral
+            next.authorizedLinkEnded = authorizedLinkEnded
         case .authorized where config.needsAuthorization && authorizedUntil != nil:
             next.state = .authorized
             next.authorizedUntil = authorizedUntil
@@ -150,8 +176,8 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
 
     /// Joining failed at `now`: unable to connect, ready for credentials again (an
     /// authorization's time starts over, as the spec asks) — unless it was the last failed
-    /// join the authorization allows (``failedJoinsPerAuthorization``): then a person must
-    /// authorize again.
+    /// join the authorization allows (``failedJoinsPerAuthorization``), or the authorized
+    /// central's link ended meanwhile (``linkEnded(_:)``): then a person must authorize again.
     mutating func failedToJoin(at now: Instant) {
         error = .unableToConnect
         failedJoins += 1
@@ -159,7 +185,7 @@ struct ImprovSession<Instant: InstantProtocol>: Sendable where Instant.Duration 
             state = .authorized
             return
         }
-        if failedJoins >= Self.failedJoinsPerAuthorization {
+        if failedJoins >= Self.failedJoinsPerAuthorization || authorizedLinkEnded {
             state = .authorizationRequired
             authorizedUntil = nil
             authorizedCentral = nil

@@ -15,6 +15,8 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
     let program: String
     /// Whose sleeps pace the wait.
     let clock: C
+    /// Where the task that reaps a killed program later runs (bleadvd's event loop).
+    let executor: (any TaskExecutor)?
 
     /// How long a join may take.
     package static var timeout: Duration { .seconds(90) }
@@ -23,10 +25,11 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
     /// The most of its output kept.
     static var maximumOutput: Int { 4096 }
 
-    /// A joiner running `program`.
-    package init(program: String, clock: C) {
+    /// A joiner running `program`, a killed one reaped later by a task on `executor`.
+    package init(program: String, clock: C, executor: (any TaskExecutor)?) {
         self.program = program
         self.clock = clock
+        self.executor = executor
     }
 
     /// A failure, said in a line.
@@ -39,7 +42,8 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         let (pid, parent): (Int32, Int32)
         do {
             (pid, parent) = try Spawn.startConnected(
-                program, [program], environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"], group: true)
+                program, [program], environment: ["IMPROV_SSID=\(ssid)", "IMPROV_SSID_HEX=\(Hex.encode(credentials.ssid))"], group: true,
+                expendable: true)
         } catch {
             let what = error.socketPair ? "socketpair" : "cannot run \(Untrusted.quoted(program))"
             throw Failure(description: "\(what): \(String(cString: strerror(error.code)))")
@@ -49,7 +53,7 @@ package struct ProgramJoiner<C: Clock>: NetworkJoining where C.Duration == Durat
         var input = credentials.password
         if input.isEmpty { shutdown(parent, Int32(SHUT_WR)) }
         var output: [UInt8] = []
-        let exited = await Spawn.exit(of: pid, within: Self.timeout, polling: Self.poll, on: clock) {
+        let exited = await Spawn.exit(of: pid, within: Self.timeout, polling: Self.poll, on: clock, executor: executor) {
             if !input.isEmpty {
                 let sent = input.withUnsafeBytes { send(parent, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 if sent > 0 { input.removeFirst(sent) }

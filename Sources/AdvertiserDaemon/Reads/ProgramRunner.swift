@@ -24,15 +24,30 @@ protocol ProgramRunning: Sendable {
 }
 
 /// Runs programs as bleadvd's children (as user bleadvd, in the unit's sandbox, under systemd),
-/// each leading a process group of its own, looked at every ``poll``.
-struct ProgramRunner: ProgramRunning {
+/// each leading a process group of its own, looked at every ``poll``, and the kernel's first
+/// choice when memory runs out. A run that ends, however it ends, leaves no process behind,
+/// and never waits for one to be reaped (``Spawn/end(_:polling:on:executor:)``).
+struct ProgramRunner<C: Clock>: ProgramRunning where C.Duration == Duration {
     /// How often a running program is looked at: what a read waits at most past its end.
-    static let poll: Duration = .milliseconds(5)
+    static var poll: Duration { .milliseconds(5) }
+
+    /// What paces the looks, and the reaping of a killed program: bleadvd's event loop's
+    /// clock (`ContinuousClock`'s sleeps would start Swift's global pool).
+    let clock: C
+    /// Where the task that reaps a killed program later runs (bleadvd's event loop; nil:
+    /// Swift's global pool).
+    let executor: (any TaskExecutor)?
+
+    /// A runner whose looks are paced by `clock`, a killed program reaped on `executor`.
+    init(clock: C, executor: (any TaskExecutor)?) {
+        self.clock = clock
+        self.executor = executor
+    }
 
     func run(_ command: [String], outputLimit: Int, environment: [String]) async -> ProgramRun {
         let (pid, parent): (Int32, Int32)
         do {
-            (pid, parent) = try Spawn.startConnected(command[0], command, environment: environment, group: true)
+            (pid, parent) = try Spawn.startConnected(command[0], command, environment: environment, group: true, expendable: true)
         } catch {
             return .unstartable((error.socketPair ? "socketpair: " : "") + String(cString: strerror(error.code)))
         }
@@ -41,20 +56,19 @@ struct ProgramRunner: ProgramRunning {
         shutdown(parent, Int32(SHUT_WR))
         _ = fcntl(parent, F_SETFL, fcntl(parent, F_GETFL) | O_NONBLOCK)
         var output: [UInt8] = []
-        let clock = ContinuousClock()
         while true {
             guard Self.drain(parent, into: &output, limit: outputLimit) else {
-                Spawn.stop(pid)
+                Spawn.end(pid, polling: Self.poll, on: clock, executor: executor)
                 return .overflowed
             }
             if let status = Spawn.reaped(pid) {
                 let complete = Self.drain(parent, into: &output, limit: outputLimit)
                 // What it left running in the background goes with it.
-                kill(-pid, SIGKILL)
+                Spawn.endLeftovers(of: pid, polling: Self.poll, on: clock, executor: executor)
                 return complete ? .exited(status: status, output: output) : .overflowed
             }
             guard (try? await clock.sleep(for: Self.poll)) != nil else {
-                Spawn.stop(pid)
+                Spawn.end(pid, polling: Self.poll, on: clock, executor: executor)
                 return .cancelled
             }
         }

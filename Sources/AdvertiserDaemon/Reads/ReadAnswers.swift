@@ -51,14 +51,15 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
     /// The polls of the subscribed characteristics with `notify_every`.
     private var polls: [GATTCharacteristicID: Task<Void, Never>] = [:]
 
-    /// The programs of `services`, reporting to `port`, run by `runner`, timed on `clock`.
+    /// The programs of `services`, reporting to `port`, run by `runner` (nil: as bleadvd's
+    /// children, looked at on `executor`'s timers and reaped there), timed on `clock`.
     init(
-        services: [String: ConfiguredService], port: any ReadReporting, runner: any ProgramRunning = ProgramRunner(), clock: C,
+        services: [String: ConfiguredService], port: any ReadReporting, runner: (any ProgramRunning)? = nil, clock: C,
         logger: Logger, executor: EventLoop
     ) {
         self.entries = Self.entries(services)
         self.port = port
-        self.runner = runner
+        self.runner = runner ?? ProgramRunner(clock: LoopClock(on: executor), executor: executor)
         self.clock = clock
         self.logger = logger
         self.executor = executor
