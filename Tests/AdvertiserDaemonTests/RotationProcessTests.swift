@@ -7,10 +7,12 @@ import Testing
 /// more advertisements than slots take turns, and `bleadvctl status` says so.
 @Suite("More advertisements than slots, end to end", .timeLimit(.minutes(1)))
 struct RotationProcessTests {
-    /// Six advertisements for four slots: one of priority 10, five that take turns through three.
+    /// Six advertisements for four slots: one of priority 10, five that take turns through three,
+    /// 5 s a turn: two looks at the stand-in a turn apart never straddle two turns, even on a
+    /// loaded machine (with 2 s, one run beside two builds saw two advertisements change).
     static let config = """
         [slots]
-        rotate_seconds = 2
+        rotate_seconds = 5
         [advertisement.beacon]
         priority = 10
         type = "broadcast"
@@ -42,7 +44,7 @@ struct RotationProcessTests {
         let first = try await held(on: bus)
 
         var second = first
-        try await eventually("a turn", within: .seconds(10)) {
+        try await eventually("a turn", within: .seconds(15)) {
             second = try await held(on: bus)
             return second.count == 4 && second != first
         }

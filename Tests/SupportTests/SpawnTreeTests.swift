@@ -86,16 +86,16 @@ struct SpawnTreeTests {
         #expect(read(socket, &byte, 1) == 1)
         let tracer = Process()
         tracer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        tracer.arguments = ["python3", "-c", "import ctypes, time; ctypes.CDLL(None).ptrace(0x4206, \(pid), None, None); time.sleep(2)"]
+        tracer.arguments = ["python3", "-c", "import ctypes, time; ctypes.CDLL(None).ptrace(0x4206, \(pid), None, None); time.sleep(60)"]
         try tracer.run()
-        defer { tracer.terminate() }
+        defer { kill(tracer.processIdentifier, SIGKILL) }
         try await eventually("the program is traced") { Self.tracer(of: pid) != 0 }
         let executor = CountingExecutor()
 
         let status = Spawn.end(pid, polling: .milliseconds(5), on: ContinuousClock(), executor: executor)
 
         #expect(status == nil)
-        tracer.terminate()
+        kill(tracer.processIdentifier, SIGKILL)
         try await eventually("the program is reaped") { access("/proc/\(pid)", F_OK) != 0 }
         #expect(executor.jobs.withLock { $0 } > 0)
     }

@@ -98,15 +98,17 @@ payloads=(
   "$(printf 'hunter22"\r\nterminate' | od -v -An -tx1 | tr -d ' \n')"
   "68756e74657200323232"
 )
+# The client drops its link after each failed command (as Home Assistant's does), and the
+# authorization ends with it (#78): each is authorized again.
 steps=()
-for payload in "${payloads[@]}"; do steps+=("provision-hex:$ssid:$payload"); done
+for payload in "${payloads[@]}"; do steps+=(authorize "provision-hex:$ssid:$payload"); done
 long=$(python3 -c 'import sys
 ssid, password = sys.argv[1].encode(), b"a" * 200
 data = bytes([len(ssid)]) + ssid + bytes([len(password)]) + password
 head = bytes([1, len(data)]) + data
 print((head + bytes([sum(head) & 0xFF])).hex())' "$ssid")
-steps+=("raw:$long")
-out=$(improv_client "$address" authorize "${steps[@]}")
+steps+=(authorize "raw:$long")
+out=$(improv_client "$address" "${steps[@]}")
 echo "$out" | sed -E 's/raw [0-9a-f]{40,}/raw (a frame with 200 bytes of password)/; s/^/    /'
 refused=$(grep -c "provisioning $ssid failed: UNABLE_TO_CONNECT" <<< "$out" || true)
 [[ "$refused" == "${#payloads[@]}" ]] || fail "$refused of ${#payloads[@]} such passwords were refused"
@@ -119,7 +121,7 @@ echo "    wpa_supplicant's networks and saved config unchanged: $(wpa_cli -i "$s
 
 echo "4. a wrong password, then the right one"
 since=$(date '+%Y-%m-%d %H:%M:%S')
-out=$(improv_client "$address" "provision:$ssid:wrong-password-1" state "provision:$ssid:$password")
+out=$(improv_client "$address" authorize "provision:$ssid:wrong-password-1" state authorize "provision:$ssid:$password")
 echo "$out" | sed 's/^/    /'
 expect_line "provisioning $ssid failed: UNABLE_TO_CONNECT" "$out"
 bleadvd_journal "$since" | grep "improv:" | sed 's/^/    journal: /'
