@@ -3,6 +3,7 @@ import AdvertiserDaemon
 import DBus
 import Foundation
 import Logging
+import Peripheral
 import PeripheralBlueZ
 import PeripheralMocks
 import TestSupport
@@ -176,6 +177,89 @@ struct PolicyTests {
 
         #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(result.errors)")
         #expect(session.mock.calls.removedBonds.isEmpty)
+    }
+
+    // MARK: Who is connected
+
+    /// The signals that say who is connected: a link's start, what it carries, a subscription,
+    /// its end.
+    static let linkSignals = Set([ControlAPI.Signal.connected, .linkChanged, .subscription, .disconnected].map(\.name))
+
+    /// `gdbus monitor` as `user`: a plain subscriber (an AddMatch for the daemon's signals; no
+    /// eavesdropping, no monitor), returned once it printed who owns the daemon's name, when its
+    /// match is in place (the bus takes a connection's messages in order).
+    func listener(_ session: DaemonSession, as user: String) async throws -> Child {
+        let child = try Child("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/gdbus", "monitor", "--address", try session.bus.address,
+                                                    "--dest", ControlAPI.busName])
+        while try await !PrivateBus.line(from: child.stdout).contains("is owned by") {}
+        return child
+    }
+
+    /// The members of the daemon's signals `listener` prints, up to and including `last`.
+    func members(from listener: Child, until last: String) async throws -> [String] {
+        var members: [String] = []
+        while members.last != last {
+            let line = try await PrivateBus.line(from: listener.stdout)
+            if let match = line.firstMatch(of: #/org\.bleadvd\.Advertiser1\.(\w+) /#) { members.append(String(match.1)) }
+        }
+        return members
+    }
+
+    /// One central's link on the mock, each step once the last was announced to `witness` (a
+    /// listener that may hear them): up, a read with its MTU, a subscription, its end.
+    func linkLife(_ session: DaemonSession, heardBy witness: Child) async throws -> [String] {
+        let phone = "AA:BB:CC:DD:EE:01", level = GATTCharacteristicID(service: "power", characteristic: "level")
+        session.mock.emit(.connected(central: phone, adapter: "hci0"))
+        var heard = try await members(from: witness, until: "Connected")
+        session.mock.emit(.gatt(GATTEvent(level, .read, central: phone, mtu: 185)))
+        heard += try await members(from: witness, until: "LinkChanged")
+        session.mock.emit(.gatt(GATTEvent(level, .subscribed, central: phone)))
+        heard += try await members(from: witness, until: "Subscription")
+        session.mock.emit(.disconnected(central: phone, adapter: "hci0"))
+        heard += try await members(from: witness, until: "Disconnected")
+        return heard
+    }
+
+    @Test("a local user outside root and group bleadvd listening to the daemon hears none of a link's signals (Connected, LinkChanged, Subscription, Disconnected), which root hears: who is connected is the owner's business",
+          .timeLimit(.minutes(1)))
+    func othersDoNotHearWhoIsConnected() async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let root = try await listener(session, as: "root")
+        let stranger = try await listener(session, as: "nobody")
+        defer { root.kill(SIGTERM); stranger.kill(SIGTERM) }
+
+        let rootHeard = try await linkLife(session, heardBy: root)
+        // A StateChanged, which everyone hears, after them: the stranger heard whatever it was let.
+        try await session.daemon.on(["door"])
+        let strangerHeard = try await members(from: stranger, until: "StateChanged")
+
+        #expect(Set(rootHeard) == Self.linkSignals, "\(rootHeard)")
+        #expect(strangerHeard == ["StateChanged"])
+    }
+
+    /// The policy with the section for `section` (`group="bleadvd"`, `user="bleadvd"`) naming
+    /// `nobody`'s instead (`nogroup`, `nobody`): what the section grants.
+    static func policy(giving section: String, to replacement: String) throws -> String {
+        let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
+            .replacingOccurrences(of: "<policy \(section)>", with: "<policy \(replacement)>")
+        guard policy.contains("<policy \(replacement)>") else { throw TestFailure("the policy has no section <policy \(section)>") }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID()).conf").path
+        try policy.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @Test("a member of group bleadvd, and user bleadvd, listening to the daemon hear each of a link's signals",
+          .timeLimit(.minutes(1)), arguments: [("group=\"bleadvd\"", "group=\"nogroup\""), ("user=\"bleadvd\"", "user=\"nobody\"")])
+    func groupAndUserHearWhoIsConnected(section: String, nobodys: String) async throws {
+        let file = try Self.policy(giving: section, to: nobodys)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+        let member = try await listener(session, as: "nobody")
+        defer { member.kill(SIGTERM) }
+
+        let heard = try await linkLife(session, heardBy: member)
+
+        #expect(Set(heard) == Self.linkSignals, "\(heard)")
     }
 
     // MARK: What user bleadvd may call of BlueZ's
