@@ -87,7 +87,8 @@ public enum ControlAPI {
         public enum Access: Hashable, Sendable, CaseIterable {
             /// Everyone: it only reads what is on air.
             case everyone
-            /// Root, the group `bleadvd` and the daemon's own user: it changes what is on air.
+            /// Root, the group `bleadvd` and the daemon's own user: it changes what is on air, or
+            /// shows what is the owner's business (who is connected, secured values).
             case group
             /// Root alone: it lets a central in, or reaches the box's bonds or its network
             /// (pairing, confirming, bonds, forgetting, adopting, authorizing Improv).
@@ -120,7 +121,9 @@ public enum ControlAPI {
         /// numeric-comparison window, not confirmed) and `failed` (no bond within the time: a
         /// wrong code, or the central gave up).
         case pairing = "Pairing"
-        /// `Connected(s central, s adapter)`: a central's link with the adapter came up.
+        /// `Connected(s central, s adapter)`: a central's link with the adapter came up. Who is
+        /// connected is the owner's business: the bus policy lets root, bleadvd's user and group
+        /// `bleadvd` alone receive it, `Disconnected`, `LinkChanged` and `Subscription`.
         case connected = "Connected"
         /// `Disconnected(s central, s adapter, s reason)`: it ended; `reason` says why when
         /// bleadvd ended it (`max_centrals`, idle, `Disconnect`), and is empty otherwise.

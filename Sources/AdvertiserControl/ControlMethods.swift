@@ -211,9 +211,10 @@ extension ControlAPI.Method {
     /// `Centrals() -> a{sa{sv}}`: the centrals connected now, by address: `adapter` s,
     /// `since_seconds` d, `idle_seconds` d (since its last read, write or subscription), and
     /// when known `bonded` b and `mtu` q (the link's ATT MTU, from its last read or write).
+    /// Who is connected is the owner's business: root, bleadvd's user and group `bleadvd`.
     public static let centrals = Self(
         "Centrals", of: (any CentralsControl).self, outputs: [DBusArgument("centrals", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))],
-        access: .everyone
+        access: .group
     ) { target in
         { _ in
             let centrals = await target.centrals()

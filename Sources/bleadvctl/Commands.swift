@@ -271,7 +271,7 @@ extension Failure {
             self.init(code: Self.notRunning, message: "bleadvd is not running (no \(ControlAPI.busName) on the system bus); start it with: systemctl start bleadvd")
         case .accessDenied:
             // One line of our own: the bus's text names the caller's command line and the rule.
-            self.init(code: Self.failed, message: "permission denied by bleadvd's bus policy: root may do everything, members of group bleadvd on, off, set and reload, everyone status")
+            self.init(code: Self.failed, message: "permission denied by bleadvd's bus policy: root may do everything, members of group bleadvd on, off, set and reload, event, watch's secured values and centrals, everyone status")
         case .noReply:
             self.init(code: Self.failed, message: "bleadvd did not answer in time: \(error.message)")
         case ControlAPI.configError:

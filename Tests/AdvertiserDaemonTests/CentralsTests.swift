@@ -78,17 +78,60 @@ struct CentralsTests {
         #expect(h.mock.calls.bondQueries.isEmpty)
     }
 
-    @Test("bonded is BlueZ's answer when the centrals are listed: a central that bonded during its link is listed bonded")
+    @Test("bonded is BlueZ's answer when the centrals are listed: a central that bonded during its link is listed bonded a second later")
     func bondedAskedWhenListed() async throws {
         let h = try Harness()
         await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
         let before = await h.centrals.centrals().first?.bonded
 
         h.mock.scriptBonds(.always(.success([Bond(central: Self.tablet, name: nil)])))
+        h.clock.advance(by: .seconds(1))
         let after = await h.centrals.centrals().first?.bonded
 
         #expect(before == false)
         #expect(after == true)
+    }
+
+    @Test("a thousand listings within a second ask BlueZ for the bonds once: the rest are answered from what bleadvd knows")
+    func listingsAskBlueZOncePerSecond() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+
+        var listed: [[CentralState]] = []
+        for _ in 0..<1_000 { listed.append(await h.centrals.centrals()) }
+
+        #expect(h.mock.calls.bondQueries.count == 1)
+        #expect(Set(listed.map { $0.map(\.bonded) }) == [[true]])
+    }
+
+    @Test("a listing a second after BlueZ was last asked for the bonds asks it again, and none sooner")
+    func listingAfterASecondAsksAgain() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        _ = await h.centrals.centrals()
+        h.clock.advance(by: .milliseconds(999))
+        _ = await h.centrals.centrals()
+
+        h.clock.advance(by: .milliseconds(1))
+        _ = await h.centrals.centrals()
+
+        #expect(h.mock.calls.bondQueries == ["hci0", "hci0"])
+    }
+
+    @Test("a listing while BlueZ has not answered the last read of the bonds asks it nothing, however long that takes; before BlueZ's first answer, bonded is unknown")
+    func listingDuringAReadAsksNothing() async throws {
+        let h = try Harness()
+        h.mock.scriptBonds(.hangs)
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        let reading = Task { await h.centrals.centrals() }
+        defer { reading.cancel() }
+        try await eventually("the first listing asked BlueZ") { h.mock.calls.bondQueries.count == 1 }
+        h.clock.advance(by: .seconds(5))
+
+        let listed = await h.centrals.centrals()
+
+        #expect(h.mock.calls.bondQueries.count == 1)
+        #expect(listed.map(\.bonded) == [nil])
     }
 
     @Test("a central beyond max_centrals is disconnected at once, and the journal and its Disconnected say why")

@@ -3,6 +3,7 @@ import AdvertiserDaemon
 import DBus
 import Foundation
 import Logging
+import Peripheral
 import PeripheralBlueZ
 import PeripheralMocks
 import TestSupport
@@ -176,6 +177,115 @@ struct PolicyTests {
 
         #expect(result.errors.contains("org.freedesktop.DBus.Error.AccessDenied"), "\(result.errors)")
         #expect(session.mock.calls.removedBonds.isEmpty)
+    }
+
+    // MARK: Who is connected
+
+    /// The signals that say who is connected: a link's start, what it carries, a subscription,
+    /// its end.
+    static let linkSignals = Set([ControlAPI.Signal.connected, .linkChanged, .subscription, .disconnected].map(\.name))
+
+    /// `gdbus monitor` as `user` on the daemon's unique name: a plain subscriber (an AddMatch
+    /// for the daemon's signals; no eavesdropping, no monitor), started. Its match may not be in
+    /// place yet when it prints who owns the name (it lost a `Connected` 1 run in 3): see
+    /// ``prime(_:_:)``.
+    func listener(_ session: DaemonSession, as user: String) async throws -> Child {
+        let daemon = try #require(try await session.connection?.nameOwner(ControlAPI.busName))
+        let child = try Child("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/gdbus", "monitor", "--address", try session.bus.address,
+                                                    "--dest", daemon])
+        while try await !PrivateBus.line(from: child.stdout).contains("is owned by") {}
+        return child
+    }
+
+    /// Turns `door` on and off until each of `listeners` printed a StateChanged, which everyone
+    /// receives: their match rules are in place.
+    func prime(_ session: DaemonSession, _ listeners: Child...) async throws {
+        let toggling = Task {
+            var on = true
+            while !Task.isCancelled {
+                try? await on ? session.daemon.on(["door"]) : session.daemon.off(["door"])
+                on.toggle()
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { toggling.cancel() }
+        for listener in listeners { _ = try await signals(from: listener, until: "StateChanged") }
+    }
+
+    /// The daemon's signals `listener` prints (`Connected ('AA:…', 'hci0')`), up to and
+    /// including the first that begins with `last`.
+    func signals(from listener: Child, until last: String) async throws -> [String] {
+        var signals: [String] = []
+        while !(signals.last?.hasPrefix(last) ?? false) {
+            let line = try await PrivateBus.line(from: listener.stdout)
+            if let match = line.firstMatch(of: #/org\.bleadvd\.Advertiser1\.(.+)$/#) { signals.append(String(match.1)) }
+        }
+        return signals
+    }
+
+    /// The link signals among `signals`, by member.
+    static func links(_ signals: [String]) -> Set<String> {
+        Set(signals.compactMap { $0.split(separator: " ").first.map(String.init) }.filter(linkSignals.contains))
+    }
+
+    /// One central's link on the mock, each step once the last was announced to `witness` (a
+    /// primed listener that may hear them): up, a read with its MTU, a subscription, its end.
+    func linkLife(_ session: DaemonSession, heardBy witness: Child) async throws -> [String] {
+        let phone = "AA:BB:CC:DD:EE:01", level = GATTCharacteristicID(service: "power", characteristic: "level")
+        session.mock.emit(.connected(central: phone, adapter: "hci0"))
+        var heard = try await signals(from: witness, until: "Connected")
+        session.mock.emit(.gatt(GATTEvent(level, .read, central: phone, mtu: 185)))
+        heard += try await signals(from: witness, until: "LinkChanged")
+        session.mock.emit(.gatt(GATTEvent(level, .subscribed, central: phone)))
+        heard += try await signals(from: witness, until: "Subscription")
+        session.mock.emit(.disconnected(central: phone, adapter: "hci0"))
+        heard += try await signals(from: witness, until: "Disconnected")
+        return heard
+    }
+
+    @Test("a local user outside root and group bleadvd listening to the daemon hears none of a link's signals (Connected, LinkChanged, Subscription, Disconnected), which root hears: who is connected is the owner's business",
+          .timeLimit(.minutes(1)))
+    func othersDoNotHearWhoIsConnected() async throws {
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let root = try await listener(session, as: "root")
+        let stranger = try await listener(session, as: "nobody")
+        defer { root.kill(SIGTERM); stranger.kill(SIGTERM) }
+        try await prime(session, root, stranger)
+
+        let rootHeard = try await linkLife(session, heardBy: root)
+        // heart's StateChanged, which everyone hears, after them: the stranger heard by then
+        // whatever it was let.
+        try await session.daemon.off(["heart"])
+        let strangerHeard = try await signals(from: stranger, until: "StateChanged ('heart'")
+
+        #expect(Self.links(rootHeard) == Self.linkSignals, "\(rootHeard)")
+        #expect(Self.links(strangerHeard) == [], "\(strangerHeard)")
+    }
+
+    /// The policy with the section for `section` (`group="bleadvd"`, `user="bleadvd"`) naming
+    /// `nobody`'s instead (`nogroup`, `nobody`): what the section grants.
+    static func policy(giving section: String, to replacement: String) throws -> String {
+        let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
+            .replacingOccurrences(of: "<policy \(section)>", with: "<policy \(replacement)>")
+        guard policy.contains("<policy \(replacement)>") else { throw TestFailure("the policy has no section <policy \(section)>") }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID()).conf").path
+        try policy.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    @Test("a member of group bleadvd, and user bleadvd, listening to the daemon hear each of a link's signals",
+          .timeLimit(.minutes(1)), arguments: [("group=\"bleadvd\"", "group=\"nogroup\""), ("user=\"bleadvd\"", "user=\"nobody\"")])
+    func groupAndUserHearWhoIsConnected(section: String, nobodys: String) async throws {
+        let file = try Self.policy(giving: section, to: nobodys)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+        let member = try await listener(session, as: "nobody")
+        defer { member.kill(SIGTERM) }
+        try await prime(session, member)
+
+        let heard = try await linkLife(session, heardBy: member)
+
+        #expect(Self.links(heard) == Self.linkSignals, "\(heard)")
     }
 
     // MARK: What user bleadvd may call of BlueZ's

@@ -24,9 +24,10 @@ protocol NotifiedLengths: AnyObject, Sendable {
 }
 
 /// The centrals connected to the adapters, a component of the daemon: who is connected since
-/// when, bonded or not (asked of BlueZ when someone lists them, never at a link's start, while
-/// bluetoothd sets the link up and the central discovers), the link's MTU as its reads and
-/// writes show it, what it subscribed to, and when each last did something. It announces each
+/// when, bonded or not (asked of BlueZ when someone lists them, at most once a second whoever
+/// asks, never at a link's start, while bluetoothd sets the link up and the central
+/// discovers), the link's MTU as its reads and writes show it, what it subscribed to, and
+/// when each last did something. It announces each
 /// link's start, what it carries (MTU, cuts), each subscription and its end, ends a link on
 /// request (`Disconnect`), ends one beyond `max_centrals` at once and one idle past
 /// `idle_disconnect_seconds`.
@@ -59,6 +60,16 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     private var lengths: [GATTCharacteristicID: Int] = [:]
     /// The idle timer: one task, sleeping until the earliest link's idle time runs out.
     private var idleTimer: Task<Void, Never>?
+    /// The bonded centrals of each adapter, as BlueZ last said (an adapter it did not answer for
+    /// is missing).
+    private var bonded: [String: Set<String>] = [:]
+    /// When the last read of the bonds began; nil before the first.
+    private var bondsRead: C.Instant?
+    /// Whether a read of the bonds is under way.
+    private var readingBonds = false
+    /// The least time between two reads of the bonds: each is a `GetManagedObjects` of BlueZ,
+    /// which took 1.0–1.4 s while links were set up, so listings do not each cost one.
+    static var bondsInterval: Duration { .seconds(1) }
 
     init(config: CentralsConfig, manager: any PeripheralManaging, port: any CentralsAnnouncing, clock: C, logger: Logger, executor: EventLoop) {
         self.config = config
@@ -73,11 +84,10 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
 
     // MARK: CentralsControl
 
+    /// The links, from what bleadvd knows; bonded as BlueZ said at the last read of the bonds,
+    /// made now when none began within ``bondsInterval`` and none is under way.
     func centrals() async -> [CentralState] {
-        var bonded: [String: Set<String>] = [:]
-        for adapter in Set(links.values.map(\.adapter)) {
-            if let bonds = try? await manager.bonds(adapter: adapter) { bonded[adapter] = Set(bonds.map(\.central)) }
-        }
+        await readBondsIfDue()
         let now = clock.now
         return links.map { address, link in
             CentralState(
@@ -86,6 +96,22 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
                 mtu: link.mtu, idleSeconds: Daemon<C>.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted(),
                 subscribed: link.subscribed.map(\.description).sorted())
         }
+    }
+
+    /// Asks BlueZ for the bonds of the adapters with links, unless a read is under way or one
+    /// began less than ``bondsInterval`` ago: at most one read a second, whoever lists.
+    private func readBondsIfDue() async {
+        let now = clock.now
+        let adapters = Set(links.values.map(\.adapter))
+        guard !adapters.isEmpty, !readingBonds, bondsRead.map({ $0.duration(to: now) >= Self.bondsInterval }) ?? true else { return }
+        readingBonds = true
+        bondsRead = now
+        defer { readingBonds = false }
+        var read: [String: Set<String>] = [:]
+        for adapter in adapters.sorted() {
+            if let bonds = try? await manager.bonds(adapter: adapter) { read[adapter] = Set(bonds.map(\.central)) }
+        }
+        bonded = read
     }
 
     func disconnect(_ central: String) async throws(PeripheralError) {
