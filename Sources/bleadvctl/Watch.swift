@@ -27,8 +27,10 @@ extension Bleadvctl {
                 one JSON object ({"event": "written", "service", "characteristic", "value", \
                 "central"}). Text is escaped; lines are written as they happen.
 
-                The values of secured characteristics (security is not "none") are shown to \
-                root and to group bleadvd alone; anyone else sees their writes without the value.
+                Links, subscriptions and writes (each names its central: who is connected is \
+                the owner's business), and the values of secured characteristics (security is \
+                not "none"), are shown to root and to group bleadvd alone: the bus gives them \
+                to no one else.
 
                 Example, a script that acts on a phone's write:
                   bleadvctl watch --json | while read -r line; do ...; done
@@ -76,7 +78,7 @@ extension Bleadvctl {
             } catch let error as DBusError where error.name == .serviceUnknown || error.name == .nameHasNoOwner {
                 throw Failure(dbus: error)
             } catch let error as DBusError where error.name == .accessDenied || error.name == ControlAPI.errorName(.accessDenied) {
-                printError("the values of secured characteristics are left out: they are shown to root and group bleadvd alone")
+                printError("links, writes and the values of secured characteristics are left out: they are shown to root and group bleadvd alone")
                 return false
             } catch let error as DBusError {
                 // A limit met (four a user): said, as bleadvd words it.

@@ -182,8 +182,31 @@ struct PolicyTests {
     // MARK: Who is connected
 
     /// The signals that say who is connected: a link's start, what it carries, a subscription,
-    /// its end.
-    static let linkSignals = Set([ControlAPI.Signal.connected, .linkChanged, .subscription, .disconnected].map(\.name))
+    /// a write (it names the central), its end.
+    static let linkSignals = Set([ControlAPI.Signal.connected, .linkChanged, .subscription, .written, .disconnected].map(\.name))
+
+    /// The session's config with a characteristic a central may write: `dial.level`.
+    static let writable = DaemonSession.config + """
+
+        [service.dial]
+        uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
+
+        [service.dial.characteristic.level]
+        uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
+        format = "uint8"
+        flags = ["read", "write"]
+        value = 0
+        """
+
+    /// A session on `bus` with ``writable``'s application registered.
+    func linkSession(_ bus: PrivateBus) async throws -> DaemonSession {
+        try await DaemonSession(config: Self.writable, bus: bus) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+            mock.scriptUpdateValue(.always(.success(())))
+        }
+    }
 
     /// `gdbus monitor` as `user` on the daemon's unique name: a plain subscriber (an AddMatch
     /// for the daemon's signals; no eavesdropping, no monitor), started. Its match may not be in
@@ -229,24 +252,27 @@ struct PolicyTests {
     }
 
     /// One central's link on the mock, each step once the last was announced to `witness` (a
-    /// primed listener that may hear them): up, a read with its MTU, a subscription, its end.
+    /// primed listener that may hear them): up, a read with its MTU, a subscription, a write,
+    /// its end.
     func linkLife(_ session: DaemonSession, heardBy witness: Child) async throws -> [String] {
-        let phone = "AA:BB:CC:DD:EE:01", level = GATTCharacteristicID(service: "power", characteristic: "level")
+        let phone = "AA:BB:CC:DD:EE:01", level = GATTCharacteristicID(service: "dial", characteristic: "level")
         session.mock.emit(.connected(central: phone, adapter: "hci0"))
         var heard = try await signals(from: witness, until: "Connected")
         session.mock.emit(.gatt(GATTEvent(level, .read, central: phone, mtu: 185)))
         heard += try await signals(from: witness, until: "LinkChanged")
         session.mock.emit(.gatt(GATTEvent(level, .subscribed, central: phone)))
         heard += try await signals(from: witness, until: "Subscription")
+        session.mock.emit(.gatt(GATTEvent(level, .written([7], .number(7)), central: phone)))
+        heard += try await signals(from: witness, until: "Written")
         session.mock.emit(.disconnected(central: phone, adapter: "hci0"))
         heard += try await signals(from: witness, until: "Disconnected")
         return heard
     }
 
-    @Test("a local user outside root and group bleadvd listening to the daemon hears none of a link's signals (Connected, LinkChanged, Subscription, Disconnected), which root hears: who is connected is the owner's business",
+    @Test("a local user outside root and group bleadvd listening to the daemon hears none of a link's signals (Connected, LinkChanged, Subscription, Written, Disconnected), which root hears: who is connected is the owner's business",
           .timeLimit(.minutes(1)))
     func othersDoNotHearWhoIsConnected() async throws {
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await linkSession(try PrivateBus(systemPolicy: [Self.policy]))
         let root = try await listener(session, as: "root")
         let stranger = try await listener(session, as: "nobody")
         defer { root.kill(SIGTERM); stranger.kill(SIGTERM) }
@@ -278,7 +304,7 @@ struct PolicyTests {
     func groupAndUserHearWhoIsConnected(section: String, nobodys: String) async throws {
         let file = try Self.policy(giving: section, to: nobodys)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+        let session = try await linkSession(try PrivateBus(systemPolicy: [file]))
         let member = try await listener(session, as: "nobody")
         defer { member.kill(SIGTERM) }
         try await prime(session, member)

@@ -244,6 +244,6 @@ struct SecuredValuesTests {
 
         #expect(line == "written lamp label  AA:BB:CC:DD:EE:FF")
         let errors = String(decoding: watch.stderr!.readToEndRetrying(), as: UTF8.self)
-        #expect(errors.contains("bleadvctl: the values of secured characteristics are left out: they are shown to root and group bleadvd alone"))
+        #expect(errors.contains("bleadvctl: links, writes and the values of secured characteristics are left out: they are shown to root and group bleadvd alone"))
     }
 }
