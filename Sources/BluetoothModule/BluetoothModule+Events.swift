@@ -18,7 +18,7 @@ extension BluetoothModule {
         try? await exclusively {
             switch event {
             // A central in radio range decides how often these come.
-            case .gatt, .paired, .connected, .disconnected: logger.debug("event: \(event)")
+            case .gatt, .paired, .bondEnded, .connected, .disconnected: logger.debug("event: \(event)")
             case .pairable(let adapter, true):
                 // bleadvd owns Pairable while its agent is registered: on outside a window
                 // (another program's, any local user may by BlueZ's policy) is put back.
@@ -85,7 +85,7 @@ extension BluetoothModule {
                 links[adapter] = nil
                 relinkAt[adapter] = nil
                 await lastLinkEnded(on: adapter)
-            case .paired, .gatt, .pairable:
+            case .paired, .bondEnded, .gatt, .pairable:
                 break  // a write is kept above; what else centrals do changes nothing here
             case .released(let id):
                 guard let key = registrations.key(of: id) else { return }

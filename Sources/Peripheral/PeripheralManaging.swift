@@ -80,6 +80,11 @@ public enum PeripheralEvent: Hashable, Sendable {
     case gatt(GATTEvent)
     /// A central finished pairing with an adapter (its address, the adapter).
     case paired(central: String, adapter: String)
+    /// A central's bond with an adapter ended in BlueZ, by whoever ended it (any local user may,
+    /// by Debian's BlueZ policy): its device was removed, or it was unpaired (its address, the
+    /// adapter, how). A device object that goes with its adapter or its bluetoothd is no such
+    /// end: BlueZ keeps that bond.
+    case bondEnded(central: String, adapter: String, BondEnd)
     /// A link with an adapter came up (the other side's address, the adapter): a connection
     /// from one of the adapter's connectable advertisements, which takes advertising off air
     /// (the controller ends the set it came from; a controller without extended advertising
@@ -92,6 +97,14 @@ public enum PeripheralEvent: Hashable, Sendable {
     /// An adapter's `Pairable` changed (by bleadvd, or by any other program: BlueZ's signal
     /// does not say who).
     case pairable(adapter: String, Bool)
+}
+
+/// How a bond ended in BlueZ (``PeripheralEvent/bondEnded(central:adapter:_:)``).
+public enum BondEnd: String, Hashable, Sendable {
+    /// Its device was removed (`Adapter1.RemoveDevice`), keys and all.
+    case removed
+    /// It was unpaired: the device's `Paired` (or `Bonded`) turned false.
+    case unpaired
 }
 
 /// What the domain needs from a Bluetooth stack to keep advertisements on air. The Linux

@@ -6,7 +6,9 @@ extension BlueZPeripheralManager {
     /// What BlueZ says on the bus, as `PeripheralEvent`s: bluetoothd leaving and coming back
     /// (`NameOwnerChanged`), adapters that can advertise appearing and going
     /// (`InterfacesAdded`/`InterfacesRemoved` of `LEAdvertisingManager1`), `Powered` changes,
-    /// a central's `Paired` turning true and its `Connected` changing, and `Release` of one of our advertisements. All come through one subscription, so they keep
+    /// a central's `Paired` turning true and its `Connected` changing, a bond's end (a device
+    /// removed while its adapter stays, its `Paired` or `Bonded` turning false), and `Release`
+    /// of one of our advertisements. All come through one subscription, so they keep
     /// the bus's order, and each names the bluetoothd it came from: the owner changes here, in
     /// that order, and calls go to the owner announced last. When the bus connection ends, a
     /// last `bluezVanished` and the stream ends.
@@ -113,6 +115,27 @@ extension BlueZPeripheralManager {
         }
     }
 
+    /// Whether `adapter` stays after `generation` removed the device object of `central`, so
+    /// that the removal ended a bond: bluetoothd removes every device object of an adapter that
+    /// goes (unplugged; src/adapter.c, adapter_remove) and keeps their bonds, and in the same
+    /// turn its advertising manager, which its answer then no longer lists. Asked only about a
+    /// central the manager admits (``admits``): the others' objects come and go with every scan,
+    /// and each answer lists them all. No answer (bluetoothd is leaving) is no end either.
+    private func adapterStays(_ adapter: String, removing central: String, of generation: StackGeneration) async -> Bool {
+        guard admits(central), let adapterPath = try? BlueZ.adapterPath(adapter) else { return false }
+        do {
+            let reply = try await callBlueZ(
+                on: generation, path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .registration(.agent))
+            return (reply[0].dictionaryEntries ?? []).contains { entry in
+                entry.key.objectPath == adapterPath
+                    && entry.value.dictionaryEntries?.contains { $0.key.string == BlueZ.advertisingManagerInterface } == true
+            }
+        } catch {
+            logger.debug("\(central)'s device went from \(adapter), which bluetoothd did not show after: \(error)")
+            return false
+        }
+    }
+
     private func observe(_ message: DBusMessage) async {
         let body = message.body
         switch message.member {
@@ -141,6 +164,12 @@ extension BlueZPeripheralManager {
                   let interfaces = body[1].dictionaryEntries?.compactMap(\.key.string),
                   interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
             publish(.adapterAdded(name, bluetoothd!))
+        // A device removed: a bond's end when its adapter stays (RemoveDevice, by anyone).
+        case "InterfacesRemoved" where body.count == 2 && body[0].objectPath.flatMap(BlueZ.device(at:)) != nil:
+            guard let device = body[0].objectPath.flatMap(BlueZ.device(at:)),
+                  body[1].stringArray?.contains(BlueZ.deviceInterface) == true,
+                  await adapterStays(device.adapter, removing: device.address, of: bluetoothd!) else { return }
+            publish(.bondEnded(central: device.address, adapter: device.adapter, .removed))
         case "InterfacesRemoved" where body.count == 2:
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].stringArray,
@@ -150,13 +179,17 @@ extension BlueZPeripheralManager {
             await linksEnded(on: name)
             publish(.adapterRemoved(name, generation))
         case DBusProperties.changed where body.count >= 2 && body[0].string == BlueZ.deviceInterface:
-            // A central that finished pairing (its Paired turns true), whose link came up or
-            // ended (Connected turns true or false).
+            // A central that finished pairing (its Paired turns true) or was unpaired (Paired or
+            // Bonded turns false: btmgmt unpair, say), whose link came up or ended (Connected
+            // turns true or false).
             guard let path = message.path, let device = BlueZ.device(at: path), let changed = body[1].variantDictionary else { return }
             let paired = changed["Paired"]?.boolean
             if paired == true {
                 if links[device.adapter]?[device.address] != nil { linked(device.address, on: device.adapter, bonded: true) }
                 publish(.paired(central: device.address, adapter: device.adapter))
+            }
+            if paired == false || changed["Bonded"]?.boolean == false {
+                publish(.bondEnded(central: device.address, adapter: device.adapter, .unpaired))
             }
             switch changed["Connected"]?.boolean {
             case true?:

@@ -181,8 +181,9 @@ struct Bleadvd: ParsableCommand {
             config: settings, configPath: config, adapter: adapter,
             manager: BlueZPeripheralManager(connection: connection, logger: logger, admits: { central in
                 // Secured characteristics go to the centrals bonded in bleadvd's windows (or
-                // adopted by root) alone: BlueZ lets any local user make a bond.
-                (try? BondRecord(directory: state).centrals().contains(central)) ?? false
+                // adopted by root), while BlueZ keeps the bond, alone: BlueZ lets any local user
+                // make a bond, and end one.
+                BondRecord(directory: state).admits(central)
             }), bus: DBusControlBus(connection: connection),
             clock: LoopClock(on: loop), notifier: SystemdNotifier(environment: environment),
             counters: CounterDirectory(path: state), bondRecord: BondRecord(directory: state),

@@ -2,6 +2,7 @@
 import AdvertiserConfig
 import BluetoothModule
 import Events
+import Foundation
 import Logging
 import Peripheral
 import PeripheralMocks
@@ -28,15 +29,21 @@ struct PairingComponentTests {
     }
 
     /// A component over a mock whose agent registers, with `config`, its agent offered; and
-    /// the loop it runs on, which the test keeps.
+    /// the loop it runs on, which the test keeps. Its bonds are recorded in a scratch folder;
+    /// its journal lines are kept.
     struct Harness {
         let mock = MockPeripheralManager()
         let clock = ManualClock()
         let announcements = Announcements()
+        let logs = LogLines()
+        let folder: ScratchFolder
+        let record: BondRecord
         let loop: EventLoop
         let pairing: Component
 
         init(_ config: PairingConfig = PairingConfig(method: .justWorks, window: .seconds(60), attempts: 1)) async throws {
+            folder = try ScratchFolder("pairing")
+            record = BondRecord(directory: folder.url.appendingPathComponent("state").path)
             mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0")])))
             mock.scriptRegisterAgent(.always(.success(RegistrationID("/org/bleadvd/agent"))))
             mock.scriptUnregisterAgent(.always(.success(())))
@@ -46,9 +53,19 @@ struct PairingComponentTests {
             let module = BluetoothModule(manager: mock, clock: clock, auditDelay: nil)
             pairing = Pairing(
                 config: config, bondNeeded: true, configPath: "/etc/bleadvd.toml", module: module, clock: clock,
-                announcer: announcements, bondRecord: nil, logger: Logger(label: "test"), executor: loop)
+                announcer: announcements, bondRecord: record, logger: logs.logger(), executor: loop)
             await pairing.offer()
         }
+
+        /// `central` bonds in a window opened for it, as BlueZ tells it.
+        func bond(_ central: String) async throws {
+            _ = try await pairing.pair(for: 60, by: ":1.7")
+            _ = await pairing.decide(PairingRequest(central: central, .authorize))
+            await pairing.take(.paired(central: central, adapter: "hci0"))
+        }
+
+        /// The journal's lines about bonds that ended in BlueZ.
+        var bondsEnded: [String] { logs.all.filter { $0.contains("ended in BlueZ") } }
     }
 
     @Test("a window's events go through the port to its opener alone; a second opener's window tells the first it is over")
@@ -124,5 +141,62 @@ struct PairingComponentTests {
 
         #expect(await stranger.value == false)
         #expect(await owner.value)
+    }
+
+    @Test("a bonded central whose device is removed in BlueZ (by anyone) is no longer admitted to secured values, and the record no longer lists it")
+    func removedBondIsNoLongerAdmitted() async throws {
+        let h = try await Harness()
+        try await h.bond(Self.phone)
+        let admittedBefore = h.record.admits(Self.phone)
+
+        await h.pairing.take(.bondEnded(central: Self.phone, adapter: "hci0", .removed))
+
+        #expect(admittedBefore)
+        #expect(!h.record.admits(Self.phone))
+        #expect(try h.record.centrals() == [])
+    }
+
+    @Test("a bonded central unpaired in BlueZ is no longer admitted to secured values")
+    func unpairedBondIsNoLongerAdmitted() async throws {
+        let h = try await Harness()
+        try await h.bond(Self.phone)
+
+        await h.pairing.take(.bondEnded(central: Self.phone, adapter: "hci0", .unpaired))
+
+        #expect(!h.record.admits(Self.phone))
+    }
+
+    @Test("the journal says once that a bond ended in BlueZ, however many of BlueZ's signals tell it")
+    func endedBondIsLoggedOnce() async throws {
+        let h = try await Harness()
+        try await h.bond(Self.phone)
+
+        await h.pairing.take(.bondEnded(central: Self.phone, adapter: "hci0", .unpaired))
+        await h.pairing.take(.bondEnded(central: Self.phone, adapter: "hci0", .removed))
+
+        #expect(h.bondsEnded == ["notice: pairing: bond with \(Self.phone) ended in BlueZ (unpaired): no longer admitted"])
+    }
+
+    @Test("a central that pairs with the address of an ended bond outside a window (another program's agent) is refused secured values")
+    func impostorAfterAnEndedBondIsRefused() async throws {
+        let h = try await Harness()
+        try await h.bond(Self.phone)
+        await h.pairing.take(.bondEnded(central: Self.phone, adapter: "hci0", .removed))
+
+        await h.pairing.take(.paired(central: Self.phone, adapter: "hci0"))
+
+        #expect(!h.record.admits(Self.phone))
+        #expect(try h.record.centrals() == [])
+    }
+
+    @Test("the end of a bond bleadvd never admitted (a desktop's keyboard, a device seen in a scan) is not told in the journal")
+    func endOfAnotherBondIsNotTold() async throws {
+        let h = try await Harness()
+        try await h.bond(Self.phone)
+
+        await h.pairing.take(.bondEnded(central: "66:66:66:66:66:66", adapter: "hci0", .removed))
+
+        #expect(h.bondsEnded.isEmpty)
+        #expect(h.record.admits(Self.phone))
     }
 }

@@ -289,6 +289,19 @@ struct PairingTests {
         #expect(try session.bondRecord.centrals() == ["11:22:33:44:55:66"])
     }
 
+    @Test("BlueZ's word that a window's bond ended reaches pairing through the daemon: the record no longer lists the central")
+    func endedBondLeavesTheRecord() async throws {
+        let session = try await session()
+        try await window(session, seconds: 60)
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize))
+        session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
+        try await eventually("the bond is recorded") { try session.bondRecord.centrals() == [Self.phone] }
+
+        session.mock.emit(.bondEnded(central: Self.phone, adapter: "hci0", .removed))
+
+        try await eventually("the record no longer lists it") { try session.bondRecord.centrals().isEmpty }
+    }
+
     @Test("pair --adopt of a central that is not bonded is refused with exit 2, and the record is unchanged")
     func adoptUnbonded() async throws {
         let session = try await session()

@@ -195,6 +195,41 @@ struct BlueZPairingContractTests {
         #expect(try await events.next() == .paired(central: Self.phone, adapter: "hci0"))
     }
 
+    @Test("a bonded central whose device another program removes (any local user may call RemoveDevice) is a bond-ended event: removed")
+    func removedDeviceIsABondEnded() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(true)])
+        let stranger = try await DBusConnection.connect(to: .address(session.bus.address))
+
+        _ = try await stranger.call(
+            destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.Adapter1", member: "RemoveDevice", [.objectPath(try DBusObjectPath(Self.device))])
+
+        #expect(try await events.next() == .bondEnded(central: Self.phone, adapter: "hci0", .removed))
+    }
+
+    @Test("a bonded central whose Paired or Bonded turns false is a bond-ended event: unpaired", arguments: [["Paired", "Bonded"], ["Paired"], ["Bonded"]])
+    func unpairedIsABondEnded(turningFalse names: [String]) async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(true)])
+
+        try await session.control("Unpair", [.string("hci0"), .string(Self.phone), .array(.string, names.map { .string($0) })])
+
+        #expect(try await events.next() == .bondEnded(central: Self.phone, adapter: "hci0", .unpaired))
+    }
+
+    @Test("a bonded central's device object that goes with its adapter (unplugged: BlueZ keeps the bond) ends no bond")
+    func deviceGoneWithItsAdapterEndsNoBond() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(true)])
+
+        try await session.control("RemoveAdapter", [.string("hci0")])
+
+        #expect(try await events.next().anyGeneration == .adapterRemoved("hci0"))
+    }
+
     @Test("a central bluetoothd never saw, whose object appears connected, is a connected event")
     func newCentralConnectedIsAnEvent() async throws {
         let session = try await StandInSession()

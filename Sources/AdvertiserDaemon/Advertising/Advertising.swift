@@ -10,7 +10,7 @@ extension BluetoothModule: DaemonComponent {
     nonisolated func delivery(of event: PeripheralEvent) -> Delivery<PeripheralEvent> {
         switch event {
         case .gatt(let gatt): if case .written = gatt.kind { .now(event) } else { .pass }
-        case .paired: .pass
+        case .paired, .bondEnded: .pass
         default: .inTurn(event)
         }
     }

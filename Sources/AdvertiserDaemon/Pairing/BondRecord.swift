@@ -42,6 +42,13 @@ package struct BondRecord: Sendable {
         return centrals
     }
 
+    /// Whether `central` may use secured characteristics: the record lists it (a bond made in
+    /// one of bleadvd's windows, or adopted by root, that BlueZ has not ended since). A record
+    /// that cannot be read admits no one.
+    package func admits(_ central: String) -> Bool {
+        (try? centrals().contains(central)) ?? false
+    }
+
     /// Adds `central` (the newest); the oldest goes when there are ``most``.
     package func add(_ central: String) throws(PeripheralError) {
         var centrals = try centrals().filter { $0 != central }

@@ -18,7 +18,8 @@ package protocol PairingAnnouncing: Sendable {
 /// comparisons waiting for the opener's answer, and the window's timer. It sees the module (the
 /// agent, the adapter's `Pairable`, the bonds) and an announcing port, never the bus; the
 /// daemon runs it (``run()``), hands it the config (``reconfigure(_:bondNeeded:)``) and what
-/// centrals do (``centralPaired(_:)``); it serves the control API's pairing part itself.
+/// centrals do (``centralPaired(_:)``) and BlueZ ends (``bondEnded(_:_:)``); it serves the
+/// control API's pairing part itself.
 actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// How long a central that was let in has to finish pairing before it counts as failed.
     static var timeout: Duration { .seconds(30) }
@@ -47,6 +48,9 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     var window = PairingWindow<C.Instant>()
     /// Numeric comparisons waiting for `Confirm`, by central.
     var confirmations: [String: CheckedContinuation<Bool, Never>] = [:]
+    /// The centrals whose bonds ``forget(_:any:)`` is removing: BlueZ's word that they ended
+    /// is no news to the journal.
+    var forgetting: Set<String> = []
     /// The instant the timer is set for, if it is.
     var alarm = Alarm<C.Instant>()
     /// The instants the timer is asked for, which ``run()`` sleeps until.
@@ -198,6 +202,8 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
                 throw PeripheralError(.accessDenied, "\(address) did not bond in a bleadvd pairing window (a desktop's own pairing made it, say), so bleadvd leaves it; bleadvctl forget --any \(address) removes it all the same")
             }
         }
+        forgetting.insert(address)
+        defer { forgetting.remove(address) }
         do {
             try await Daemon<C>.typed { [module] in try await module.forget(address) }
         } catch where error.code == .unknownName {
@@ -276,6 +282,24 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         if window.isOpen(at: clock.now) { await closeWindow(because: "\(central) bonded") }
     }
 
+    /// BlueZ ended the bond with `central` (`how`), whoever ended it: it drops out of the
+    /// record at once, so that it reads no secured value and gets no change of one, and a
+    /// central that bonds with its address later outside a window (under another program's
+    /// agent: any local user may register one) is not admitted. Said once, for a central the
+    /// record lists; the end of a bond root asked ``forget(_:any:)`` for is not said again.
+    func bondEnded(_ central: String, _ how: BondEnd) {
+        guard let bondRecord else { return }
+        do {
+            guard try bondRecord.centrals().contains(central) else { return }
+            try bondRecord.remove(central)
+        } catch {
+            logger.error("pairing: the bond with \(Central.named(central)) ended in BlueZ (\(how.rawValue)), and the record may still admit it: \(error.message)")
+            return
+        }
+        guard !forgetting.contains(central) else { return }
+        logger.notice("pairing: bond with \(Central.named(central)) ended in BlueZ (\(how.rawValue)): no longer admitted")
+    }
+
     // MARK: The window's time
 
     /// Asks ``run()`` for a timer at the window's next due instant, unless one is set for it.
@@ -338,14 +362,22 @@ struct PairingAgent<C: Clock>: PairingDecider where C.Duration == Duration {
     }
 }
 
-/// What Pairing takes of BlueZ's events: a central that finished pairing, in turn (it records
-/// the bond and may close the window through the module, whose turn a slow bluetoothd holds).
+/// What Pairing takes of BlueZ's events: a central that finished pairing (it records the bond
+/// and may close the window through the module, whose turn a slow bluetoothd holds) and a bond
+/// that ended (dropped from the record), in turn through its queue, in the bus's order.
 extension Pairing: DaemonComponent {
-    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<String> {
-        if case .paired(let central, _) = event { .inTurn(central) } else { .pass }
+    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<PeripheralEvent> {
+        switch event {
+        case .paired, .bondEnded: .inTurn(event)
+        default: .pass
+        }
     }
 
-    func take(_ central: String) async {
-        await centralPaired(central)
+    func take(_ event: PeripheralEvent) async {
+        switch event {
+        case .paired(let central, _): await centralPaired(central)
+        case .bondEnded(let central, _, let how): bondEnded(central, how)
+        default: break
+        }
     }
 }

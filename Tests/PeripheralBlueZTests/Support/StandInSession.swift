@@ -121,7 +121,7 @@ extension PeripheralEvent {
         case .adapterRemoved(let adapter, _): .adapterRemoved(adapter)
         case .adapterPowered(let adapter, let on, _): .adapterPowered(adapter, on)
         case .released(let id): .released(RegistrationID(id.rawValue))
-        case .gatt, .paired, .connected, .disconnected, .pairable: self
+        case .gatt, .paired, .bondEnded, .connected, .disconnected, .pairable: self
         }
     }
 
@@ -132,7 +132,7 @@ extension PeripheralEvent {
              .adapterRemoved(_, let generation), .adapterPowered(_, _, let generation):
             generation
         case .released(let id): id.generation
-        case .gatt, .paired, .connected, .disconnected, .pairable: nil
+        case .gatt, .paired, .bondEnded, .connected, .disconnected, .pairable: nil
         }
     }
 }

@@ -23,7 +23,8 @@ It behaves like bluetoothd 5.66 where it matters to an advertiser:
 - AgentManager1 at /org/bluez (RegisterAgent, RequestDefaultAgent, UnregisterAgent) as
   agent.c does: a default agent makes the adapters pairable (main.conf AlwaysPairable=false);
   Adapter1.Pairable is read-write; devices (Device1 with Address, Paired, Bonded, Name) under
-  an adapter, removed with Adapter1.RemoveDevice; when told to, it asks the default agent as a
+  an adapter, removed with Adapter1.RemoveDevice (and with their adapter, bonds kept), unpaired
+  when told to (Paired and/or Bonded false); when told to, it asks the default agent as a
   central's pairing makes bluetoothd ask (RequestAuthorization, DisplayPasskey with no reply
   expected, RequestConfirmation), turns a device's Paired true, and its Connected true (a new central's object appearing
   connected) or false.
@@ -449,6 +450,10 @@ class Control(dbus.service.Object):
     @dbus.service.method(CONTROL, in_signature="s")
     def RemoveAdapter(self, name):
         adapter = self.standin.adapters.pop(name)
+        # As adapter_remove (src/adapter.c): each device object goes first, its bond kept on disk.
+        for path in list(adapter.devices):
+            self.standin.root.InterfacesRemoved(path, [DEVICE])
+        adapter.devices = {}
         for sender, path in list(adapter.registered):
             adapter.release(sender, path)
         self.standin.root.InterfacesRemoved(adapter.path, [MANAGER, ADAPTER])
@@ -558,6 +563,17 @@ class Control(dbus.service.Object):
         self.standin.adapters[adapter].devices[path].update({"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)})
         emitter = Devices(self.standin.bus, path)
         emitter.PropertiesChanged(DEVICE, {"Paired": dbus.Boolean(True), "Bonded": dbus.Boolean(True)}, [])
+        emitter.remove_from_connection()
+
+    @dbus.service.method(CONTROL, in_signature="ssas")
+    def Unpair(self, adapter, address, names):
+        """The device was unpaired (btmgmt unpair, say): the properties named (Paired, Bonded)
+        turn false, in one PropertiesChanged; the object stays."""
+        path = "/org/bluez/%s/dev_%s" % (adapter, address.replace(":", "_"))
+        changed = {str(name): dbus.Boolean(False) for name in names}
+        self.standin.adapters[adapter].devices[path].update(changed)
+        emitter = Devices(self.standin.bus, path)
+        emitter.PropertiesChanged(DEVICE, changed, [])
         emitter.remove_from_connection()
 
     @dbus.service.method(CONTROL, in_signature="ss")
