@@ -45,12 +45,23 @@ public final class Turnstile: Sendable {
         guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let cancelled = state.withLock { state in
-                    guard state.cancelled.remove(id) == nil else { return true }
+                enum Outcome { case cancelled, through, inLine }
+                let outcome = state.withLock { state -> Outcome in
+                    guard state.cancelled.remove(id) == nil else { return .cancelled }
+                    // The one through may have left since this caller found it busy, with no
+                    // one in line to let through: the turnstile is free, and this caller's.
+                    guard state.busy else {
+                        state.busy = true
+                        return .through
+                    }
                     state.waiting.append((id, continuation))
-                    return false
+                    return .inLine
                 }
-                if cancelled { continuation.resume(throwing: CancellationError()) }
+                switch outcome {
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .through: continuation.resume()
+                case .inLine: break
+                }
             }
         } onCancel: {
             let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in

@@ -1,4 +1,5 @@
 import Support
+import Synchronization
 import TestSupport
 import Testing
 
@@ -95,5 +96,47 @@ struct TurnstileTests {
         await #expect(throws: CancellationError.self) { try await late.value }
         #expect(turnstile.waiting == 0)
         #expect(turnstile.isBusy)
+    }
+}
+
+/// The race the module's turn lost a caller to (#80's flaky Improv test, captured: a value set
+/// waited until the next operation came through, here never): a caller that finds the
+/// turnstile busy, and the one through leaving before that caller is in line.
+@Suite("A turnstile, raced", .timeLimit(.minutes(1)))
+struct TurnstileRaceTests {
+    /// Whether a task got through.
+    final class Through: Sendable {
+        let done = Mutex(false)
+    }
+
+    @Test("a caller that came while the one through was leaving gets through, every time of 20,000")
+    func leaveDuringEnter() async throws {
+        var stranded = 0
+        for _ in 0..<20_000 {
+            let turnstile = Turnstile()
+            try await turnstile.enter()
+            let through = Through()
+            let caller = Task.detached {
+                try await turnstile.enter()
+                through.done.withLock { $0 = true }
+                turnstile.leave()
+            }
+
+            turnstile.leave()
+
+            // It gets through at once, or waits in line at a free turnstile: stranded.
+            var looks = 0
+            while !through.done.withLock({ $0 }), looks < 10_000 {
+                looks += 1
+                await Task.yield()
+            }
+            if !through.done.withLock({ $0 }), !turnstile.isBusy, turnstile.waiting > 0 {
+                stranded += 1
+            }
+            caller.cancel()
+            _ = try? await caller.value
+        }
+
+        #expect(stranded == 0)
     }
 }
