@@ -66,7 +66,7 @@ extension Spawn {
         // Found and killed with ``started`` locked, so that a child starting meanwhile (the
         // config check's, on a thread of its own) is not taken for an orphan.
         let killed = started.withLock { started in
-            let found = orphans(parents: parents(), of: getpid(), started: started)
+            let found = orphans(children: ownChildren(), started: started)
             for orphan in found {
                 for process in stoppedDescendants(of: orphan) { kill(process, SIGKILL) }
                 kill(orphan, SIGKILL)
@@ -76,9 +76,50 @@ extension Spawn {
         for orphan in killed where reaped(orphan) == nil { reapLater(orphan, polling: poll, on: clock, executor: executor) }
     }
 
-    /// The children of `parent` (by `parents`, each process's parent) that are not in `started`.
-    package static func orphans(parents: [Int32: Int32], of parent: Int32, started: Set<Int32>) -> [Int32] {
-        parents.filter { $0.value == parent && !started.contains($0.key) }.map(\.key).sorted()
+    /// This process's children that it did not start.
+    package static func orphans(children: [Int32], started: Set<Int32>) -> [Int32] {
+        children.filter { !started.contains($0) }.sorted()
+    }
+
+    /// This process's children, as the kernel lists them for each of its threads
+    /// (/proc/self/task/TID/children): its own, which /proc shows whatever it hides of other
+    /// processes (systemd's ProtectProc=invisible hides a process that made itself
+    /// non-dumpable, even from its own user's).
+    package static func ownChildren() -> [Int32] {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        var children: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard Int32(name) != nil else { continue }
+            let fd = open("/proc/self/task/\(name)/children", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                guard count > 0 else { break }
+                text += buffer[..<count]
+            }
+            children += text.split(separator: UInt8(ascii: " ")).compactMap { Int32(String(decoding: $0, as: UTF8.self).trimmingPrefix(" ")) }
+        }
+        return children
+    }
+
+    /// With ``adoptOrphans()``, reaps the children of this process that it did not start and
+    /// that have exited, without waiting and without killing any: what a program left running
+    /// when it exited (an identify command's `(sleep 1; led off) &`) became this process's
+    /// child, and once it ends it would stay a zombie, counted against the unit's TasksMax.
+    /// Called each time a child is reaped.
+    static func reapOrphans() {
+        guard adopting.withLock({ $0 }) else { return }
+        started.withLock { started in
+            for orphan in orphans(children: ownChildren(), started: started) {
+                var status: Int32 = 0
+                _ = waitpid(orphan, &status, WNOHANG)
+            }
+        }
     }
 
     /// Reaps `pid` once it can be, looking every `poll`, then less and less often (down to once

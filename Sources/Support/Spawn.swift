@@ -133,6 +133,7 @@ public enum Spawn {
         var status: Int32 = 0
         guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
         started.withLock { _ = $0.remove(pid) }
+        reapOrphans()
         return status
     }
 

@@ -22,11 +22,20 @@ struct SpawnTreeTests {
 
     @Test("this process's orphans are its children it did not start")
     func orphans() {
-        let parents: [Int32: Int32] = [100: 1, 101: 100, 102: 100, 103: 100, 104: 101]
-
-        let orphans = Spawn.orphans(parents: parents, of: 100, started: [101])
+        let orphans = Spawn.orphans(children: [103, 101, 102], started: [101])
 
         #expect(orphans == [102, 103])
+    }
+
+    @Test("this process's children are read from its own /proc entry: a child started here is among them, and not once reaped")
+    func ownChildren() throws {
+        let pid = try Spawn.start("/bin/sleep", ["sleep", "300"], stdio: nil)
+
+        let whileRunning = Spawn.ownChildren()
+        Spawn.stop(pid)
+
+        #expect(whileRunning.contains(pid))
+        #expect(!Spawn.ownChildren().contains(pid))
     }
 
     @Test("a process's parent comes from /proc, past a name with a parenthesis and spaces in it")
