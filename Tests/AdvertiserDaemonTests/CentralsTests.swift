@@ -40,11 +40,13 @@ struct CentralsTests {
         let loop: EventLoop
         let centrals: Component
 
-        init(_ config: CentralsConfig = CentralsConfig()) throws {
+        /// Centrals under `config`; `owners` are the centrals bleadvd's bond record admits.
+        init(_ config: CentralsConfig = CentralsConfig(), owners: Set<String> = []) throws {
             mock.scriptBonds(.always(.success([Bond(central: CentralsTests.phone, name: nil)])))
             mock.scriptDisconnect(.always(.success(())))
             loop = try EventLoop.onNewThread(name: "centrals-test")
-            centrals = Component(config: config, manager: mock, port: port, clock: clock, logger: logs.logger(), executor: loop)
+            centrals = Component(
+                config: config, manager: mock, port: port, clock: clock, logger: logs.logger(), executor: loop, owns: { owners.contains($0) })
         }
     }
 
@@ -146,6 +148,32 @@ struct CentralsTests {
         #expect(h.mock.calls.disconnected.map(\.central) == [Self.stranger])
         #expect(h.logs.all.contains("notice: \(Self.stranger): ending its link with hci0 (max_centrals 2: 2 already connected to hci0)"))
         #expect(h.port.all.last == "Disconnected \(Self.stranger) hci0 max_centrals 2: 2 already connected to hci0")
+    }
+
+    @Test("with the links full, the owner's phone (bonded through bleadvd) ends the least active stranger's link instead of being refused, however often the strangers read")
+    func ownerTakesTheLeastActiveStrangersPlace() async throws {
+        let h = try Harness(CentralsConfig(maximum: 2), owners: [Self.phone])
+        await h.centrals.take(.connected(Self.stranger, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+        h.clock.advance(by: .seconds(5))
+        await h.centrals.take(.active(Self.tablet, mtu: nil))
+
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+
+        #expect(h.mock.calls.disconnected.map(\.central) == [Self.stranger])
+        #expect(h.logs.all.contains(
+            "notice: \(Self.stranger): ending its link with hci0 (max_centrals 2: \(Self.phone), bonded through bleadvd, takes the least active link's place)"))
+        #expect(await h.centrals.links[Self.phone] != nil)
+    }
+
+    @Test("with the links full of owners, a newcomer that is one too is refused like any other")
+    func ownersAmongOwnersRefused() async throws {
+        let h = try Harness(CentralsConfig(maximum: 1), owners: [Self.phone, Self.tablet])
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+
+        #expect(h.mock.calls.disconnected.map(\.central) == [Self.phone])
     }
 
     @Test("a central that does nothing for idle_disconnect_seconds is disconnected, on the injected clock; one that wrote meanwhile is not")

@@ -147,7 +147,9 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         self.alias = AdapterAlias(
             alias: config.alias, adapter: adapter ?? config.adapter, manager: manager, stateDirectory: bondRecord?.directory, logger: logger,
             executor: bus.eventLoop)
-        self.centrals = Centrals(config: config.centrals, manager: manager, port: bus, clock: clock, logger: logger, executor: bus.eventLoop)
+        self.centrals = Centrals(
+            config: config.centrals, manager: manager, port: bus, clock: clock, logger: logger, executor: bus.eventLoop,
+            owns: { central in bondRecord?.admits(central) ?? false })
         self.bthomeEvents = Events(port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.telemetry = Telemetry(
             advertisements: config.advertisements, port: values, clock: clock, uptime: Telemetry<C>.systemUptime(), logger: logger,
