@@ -24,7 +24,6 @@ last line is `wpa-roundtrip: N passed, N failed`.
 import hashlib
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
