@@ -86,12 +86,8 @@ extension Spawn {
     /// processes (systemd's ProtectProc=invisible hides a process that made itself
     /// non-dumpable, even from its own user's).
     package static func ownChildren() -> [Int32] {
-        guard let directory = opendir("/proc/self/task") else { return [] }
-        defer { closedir(directory) }
         var children: [Int32] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard Int32(name) != nil else { continue }
+        for name in directoryNames("/proc/self/task") where Int32(name) != nil {
             let fd = open("/proc/self/task/\(name)/children", O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
             defer { close(fd) }
@@ -177,11 +173,8 @@ extension Spawn {
 
     /// Every process's parent, as /proc shows them (the processes this process may see).
     static func parents() -> [Int32: Int32] {
-        guard let directory = opendir("/proc") else { return [:] }
-        defer { closedir(directory) }
         var parents: [Int32: Int32] = [:]
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        for name in directoryNames("/proc") {
             guard let pid = Int32(name), let parent = parent(of: pid) else { continue }
             parents[pid] = parent
         }

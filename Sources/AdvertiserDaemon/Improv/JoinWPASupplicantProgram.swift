@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Peripheral
+import Support
 
 /// `join-wpa-supplicant`, Improv's join program for a box whose Wi-Fi wpa_supplicant manages
 /// without NetworkManager: bleadvd's own executable, called by that name (a link in
@@ -85,18 +86,11 @@ package enum JoinWPASupplicantProgram {
     /// As wpa_cli chooses: the first control socket in `folder`, by name, that is not a P2P
     /// device's (`p2p-dev-wlan0` beside `wlan0`, where a scan request is ignored).
     static func firstInterface(in folder: String) -> String? {
-        guard let directory = opendir(folder) else { return nil }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        directoryNames(folder).filter { name in
             var info = stat()
-            guard !name.hasPrefix("p2p-dev-"), !name.hasPrefix("."), stat("\(folder)/\(name)", &info) == 0,
-                info.st_mode & S_IFMT == S_IFSOCK
-            else { continue }
-            names.append(name)
-        }
-        return names.min()
+            return !name.hasPrefix("p2p-dev-") && !name.hasPrefix(".") && stat("\(folder)/\(name)", &info) == 0
+                && info.st_mode & S_IFMT == S_IFSOCK
+        }.min()
     }
 
     private static func userName() -> String {
