@@ -185,18 +185,8 @@ struct PolicyTests {
     /// a write (it names the central), its end.
     static let linkSignals = Set([ControlAPI.Signal.connected, .linkChanged, .subscription, .written, .disconnected].map(\.name))
 
-    /// The session's config with a characteristic a central may write: `dial.level`.
-    static let writable = DaemonSession.config + """
-
-        [service.dial]
-        uuid = "6e400010-b5a3-f393-e0a9-e50e24dcca9e"
-
-        [service.dial.characteristic.level]
-        uuid = "6e400011-b5a3-f393-e0a9-e50e24dcca9e"
-        format = "uint8"
-        flags = ["read", "write"]
-        value = 0
-        """
+    /// The session's config with a characteristic a central may write: `lamp.brightness`.
+    static let writable = DaemonSession.config + "\n\n" + ConfigFixtures.lamp + ConfigFixtures.lampBrightness
 
     /// A session on `bus` with ``writable``'s application registered.
     func linkSession(_ bus: PrivateBus) async throws -> DaemonSession {
@@ -255,7 +245,7 @@ struct PolicyTests {
     /// primed listener that may hear them): up, a read with its MTU, a subscription, a write,
     /// its end.
     func linkLife(_ session: DaemonSession, heardBy witness: Child) async throws -> [String] {
-        let phone = "AA:BB:CC:DD:EE:01", level = GATTCharacteristicID(service: "dial", characteristic: "level")
+        let phone = "AA:BB:CC:DD:EE:01", level = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
         session.mock.emit(.connected(central: phone, adapter: "hci0"))
         var heard = try await signals(from: witness, until: "Connected")
         session.mock.emit(.gatt(GATTEvent(level, .read, central: phone, mtu: 185)))
