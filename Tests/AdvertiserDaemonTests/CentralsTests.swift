@@ -46,7 +46,7 @@ struct CentralsTests {
             mock.scriptDisconnect(.always(.success(())))
             loop = try EventLoop.onNewThread(name: "centrals-test")
             centrals = Component(
-                config: config, manager: mock, port: port, clock: clock, logger: logs.logger(), executor: loop, owns: { owners.contains($0) })
+                config: config, manager: mock, port: port, clock: clock, logger: logs.logger(), executor: loop, owners: { owners })
         }
     }
 

@@ -71,14 +71,15 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     /// which took 1.0–1.4 s while links were set up, so listings do not each cost one.
     static var bondsInterval: Duration { .seconds(1) }
 
-    /// Whether a central is the owner's: bonded through bleadvd (its bond record admits it).
-    let owns: @Sendable (String) -> Bool
+    /// The owner's centrals: those bonded through bleadvd (its bond record), read when a link
+    /// finds the links full.
+    let owners: @Sendable () -> Set<String>
 
     init(
         config: CentralsConfig, manager: any PeripheralManaging, port: any CentralsAnnouncing, clock: C, logger: Logger, executor: EventLoop,
-        owns: @escaping @Sendable (String) -> Bool = { _ in false }
+        owners: @escaping @Sendable () -> Set<String> = { [] }
     ) {
-        self.owns = owns
+        self.owners = owners
         self.config = config
         self.manager = manager
         self.port = port
@@ -132,7 +133,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     // MARK: Links
 
     /// A link came up: recorded and announced; one beyond `max_centrals` on its adapter is
-    /// ended at once, unless it is the owner's (``owns``): then the least active link on the
+    /// ended at once, unless it is the owner's (``owners``): then the least active link on the
     /// adapter that is not an owner's ends instead, so that a stranger holding a link (and
     /// reading to stay active) never keeps the owner out. BlueZ is asked nothing else.
     func connected(_ central: String, adapter: String) async {
@@ -143,8 +144,9 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         await port.linked(central, adapter: adapter, ended: nil)
         let others = links.filter { $0.key != central && $0.value.adapter == adapter && $0.value.ending == nil }
         if let maximum = config.maximum, others.count >= maximum {
-            let stranger = owns(central)
-                ? others.filter { !owns($0.key) }.min { ($0.value.active, $0.key) < ($1.value.active, $1.key) }?.key : nil
+            let owners = owners()
+            let stranger = owners.contains(central)
+                ? others.filter { !owners.contains($0.key) }.min { ($0.value.active, $0.key) < ($1.value.active, $1.key) }?.key : nil
             if let stranger {
                 try? await end(stranger, because: "max_centrals \(maximum): \(Central.named(central)), bonded through bleadvd, takes the least active link's place")
             } else {

@@ -149,7 +149,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
             executor: bus.eventLoop)
         self.centrals = Centrals(
             config: config.centrals, manager: manager, port: bus, clock: clock, logger: logger, executor: bus.eventLoop,
-            owns: { central in bondRecord?.admits(central) ?? false })
+            owners: { Set((try? bondRecord?.centrals()) ?? []) })
         self.bthomeEvents = Events(port: values, clock: clock, logger: logger, executor: bus.eventLoop)
         self.telemetry = Telemetry(
             advertisements: config.advertisements, port: values, clock: clock, uptime: Telemetry<C>.systemUptime(), logger: logger,
