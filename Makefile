@@ -283,7 +283,7 @@ bench-read: build ## what a central's GATT reads cost bleadvd: a value held agai
 bench-rotation: build ## what sharing the slots costs bleadvd: bus messages, CPU ticks and wake-ups with everything fitting and with 8 advertisements taking turns through 5 slots, natively against BlueZ's stand-in; SECONDS=N (default 60) each
 	scripts/bench-rotation.sh $(or $(SECONDS),60)
 
-bench-hostile: build ## what hostile input costs bleadvd: RSS over refused reloads, RSS and time for 30 MB calls
+bench-hostile: build ## what hostile input costs bleadvd: RSS over refused reloads, RSS and time for 30 MB calls, the BlueZ reads 1,000 Centrals calls cause (dbus-monitor)
 	scripts/bench-hostile.sh
 
 clean: ## remove build products (keeps the test bed cache)
