@@ -63,25 +63,57 @@ heard_service_data() {
   observe_until 20 "service_data=$1:" | sed -nE "s/.*service_data=$1:([0-9a-f]+).*/\1/p" | head -n1
 }
 
-# wait_bthome "DECODE OPTIONS" TEXT...: scans until Home Assistant's reading of the 0xFCD2
-# service data hci1 hears (decode bthome ADDRESS HEX DECODE OPTIONS, with the address hci1
-# heard it from, as Home Assistant does) holds every TEXT line; prints the reading and leaves
-# the hex in HEARD and the address in HEARD_ADDRESS.
+# listen_bthome: starts the scan wait_bthome reads and returns once hci1 scans, so that what
+# is put on air next (an event's burst of 10 s) is heard however slowly the scan starts: in a
+# loaded guest, starting a scanner takes up to 10 s and decoding a payload up to 17 s.
+listen_bthome() {
+  local line
+  exec {BTHOME_STREAM}< <(exec python3 "$TESTBED_ROOT/testbed/observer.py" --adapter hci1 --seconds 180 --changes)
+  BTHOME_OBSERVER=$!
+  IFS= read -r -t 60 -u "$BTHOME_STREAM" line && [[ "$line" == scanning ]] \
+    || { echo "hci1's scan did not start in 60 s: $line" >&2; return 1; }
+}
+
+# wait_bthome "DECODE OPTIONS" TEXT...: reads the 0xFCD2 service data hci1 hears (the scan
+# listen_bthome started, or one started now), each payload as it is heard, until Home
+# Assistant's reading of one (decode bthome ADDRESS HEX DECODE OPTIONS, with the address hci1
+# heard it from, as Home Assistant does) holds every TEXT line, for up to 180 s; prints the
+# reading and leaves the hex in HEARD and the address in HEARD_ADDRESS. The scan runs while the
+# decoder reads: a decoder slower than the air misses no payload. On failure it prints every
+# payload heard, with its time.
 wait_bthome() {
   local options=$1; shift
-  local i line values missing
-  for i in 1 2 3 4 5 6; do
-    line=$(observe_until 20 "service_data=0000fcd2-0000-1000-8000-00805f9b34fb:" | grep -m1 "service_data=0000fcd2") || true
+  local line values missing started heard=()
+  started=$(date +%s.%N)
+  [[ -n "${BTHOME_OBSERVER:-}" ]] || listen_bthome
+  while IFS= read -r -u "$BTHOME_STREAM" line; do
+    [[ "$line" == *"service_data=0000fcd2-0000-1000-8000-00805f9b34fb:"* ]] || continue
     HEARD=$(sed -nE 's/.*service_data=0000fcd2-0000-1000-8000-00805f9b34fb:([0-9a-f]+).*/\1/p' <<< "$line")
     HEARD_ADDRESS=$(sed -nE 's/.*device ([0-9A-F:]{17}).*/\1/p' <<< "$line")
+    heard+=("$(elapsed "$started") s: $HEARD from $HEARD_ADDRESS")
     # shellcheck disable=SC2086
     values=$(decode bthome "$HEARD_ADDRESS" "$HEARD" $options 2>/dev/null) || true
     missing=0
     for line in "$@"; do grep -qxF "$line" <<< "$values" || missing=1; done
-    if ((missing == 0)); then printf '%s\n' "$values" | sed 's/^/    /'; return 0; fi
+    if ((missing == 0)); then
+      stop_bthome
+      printf '%s\n' "$values" | sed 's/^/    /'
+      return 0
+    fi
   done
-  echo "the decoder never saw $*; last heard $HEARD from $HEARD_ADDRESS:" >&2; printf '%s\n' "$values" >&2
+  stop_bthome
+  echo "the decoder never saw $*; in $(elapsed "$started") s hci1 heard ${#heard[@]} payload(s):" >&2
+  printf '    %s\n' "${heard[@]}" >&2
+  echo "the last decoded as:" >&2; printf '%s\n' "$values" >&2
   return 1
+}
+
+# stop_bthome: ends listen_bthome's scan.
+stop_bthome() {
+  kill "$BTHOME_OBSERVER" 2> /dev/null || true
+  wait "$BTHOME_OBSERVER" 2> /dev/null || true
+  exec {BTHOME_STREAM}<&-
+  BTHOME_OBSERVER=
 }
 
 # adapter_address [hciN]: the adapter's address as BlueZ reports it (receivers see it).

@@ -8,8 +8,10 @@ and prints one line per device heard during the scan.
 Devices bluetoothd remembered from earlier scans are forgotten first, so only what is on air
 now is reported; the scan restarts every second (RESTART_MS, below). With --until, the scan
 ends as soon as one device's line holds every given text (exit 0), or after --seconds without
-that (exit 1); without it, the scan lasts --seconds. Line format (fields present only when
-heard):
+that (exit 1); without it, the scan lasts --seconds. With --changes, each device's line is
+printed at once whenever it differs from what that device last showed (polled every 100 ms), so
+a reader that is slower than the air (a decoder in a loaded guest) misses no payload that was on
+air for a poll; its first line, "scanning", says the scan began. Line format (fields present only when heard):
   device ADDRESS name=NAME uuids=U1,U2 manufacturer=0xCCCC:HEX service_data=UUID:HEX tx_power=N
 """
 import argparse
@@ -52,6 +54,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=4)
     parser.add_argument("--until", action="append", default=[],
                         help="stop once one device line contains this text (repeatable: all of them)")
+    parser.add_argument("--changes", action="store_true",
+                        help="print each device's line as it changes, as it is heard")
     args = parser.parse_args()
 
     DBusGMainLoop(set_as_default=True)
@@ -80,6 +84,9 @@ def main():
         time.sleep(0.2)
     adapter.SetDiscoveryFilter({"Transport": "le", "DuplicateData": dbus.Boolean(True)})
     adapter.StartDiscovery()
+    if args.changes:
+        print("scanning", flush=True)
+
     def heard():
         lines = []
         for path, interfaces in sorted(manager.GetManagedObjects().items()):
@@ -93,6 +100,17 @@ def main():
 
     loop = GLib.MainLoop()
     GLib.timeout_add(int(args.seconds * 1000), loop.quit)
+    if args.changes:
+        shown = {}
+
+        def show_changes():
+            for line in heard():
+                device = line.split(" ", 2)[1]
+                if shown.get(device) != line:
+                    shown[device] = line
+                    print(line, flush=True)
+            return True
+        GLib.timeout_add(100, show_changes)
     if args.until:
         GLib.timeout_add(250, lambda: (loop.quit() if found(heard()) else True))
 
@@ -104,7 +122,8 @@ def main():
     loop.run()
     lines = heard()
     adapter.StopDiscovery()
-    print("\n".join(lines))
+    if not args.changes:
+        print("\n".join(lines))
     if args.until and not found(lines):
         sys.exit(1)
 

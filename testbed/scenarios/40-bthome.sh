@@ -123,11 +123,13 @@ wait_bthome "--name Remote" "battery 90"
 event_latency() {
   advertising_data_since "$1" 0 | awk -v start="$1" -v want="$2" 'index($3, want) { printf "%d", ($1 - start) * 1000; exit }'
 }
+listen_bthome
 started=$(date +%s.%N)
 bleadvctl event remote button.2=long_press | sed 's/^/    /'
 wait_bthome "--name Remote" "event button_2 long_press" "battery 90"
 # The packet holds both buttons in order, the first as none (0x3A 00), the second's long press (0x3A 04).
 echo "    bleadvctl event to the controller: $(event_latency "$started" 3a003a04) ms"
+listen_bthome
 started=$(date +%s.%N)
 bleadvctl event remote dimmer=-3 | sed 's/^/    /'
 wait_bthome "--name Remote" "event dimmer rotate_left 3"

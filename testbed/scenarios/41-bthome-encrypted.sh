@@ -225,6 +225,7 @@ echo "an encrypted remote's events, as hci0's controller was given them, fired b
 bleadvctl off uid tlm
 bleadvctl on sealed_remote
 sleep 1
+listen_bthome
 started=$(date +%s.%N)
 bleadvctl event sealed_remote button=double_press | sed 's/^/    /'
 wait_bthome "--name Sealed --key $key" "event button double_press" "battery 70"
