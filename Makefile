@@ -181,8 +181,9 @@ install: ## install stripped binaries, units, D-Bus policy, interface and activa
 	install -Dm644 systemd/org.bleadvd.Advertiser.conf $(DESTDIR)$(DBUSDIR)/org.bleadvd.Advertiser.conf
 	install -Dm644 systemd/org.bleadvd.Advertiser1.xml $(DESTDIR)$(IFACEDIR)/org.bleadvd.Advertiser1.xml
 	@# The config is the admin's: never overwrite one that exists.
-	@# It may hold BTHome keys and secured values: root writes it, group bleadvd reads it (below).
-	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm640 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
+	@# It may hold BTHome keys and secured values: root writes it, the daemon alone reads it
+	@# (group bleadvd-config; below, scripts/config-layout.sh). The example holds none.
+	test -e $(DESTDIR)$(CONFDIR)/bleadvd.toml || install -Dm644 systemd/bleadvd.toml $(DESTDIR)$(CONFDIR)/bleadvd.toml
 	@# Improv's join program for wpa_supplicant: bleadvd itself, called by that name.
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	ln -sfr $(DESTDIR)$(SBINDIR)/bleadvd $(DESTDIR)$(LIBEXECDIR)/join-wpa-supplicant
@@ -195,10 +196,11 @@ install: ## install stripped binaries, units, D-Bus policy, interface and activa
 	$(DESTDIR)$(BINDIR)/bleadvctl --generate-completion-script bash | sed '1{/^#!/d}' > $(DESTDIR)$(BASHCOMPDIR)/bleadvctl
 	$(DESTDIR)$(BINDIR)/bleadvctl --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
 	chmod 644 $(DESTDIR)$(BASHCOMPDIR)/bleadvctl $(DESTDIR)$(ZSHCOMPDIR)/_bleadvctl
-	@# On a live system (no DESTDIR): create the user, reload the bus policy and systemd.
+	@# On a live system (no DESTDIR): create the user and groups, lay the config out (as the
+	@# package's postinst does: an older install's root:bleadvd 0640 too), reload the bus policy
+	@# and systemd.
 	if [ -z "$(DESTDIR)" ]; then \
-	  systemd-sysusers $(SYSUSERSDIR)/bleadvd.conf 2>/dev/null || true; \
-	  chown root:bleadvd $(CONFDIR)/bleadvd.toml && chmod 0640 $(CONFDIR)/bleadvd.toml; \
+	  . scripts/config-layout.sh && bleadvd_config_layout $(CONFDIR)/bleadvd.toml $(SYSUSERSDIR)/bleadvd.conf; \
 	  busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig 2>/dev/null || true; \
 	  systemctl daemon-reload 2>/dev/null || true; \
 	fi

@@ -18,9 +18,8 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/n
 rm -rf "$stage"
 make --no-print-directory install DESTDIR="$PWD/$stage" PREFIX=/usr UNITDIR=/usr/lib/systemd/system > /dev/null
 gzip -9n "$stage"/usr/share/man/man*/*
-# Debian's mode for a file in /etc (lintian: non-standard-file-perm); the postinst makes the
-# config root:bleadvd 0640 once the group exists.
-chmod 644 "$stage/etc/bleadvd/bleadvd.toml"
+# make install put the config there with Debian's mode for a file in /etc (lintian:
+# non-standard-file-perm); the postinst makes it root:bleadvd-config 0640 once the group exists.
 # One executable, about 18 MB stripped, and bleadvctl a link to it. Foundation's Thread,
 # FileHandle and the like link ICU and its 34 MB of data (bleadvd grew to 61 MB that way): keep
 # them out.
@@ -155,20 +154,19 @@ echo "/etc/bleadvd/bleadvd.toml" > "$stage/DEBIAN/conffiles"
 # Maintainer scripts: the unit is enabled and started on first install, restarted (once) on
 # upgrade, stopped on remove; on purge its state, the state directory and config go. The system
 # user stays, as Debian leaves system users in place (files may still be owned by it).
-cat > "$stage/DEBIAN/postinst" <<'SCRIPT'
-#!/bin/sh
-set -e
+# The config's layout (scripts/config-layout.sh) is a function of the postinst.
+{
+  printf '#!/bin/sh\nset -e\n'
+  grep -v '^# shellcheck ' scripts/config-layout.sh
+  cat <<'SCRIPT'
 case "$1" in
   configure|abort-upgrade|abort-deconfigure|abort-remove)
-    systemd-sysusers bleadvd.conf
-    # The config may hold BTHome keys and secured values: root writes it, the daemon (user
-    # bleadvd) reads it, no one else does. The package ships it 0644 (Debian's mode for
-    # /etc; dpkg puts an unchanged one back so on upgrade), and an older package left it so:
-    # made root:bleadvd 0640 each time, an admin's edited file too.
-    if [ -f /etc/bleadvd/bleadvd.toml ]; then
-      chown root:bleadvd /etc/bleadvd/bleadvd.toml
-      chmod 0640 /etc/bleadvd/bleadvd.toml
-    fi
+    # The user and groups, then the config (BTHome keys, secured values): root writes it, the
+    # daemon alone reads it (group bleadvd-config), not group bleadvd, who may control it. The
+    # package ships it 0644 (Debian's mode for /etc; dpkg puts an unchanged one back so on
+    # upgrade), and older packages left it root:bleadvd 0640: both are laid out again; an
+    # admin's other choice is left, with a warning when group bleadvd or everyone may read it.
+    bleadvd_config_layout /etc/bleadvd/bleadvd.toml bleadvd.conf
     # The bus reads the new policy file now, before the daemon asks to own its name.
     dbus-send --system --type=method_call --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig 2>/dev/null || true
     # A first install enables the unit; an upgrade keeps the admin's choice.
@@ -186,6 +184,7 @@ case "$1" in
 esac
 exit 0
 SCRIPT
+} > "$stage/DEBIAN/postinst"
 cat > "$stage/DEBIAN/prerm" <<'SCRIPT'
 #!/bin/sh
 set -e

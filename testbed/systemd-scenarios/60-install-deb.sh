@@ -9,7 +9,9 @@
 #   priorities; `systemd-analyze security` rates the running unit;
 # - bleadvctl: root and a member of group bleadvd may turn advertising off and on; another user
 #   is refused (exit 1, the documented message) and may read the status;
-# - the config is root:bleadvd 0640 (it may hold BTHome keys), and the join program for
+# - the config is root:bleadvd-config 0640 (it may hold BTHome keys): the daemon reads it through
+#   that group (the unit's SupplementaryGroups=), and a member of group bleadvd, who may control
+#   bleadvd, can read neither it nor the state directory (#78 item 8); the join program for
 #   wpa_supplicant is bleadvd by that name;
 # - a read program runs as user bleadvd, without capabilities or network (a central reads what
 #   it printed).
@@ -28,10 +30,12 @@ echo "    Depends: $(dpkg-deb -f "$deb" Depends)"
 echo "    met by: $(dpkg-query -W -f='${Package} ${Version}, ' libc6 libdbus-1-3 'libssl3*' 2>/dev/null | sed 's/, $//')"
 [[ "$(systemctl is-enabled bleadvd)" == enabled ]] || fail "the unit is not enabled after apt install"
 [[ "$(systemctl is-active bleadvd)" == active ]] || { systemctl --no-pager status bleadvd >&2; fail "the unit is not active after apt install"; }
-# The config may hold BTHome keys: root writes it, the daemon's group reads it, no one else.
+# The config may hold BTHome keys: root writes it, the daemon reads it (group bleadvd-config,
+# which the unit gives it alone), no one else.
 mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
 echo "    /etc/bleadvd/bleadvd.toml: $mode; /usr/libexec/bleadvd/join-wpa-supplicant -> $(readlink /usr/libexec/bleadvd/join-wpa-supplicant)"
-[[ "$mode" == "640 root:bleadvd" ]] || fail "the config is $mode, not 640 root:bleadvd"
+[[ "$mode" == "640 root:bleadvd-config" ]] || fail "the config is $mode, not 640 root:bleadvd-config"
+[[ -z "$(getent group bleadvd-config | cut -d: -f4)" ]] || fail "group bleadvd-config has members: $(getent group bleadvd-config)"
 runuser -u nobody -- cat /etc/bleadvd/bleadvd.toml > /dev/null 2>&1 && fail "user nobody reads the config"
 [[ "$(/usr/libexec/bleadvd/join-wpa-supplicant --help | head -n1)" == "usage: IMPROV_SSID_HEX=HEX join-wpa-supplicant"* ]] \
   || fail "the join program for wpa_supplicant does not answer --help"
@@ -85,6 +89,28 @@ useradd --create-home bob
 runuser -u alice -- /usr/bin/bleadvctl off heart && [[ "$(active_instances)" == 0 ]] || fail "alice (group bleadvd): off did not unregister"
 runuser -u alice -- /usr/bin/bleadvctl on heart && [[ "$(active_instances)" == 1 ]] || fail "alice (group bleadvd): on did not register"
 echo "    alice, in group bleadvd: off, on"
+# Controlling bleadvd is not reading its keys (#78 item 8): alice may turn it off and on, not read
+# the config or the state directory (counters, the bond record); the daemon, with group
+# bleadvd-config from its unit, read the config at its start and reads it again on reload.
+code=0
+denied=$(runuser -u alice -- cat /etc/bleadvd/bleadvd.toml 2>&1 > /dev/null) || code=$?
+[[ $code != 0 ]] || fail "alice (group bleadvd) reads the config"
+echo "    alice, in group bleadvd: cat /etc/bleadvd/bleadvd.toml -> exit $code: $denied"
+code=0
+denied=$(runuser -u alice -- ls /var/lib/bleadvd 2>&1 > /dev/null) || code=$?
+[[ $code != 0 ]] || fail "alice (group bleadvd) lists the state directory"
+echo "    alice: ls /var/lib/bleadvd -> exit $code: $denied"
+code=0
+denied=$(runuser -u alice -- /usr/bin/bleadvctl preview 2>&1 > /dev/null) || code=$?
+[[ $code == 2 && "$denied" == *"cannot be read"* ]] || fail "alice's preview of the installed config: exit $code: $denied"
+cp /etc/bleadvd/bleadvd.toml ~alice/copy.toml && chown alice: ~alice/copy.toml
+runuser -u alice -- /usr/bin/bleadvctl preview --config ~alice/copy.toml > /dev/null || fail "alice cannot preview a copy of her own"
+echo "    alice: preview of the installed config -> exit $code: $denied; of a copy of her own: exit 0"
+groups_line=$(grep '^Groups:' "/proc/$(unit_property MainPID)/status" | tr -s '\t' ' ')
+echo "    the daemon's $groups_line (bleadvd-config is $(getent group bleadvd-config | cut -d: -f3); inside its user namespace it is unmapped)"
+[[ " ${groups_line#Groups:} " == *" $(getent group bleadvd-config | cut -d: -f3) "* ]] || fail "the daemon does not have group bleadvd-config"
+systemctl reload bleadvd || fail "the reload (bleadvctl reload, the daemon reading its config again) failed"
+echo "    systemctl reload: the daemon read the config again"
 code=0
 refused=$(runuser -u bob -- /usr/bin/bleadvctl off heart 2>&1) || code=$?
 echo "    bob, not in the group: off -> exit $code: $refused"

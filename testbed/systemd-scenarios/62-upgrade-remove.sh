@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The package's upgrade and removal under systemd, after 60 and 61:
 # - `apt install` of a newer build over a running one: advertising again afterwards, with exactly
-#   one restart of the unit (prerm leaves it running, postinst restarts it);
+#   one restart of the unit (prerm leaves it running, postinst restarts it); the install it
+#   upgrades is laid out as every bleadvd before #78 item 8 left it (config root:bleadvd 0640,
+#   no group bleadvd-config), and the upgrade makes the config root:bleadvd-config 0640, says
+#   so, and the daemon reads it; a member of group bleadvd cannot;
+# - a reinstall over an admin's own root:bleadvd 0640 leaves it, with a warning;
 # - `dpkg -r`: the unit stopped, nothing registered, binaries, unit, man pages and bus policy
 #   gone; left: the config, the enablement (kept for a reinstall, as Debian does) and the state
 #   directory (encrypted BTHome's counters, which belong with the config's keys), and dpkg's
@@ -16,6 +20,12 @@ newer=$(ls "$TESTBED_BUILD"/bleadvd_*-2_"$arch".deb | tail -n1)
 systemctl start bleadvd
 [[ "$(active_instances)" == 1 ]] || fail "before the upgrade: $(active_instances) registered, not 1"
 before=$(unit_property InvocationID)
+# The older layout: what every package's postinst before #78 item 8 made of the config, and no
+# group bleadvd-config (the running daemon keeps the gid it was started with).
+chown root:bleadvd /etc/bleadvd/bleadvd.toml && chmod 0640 /etc/bleadvd/bleadvd.toml
+groupdel bleadvd-config
+runuser -u alice -- cat /etc/bleadvd/bleadvd.toml > /dev/null || fail "the older layout: alice (group bleadvd) cannot read the config"
+echo "before the upgrade, as older packages left it: /etc/bleadvd/bleadvd.toml $(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml), alice (group bleadvd) reads it"
 cursor=$(journalctl -n 0 --show-cursor | sed -n 's/^-- cursor: //p')
 started=$(date +%s.%N)
 DEBIAN_FRONTEND=noninteractive apt-get install -y "$newer" > "$TESTBED_WORK/apt-upgrade.out" 2>&1 \
@@ -28,6 +38,24 @@ starts=$(journalctl -u bleadvd --after-cursor "$cursor" --no-pager -o cat | grep
 [[ "$starts" == 1 && "$(unit_property InvocationID)" != "$before" ]] || fail "the upgrade started the unit $starts times"
 observe_until 30 Thermo-1 > /dev/null || fail "hci1 does not hear Thermo-1 after the upgrade"
 echo "apt install ./$(basename "$newer") over the running $(basename "${newer/-2_/-1_}"): $took s, the unit restarted once, Thermo-1 heard again"
+mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
+[[ "$mode" == "640 root:bleadvd-config" ]] || fail "after the upgrade the config is $mode, not 640 root:bleadvd-config"
+grep -q "bleadvd: /etc/bleadvd/bleadvd.toml was root:bleadvd 640" "$TESTBED_WORK/apt-upgrade.out" || fail "the upgrade did not say it changed the layout: $(cat "$TESTBED_WORK/apt-upgrade.out")"
+runuser -u alice -- cat /etc/bleadvd/bleadvd.toml > /dev/null 2>&1 && fail "after the upgrade alice (group bleadvd) reads the config"
+runuser -u alice -- /usr/bin/bleadvctl off heart && runuser -u alice -- /usr/bin/bleadvctl on heart || fail "after the upgrade alice cannot turn heart off and on"
+systemctl reload bleadvd || fail "after the upgrade the daemon cannot reload its config"
+echo "    the config is now $mode ($(grep -m1 'was root:bleadvd' "$TESTBED_WORK/apt-upgrade.out")); alice cannot read it, turns heart off and on; systemctl reload works"
+
+# An admin's own choice is theirs: a reinstall leaves it and warns that group bleadvd reads it.
+chown root:bleadvd /etc/bleadvd/bleadvd.toml
+DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall "$newer" > "$TESTBED_WORK/apt-reinstall.out" 2>&1 \
+  || { cat "$TESTBED_WORK/apt-reinstall.out"; fail "the reinstall failed"; }
+mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
+[[ "$mode" == "640 root:bleadvd" ]] || fail "the reinstall changed the admin's root:bleadvd 640 to $mode"
+warning=$(grep -m1 "bleadvd: warning: /etc/bleadvd/bleadvd.toml is root:bleadvd 640, left as it is" "$TESTBED_WORK/apt-reinstall.out") \
+  || fail "no warning at the reinstall: $(cat "$TESTBED_WORK/apt-reinstall.out")"
+echo "    reinstall over the admin's root:bleadvd 640: left; $warning"
+chown root:bleadvd-config /etc/bleadvd/bleadvd.toml
 
 systemctl is-enabled bleadvd > /dev/null || fail "the upgrade disabled the unit"
 dpkg -r bleadvd > "$TESTBED_WORK/dpkg-remove.out" 2>&1 || { cat "$TESTBED_WORK/dpkg-remove.out"; fail "dpkg -r failed"; }

@@ -2,7 +2,8 @@
 # `sudo make install` and `make uninstall` under systemd, as the README tells a user who builds
 # from source, after 62 purged the package:
 # - make install; systemctl enable --now bleadvd: active once the example's advertisement is
-#   registered, as user bleadvd, /usr/local/bin/bleadvctl (a link to bleadvd) answers;
+#   registered, as user bleadvd, /usr/local/bin/bleadvctl (a link to bleadvd) answers; the config
+#   is root:bleadvd-config 0640, as the package lays it out;
 # - make uninstall: the unit stopped and disabled, nothing registered; left: the config and the
 #   state directory (they go together: encrypted BTHome's counters belong with its keys).
 set -euo pipefail
@@ -23,6 +24,9 @@ echo "make install; systemctl enable --now bleadvd: active in $(elapsed "$starte
   || fail "/usr/local/bin/bleadvctl is not the link ../sbin/bleadvd: $(ls -l /usr/local/bin/bleadvctl)"
 if readelf -S /usr/local/sbin/bleadvd | grep -q '\.symtab'; then fail "make install did not strip bleadvd"; fi
 echo "    as bleadvd, from /usr/local/sbin (stripped: $(du -h /usr/local/sbin/bleadvd | cut -f1)); bleadvctl, a link to it: status shows heart on"
+mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
+[[ "$mode" == "640 root:bleadvd-config" ]] || fail "make install left the config $mode, not 640 root:bleadvd-config"
+echo "    /etc/bleadvd/bleadvd.toml: $mode (the daemon reads it through group bleadvd-config)"
 
 make --no-print-directory -C "$TESTBED_ROOT" uninstall > "$TESTBED_WORK/make-uninstall.out" 2>&1 \
   || { cat "$TESTBED_WORK/make-uninstall.out"; fail "make uninstall failed"; }
