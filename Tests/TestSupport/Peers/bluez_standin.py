@@ -335,18 +335,26 @@ class Adapter(dbus.service.Object):
             return error(AlreadyExists("Already Exists"))
         if self.free == 0:
             return error(NotPermitted("Maximum advertisements reached"))
+        # register_advertisement takes the instance at once, before it reads the properties:
+        # a second request meanwhile counts it as taken.
+        self.free -= 1
+        self.active += 1
         client = self.standin.bus.get_object(sender, path, introspect=False)
+
+        def give_back():
+            self.free += 1
+            self.active -= 1
 
         def finish(properties):
             problem = parse_error(properties)
             if problem is not None:
+                give_back()
                 self.standin.log("parse failed: " + problem)
                 return error(Failed("Failed to parse advertisement."))
             if not self.powered:
+                give_back()
                 return error(Failed("Failed to register advertisement"))
             self.registered[(sender, path)] = dict(properties)
-            self.free -= 1
-            self.active += 1
             self.update_instances()
             self.standin.log("registered %s" % path)
             if self.standin.silence_next_registration:
@@ -367,7 +375,7 @@ class Adapter(dbus.service.Object):
                 return finish(objects[dbus.ObjectPath(path)][AD])
             self.standin.log("GetAll %s" % path)
             client.GetAll(AD, dbus_interface=PROPS, reply_handler=got_all,
-                          error_handler=lambda e: error(Failed("Failed to parse advertisement.")))
+                          error_handler=lambda e: (give_back(), error(Failed("Failed to parse advertisement."))))
 
         self.standin.log("GetManagedObjects %s" % path)
         client.GetManagedObjects(dbus_interface=OM, reply_handler=got_objects,
