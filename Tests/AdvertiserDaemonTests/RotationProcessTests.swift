@@ -20,10 +20,10 @@ struct RotationProcessTests {
 
         """ + (1...5).map { "[advertisement.ad\($0)]\ntype = \"broadcast\"\nmanufacturer_data = { \"0xFFFF\" = \"0\($0)\" }\n" }.joined()
 
+    /// What the stand-in has on air: each registration's manufacturer data (a turn changes what
+    /// a slot carries, not the slot).
     func held(on bus: PrivateBus) async throws -> Set<String> {
-        let connection = try await DBusConnection.connect(to: .address(bus.address))
-        let reply = try await connection.call(destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Advertisements")
-        return Set((reply[0].dictionaryEntries ?? []).compactMap { $0.key.string ?? $0.key.objectPath?.rawValue })
+        Set(try await carried(on: bus).values)
     }
 
     @Test("six for four slots: the beacon stays on air, five take turns through three, and status says each one's share")
