@@ -192,8 +192,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
     }
 
     /// Replaces one advertisement. When it is on air it is changed in place, without going off
-    /// air (a change BlueZ cannot follow in place, such as a property that appears, registers
-    /// it again).
+    /// air (a change BlueZ cannot follow in place, a structured scan response field without
+    /// `--experimental`, registers it again).
     /// - Throws: `PeripheralError` `unknownName`; `CancellationError` as for ``on(_:)``.
     public func update(_ name: String, to advertisement: Advertisement) async throws {
         try await exclusively {
@@ -214,8 +214,8 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
                 try await manager.updateAdvertisement(id, to: sent)
                 registrations[key]?.checkAt = clock.now.advanced(by: Self.updateCheckDelay)
             } catch let error as PeripheralError where error.code == .rejected {
-                // A change the stack cannot follow in place (a field that appears, a scan
-                // response BlueZ follows only with --experimental): planned, not a failure.
+                // A change the stack cannot follow in place (a structured scan response field,
+                // which BlueZ follows only with --experimental): planned, not a failure.
                 logger.info("\(name): \(error.message); registering it again")
                 await takeOff(key)
                 await attempt(key)

@@ -84,6 +84,41 @@ extension DBusConnection {
         try store(value, index: index, interface: interface, path: path, always: always, announce: announce)
     }
 
+    /// Adds a property to an exported interface, or puts `property` in the place of the one of
+    /// its name (its type and access may differ), and announces its value with
+    /// `PropertiesChanged` when it is readable and emits changes: to the peer that reads the
+    /// object, a property that appears is a changed one.
+    /// - Throws: ``DBusError`` when there is no such interface at `path` or the value is invalid.
+    public func putProperty(_ property: DBusProperty, of interface: String, at path: DBusObjectPath) throws {
+        guard objects[path]?.interfaces[interface] != nil else {
+            throw DBusError(.unknownInterface, "no interface \(interface) at \(path)")
+        }
+        try property.value.validate()
+        var properties = objects[path]!.interfaces[interface]!.properties
+        if let index = properties.firstIndex(where: { $0.name == property.name }) {
+            properties[index] = property
+        } else {
+            properties.append(property)
+        }
+        objects[path]!.interfaces[interface]!.properties = properties
+        if property.emitsChanged && property.access.isReadable {
+            try emit(path: path, interface: StandardInterface.properties, member: DBusProperties.changed,
+                     [.string(interface), .variantDictionary([property.name: property.value]), .strings([])], to: objects[path]!.caller)
+        }
+    }
+
+    /// Removes a property from an exported interface and announces it invalidated with
+    /// `PropertiesChanged` (its name, no value) when it was readable and emitted changes.
+    /// Removing one that is not there does nothing.
+    public func removeProperty(_ name: String, of interface: String, at path: DBusObjectPath) throws {
+        guard let index = objects[path]?.interfaces[interface]?.properties.firstIndex(where: { $0.name == name }) else { return }
+        let property = objects[path]!.interfaces[interface]!.properties.remove(at: index)
+        if property.emitsChanged && property.access.isReadable {
+            try emit(path: path, interface: StandardInterface.properties, member: DBusProperties.changed,
+                     [.string(interface), .variantDictionary([:]), .strings([name])], to: objects[path]!.caller)
+        }
+    }
+
     private func store(
         _ value: DBusValue, index: Int, interface: String, path: DBusObjectPath, always: Bool = false, announce: Bool = true
     ) throws {

@@ -206,24 +206,36 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     }
 
     /// Changes the object's properties and says so with `PropertiesChanged`: BlueZ puts the new
-    /// data on air in place. A change that adds or removes a property is refused (`rejected`).
+    /// data on air in place (``updateSteps(from:to:)``), whatever changes, even into another
+    /// advertisement altogether (a rotation's turn keeps its slot this way): a property that
+    /// appears is announced as changed, one that goes as invalidated, which BlueZ's parsers take
+    /// as cleared (src/advertising.c's `parse_*` with no value, 5.66 to 5.87 alike).
+    /// - Throws: ``PeripheralError`` `rejected` for a structured scan response field BlueZ
+    ///   follows only with `--experimental`; `notRegistered` for an unknown advertisement.
     public func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws {
         let (path, registration) = try registered(id)
         let old = registration.advertisement!.bluezProperties
         let new = advertisement.bluezProperties
-        // A property that appears or disappears changes the object's shape: BlueZ only follows
-        // changed values, so that needs a new registration (the domain's stop + start).
-        guard Set(old.keys) == Set(new.keys) else {
-            throw PeripheralError(.rejected, "the change adds or removes properties; it needs a new registration")
-        }
         // BlueZ (5.80 to 5.87 at least) follows a change of the scan response's structured
         // fields only when bluetoothd runs with --experimental, which the bus does not tell:
         // a new registration puts them on air everywhere. Its raw ScanResponseData is followed.
         if let field = Self.followedOnlyWithExperimental.first(where: { old[$0] != new[$0] }) {
             throw PeripheralError(.rejected, "BlueZ follows a change of \(field) only with --experimental; it needs a new registration")
         }
-        for name in Self.updateOrder(from: old, to: new) {
-            try await connection.setProperty(name, of: BlueZ.advertisementInterface, at: path, to: new[name]!)
+        let interface = BlueZ.advertisementInterface
+        for step in Self.updateSteps(from: old, to: new) {
+            switch step {
+            case .remove(let name):
+                try await connection.removeProperty(name, of: interface, at: path)
+                // Without a power asked, BlueZ's report of the chosen one is still taken.
+                if name == "TxPower" { try await connection.putProperty(txPowerReport(at: path), of: interface, at: path) }
+            case .set(let name) where old[name] == nil:
+                try await connection.putProperty(advertisementProperty(name, new[name]!, at: path), of: interface, at: path)
+            case .set(let name):
+                try await connection.setProperty(name, of: interface, at: path, to: new[name]!, always: true)
+            case .refresh:
+                try await connection.setProperty("Type", of: interface, at: path, to: new["Type"]!, always: true)
+            }
         }
         // BlueZ may have released it meanwhile: then there is nothing left to record.
         guard exports[path] != nil else {
@@ -259,21 +271,85 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         return true
     }
 
-    /// The changed properties of an update, in the order BlueZ is told of them. BlueZ refreshes
-    /// the advertisement after each one, so every step must be valid on its own: of the two
-    /// intervals, the one that keeps MinInterval <= MaxInterval goes first (lowering both
-    /// must not send a minimum above the old maximum; controllers refuse that, and BlueZ
-    /// 5.66 to 5.73 then drop the advertisement without a word).
-    static func updateOrder(from old: [String: DBusValue], to new: [String: DBusValue]) -> [String] {
-        var names = new.keys.filter { old[$0] != new[$0] }.sorted()
-        guard let min = names.firstIndex(of: "MinInterval"), let max = names.firstIndex(of: "MaxInterval") else {
-            return names
+    /// One step of an in-place update: BlueZ refreshes the advertisement after each.
+    package enum UpdateStep: Hashable, Sendable {
+        /// The property goes (announced invalidated): BlueZ clears it.
+        case remove(String)
+        /// The property takes its new value (announced changed), appearing if it was not there.
+        case set(String)
+        /// `Type` announced unchanged: BlueZ sends the advertisement on as it stands (after a
+        /// last step BlueZ does not send on by itself: an interval or TxPower that goes).
+        case refresh
+    }
+
+    /// The steps of an update, in the order BlueZ is told of them. BlueZ sends the advertisement
+    /// to the kernel after each one, so every step must be valid on its own:
+    /// - what shrinks the data goes before what grows it (by ``bytesOnAir(_:_:)``), so that no
+    ///   step holds more than the larger of the two advertisements: a step over the controller's
+    ///   length ends the advertisement (5.66 to 5.73 free it without a word, and with extended
+    ///   advertising crash in `add_client_complete`);
+    /// - of the two intervals, the one that keeps MinInterval <= MaxInterval goes first (lowering
+    ///   both must not send a minimum above the old maximum; controllers refuse that);
+    /// - `Includes` clears every flag BlueZ keeps beside it, the secondary channel's among them
+    ///   (`parse_includes` sets `client->flags = 0`), so `SecondaryChannel` is sent again after it;
+    /// - an interval or TxPower that goes is not sent on by BlueZ (its parser answers false): a
+    ///   refresh follows when nothing else does.
+    package static func updateSteps(from old: [String: DBusValue], to new: [String: DBusValue]) -> [UpdateStep] {
+        let changed = Set(old.keys).union(new.keys).filter { old[$0] != new[$0] }
+        var names = changed.sorted { a, b in
+            let da = bytesOnAir(a, new[a]) - bytesOnAir(a, old[a]), db = bytesOnAir(b, new[b]) - bytesOnAir(b, old[b])
+            return da != db ? da < db : a < b
         }
-        // Minimum first when it fits under the old maximum; else the maximum first, which
-        // then fits over the old minimum (new minimum > old maximum >= old minimum).
-        let minimumFirst = (new["MinInterval"]?.uint32 ?? 0) <= (old["MaxInterval"]?.uint32 ?? 0)
-        if minimumFirst != (min < max) { names.swapAt(min, max) }
-        return names
+        if let min = names.firstIndex(of: "MinInterval"), let max = names.firstIndex(of: "MaxInterval"),
+           new["MinInterval"] != nil, new["MaxInterval"] != nil {
+            // Minimum first when it fits under the old maximum; else the maximum first, which
+            // then fits over the old minimum (new minimum > old maximum >= old minimum).
+            let minimumFirst = (new["MinInterval"]?.uint32 ?? 0) <= (old["MaxInterval"]?.uint32 ?? 0)
+            if minimumFirst != (min < max) { names.swapAt(min, max) }
+        }
+        if let includes = names.firstIndex(of: "Includes"), new["SecondaryChannel"] != nil {
+            names.removeAll { $0 == "SecondaryChannel" }
+            names.insert("SecondaryChannel", at: includes + 1)
+        }
+        var steps = names.map { new[$0] == nil ? UpdateStep.remove($0) : .set($0) }
+        if let last = steps.last, [.remove("MinInterval"), .remove("MaxInterval"), .remove("TxPower")].contains(last) {
+            steps.append(.refresh)
+        }
+        return steps
+    }
+
+    /// About how many bytes a property puts into the advertising data or the scan response
+    /// (each AD structure's length and type, and its data); 0 for one that adds none, or that
+    /// is absent. Only the sign of a change's difference orders an update's steps.
+    package static func bytesOnAir(_ name: String, _ value: DBusValue?) -> Int {
+        guard let value else { return 0 }
+        func uuidBytes(_ uuid: String) -> Int {
+            let base = "-0000-1000-8000-00805f9b34fb"
+            guard uuid.lowercased().hasSuffix(base) else { return uuid.count <= 4 ? 2 : uuid.count <= 8 ? 4 : 16 }
+            return uuid.hasPrefix("0000") ? 2 : 4
+        }
+        let entries = value.dictionaryEntries ?? []
+        switch name {
+        case "ServiceUUIDs", "SolicitUUIDs", "ScanResponseServiceUUIDs", "ScanResponseSolicitUUIDs":
+            let sizes = (value.stringArray ?? []).map(uuidBytes)
+            return Dictionary(grouping: sizes, by: { $0 }).values.reduce(0) { $0 + 2 + $1.reduce(0, +) }
+        case "ManufacturerData", "ScanResponseManufacturerData":
+            return entries.reduce(0) { $0 + 4 + ($1.value.variantValue?.bytes?.count ?? 0) }
+        case "ServiceData", "ScanResponseServiceData":
+            return entries.reduce(0) { $0 + 2 + uuidBytes($1.key.string ?? "") + ($1.value.variantValue?.bytes?.count ?? 0) }
+        case "Data", "ScanResponseData":
+            return entries.reduce(0) { $0 + 2 + ($1.value.variantValue?.bytes?.count ?? 0) }
+        case "LocalName":
+            return 2 + (value.string?.utf8.count ?? 0)
+        case "Appearance":
+            return 4
+        case "Includes":
+            return (value.stringArray ?? []).reduce(0) { $0 + ($1 == "tx-power" ? 3 : $1 == "appearance" ? 4 : 0) }
+        case "Discoverable":
+            return value.boolean == true ? 3 : 0
+        default:
+            return 0
+        }
     }
 
     // MARK: Helpers
@@ -332,22 +408,33 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// write-only otherwise, so that BlueZ's report is taken without the read-back (GetAll)
     /// turning into a request for that power.
     private func advertisementInterfaces(for advertisement: Advertisement, at path: DBusObjectPath) -> [DBusInterface] {
-        let logger = logger
-        let report: DBusProperty.SetHandler = { value in
-            logger.debug("\(path): BlueZ says the controller transmits at \(value.int16.map(String.init) ?? "?") dBm")
-        }
         var properties = advertisement.bluezProperties.sorted { $0.key < $1.key }.map { name, value in
-            name == "TxPower"
-                ? DBusProperty(name, value: value, access: .readWrite, onSet: report)
-                : DBusProperty(name, value: value)
+            advertisementProperty(name, value, at: path)
         }
-        if advertisement.txPower == nil {
-            properties.append(DBusProperty("TxPower", value: .int16(0), access: .write, emitsChanged: false, onSet: report))
-        }
+        if advertisement.txPower == nil { properties.append(txPowerReport(at: path)) }
         let release = DBusMethod("Release") { [weak self] call in
             await self?.released(path)
             return []
         }
         return [DBusInterface(name: BlueZ.advertisementInterface, methods: [release], properties: properties)]
+    }
+
+    /// One of an advertisement's properties as exported: read-only, but for a `TxPower` asked,
+    /// which BlueZ sets to the power the controller chose.
+    private func advertisementProperty(_ name: String, _ value: DBusValue, at path: DBusObjectPath) -> DBusProperty {
+        name == "TxPower" ? DBusProperty(name, value: value, access: .readWrite, onSet: txPowerReported(at: path)) : DBusProperty(name, value: value)
+    }
+
+    /// The write-only `TxPower` of an advertisement that asks no power: BlueZ's report is taken
+    /// without a read-back (GetAll) turning into a request for that power.
+    private func txPowerReport(at path: DBusObjectPath) -> DBusProperty {
+        DBusProperty("TxPower", value: .int16(0), access: .write, emitsChanged: false, onSet: txPowerReported(at: path))
+    }
+
+    private func txPowerReported(at path: DBusObjectPath) -> DBusProperty.SetHandler {
+        let logger = logger
+        return { value in
+            logger.debug("\(path): BlueZ says the controller transmits at \(value.int16.map(String.init) ?? "?") dBm")
+        }
     }
 }

@@ -111,6 +111,8 @@ struct DaemonSession {
         mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: Self.address)])))
         mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/1"))))
         mock.scriptStop(.always(.success(())))
+        // A turn of the rotation (more advertisements than slots) is an in-place update.
+        mock.scriptUpdate(.always(.success(())))
         mock.scriptAudit(.always(.success([])))
         mock.scriptBonds(.always(.success([])))
         script(mock)

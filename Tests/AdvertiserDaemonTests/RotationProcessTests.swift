@@ -20,10 +20,10 @@ struct RotationProcessTests {
 
         """ + (1...5).map { "[advertisement.ad\($0)]\ntype = \"broadcast\"\nmanufacturer_data = { \"0xFFFF\" = \"0\($0)\" }\n" }.joined()
 
+    /// What the stand-in has on air: each registration's manufacturer data (a turn changes what
+    /// a slot carries, not the slot).
     func held(on bus: PrivateBus) async throws -> Set<String> {
-        let connection = try await DBusConnection.connect(to: .address(bus.address))
-        let reply = try await connection.call(destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Advertisements")
-        return Set((reply[0].dictionaryEntries ?? []).compactMap { $0.key.string ?? $0.key.objectPath?.rawValue })
+        Set(try await carried(on: bus).values)
     }
 
     @Test("six for four slots: the beacon stays on air, five take turns through three, and status says each one's share")
@@ -57,5 +57,57 @@ struct RotationProcessTests {
         let table = try await runProgram(product("bleadvctl"), ["status"], environment: environment).output
         #expect(table.split(separator: "\n").filter { $0.contains(" rotating ") && $0.contains("on air 60% of the time, ") }.count == 5, "\(table)")
         _ = (standIn, daemon)
+    }
+    /// Five advertisements for the stand-in's four slots, 2 s a turn: one out and one in each turn.
+    static let fiveForFour = "[slots]\nrotate_seconds = 2\n"
+        + (1...5).map { "[advertisement.ad\($0)]\ntype = \"broadcast\"\nmanufacturer_data = { \"0xFFFF\" = \"0\($0)\" }\n" }.joined()
+
+    /// What each registered advertisement carries on air, by path: its manufacturer data in hex.
+    func carried(on bus: PrivateBus) async throws -> [String: String] {
+        let connection = try await DBusConnection.connect(to: .address(bus.address))
+        let reply = try await connection.call(destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Advertisements")
+        var carried: [String: String] = [:]
+        for entry in reply[0].dictionaryEntries ?? [] {
+            let path = entry.key.string ?? entry.key.objectPath?.rawValue ?? "?"
+            let data = entry.value.variantDictionary?["ManufacturerData"]?.dictionaryEntries?.first?.value.variantValue?.bytes ?? []
+            carried[path] = data.map { String(format: "%02x", $0) }.joined()
+        }
+        return carried
+    }
+
+    @Test("a local program that registers the moment a slot frees gets none of bleadvd's: after five turns bleadvd still holds all four")
+    func slotTakerGetsNothing() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.fiveForFour)
+        try await notify.waitFor("READY=1")
+        var first: [String: String] = [:]
+        try await eventually("four of the five on air") {
+            first = try await carried(on: bus)
+            return first.count == 4
+        }
+        let script = BlueZStandIn.script.deletingLastPathComponent().appendingPathComponent("slot_taker.py").path
+        let taker = try Child("/usr/bin/python3", [script, bus.address, "/org/bluez/hci0"], captureErrors: false)
+        let said = try PrivateBus.readLine(from: taker.stdout)
+
+        // Five turns and a half, looked at four times a second: bleadvd's registrations and the taker's.
+        var ours: [Int] = []
+        var theirs: [Int] = []
+        var onAir: Set<Set<String>> = [Set(first.values)]
+        let clock = ContinuousClock()
+        let end = clock.now.advanced(by: .seconds(11))
+        while clock.now < end {
+            try await Task.sleep(for: .milliseconds(250))
+            let now = try await carried(on: bus)
+            ours.append(now.keys.filter { !$0.hasPrefix("/org/taker/") }.count)
+            theirs.append(now.keys.filter { $0.hasPrefix("/org/taker/") }.count)
+            onAir.insert(Set(now.filter { !$0.key.hasPrefix("/org/taker/") }.values))
+        }
+
+        #expect(said == "ready")
+        #expect(onAir.count >= 4, "turns seen: \(onAir.count)")
+        #expect(theirs.max() == 0, "the taker's registrations, 4 times a second: \(theirs)")
+        #expect(ours.min() == 4, "bleadvd's registrations, 4 times a second: \(ours)")
+        _ = (standIn, daemon, taker)
     }
 }

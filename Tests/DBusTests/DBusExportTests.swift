@@ -305,3 +305,35 @@ final class MonitorProcess {
         return String(decoding: process.stdout.readToEndRetrying(), as: UTF8.self)
     }
 }
+
+extension DBusExportTests {
+    @Test("a property removed is announced invalidated and busctl's GetAll no longer lists it")
+    func removeProperty() async throws {
+        let service = try await Service()
+        let watcher = try await DBusConnection.connect(to: service.bus)
+        var changes = try await watcher.signals(matching: DBusMatchRule(
+            path: Self.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")).makeAsyncIterator()
+
+        try await service.connection.removeProperty("Count", of: Self.interface, at: Self.path)
+        let announced = await changes.next()
+        let all = try await service.busctl("call", service.connection.uniqueName, Self.path.rawValue, "org.freedesktop.DBus.Properties", "GetAll", "s", Self.interface)
+
+        #expect(announced?.body == [.string(Self.interface), .variantDictionary([:]), .strings(["Count"])])
+        #expect(all == "a{sv} 1 \"Name\" s \"first\"\n")
+    }
+
+    @Test("a property put in is announced with its value and busctl's GetAll lists it")
+    func putProperty() async throws {
+        let service = try await Service()
+        let watcher = try await DBusConnection.connect(to: service.bus)
+        var changes = try await watcher.signals(matching: DBusMatchRule(
+            path: Self.path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")).makeAsyncIterator()
+
+        try await service.connection.putProperty(DBusProperty("Level", value: .int16(-6)), of: Self.interface, at: Self.path)
+        let announced = await changes.next()
+        let all = try await service.busctl("call", service.connection.uniqueName, Self.path.rawValue, "org.freedesktop.DBus.Properties", "GetAll", "s", Self.interface)
+
+        #expect(announced?.body == [.string(Self.interface), .variantDictionary(["Level": .int16(-6)]), .strings([])])
+        #expect(all == "a{sv} 3 \"Count\" u 3 \"Level\" n -6 \"Name\" s \"first\"\n")
+    }
+}

@@ -7,8 +7,14 @@
 #   priority-10 one in every 12-s window (the kernel's own turns among 5 instances take 10 s);
 #   one of those taking turns is a BTHome sensor, which Home Assistant's bthome-ble decodes
 #   from what hci1 heard as it does when it is on air alone;
-# - the bus record (dbus-monitor): at most one RegisterAdvertisement and one
-#   UnregisterAdvertisement per turn;
+# - the bus record (dbus-monitor): no UnregisterAdvertisement from bleadvd while they take turns
+#   (a turn changes what a slot carries, in place: #78 item 7), and no RegisterAdvertisement but
+#   the check a second after each in-place update, one a turn, which BlueZ answers AlreadyExists
+#   while it holds the advertisement;
+# - a local program as user nobody (Tests/TestSupport/Peers/slot_taker.py) that registers an
+#   advertisement the moment a slot frees gets none while they take turns: BlueZ's
+#   ActiveInstances stays at every slot throughout, bleadvd holding them all; once bleadvd
+#   stops, it takes every slot (so it could have taken one);
 # - bleadvctl status: the priority-10 one on, the others rotating with their share; the journal
 #   says how the slots are shared.
 set -euo pipefail
@@ -43,12 +49,28 @@ turn=$(grep '^<5>slots: ' "$TESTBED_WORK/bleadvd.log" | tail -n1 | sed -nE 's/.*
 [[ -n "$turn" ]] || fail "the journal does not say how long a turn is"
 round=$(( (count - 1) * turn ))
 seconds=$(( round + 8 ))
-echo "scanning on hci1 for $seconds s (turns of $turn s; a full round of them is $round s):"
+# The local program that takes a slot the moment one frees, as user nobody (Debian's BlueZ policy
+# lets any user call RegisterAdvertisement).
+install -m 0644 "$TESTBED_ROOT/Tests/TestSupport/Peers/slot_taker.py" /tmp/slot_taker.py
+taker_log="$TESTBED_WORK/slot-taker.log"
+runuser -u nobody -- python3 /tmp/slot_taker.py unix:path=/run/dbus/system_bus_socket /org/bluez/hci0 > "$taker_log" 2>&1 &
+taker=$!
+wait_for 10 "the slot taker watching hci0" 'grep -qx ready "$taker_log"' || fail "the slot taker did not start: $(cat "$taker_log")"
+echo "scanning on hci1 for $seconds s (turns of $turn s; a full round of them is $round s), user nobody's slot taker watching:"
 record_bus "$TESTBED_WORK/rotation-bus.log" "$TESTBED_WORK/rotation-owners.log"
+# BlueZ's count of the slots in use, twice a second, beside the scan.
+( while :; do manager ActiveInstances; sleep 0.5; done ) > "$TESTBED_WORK/active.log" 2>/dev/null &
+sampler=$!
 from=$(date +%s.%N)
 observe "$seconds" > /dev/null || true
 to=$(date +%s.%N)
+kill "$sampler" 2>/dev/null || true
 stop_bus_record
+taken=$(grep -c '^took ' "$taker_log" || true)
+active=$(sort -n "$TESTBED_WORK/active.log" | uniq -c | awk '{printf "%s%d x %d", sep, $1, $2; sep = ", "}')
+echo "    the slot taker got $taken slot(s) in $seconds s; ActiveInstances (looks x value): $active"
+((taken == 0)) || fail "user nobody's program took $taken slot(s) from bleadvd's turns: $(cat "$taker_log")"
+[[ $(sort -n "$TESTBED_WORK/active.log" | head -n1) == "$total" ]] || fail "a slot was free during the turns: ActiveInstances $active"
 reports=$(python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index 1 --reports --timestamps \
   | awk -v from="$from" -v to="$to" '$1 >= from && $1 <= to')
 heard() { grep -E " [0-9a-f]*04ffffff$1([0-9a-f]{2})*\$" <<< "$reports" | awk '{print $1}'; }
@@ -82,6 +104,11 @@ awk -v gap="$gaps" 'BEGIN { exit !(gap <= 12) }' || fail "hci1 went $gaps s with
 registers=$(awk '$NF == "RegisterAdvertisement"' "$TESTBED_WORK/rotation-bus.log" | grep -c . || true)
 unregisters=$(awk '$NF == "UnregisterAdvertisement"' "$TESTBED_WORK/rotation-bus.log" | grep -c . || true)
 turns=$(awk -v from="$from" -v to="$to" -v turn="$turn" 'BEGIN { printf "%d", (to - from) / turn + 1 }')
-echo "    the bus: $registers RegisterAdvertisement and $unregisters UnregisterAdvertisement in $seconds s ($turns turns at most)"
-(( registers <= turns && unregisters <= turns && registers >= 1 )) || fail "more than one registration and one unregistration a turn"
+echo "    the bus: $registers RegisterAdvertisement (the checks after each in-place update) and $unregisters UnregisterAdvertisement in $seconds s ($turns turns at most)"
+(( unregisters == 0 && registers <= turns )) || fail "a turn unregistered, which frees a slot for a moment, or registered more than its check"
 stop_bleadvd
+# bleadvd gone, its slots free: the taker takes them at once, as it would have taken any a turn freed.
+wait_for 10 "the slot taker holding all $total slots" '(( $(grep -c "^took " "$taker_log" || true) == total ))' \
+  || fail "the slot taker did not take the slots bleadvd left ($(grep -c '^took ' "$taker_log" || true) of $total): $(cat "$taker_log")"
+echo "    once bleadvd stopped, user nobody's slot taker took all $total slots"
+kill "$taker" 2>/dev/null || true

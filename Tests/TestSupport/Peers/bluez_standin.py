@@ -10,7 +10,8 @@ It behaves like bluetoothd 5.66 where it matters to an advertiser:
   it checks every property's signature the way BlueZ's parser does and replies
   "Failed to parse advertisement." on a wrong one; AlreadyExists, "Maximum advertisements
   reached", "Failed to register advertisement" (adapter off) and DoesNotExist as BlueZ does;
-- follows PropertiesChanged of registered advertisements, as BlueZ refreshes them live; when
+- follows PropertiesChanged of registered advertisements (changed and invalidated properties),
+  as BlueZ refreshes them live; when
   told to, refuses the next refresh the way 5.66 to 5.73 do when the kernel refuses an update:
   it forgets the advertisement with no Release, no error and no signal;
 - sends Release (no reply expected) when told to, or when an adapter is removed;
@@ -335,18 +336,26 @@ class Adapter(dbus.service.Object):
             return error(AlreadyExists("Already Exists"))
         if self.free == 0:
             return error(NotPermitted("Maximum advertisements reached"))
+        # register_advertisement takes the instance at once, before it reads the properties:
+        # a second request meanwhile counts it as taken.
+        self.free -= 1
+        self.active += 1
         client = self.standin.bus.get_object(sender, path, introspect=False)
+
+        def give_back():
+            self.free += 1
+            self.active -= 1
 
         def finish(properties):
             problem = parse_error(properties)
             if problem is not None:
+                give_back()
                 self.standin.log("parse failed: " + problem)
                 return error(Failed("Failed to parse advertisement."))
             if not self.powered:
+                give_back()
                 return error(Failed("Failed to register advertisement"))
             self.registered[(sender, path)] = dict(properties)
-            self.free -= 1
-            self.active += 1
             self.update_instances()
             self.standin.log("registered %s" % path)
             if self.standin.silence_next_registration:
@@ -367,7 +376,7 @@ class Adapter(dbus.service.Object):
                 return finish(objects[dbus.ObjectPath(path)][AD])
             self.standin.log("GetAll %s" % path)
             client.GetAll(AD, dbus_interface=PROPS, reply_handler=got_all,
-                          error_handler=lambda e: error(Failed("Failed to parse advertisement.")))
+                          error_handler=lambda e: (give_back(), error(Failed("Failed to parse advertisement."))))
 
         self.standin.log("GetManagedObjects %s" % path)
         client.GetManagedObjects(dbus_interface=OM, reply_handler=got_objects,
@@ -400,7 +409,7 @@ class Adapter(dbus.service.Object):
         self.standin.bus.send_message(message)
         self.standin.log("Release %s" % path)
 
-    def property_changed(self, sender, path, interface, changed):
+    def property_changed(self, sender, path, interface, changed, invalidated=()):
         if interface == AD and (sender, path) in self.registered:
             if self.standin.refuse_update:
                 self.standin.refuse_update = False
@@ -409,7 +418,11 @@ class Adapter(dbus.service.Object):
                 self.active -= 1
                 return self.standin.log("dropped %s (update refused)" % path)
             self.registered[(sender, path)].update(changed)
-            self.standin.log("refreshed %s %s" % (path, ",".join(sorted(changed))))
+            # gdbus's client: an invalidated property goes, and the parser is called without a
+            # value (src/advertising.c's parse_* clear it).
+            for name in invalidated:
+                self.registered[(sender, path)].pop(str(name), None)
+            self.standin.log("refreshed %s %s" % (path, ",".join(sorted(changed) + ["-" + str(n) for n in invalidated])))
 
 
 class Control(dbus.service.Object):
@@ -687,7 +700,7 @@ class StandIn:
                 sender == s and path in objects for (s, _), (_, objects) in self.applications.items()):
             self.log("notified %s %s" % (path, bytes(changed["Value"]).hex()))
         for adapter in self.adapters.values():
-            adapter.property_changed(sender, path, interface, changed)
+            adapter.property_changed(sender, path, interface, changed, invalidated)
 
 
 def main():
