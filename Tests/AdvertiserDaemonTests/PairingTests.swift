@@ -348,6 +348,54 @@ struct PairingTests {
         #expect(session.mock.calls.removedBonds.isEmpty)
     }
 
+    @Test("with no [pairing] table the agent is DisplayOnly and bleadvctl pair shows a passkey: a central that asks for just works is refused, the owner's code is printed")
+    func defaultIsPasskey() async throws {
+        let session = try await session(onDBus: true)
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        let opened = try await PrivateBus.line(from: pair.stdout)
+
+        let justWorks = await session.mock.agentRequest(PairingRequest(central: "11:22:33:44:55:66", .authorize))
+        let refusal = try await PrivateBus.line(from: pair.stdout)
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        let owner = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(session.mock.calls.registeredAgents.map(\.method) == [.passkey])
+        #expect(opened == "pairing window open for 60 s (passkey); pair from the central now")
+        #expect(justWorks == false)
+        #expect(refusal == "11:22:33:44:55:66: refused: it asks for just works, a bond without a code (no MITM protection); this window takes passkey only")
+        #expect(owner == "\(Self.phone): type 004213 on the central")
+    }
+
+    @Test("a stranger's wrong codes use up its own attempts, not the owner's: after them the owner's code is still printed, and its bond closes the window")
+    func strangerCostsTheOwnerNothing() async throws {
+        let session = try await session(onDBus: true, "method = \"passkey\"\nattempts = 2")
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+        let stranger = "66:55:44:33:22:11"
+        for code in [111_111, 222_222, 333_333] {
+            _ = await session.mock.agentRequest(PairingRequest(central: stranger, .passkey(UInt32(code))))
+        }
+        var printed: [String] = []
+        while printed.count < 8, !(printed.last ?? "").contains("refused") { printed.append(try await PrivateBus.line(from: pair.stdout)) }
+
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        let owner = try await PrivateBus.line(from: pair.stdout)
+        // Only a central let in can bond: a refused owner would leave bleadvctl pair waiting.
+        guard owner.hasSuffix("on the central") else {
+            Issue.record("the owner's central was not let in after the stranger's requests: \(owner); before it: \(printed)")
+            return
+        }
+        session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
+        let paired = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(printed.last == "\(stranger): refused: it took its 2 attempt(s) in this window already", "\(printed)")
+        #expect(owner == "\(Self.phone): type 004213 on the central")
+        #expect(paired == "\(Self.phone): paired and bonded")
+        #expect(await pair.exitStatus() == 0)
+    }
+
     @Test("a passkey window refuses a central that asks for just works, bleadvctl pair says why, and the owner's passkey is let in after it")
     func downgradeRefused() async throws {
         let session = try await session(onDBus: true, "method = \"passkey\"")
