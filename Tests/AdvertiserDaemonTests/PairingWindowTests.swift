@@ -82,7 +82,8 @@ struct PairingWindowTests {
         let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
 
         #expect(downgrade == .refuse("it asks for just works, a bond without a code (no MITM protection); this window takes \(method.rawValue) only"))
-        #expect(window.attemptsLeft == 2)
+        #expect(window.attemptsLeft(for: Self.phone.central) == 3)
+        #expect(window.attemptsLeft(for: "11:22:33:44:55:66") == 2)
         #expect(owner == .allow)
         #expect(window.pending.keys.sorted() == ["11:22:33:44:55:66"])
     }
@@ -96,7 +97,8 @@ struct PairingWindowTests {
         let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
 
         #expect(owner == .allow)
-        #expect(window.attemptsLeft == 2)
+        #expect(window.attemptsLeft(for: "11:22:33:44:55:66") == 2)
+        #expect(window.attemptsLeft(for: "66:55:44:33:22:10") == 3)
     }
 
     @Test("a stranger's passkey requests (its wrong codes) cost the owner's central none of its attempts: the owner's code is shown after them")
