@@ -9,13 +9,15 @@ its own SMP. It starts once and serves a scenario's runs one after another: Bumb
 resets the emulated controller. It reads one run a line on standard input,
 
   OUT<TAB>[--io just-works|passkey|confirm] [--code N | --code-from FILE] [--no-bonding]
-          [--legacy]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
+          [--legacy] [--from-random]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
                                               await:FILE, scan:SECONDS, subscribe:UUID,
                                               notified:UUID=HEX, timedread:UUID,
                                               writes:UUID=COUNT, link, heard:UUID=SECONDS)
 
-connects from hci1's public address (so bleadvd's bond names it), does the steps in order,
+connects from hci1's public address (so bleadvd's bond names it; --from-random: from the static
+random address F0:F1:F2:F3:F4:F5 instead, a second central as bleadvd sees it, a stranger's),
+does the steps in order,
 disconnects, and writes to the file OUT one line per step, then `exit STATUS` (0, or 1 when
 it could not connect or a step it does not know was asked):
 
@@ -51,8 +53,9 @@ to time from is known) and every HEX has been heard at T or later, or 10 s after
 It prints `ready` once it has its controller. Usage: bumble_central.py
 ADDRESS [--transport hci-socket:N] [--keys FILE] (hci1 unless told); the keys file is read at
 each use, so removing it makes the central forget its bonds.
---code-from reads the 6-digit code from a file as bleadvctl pair prints it ("type NNNNNN on the
-central"), waiting up to 20 s for it. --no-bonding asks to pair without the Bonding flag (an
+--code-from reads the 6-digit code from a file as bleadvctl pair prints it for this run's own
+address ("ADDRESS: type NNNNNN on the central"; another central's code is not its), waiting up to
+20 s for it. --no-bonding asks to pair without the Bonding flag (an
 encrypted link, no keys kept); --legacy pairs without LE Secure Connections.
 """
 import argparse
@@ -93,7 +96,7 @@ class Delegate(PairingDelegate):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:
-                match = re.search(r"type (\d{6}) on the central", open(self.run.code_from).read())
+                match = re.search(re.escape(self.run.own) + r": type (\d{6}) on the central", open(self.run.code_from).read())
             except FileNotFoundError:
                 match = None
             if match:
@@ -124,6 +127,7 @@ RUN.add_argument("--code-from", default=None)
 RUN.add_argument("--no-bonding", action="store_true")
 RUN.add_argument("--legacy", action="store_true")
 RUN.add_argument("--no-link", action="store_true")
+RUN.add_argument("--from-random", action="store_true")
 
 
 class Run:
@@ -145,10 +149,13 @@ async def run_steps(device, address, run):
             await do_step(run, None, step)
         return
     started = time.monotonic()
+    own = device.random_address if run.from_random else device.public_address
+    run.own = own.to_string(with_type_qualifier=False)
     connection = await device.connect(Address(address, Address.PUBLIC_DEVICE_ADDRESS),
-                                      own_address_type=OwnAddressType.PUBLIC, timeout=15)
+                                      own_address_type=OwnAddressType.RANDOM if run.from_random else OwnAddressType.PUBLIC,
+                                      timeout=15)
     run.say("connected to %s from %s in %.2f s (%.1f s after it started)" % (
-        address, device.public_address, time.monotonic() - started, time.monotonic() - STARTED))
+        address, run.own, time.monotonic() - started, time.monotonic() - STARTED))
     try:
         link = Link(connection)
         for step in run.steps:

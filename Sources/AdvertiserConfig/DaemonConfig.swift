@@ -63,19 +63,23 @@ public struct DaemonConfig: Hashable, Sendable {
 /// an encrypted link open to them.
 public struct PairingConfig: Hashable, Sendable {
     /// The method; nil for `off` (no agent: no new bonds, those made already keep working).
-    public var method: PairingMethod? = .justWorks
+    /// Passkey unless the file asks otherwise: just works lets any central in range bond while
+    /// a window is open, so it is never the default.
+    public var method: PairingMethod? = .passkey
     /// How long `bleadvctl pair` opens a window when it is not told.
     public var window: Duration = .seconds(120)
-    /// How many pairing requests one window takes; later ones are refused.
+    /// How many pairing requests one window takes from each central (by address); its later
+    /// ones are refused. Another central's requests cost it none: a stranger's wrong codes
+    /// leave the owner's central its attempts.
     public var attempts = 3
 
     /// The window's allowed length, in seconds.
     public static let windowRange = 1...3600
-    /// The allowed number of attempts per window.
+    /// The allowed number of attempts per central and window.
     public static let attemptsRange = 1...100
 
-    /// The default: just works, 120-second windows, 3 attempts each.
-    public init(method: PairingMethod? = .justWorks, window: Duration = .seconds(120), attempts: Int = 3) {
+    /// The default: passkey, 120-second windows, 3 attempts for each central in each.
+    public init(method: PairingMethod? = .passkey, window: Duration = .seconds(120), attempts: Int = 3) {
         self.method = method
         self.window = window
         self.attempts = attempts

@@ -14,10 +14,13 @@ extension Bleadvctl {
             discussion: """
                 For the window's length (the config's [pairing] window_seconds unless given) \
                 the adapter takes new bonds. Each request is printed as it comes: with \
-                method = "passkey", the 6-digit code to type on the central; with \
-                "numeric-comparison", the code to compare, answered here (y or n on standard \
-                input). Those two refuse a central that asks for just works (a bond without a \
-                code), printed as refused with why; the window stays open. The window's events \
+                method = "passkey" (the default), the 6-digit code to type on the central; \
+                with "numeric-comparison", the code to compare, answered here (y or n on \
+                standard input). Those two refuse a central that asks for just works (a bond \
+                without a code), printed as refused with why; the window stays open. \
+                method = "just-works", only when the config asks for it, lets any central in \
+                range bond with no code. A central past its [pairing] attempts is refused; \
+                another central's requests (a stranger's wrong codes) cost it none. The window's events \
                 and codes come to this command alone. It closes once one central bonded, when \
                 its time runs out, or when a reload turns pairing off. Needs root.
 

@@ -4,11 +4,11 @@ import Testing
 
 @Suite("The [pairing] table")
 struct PairingConfigTests: ReadsConfigText {
-    @Test("without the table, centrals pair with just works in 120-second windows of 3 attempts")
+    @Test("without the table, centrals pair with a passkey shown to the owner (never just works) in 120-second windows of 3 attempts each")
     func defaults() throws {
         let config = try parse("")
 
-        #expect(config.pairing == PairingConfig(method: .justWorks, window: .seconds(120), attempts: 3))
+        #expect(config.pairing == PairingConfig(method: .passkey, window: .seconds(120), attempts: 3))
     }
 
     @Test("each method is read by its name, and off is no method", arguments: [

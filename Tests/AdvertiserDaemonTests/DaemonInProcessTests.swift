@@ -99,7 +99,7 @@ struct DaemonInProcessTests {
     func bondsDoNotHoldUpWrites() async throws {
         let (h, off) = try await Self.holdingTheTurn(ValuesComponentTests.config) { h in
             _ = try await h.daemon.pairing.pair(for: 60, by: ":1.7")
-            #expect(await h.mock.agentRequest(PairingRequest(central: "AA:BB:CC:DD:EE:01", .authorize)) == true)
+            #expect(await h.mock.agentRequest(PairingRequest(central: "AA:BB:CC:DD:EE:01", .passkey(123_456))) == true)
         }
         defer { off.cancel(); h.stop() }
 

@@ -94,9 +94,9 @@ struct PairingTests {
         #expect(session.logs.all.contains { $0.contains("pairing: refused \(Self.phone) (just-works): no pairing window is open") }, "\(session.logs.all)")
     }
 
-    @Test("bleadvctl pair opens the adapter, shows the central that pairs, and exits 0 once it bonded")
+    @Test("with method just-works (asked for), bleadvctl pair opens the adapter, shows the central that pairs, and exits 0 once it bonded")
     func pairJustWorks() async throws {
-        let session = try await session(onDBus: true)
+        let session = try await session(onDBus: true, "method = \"just-works\"")
         let pair = try pair(session, "60")
         defer { pair.kill(SIGTERM) }
         #expect(try await PrivateBus.line(from: pair.stdout) == "pairing window open for 60 s (just-works); pair from the central now")
@@ -137,19 +137,21 @@ struct PairingTests {
         #expect(!session.logs.all.contains { $0.contains("004213") || $0.contains("4213") })
     }
 
-    @Test("a window takes its attempts and refuses the next central, naming it")
+    @Test("a window takes a central's attempts and refuses its next request, naming it; another central's are its own")
     func attemptsAreLimited() async throws {
         let session = try await session(onDBus: true, "attempts = 1")
         let pair = try pair(session, "60")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
 
-        let first = await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize))
-        let second = await session.mock.agentRequest(PairingRequest(central: "11:22:33:44:55:66", .authorize))
+        let first = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(111_111)))
+        let again = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(222_222)))
+        let other = await session.mock.agentRequest(PairingRequest(central: "11:22:33:44:55:66", .passkey(333_333)))
 
         #expect(first == true)
-        #expect(second == false)
-        #expect(session.logs.all.contains { $0.contains("pairing: refused 11:22:33:44:55:66 (just-works): this window took all its attempts already") })
+        #expect(again == false)
+        #expect(other == true)
+        #expect(session.logs.all.contains { $0.contains("pairing: refused \(Self.phone) (passkey): it took its 1 attempt(s) in this window already") }, "\(session.logs.all)")
     }
 
     @Test("a window whose time ran out closes the adapter, and bleadvctl pair exits 1 saying no central bonded")
@@ -164,7 +166,7 @@ struct PairingTests {
 
         #expect(await pair.exitStatus() == 1)
         #expect(session.mock.calls.pairable.map(\.pairable) == [false, true, false])
-        #expect(await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize)) == false)
+        #expect(await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(123_456))) == false)
     }
 
     @Test("a central let in that does not bond within the time is logged as failed, with its address")
@@ -222,7 +224,7 @@ struct PairingTests {
         let pair = try pair(session, "60")
         defer { pair.kill(SIGTERM) }
         _ = try await PrivateBus.line(from: pair.stdout)
-        _ = await session.mock.agentRequest(PairingRequest(central: central, .authorize))
+        _ = await session.mock.agentRequest(PairingRequest(central: central, .passkey(123_456)))
         session.mock.emit(.paired(central: central, adapter: "hci0"))
         #expect(await pair.exitStatus() == 0)
     }
@@ -293,7 +295,7 @@ struct PairingTests {
     func endedBondLeavesTheRecord() async throws {
         let session = try await session()
         try await window(session, seconds: 60)
-        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .authorize))
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(123_456)))
         session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
         try await eventually("the bond is recorded") { try session.bondRecord.centrals() == [Self.phone] }
 
@@ -346,6 +348,54 @@ struct PairingTests {
         #expect(result.status == 2)
         #expect(result.errors.contains("is not a Bluetooth address"), "\(result.errors)")
         #expect(session.mock.calls.removedBonds.isEmpty)
+    }
+
+    @Test("with no [pairing] table the agent is DisplayOnly and bleadvctl pair shows a passkey: a central that asks for just works is refused, the owner's code is printed")
+    func defaultIsPasskey() async throws {
+        let session = try await session(onDBus: true)
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        let opened = try await PrivateBus.line(from: pair.stdout)
+
+        let justWorks = await session.mock.agentRequest(PairingRequest(central: "11:22:33:44:55:66", .authorize))
+        let refusal = try await PrivateBus.line(from: pair.stdout)
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        let owner = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(session.mock.calls.registeredAgents.map(\.method) == [.passkey])
+        #expect(opened == "pairing window open for 60 s (passkey); pair from the central now")
+        #expect(justWorks == false)
+        #expect(refusal == "11:22:33:44:55:66: refused: it asks for just works, a bond without a code (no MITM protection); this window takes passkey only")
+        #expect(owner == "\(Self.phone): type 004213 on the central")
+    }
+
+    @Test("a stranger's wrong codes use up its own attempts, not the owner's: after them the owner's code is still printed, and its bond closes the window")
+    func strangerCostsTheOwnerNothing() async throws {
+        let session = try await session(onDBus: true, "method = \"passkey\"\nattempts = 2")
+        let pair = try pair(session, "60")
+        defer { pair.kill(SIGTERM) }
+        _ = try await PrivateBus.line(from: pair.stdout)
+        let stranger = "66:55:44:33:22:11"
+        for code in [111_111, 222_222, 333_333] {
+            _ = await session.mock.agentRequest(PairingRequest(central: stranger, .passkey(UInt32(code))))
+        }
+        var printed: [String] = []
+        while printed.count < 8, !(printed.last ?? "").contains("refused") { printed.append(try await PrivateBus.line(from: pair.stdout)) }
+
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(4_213)))
+        let owner = try await PrivateBus.line(from: pair.stdout)
+        // Only a central let in can bond: a refused owner would leave bleadvctl pair waiting.
+        guard owner.hasSuffix("on the central") else {
+            Issue.record("the owner's central was not let in after the stranger's requests: \(owner); before it: \(printed)")
+            return
+        }
+        session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
+        let paired = try await PrivateBus.line(from: pair.stdout)
+
+        #expect(printed.last == "\(stranger): refused: it took its 2 attempt(s) in this window already", "\(printed)")
+        #expect(owner == "\(Self.phone): type 004213 on the central")
+        #expect(paired == "\(Self.phone): paired and bonded")
+        #expect(await pair.exitStatus() == 0)
     }
 
     @Test("a passkey window refuses a central that asks for just works, bleadvctl pair says why, and the owner's passkey is let in after it")

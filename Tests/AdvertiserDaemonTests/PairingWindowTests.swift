@@ -6,6 +6,7 @@ import Testing
 /// The window as a value: what it answers each request, on a manual clock's instants.
 @Suite("The pairing window's decisions")
 struct PairingWindowTests {
+    typealias Verdict = PairingWindow<ManualClock.Instant>.Verdict
     let start = ManualClock().now
     static let phone = PairingRequest(central: "AA:BB:CC:DD:EE:FF", .authorize)
 
@@ -81,7 +82,8 @@ struct PairingWindowTests {
         let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
 
         #expect(downgrade == .refuse("it asks for just works, a bond without a code (no MITM protection); this window takes \(method.rawValue) only"))
-        #expect(window.attemptsLeft == 2)
+        #expect(window.attemptsLeft(for: Self.phone.central) == 3)
+        #expect(window.attemptsLeft(for: "11:22:33:44:55:66") == 2)
         #expect(owner == .allow)
         #expect(window.pending.keys.sorted() == ["11:22:33:44:55:66"])
     }
@@ -95,7 +97,25 @@ struct PairingWindowTests {
         let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
 
         #expect(owner == .allow)
-        #expect(window.attemptsLeft == 2)
+        #expect(window.attemptsLeft(for: "11:22:33:44:55:66") == 2)
+        #expect(window.attemptsLeft(for: "66:55:44:33:22:10") == 3)
+    }
+
+    @Test("a stranger's passkey requests (its wrong codes) cost the owner's central none of its attempts: the owner's code is shown after them")
+    func strangersAttemptsAreItsOwn() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(60)), attempts: 2, method: .passkey)
+        var stranger: [Verdict] = []
+        for code in 1...5 {
+            let request = PairingRequest(central: "66:55:44:33:22:11", .passkey(UInt32(code)))
+            _ = window.supersedes(request)
+            stranger.append(window.decide(request, at: start))
+        }
+
+        let owner = window.decide(PairingRequest(central: "11:22:33:44:55:66", .passkey(42)), at: start)
+
+        #expect(stranger == [.allow, .allow, .refuse("it took its 2 attempt(s) in this window already"), .refuse("it took its 2 attempt(s) in this window already"), .refuse("it took its 2 attempt(s) in this window already")])
+        #expect(owner == .allow)
     }
 
     @Test("a just-works window lets a just-works central in, as it did")

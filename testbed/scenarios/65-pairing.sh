@@ -6,8 +6,9 @@
 # - an unpaired read of an encrypted characteristic: ATT Insufficient Encryption; a write too,
 #   and nothing is written;
 # - outside a window: the kernel refuses the bond (the adapter is not pairable);
-# - just works inside `bleadvctl pair`: paired, the read works, bleadvctl pair exits 0, the
-#   window is closed after its bond, `bleadvctl bonds` lists hci1;
+# - a window of the default config (no `method`: passkey), the code `bleadvctl pair` printed
+#   typed on the central: paired, the read works, bleadvctl pair exits 0, the window is closed
+#   after its bond, `bleadvctl bonds` lists hci1;
 # - the bond survives kill -9 of bluetoothd and a restart of bleadvd: the central encrypts with
 #   its stored key and reads;
 # - 1,000 writes without response on the encrypted link: Written signals, journal lines, CPU;
@@ -18,8 +19,10 @@
 #   MITM protection and opens an authenticated characteristic; user nobody's watch and
 #   dbus-monitor, running meanwhile, see no code; numeric comparison, both
 #   sides showing one code and `bleadvctl pair` told on its standard input that they match;
-# - a pairing flood with wrong codes: each fails, the window's attempts run out and the rest
-#   are refused, each logged with the central's address; nothing is written;
+# - just works, only with `method = "just-works"` in the config: a central with no code bonds;
+# - a stranger's pairing flood with wrong codes, from an address of its own: each fails, its
+#   attempts run out and its next request is refused, each logged with its address; nothing
+#   is written; the owner's central then pairs in the same window with its code (#78 item 9);
 # - `bleadvctl forget`: the bond is gone and the next read fails again; a bond bleadvd has no
 #   record of making is left unless --any, and reads no secured value until root adopts it
 #   (pair --adopt), nor is it notified of a secured change (which goes out once it left);
@@ -43,11 +46,14 @@ flags = ["read"]
 security = "none"
 value = 1
 '
+  # METHOD "default": no method key, what a config that says nothing pairs with (passkey).
+  local method="method = \"$1\""
+  [[ "$1" != default ]] || method=""
   cat > "$config" <<TOML
 adapter = "hci0"
 
 [pairing]
-method = "$1"
+$method
 attempts = ${2:-3}
 
 [service.lock]
@@ -133,9 +139,19 @@ pair_window() {
   PAIR_PID=$!
   wait_for 10 "the window to open" "grep -q 'pairing window open' '$2' 2> /dev/null"
 }
+# reload_to METHOD [ATTEMPTS]: the config with another method, reloaded, and the agent
+# registered anew for it (a window opened before that would be the old agent's).
+# METHOD default is passkey.
+reload_to() {
+  local method=$1; [[ "$method" != default ]] || method=passkey
+  local registered; registered=$(grep -c "agent registered for $method " "$TESTBED_WORK/bleadvd.log" || true)
+  write_config "$@"
+  bleadvctl reload
+  wait_for 10 "the agent registered for $method" "[ \$(grep -c 'agent registered for $method ' '$TESTBED_WORK/bleadvd.log') -gt $registered ]"
+}
 
 fresh_bluetoothd
-write_config just-works
+write_config default
 central_address=$(adapter_address hci1)
 # A bond a run before left (one that failed before its forget) is not this run's, and none this
 # run makes outlives it, however it ends: with hci0's key for hci1's address, bluetoothd raises
@@ -186,14 +202,15 @@ echo "    bleadvd's agent refused $((refused - refused_before)) of the 2"
 ((refused - refused_before == 2)) || fail "the agent was not asked for each: $(grep "pairing:" "$TESTBED_WORK/bleadvd.log" | tail -n 4)"
 [[ -z "$(bonds)" ]] || fail "a bond outside a window: $(bonds)"
 
-echo "3. just works inside a window"
+echo "3. a window of the default config (no method: passkey): the code bleadvctl pair printed, typed on the central"
 # Windows here last minutes, not seconds: under emulation a run of the central takes seconds,
 # and a window that ran out before the central asked is refused, rightly.
 pair_window 120 "$TESTBED_WORK/pair1.out"
-out=$(central pair "read:$state")
+expect_line "pairing window open for 120 s (passkey); pair from the central now" "$(cat "$TESTBED_WORK/pair1.out")"
+out=$(central --io passkey --code-from "$TESTBED_WORK/pair1.out" pair "read:$state")
 echo "$out"
 grep -q "PAIRING_NOT_SUPPORTED" <<< "$out" && grep -E "pairing: window" "$TESTBED_WORK/bleadvd.log" | sed 's/^/    journal: /'
-expect_line "paired (just-works)" "$out"
+expect_line "paired (passkey)" "$out"
 expect_line "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" "$out"
 wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pair1.out")"
 sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair1.out"
@@ -211,7 +228,7 @@ rm -rf "$turn"; mkdir -p "$turn"
 central encrypt "subscribe:2a05" "touch:$turn/subscribed" "await:$turn/reloaded" "heard:2a05=15" > "$TESTBED_WORK/changed.lines" &
 changed_run=$!
 wait_for 60 "the central to subscribe to Service Changed" "[ -e '$turn/subscribed' ] || ! kill -0 $changed_run" || true
-EXTRA=1 write_config just-works
+EXTRA=1 write_config default
 bleadvctl reload
 touch "$turn/reloaded"
 wait "$changed_run" || true
@@ -222,7 +239,7 @@ ranges=$(sed -n 's/^    heard 2a05: //p' "$TESTBED_WORK/changed.lines")
 for range in ${ranges//,/ }; do
   echo "    Service Changed: handles 0x${range:2:2}${range:0:2}-0x${range:6:2}${range:4:2}"
 done
-write_config just-works
+write_config default
 bleadvctl reload
 
 echo "4, 5. the bond survives kill -9 of bluetoothd and a restart of bleadvd; then 1,000 writes without response on the encrypted link"
@@ -482,11 +499,21 @@ fi
 busctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable b false
 bleadvctl forget --any "$central_address" 2> /dev/null || true
 
+echo "5f. just works, only when the config says method = \"just-works\" (what anyone in range may use): a central with no code bonds"
+rm -f "$keys"
+reload_to just-works
+pair_window 120 "$TESTBED_WORK/pair-jw.out"
+out=$(central pair "read:$state")
+echo "$out"
+expect_line "paired (just-works)" "$out"
+wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pair-jw.out")"
+sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair-jw.out"
+expect_line "$central_address: pairing (just works)" "$(cat "$TESTBED_WORK/pair-jw.out")"
+bleadvctl forget "$central_address"
+
 echo "6. passkey: the code bleadvctl pair prints, typed on the central"
 rm -f "$keys"
-write_config passkey 2
-bleadvctl reload
-wait_for 10 "the agent registered for passkey" 'grep -q "agent registered for passkey" "$TESTBED_WORK/bleadvd.log"'
+reload_to passkey 2
 pair_window 120 "$TESTBED_WORK/pair2.out"
 # Local users other than the one at the box: watch and dbus-monitor as nobody see no code.
 runuser -u nobody -- bleadvctl watch > "$TESTBED_WORK/nobody-watch.out" 2>&1 &
@@ -531,9 +558,7 @@ sed 's/^/    nobody'"'"'s watch: /' "$TESTBED_WORK/nobody-watch.out"
 echo "6c. numeric comparison: both sides show a code; bleadvctl pair is told they match"
 bleadvctl forget "$central_address"
 rm -f "$keys"
-write_config numeric-comparison 2
-bleadvctl reload
-wait_for 10 "the agent registered for numeric-comparison" 'grep -q "agent registered for numeric-comparison" "$TESTBED_WORK/bleadvd.log"'
+reload_to numeric-comparison 2
 printf 'y\n' > "$TESTBED_WORK/yes"
 : > "$TESTBED_WORK/pair4.out"
 bleadvctl pair 120 < "$TESTBED_WORK/yes" > "$TESTBED_WORK/pair4.out" 2>&1 &
@@ -550,27 +575,42 @@ shown_code=$(sed -nE 's/.*does the central show ([0-9]{6})\?.*/\1/p' "$TESTBED_W
 [[ -n "$central_code" && "$central_code" == "$shown_code" ]] || fail "the central compared $central_code, bleadvctl pair showed $shown_code"
 echo "    both sides showed $shown_code"
 
-echo "7. a pairing flood with wrong codes"
+echo "7. a stranger's pairing flood with wrong codes, from an address of its own (#78 item 9): its 2 attempts run out, not the owner's; the owner's central then pairs in the same window"
 bleadvctl forget "$central_address"
 rm -f "$keys"
+reload_to default 2
+# Bumble's static random address: bleadvd sees a second central.
+stranger=F0:F1:F2:F3:F4:F5
 ticks_before=$(ticks "$BLEADVD_PID")
 seen=$(grep -c . "$TESTBED_WORK/central.out")
 pair_window 300 "$TESTBED_WORK/pair3.out"
 for attempt in 1 2 3; do
-  central --io passkey --code 1 pair "write:$state=6f70656e" > /dev/null
+  central --from-random --io passkey --code 1 pair "write:$state=6f70656e" > /dev/null
 done
-tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -E "pairing failed|write $state" | sed 's/^/    /'
+tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -E "connected to|pairing failed|write $state" | sed 's/^/    /'
 [[ $(tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -c "pairing failed") -eq 3 ]] || fail "a pairing with a wrong code succeeded"
+[[ $(tail -n +"$((seen + 1))" "$TESTBED_WORK/central.out" | grep -c "connected to $address from $stranger") -eq 3 ]] || fail "the stranger did not connect from $stranger"
 bleadvctl status --json | grep -q '"state": "locked"' || fail "a write during the flood changed the value"
 # A central that asks again failed its last attempt: logged then, or after 30 s without a bond
 # (the last of the three asks no more).
-wait_for 40 "the failed attempts logged" 'grep -qE "$central_address did not bond \((it asks again|no bond within 30 s)" "$TESTBED_WORK/bleadvd.log"'
-grep -E "pairing: (refused|$central_address did not bond|$central_address asks)" "$TESTBED_WORK/bleadvd.log" | tail -n 7 | sed 's/^/    journal: /'
+wait_for 40 "the failed attempts logged" 'grep -qE "$stranger did not bond \((it asks again|no bond within 30 s)" "$TESTBED_WORK/bleadvd.log"'
+grep -qF "pairing: refused $stranger (passkey): it took its 2 attempt(s) in this window already" "$TESTBED_WORK/bleadvd.log" \
+  || fail "the stranger's third request was not refused: $(grep "pairing:" "$TESTBED_WORK/bleadvd.log" | tail -n 5)"
+grep -E "pairing: (refused|$stranger did not bond|$stranger asks)" "$TESTBED_WORK/bleadvd.log" | tail -n 7 | sed 's/^/    journal: /'
 echo "    bleadvd: $(( $(ticks "$BLEADVD_PID") - ticks_before )) ticks of CPU for the flood"
 [[ -z "$(bonds)" ]] || fail "a bond from the flood: $(bonds)"
-kill "$PAIR_PID" 2>/dev/null || true
+echo "7b. the owner's central, after the stranger's flood, types its code in the same window"
+out=$(central --io passkey --code-from "$TESTBED_WORK/pair3.out" pair "read:$code")
+echo "$out"
+expect_line "paired (passkey)" "$out"
+expect_line "read $code: $(printf 1234 | od -An -tx1 | tr -d ' \n')" "$out"
+wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0 after the owner's central: $(cat "$TESTBED_WORK/pair3.out")"
+sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair3.out"
+expect_line "$central_address: paired and bonded" "$(cat "$TESTBED_WORK/pair3.out")"
 
 echo "8. forget: the bond is gone and the read fails again"
+bleadvctl forget "$central_address"
+rm -f "$keys"
 out=$(central "read:$state")
 echo "$out"
 expect_line "read $state: ATT error INSUFFICIENT_ENCRYPTION" "$out"
@@ -586,10 +626,7 @@ sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair5.out"
 ((status == 1)) || fail "bleadvctl pair exited $status after a reload that turned pairing off"
 [[ "$(pairable)" == "b false" ]] || fail "hci0 pairable after a reload that turned pairing off"
 echo "    reload to method off: $(pairable)"
-registered=$(grep -c "agent registered for just-works" "$TESTBED_WORK/bleadvd.log" || true)
-write_config just-works
-bleadvctl reload
-wait_for 10 "the agent registered for just-works" "[ \$(grep -c 'agent registered for just-works' '$TESTBED_WORK/bleadvd.log') -gt $registered ]"
+reload_to default
 pair_window 120 "$TESTBED_WORK/pair6.out"
 stop_bleadvd
 wait "$PAIR_PID" 2> /dev/null || true

@@ -143,7 +143,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
             await announce("closed", detail: "another bleadvctl pair opened a window")
         }
         window.open(until: clock.now.advanced(by: .seconds(length)), attempts: config.attempts, method: method, opener: caller)
-        logger.notice("pairing: window open for \(length) s (\(method.rawValue), up to \(config.attempts) attempt(s))")
+        logger.notice("pairing: window open for \(length) s (\(method.rawValue), up to \(config.attempts) attempt(s) per central)")
         await announce("opened")
         schedule()
         return (method, length)
