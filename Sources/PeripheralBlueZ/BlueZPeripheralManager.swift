@@ -307,9 +307,10 @@ public actor BlueZPeripheralManager: PeripheralManaging {
             let minimumFirst = (new["MinInterval"]?.uint32 ?? 0) <= (old["MaxInterval"]?.uint32 ?? 0)
             if minimumFirst != (min < max) { names.swapAt(min, max) }
         }
-        if let includes = names.firstIndex(of: "Includes"), new["SecondaryChannel"] != nil {
+        if names.contains("Includes"), new["SecondaryChannel"] != nil {
             names.removeAll { $0 == "SecondaryChannel" }
-            names.insert("SecondaryChannel", at: includes + 1)
+            // Includes' place after the removal: a SecondaryChannel sorted before it moved it.
+            names.insert("SecondaryChannel", at: names.firstIndex(of: "Includes")! + 1)
         }
         var steps = names.map { new[$0] == nil ? UpdateStep.remove($0) : .set($0) }
         if let last = steps.last, [.remove("MinInterval"), .remove("MaxInterval"), .remove("TxPower")].contains(last) {

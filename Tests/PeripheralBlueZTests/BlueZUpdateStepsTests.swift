@@ -63,6 +63,61 @@ struct BlueZUpdateStepsTests {
         #expect(steps == [.set("Includes"), .set("SecondaryChannel")])
     }
 
+    @Test("a SecondaryChannel that changes, and sorts before an Includes that grows the data most, still goes right after it (an index past the end aborted bleadvd)")
+    func changedSecondaryChannelBeforeGrowingIncludes() {
+        var old = Self.long
+        old.secondaryChannel = .oneM
+        var new = old
+        new.secondaryChannel = .coded
+        new.includes = [.txPower]
+
+        let steps = Manager.updateSteps(from: old.bluezProperties, to: new.bluezProperties)
+
+        #expect(steps == [.set("Includes"), .set("SecondaryChannel")])
+    }
+
+    @Test("between any two of 72 advertisements (data, includes, secondary channel, intervals), the steps turn the one into the other exactly, and SecondaryChannel follows Includes")
+    func everyPairTurnsExactly() {
+        var all: [Advertisement] = []
+        for base in [Self.long, Self.other, Self.sensor] {
+            for includes: Set<Advertisement.Include> in [[], [.txPower], [.appearance, .localName]] {
+                for channel in [nil] + Advertisement.SecondaryChannel.allCases {
+                    for interval: UInt32? in [nil, 100] {
+                        var advertisement = base
+                        advertisement.includes = includes
+                        advertisement.secondaryChannel = channel
+                        advertisement.minInterval = interval
+                        advertisement.maxInterval = interval.map { $0 + 50 }
+                        all.append(advertisement)
+                    }
+                }
+            }
+        }
+        var wrong: [String] = []
+
+        for old in all {
+            for new in all where old != new {
+                var properties = old.bluezProperties
+                let steps = Manager.updateSteps(from: old.bluezProperties, to: new.bluezProperties)
+                for step in steps {
+                    switch step {
+                    case .remove(let name): properties[name] = nil
+                    case .set(let name): properties[name] = new.bluezProperties[name]
+                    case .refresh: break
+                    }
+                }
+                let includes = steps.firstIndex(of: .set("Includes")) ?? steps.firstIndex(of: .remove("Includes"))
+                if properties != new.bluezProperties
+                    || (includes != nil && new.secondaryChannel != nil && steps[includes! + 1] != .set("SecondaryChannel")) {
+                    wrong.append("\(steps)")
+                }
+            }
+        }
+
+        #expect(all.count == 72)
+        #expect(wrong.isEmpty, "\(wrong.count) of \(72 * 71): \(wrong.prefix(3))")
+    }
+
     @Test("an interval that goes last is followed by a refresh: BlueZ sends a cleared interval on only with the next change")
     func refreshAfterIntervalsGo() {
         var old = Self.long
