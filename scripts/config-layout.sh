@@ -8,23 +8,22 @@
 # members and which the unit gives the daemon alone (SupplementaryGroups=), reads it.
 #
 #   bleadvd_config_layout CONFIG SYSUSERS   creates the user and groups (systemd-sysusers
-#                                           SYSUSERS), then lays CONFIG out when it is still as
-#                                           dpkg unpacks it or as an older bleadvd left it
+#                                           SYSUSERS), then lays CONFIG out when it is as dpkg
+#                                           unpacks it or as an older bleadvd left it
 #
-# It changes only what bleadvd's own packaging made: root:root 0644 (dpkg's unpacked conffile,
-# Debian's mode for /etc) always; root:bleadvd 0640, the layout of every package and make
-# install before this one, on the first configure that brings group bleadvd-config (the group
-# did not exist yet: that install predates the layout). Anything else is the admin's choice and
-# left as it is, with a warning on standard error when members of group bleadvd or everyone
-# may read it.
+# It changes only what bleadvd's own packaging made, each time: root:root 0644 (dpkg's unpacked
+# conffile, Debian's mode for /etc) and root:bleadvd 0640, the layout of every package and make
+# install before this one (saying so: group bleadvd could read the keys). That one is converted
+# whenever it is found, not only on the first upgrade: an older package installed again
+# (a downgrade) lays it out again while group bleadvd-config stays. Anything else is the admin's
+# choice and left as it is, with a warning on standard error when members of group bleadvd or
+# everyone may read it.
 bleadvd_config_layout() {
-  bleadvd_older=no
-  getent group bleadvd-config > /dev/null || bleadvd_older=yes
   systemd-sysusers "$2"
   config=$1
   [ -f "$config" ] || return 0
   bleadvd_now=$(stat -c '%U:%G %a' "$config")
-  if [ "$bleadvd_now" = "root:root 644" ] || { [ "$bleadvd_now" = "root:bleadvd 640" ] && [ "$bleadvd_older" = yes ]; }; then
+  if [ "$bleadvd_now" = "root:root 644" ] || [ "$bleadvd_now" = "root:bleadvd 640" ]; then
     chown root:bleadvd-config "$config"
     chmod 0640 "$config"
     [ "$bleadvd_now" = "root:root 644" ] || echo "bleadvd: $config was $bleadvd_now (group bleadvd, who may control bleadvd, could read its keys); now root:bleadvd-config 640" >&2

@@ -5,7 +5,9 @@
 #   upgrades is laid out as every bleadvd before #78 item 8 left it (config root:bleadvd 0640,
 #   no group bleadvd-config), and the upgrade makes the config root:bleadvd-config 0640, says
 #   so, and the daemon reads it; a member of group bleadvd cannot;
-# - a reinstall over an admin's own root:bleadvd 0640 leaves it, with a warning;
+# - a reinstall over root:bleadvd 0640 with group bleadvd-config there (what an older package
+#   installed again, a downgrade, leaves) lays it out again, saying so; over an admin's own
+#   root:bleadvd 0644 it leaves it, with a warning;
 # - `dpkg -r`: the unit stopped, nothing registered, binaries, unit, man pages and bus policy
 #   gone; left: the config, the enablement (kept for a reinstall, as Debian does) and the state
 #   directory (encrypted BTHome's counters, which belong with the config's keys), and dpkg's
@@ -46,16 +48,26 @@ runuser -u alice -- /usr/bin/bleadvctl off heart && runuser -u alice -- /usr/bin
 systemctl reload bleadvd || fail "after the upgrade the daemon cannot reload its config"
 echo "    the config is now $mode ($(grep -m1 'was root:bleadvd' "$TESTBED_WORK/apt-upgrade.out")); alice cannot read it, turns heart off and on; systemctl reload works"
 
-# An admin's own choice is theirs: a reinstall leaves it and warns that group bleadvd reads it.
+# An older package installed again (a downgrade) lays the config out as before while group
+# bleadvd-config stays: the next configure lays it out again.
 chown root:bleadvd /etc/bleadvd/bleadvd.toml
 DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall "$newer" > "$TESTBED_WORK/apt-reinstall.out" 2>&1 \
   || { cat "$TESTBED_WORK/apt-reinstall.out"; fail "the reinstall failed"; }
 mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
-[[ "$mode" == "640 root:bleadvd" ]] || fail "the reinstall changed the admin's root:bleadvd 640 to $mode"
-warning=$(grep -m1 "bleadvd: warning: /etc/bleadvd/bleadvd.toml is root:bleadvd 640, left as it is" "$TESTBED_WORK/apt-reinstall.out") \
-  || fail "no warning at the reinstall: $(cat "$TESTBED_WORK/apt-reinstall.out")"
-echo "    reinstall over the admin's root:bleadvd 640: left; $warning"
-chown root:bleadvd-config /etc/bleadvd/bleadvd.toml
+[[ "$mode" == "640 root:bleadvd-config" ]] || fail "the reinstall left root:bleadvd 640 as $mode, not 640 root:bleadvd-config"
+grep -q "bleadvd: /etc/bleadvd/bleadvd.toml was root:bleadvd 640" "$TESTBED_WORK/apt-reinstall.out" \
+  || fail "the reinstall did not say it changed the layout: $(cat "$TESTBED_WORK/apt-reinstall.out")"
+echo "    reinstall over root:bleadvd 640 with group bleadvd-config there: laid out again, $mode"
+# An admin's own choice is theirs: a reinstall leaves it and warns that everyone reads it.
+chown root:bleadvd /etc/bleadvd/bleadvd.toml && chmod 0644 /etc/bleadvd/bleadvd.toml
+DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall "$newer" > "$TESTBED_WORK/apt-reinstall2.out" 2>&1 \
+  || { cat "$TESTBED_WORK/apt-reinstall2.out"; fail "the second reinstall failed"; }
+mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
+[[ "$mode" == "644 root:bleadvd" ]] || fail "the reinstall changed the admin's root:bleadvd 644 to $mode"
+warning=$(grep -m1 "bleadvd: warning: /etc/bleadvd/bleadvd.toml is root:bleadvd 644, left as it is" "$TESTBED_WORK/apt-reinstall2.out") \
+  || fail "no warning at the reinstall: $(cat "$TESTBED_WORK/apt-reinstall2.out")"
+echo "    reinstall over the admin's root:bleadvd 644: left; $warning"
+chown root:bleadvd-config /etc/bleadvd/bleadvd.toml && chmod 0640 /etc/bleadvd/bleadvd.toml
 
 systemctl is-enabled bleadvd > /dev/null || fail "the upgrade disabled the unit"
 dpkg -r bleadvd > "$TESTBED_WORK/dpkg-remove.out" 2>&1 || { cat "$TESTBED_WORK/dpkg-remove.out"; fail "dpkg -r failed"; }
