@@ -82,7 +82,7 @@ public struct ConfiguredService: Hashable, Sendable {
         switch (format.kind, value) {
         case (.utf8, .string(let text)): return .text(text)
         case (.hex, .string(let text)):
-            guard let bytes = Hex.decode(text) else { throw PeripheralError(.invalidValue, "\"\(text)\" is not hex bytes (e.g. \"0102ff\")") }
+            guard let bytes = Hex.decode(text) else { throw PeripheralError(.invalidValue, "\(Untrusted.quoted(text, limit: 24)) is not hex bytes (e.g. \"0102ff\")") }
             return .bytes(bytes)
         case (_, .integer(let number)) where format.isNumeric: return .number(Double(number))
         case (_, .double(let number)) where format.isNumeric: return .number(number)
@@ -92,7 +92,7 @@ public struct ConfiguredService: Hashable, Sendable {
             }
             return .number(number)
         default:
-            throw PeripheralError(.invalidValue, "a \(format.kind.rawValue) characteristic takes \(format.isNumeric ? "a number" : format.kind == .hex ? "hex bytes as a string" : "a string"), not \(value)")
+            throw PeripheralError(.invalidValue, "a \(format.kind.rawValue) characteristic takes \(format.isNumeric ? "a number" : format.kind == .hex ? "hex bytes as a string" : "a string"), not \(Untrusted.shown("\(value)", limit: 40))")
         }
     }
 }

@@ -139,6 +139,19 @@ struct ServiceConfigTests: ReadsConfigText {
         #expect(error("[service.x.battery]\nlevel = 1\n[advertisement.x]\nlocal_name = \"G\"\n")?.contains("a service is named x too") == true)
     }
 
+    @Test("a value not of its characteristic's format is named escaped: its control characters never reach a terminal or the journal", arguments: [
+        "format = \"hex\"\nflags = [\"read\"]\nvalue = \"\\u001b[2Jzz\"",
+        "format = \"utf8\"\nflags = [\"read\"]\nvalue = [\"\\u001b[2J\"]",
+    ])
+    func badValueEscaped(_ characteristic: String) throws {
+        let text = ConfigFixtures.lamp + "[service.lamp.characteristic.c]\nuuid = \"6e400009-b5a3-f393-e0a9-e50e24dcca9e\"\n" + characteristic + "\n"
+
+        let refusal = try #require(error(text))
+
+        #expect(!refusal.unicodeScalars.contains { $0.value == 0x1B }, "\(refusal)")
+        #expect(refusal.contains("\\u{1B}[2J"), "\(refusal)")
+    }
+
     @Test("a value set at run time is checked against the characteristic's format")
     func applyingChecksFormat() throws {
         let service = try #require(try parse(Self.lamp).services["lamp"])
