@@ -118,6 +118,21 @@ struct PairingWindowTests {
         #expect(owner == .allow)
     }
 
+    @Test("a window is for one bond: once an awaited central bonds, another's request allowed in the window is no longer awaited, and its bond later is not the window's")
+    func oneBondEndsTheOthersAwaited() {
+        var window = PairingWindow<ManualClock.Instant>()
+        window.open(until: start.advanced(by: .seconds(60)), attempts: 3, method: .passkey)
+        _ = window.decide(PairingRequest(central: "66:55:44:33:22:11", .passkey(111_111)), at: start)
+        _ = window.decide(PairingRequest(central: "AA:BB:CC:DD:EE:FF", .passkey(222_222)), at: start)
+
+        let owner = window.paired("AA:BB:CC:DD:EE:FF")
+        let stranger = window.paired("66:55:44:33:22:11")
+
+        #expect(owner == true)
+        #expect(stranger == false)
+        #expect(window.pending.isEmpty)
+    }
+
     @Test("a just-works window lets a just-works central in, as it did")
     func justWorksWindowTakesJustWorks() {
         var window = PairingWindow<ManualClock.Instant>()

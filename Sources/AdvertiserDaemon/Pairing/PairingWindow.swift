@@ -101,9 +101,14 @@ struct PairingWindow<Instant: InstantProtocol>: Sendable where Instant.Duration 
         tries = tries.filter { pending[$0.key] != nil }
     }
 
-    /// `central` paired; true when it was awaited (it paired in this window).
+    /// `central` paired; true when it was awaited (it paired in this window). A window is for
+    /// one bond: its bond ends every other request awaited, so that a stranger's attempt let in
+    /// beside the owner's is never recorded as the window's when its bond comes later (under
+    /// another agent: any local user may register one).
     mutating func paired(_ central: String) -> Bool {
-        pending.removeValue(forKey: central) != nil
+        guard pending.removeValue(forKey: central) != nil else { return false }
+        pending = [:]
+        return true
     }
 
     /// Forgets the request of `central` (refused after it was allowed).
