@@ -28,6 +28,11 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     var consumers: [Int: AsyncStream<PeripheralEvent>.Continuation] = [:]
     var nextConsumer = 0
     var monitor: Task<Void, Never>?
+    /// Checks whether a device's removal ended a bond (``DeviceRemoval``), one after the other,
+    /// off the monitor: bluetoothd may take its whole call timeout to answer.
+    var bondChecks: Task<Void, Never>?
+    /// The removals waiting for their check.
+    var removals: AsyncStream<DeviceRemoval>.Continuation?
     /// The bluetoothd calls go to, as the events announced it; nil while none owns `org.bluez`.
     var bluetoothd: StackGeneration?
     /// How many owners of `org.bluez` this manager has seen.
