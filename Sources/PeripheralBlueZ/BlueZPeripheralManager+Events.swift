@@ -30,6 +30,10 @@ extension BlueZPeripheralManager {
     public func stopEvents() {
         monitor?.cancel()
         monitor = nil
+        removals?.finish()
+        removals = nil
+        bondChecks?.cancel()
+        bondChecks = nil
         for consumer in consumers.values { consumer.finish() }
         consumers = [:]
     }
@@ -57,6 +61,13 @@ extension BlueZPeripheralManager {
         let owner = await connection.followedOwner(of: BlueZ.service)
         guard monitor == nil else { return }
         if let owner { appeared(owner) }
+        let (pending, removals) = AsyncStream<DeviceRemoval>.makeStream()
+        self.removals = removals
+        bondChecks = Task(executorPreference: connection.eventLoop) { [weak self] in
+            for await removal in pending {
+                await self?.check(removal)
+            }
+        }
         monitor = Task(executorPreference: connection.eventLoop) { [weak self] in
             for await message in signals {
                 await self?.observe(message)
@@ -115,25 +126,48 @@ extension BlueZPeripheralManager {
         }
     }
 
-    /// Whether `adapter` stays after `generation` removed the device object of `central`, so
-    /// that the removal ended a bond: bluetoothd removes every device object of an adapter that
-    /// goes (unplugged; src/adapter.c, adapter_remove) and keeps their bonds, and in the same
-    /// turn its advertising manager, which its answer then no longer lists. Asked only about a
-    /// central the manager admits (``admits``): the others' objects come and go with every scan,
-    /// and each answer lists them all. No answer (bluetoothd is leaving) is no end either.
-    private func adapterStays(_ adapter: String, removing central: String, of generation: StackGeneration) async -> Bool {
-        guard admits(central), let adapterPath = try? BlueZ.adapterPath(adapter) else { return false }
+    /// Whether the removal of a device object ended a bond, answered off the monitor (signals
+    /// after it are handled meanwhile) and published as `bondEnded` (`removed`) when it did.
+    ///
+    /// It did when the device's adapter stays: bluetoothd removes every device object of an
+    /// adapter that goes (unplugged; src/adapter.c, adapter_remove) and keeps their bonds, and
+    /// in the same turn its advertising manager, which `GetManagedObjects` then no longer lists.
+    /// Asked only about a central the manager admits (``admits``): the others' objects come and
+    /// go with every scan, and each answer lists them all.
+    ///
+    /// No answer fails closed, but for a bluetoothd that left: the bus is asked who owns
+    /// `org.bluez`. The bluetoothd that removed the device, still the owner, did not answer about
+    /// it: the bond is taken as ended. Another owner or none: it stopped, crashed or restarted
+    /// (`systemctl restart bluetooth` removes the device objects on its way out and keeps the
+    /// bonds), which ends no bond.
+    func check(_ removal: DeviceRemoval) async {
+        let (central, adapter, generation) = (removal.central, removal.adapter, removal.generation)
+        guard let adapterPath = try? BlueZ.adapterPath(adapter) else { return }
         do {
             let reply = try await callBlueZ(
                 on: generation, path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .registration(.agent))
-            return (reply[0].dictionaryEntries ?? []).contains { entry in
+            let stays = (reply[0].dictionaryEntries ?? []).contains { entry in
                 entry.key.objectPath == adapterPath
                     && entry.value.dictionaryEntries?.contains { $0.key.string == BlueZ.advertisingManagerInterface } == true
             }
+            guard stays else { return }
         } catch {
-            logger.debug("\(central)'s device went from \(adapter), which bluetoothd did not show after: \(error)")
-            return false
+            let owner: String?
+            do {
+                owner = try await connection.nameOwner(BlueZ.service)
+            } catch let busError {
+                // The bus did not say either (the connection is ending): fail closed.
+                logger.notice("\(central)'s device went from \(adapter), and neither bluetoothd (\(error)) nor the bus (\(busError)) answered the check: its bond is taken as ended")
+                publish(.bondEnded(central: central, adapter: adapter, .removed))
+                return
+            }
+            guard owner == generation.name else {
+                logger.debug("\(central)'s device went from \(adapter) as bluetoothd \(generation) left the bus (\(error)): no bond ended")
+                return
+            }
+            logger.notice("\(central)'s device went from \(adapter), and bluetoothd \(generation), still running, gave no answer to the check (\(error)): its bond is taken as ended")
         }
+        publish(.bondEnded(central: central, adapter: adapter, .removed))
     }
 
     private func observe(_ message: DBusMessage) async {
@@ -164,12 +198,12 @@ extension BlueZPeripheralManager {
                   let interfaces = body[1].dictionaryEntries?.compactMap(\.key.string),
                   interfaces.contains(BlueZ.advertisingManagerInterface) else { return }
             publish(.adapterAdded(name, bluetoothd!))
-        // A device removed: a bond's end when its adapter stays (RemoveDevice, by anyone).
+        // A device removed: a bond's end when its adapter stays (RemoveDevice, by anyone),
+        // which ``check(_:)`` asks bluetoothd off this loop, for a central the manager admits.
         case "InterfacesRemoved" where body.count == 2 && body[0].objectPath.flatMap(BlueZ.device(at:)) != nil:
             guard let device = body[0].objectPath.flatMap(BlueZ.device(at:)),
-                  body[1].stringArray?.contains(BlueZ.deviceInterface) == true,
-                  await adapterStays(device.adapter, removing: device.address, of: bluetoothd!) else { return }
-            publish(.bondEnded(central: device.address, adapter: device.adapter, .removed))
+                  body[1].stringArray?.contains(BlueZ.deviceInterface) == true, admits(device.address) else { return }
+            removals?.yield(DeviceRemoval(central: device.address, adapter: device.adapter, generation: bluetoothd!))
         case "InterfacesRemoved" where body.count == 2:
             guard let path = body[0].objectPath, let name = BlueZ.adapterName(of: path),
                   let interfaces = body[1].stringArray,
@@ -211,4 +245,14 @@ extension BlueZPeripheralManager {
             logger.debug("ignored signal \(message.member ?? "?") from \(message.sender ?? "?")")
         }
     }
+}
+
+/// A device object a bluetoothd removed, waiting for ``BlueZPeripheralManager/check(_:)``.
+struct DeviceRemoval: Sendable {
+    /// The central's address.
+    let central: String
+    /// The adapter the device was under.
+    let adapter: String
+    /// The bluetoothd that removed it.
+    let generation: StackGeneration
 }

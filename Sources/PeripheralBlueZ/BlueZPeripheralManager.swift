@@ -15,8 +15,8 @@ public import Peripheral
 ///
 /// The manager runs on its connection's executor: no hop between the two.
 public actor BlueZPeripheralManager: PeripheralManaging {
-    /// How long a call to BlueZ may take. Registration waits on the controller.
-    package static let callTimeout: Duration = .seconds(10)
+    /// How long a call to BlueZ may take (10 s unless told). Registration waits on the controller.
+    let callTimeout: Duration
     /// A call that takes this long is logged (notice), answered or not.
     package static let slowAnswer: Duration = .seconds(1)
 
@@ -28,6 +28,11 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     var consumers: [Int: AsyncStream<PeripheralEvent>.Continuation] = [:]
     var nextConsumer = 0
     var monitor: Task<Void, Never>?
+    /// Checks whether a device's removal ended a bond (``DeviceRemoval``), one after the other,
+    /// off the monitor: bluetoothd may take its whole call timeout to answer.
+    var bondChecks: Task<Void, Never>?
+    /// The removals waiting for their check.
+    var removals: AsyncStream<DeviceRemoval>.Continuation?
     /// The bluetoothd calls go to, as the events announced it; nil while none owns `org.bluez`.
     var bluetoothd: StackGeneration?
     /// How many owners of `org.bluez` this manager has seen.
@@ -72,10 +77,13 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     ///     may let a central bond through BlueZ's own API (its default bus policy): bleadvd
     ///     admits the centrals bonded in its pairing windows or adopted by root. Every one, by
     ///     default.
+    ///   - callTimeout: how long a call to BlueZ may take before it counts as unanswered.
     public init(
         connection: DBusConnection, logger: Logger = Logger(label: "bleadvd.bluez"),
-        kernelRelease: String? = nil, admits: @escaping @Sendable (String) -> Bool = { _ in true }
+        kernelRelease: String? = nil, admits: @escaping @Sendable (String) -> Bool = { _ in true },
+        callTimeout: Duration = .seconds(10)
     ) {
+        self.callTimeout = callTimeout
         self.connection = connection
         self.logger = logger
         self.kernelRelease = kernelRelease ?? KnownFailures.runningKernel
@@ -383,7 +391,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         do {
             return try await connection.call(
                 destination: generation.name, path: path, interface: method.interface, member: method.member, arguments,
-                expecting: expecting, timeout: Self.callTimeout, autoStart: false)
+                expecting: expecting, timeout: callTimeout, autoStart: false)
         } catch let error as DBusError {
             throw PeripheralError(bluez: error, about: subject)
         }

@@ -20,6 +20,7 @@ extension RecordingDecider {
 struct BlueZPairingContractTests {
     static let phone = "00:AA:02:00:00:01"
     static let device = "/org/bluez/hci0/dev_00_AA_02_00_00_01"
+    static let other = "00:AA:02:00:00:02"
 
     @Test("the agent is registered with the capability of its method, and made the default", arguments: [
         (PairingMethod.justWorks, "NoInputNoOutput"), (.passkey, "DisplayOnly"), (.numericComparison, "DisplayYesNo"),
@@ -228,6 +229,52 @@ struct BlueZPairingContractTests {
         try await session.control("RemoveAdapter", [.string("hci0")])
 
         #expect(try await events.next().anyGeneration == .adapterRemoved("hci0"))
+    }
+
+    @Test("while bluetoothd does not answer the check of a removed bonded central's device, a link's signals after it are delivered at once")
+    func uncheckedRemovalHoldsNoSignal() async throws {
+        let session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(true)])
+        try await session.control("Hang")
+        try await session.removeDevice(Self.phone)
+
+        try await session.control("Connect", [.string("hci0"), .string(Self.other)])
+
+        // The check waits out its 10 s; the link's event must not wait with it.
+        #expect(try await events.next(within: .seconds(2)) == .connected(central: Self.other, adapter: "hci0"))
+    }
+
+    @Test("a removed bonded central whose check gets no answer from the bluetoothd that still owns org.bluez is a bond-ended event: removed")
+    func unansweredCheckEndsTheBond() async throws {
+        let session = try await StandInSession(callTimeout: .milliseconds(500))
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(true)])
+        try await session.control("Hang")
+
+        try await session.removeDevice(Self.phone)
+
+        #expect(try await events.next(within: .seconds(5)) == .bondEnded(central: Self.phone, adapter: "hci0", .removed))
+    }
+
+    @Test("a removed bonded central whose check is cut short by bluetoothd leaving the bus (a restart removes device objects and keeps bonds) is no bond-ended event")
+    func removalBeforeBluetoothdLeavesEndsNoBond() async throws {
+        var session = try await StandInSession()
+        let events = await EventLog.reading(try await session.manager.events())
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.phone), .string(""), .boolean(true)])
+        try await session.control("Hang")
+
+        try await session.removeDevice(Self.phone)
+        session.standIn.crash()
+        session.standIn = try BlueZStandIn(bus: session.bus)
+        // A removal by the new bluetoothd, checked after the first: its event closes the look.
+        try await session.control("AddDevice", [.string("hci0"), .string(Self.other), .string(""), .boolean(true)])
+        try await session.removeDevice(Self.other)
+
+        var seen: [PeripheralEvent] = []
+        repeat { seen.append(try await events.next()) } while seen.last != .bondEnded(central: Self.other, adapter: "hci0", .removed)
+        #expect(!seen.contains(.bondEnded(central: Self.phone, adapter: "hci0", .removed)))
+        #expect(seen.map(\.anyGeneration).starts(with: [.bluezVanished()]))
     }
 
     @Test("a central bluetoothd never saw, whose object appears connected, is a connected event")

@@ -12,15 +12,17 @@ struct StandInSession {
     let connection: DBusConnection
     let manager: BlueZPeripheralManager
 
-    /// - Parameter admits: the centrals the manager serves secured characteristics to.
+    /// - Parameters:
+    ///   - admits: the centrals the manager serves secured characteristics to.
+    ///   - callTimeout: how long the manager waits for the stand-in's answers.
     init(
         adapters: [String] = ["hci0"], kernelRelease: String = "6.1.0-56-amd64", bus: PrivateBus? = nil,
-        admits: @escaping @Sendable (String) -> Bool = { _ in true }
+        admits: @escaping @Sendable (String) -> Bool = { _ in true }, callTimeout: Duration = .seconds(10)
     ) async throws {
         self.bus = try bus ?? PrivateBus()
         standIn = try BlueZStandIn(bus: self.bus, adapters: adapters)
         connection = try await DBusConnection.connect(to: .address(self.bus.address))
-        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"), kernelRelease: kernelRelease, admits: admits)
+        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"), kernelRelease: kernelRelease, admits: admits, callTimeout: callTimeout)
     }
 
     /// Calls the stand-in's control object. It goes over the manager's own connection, so it
@@ -37,6 +39,15 @@ struct StandInSession {
     func controlByName(_ member: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await connection.call(
             destination: standIn.uniqueName, path: "/test", interface: "test.StandIn", member: member, arguments)
+    }
+
+    /// Removes the device of `central` from `adapter` (`Adapter1.RemoveDevice`, as any local
+    /// user may); returns after bluetoothd's InterfacesRemoved, which comes before its reply.
+    func removeDevice(_ central: String, adapter: String = "hci0") async throws {
+        let path = try DBusObjectPath("/org/bluez/\(adapter)/dev_" + central.replacingOccurrences(of: ":", with: "_"))
+        _ = try await connection.call(
+            destination: BlueZ.service, path: try DBusObjectPath("/org/bluez/\(adapter)"), interface: "org.bluez.Adapter1",
+            member: "RemoveDevice", [.objectPath(path)])
     }
 
     /// What the stand-in did, in order (calls it received and made).
