@@ -29,6 +29,10 @@
 #   user nobody's status shows no secured value; nobody's bluetoothctl takes
 #   the default agent and turns Pairable on (BlueZ's policy lets it): bleadvd turns Pairable off
 #   again, saying so, and the central reads no secured value;
+# - the owner's bond taken over: nobody removes it in BlueZ (bleadvd drops it from its record),
+#   and, bleadvd stopped, takes the default agent, makes hci0 pairable and advertises it; a
+#   central with the owner's address and no keys bonds through it: with bleadvd back, it reads
+#   no secured value and hears no secured change;
 # - Pairable is false after a reload that turns pairing off with a window open, after SIGTERM
 #   with a window open, and after SIGKILL once bleadvd starts again.
 set -euo pipefail
@@ -509,7 +513,43 @@ expect_line "paired (just-works)" "$out"
 wait "$PAIR_PID" || fail "bleadvctl pair did not exit 0: $(cat "$TESTBED_WORK/pair-jw.out")"
 sed 's/^/    bleadvctl pair: /' "$TESTBED_WORK/pair-jw.out"
 expect_line "$central_address: pairing (just works)" "$(cat "$TESTBED_WORK/pair-jw.out")"
-bleadvctl forget "$central_address"
+
+echo "5g. the owner's bond taken over (#78 item 2): user nobody removes it in BlueZ; bleadvd stopped, a central with the owner's address and no keys bonds through nobody's door; bleadvd back: no secured value, no secured change"
+grep -qx "$central_address" "$state_dir/bonds" || fail "the window's bond is not in the record: $(cat "$state_dir/bonds" 2>&1)"
+# Debian's bluetooth.conf lets every local user remove any device, and its bond, from bluetoothd.
+runuser -u nobody -- busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "/org/bluez/hci0/dev_${central_address//:/_}"
+wait_for 10 "bleadvd to drop the removed bond" \
+  "grep -q 'pairing: bond with $central_address ended in BlueZ (removed): no longer admitted' '$TESTBED_WORK/bleadvd.log'" \
+  || fail "bleadvd did not see the owner's bond removed by nobody"
+{ grep "ended in BlueZ" "$TESTBED_WORK/bleadvd.log" || true; } | tail -n 1 | sed 's/^/    journal: /'
+! grep -qx "$central_address" "$state_dir/bonds" 2> /dev/null || fail "the record still admits the removed bond: $(cat "$state_dir/bonds")"
+# The attacker's central uses the owner's address (sent in the clear), without the owner's keys,
+# and bonds through nobody's door while bleadvd is stopped (running, it shuts the door: 5e):
+# nobody's bluetoothctl is the default agent, makes hci0 pairable and advertises it.
+stop_bleadvd
+rm -f "$keys"
+(echo "agent NoInputNoOutput"; echo "default-agent"; echo "pairable on"; echo "advertise on"; for _ in $(seq 60); do sleep 1; echo yes; done) \
+  | runuser -u nobody -- bluetoothctl > "$TESTBED_WORK/nobody-takeover.out" 2>&1 &
+nobody_ctl=$!
+wait_for 20 "nobody's bluetoothctl to make hci0 pairable and advertise" \
+  "busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable | grep -q true && busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 ActiveInstances | grep -qv '^y 0$'" \
+  || fail "nobody's bluetoothctl did not open the door: $(tr -d '\r' < "$TESTBED_WORK/nobody-takeover.out" | tail -n 5)"
+out=$(central pair "touch:$TESTBED_WORK/takeover-paired")
+echo "$out"
+kill "$nobody_ctl" 2> /dev/null || true; wait "$nobody_ctl" 2> /dev/null || true
+busctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable b false
+expect_line "paired" "$out"
+start_bleadvd "$config" --state-directory "$state_dir"
+out=$(central encrypt "read:$state")
+echo "$out"
+grep -q "read $state: $(printf locked | od -An -tx1 | tr -d ' \n')" <<< "$out" && fail "a central with the owner's address, bonded through nobody's door, read the secured value"
+expect_line "read $state: ATT error INSUFFICIENT_AUTHORI" "$out"
+notified_of open takeover-notify
+grep -q "subscribed $state" "$TESTBED_WORK/takeover-notify.lines" || fail "the taken-over bond could not subscribe, so its not being notified shows nothing"
+grep -q "notified $state: nothing in 10 s" "$TESTBED_WORK/takeover-notify.lines" \
+  || fail "a central with the owner's address, bonded through nobody's door, was notified of the secured value"
+bleadvctl set lock state=locked
+bleadvctl forget --any "$central_address" 2> /dev/null || true
 
 echo "6. passkey: the code bleadvctl pair prints, typed on the central"
 rm -f "$keys"
