@@ -22,7 +22,8 @@ extension Bleadvctl {
                 range bond with no code. A central past its [pairing] attempts is refused; \
                 another central's requests (a stranger's wrong codes) cost it none. The window's events \
                 and codes come to this command alone. It closes once one central bonded, when \
-                its time runs out, or when a reload turns pairing off. Needs root.
+                its time runs out, when a reload turns pairing off, or when this command ends \
+                (Ctrl-C, killed): no one else would see its codes. Needs root.
 
                 Secured characteristics are served to the centrals bonded in bleadvd's windows \
                 alone (BlueZ lets any local user make a bond). --adopt ADDRESS lets in a bond \

@@ -26,6 +26,29 @@ struct PairingComponentTests {
         }
 
         var all: [String] { said.withLock { $0 } }
+
+        /// The openers that left the bus, and those waiting for one to leave.
+        let left = Mutex<(gone: Set<String>, waiting: [String: [CheckedContinuation<Void, Never>]])>(([], [:]))
+
+        func departure(of opener: String) async {
+            await withCheckedContinuation { (going: CheckedContinuation<Void, Never>) in
+                let gone = left.withLock { state in
+                    if state.gone.contains(opener) { return true }
+                    state.waiting[opener, default: []].append(going)
+                    return false
+                }
+                if gone { going.resume() }
+            }
+        }
+
+        /// `opener` leaves the bus, as a bleadvctl pair ended (Ctrl-C, killed) does.
+        func leave(_ opener: String) {
+            let waiting = left.withLock { state in
+                state.gone.insert(opener)
+                return state.waiting.removeValue(forKey: opener) ?? []
+            }
+            for going in waiting { going.resume() }
+        }
     }
 
     /// A component over a mock whose agent registers, with `config`, its agent offered; and
@@ -198,5 +221,19 @@ struct PairingComponentTests {
 
         #expect(h.bondsEnded.isEmpty)
         #expect(h.record.admits(Self.phone))
+    }
+
+    @Test("the window closes when the bleadvctl pair that opened it leaves the bus (Ctrl-C, killed): no one else sees its codes, and the adapter takes no bond meanwhile")
+    func openerLeavingClosesTheWindow() async throws {
+        let h = try await Harness(PairingConfig(method: .passkey, window: .seconds(600), attempts: 3))
+        let running = Task { await h.pairing.run() }
+        defer { running.cancel() }
+        _ = try await h.pairing.pair(for: 600, by: ":1.7")
+
+        h.announcements.leave(":1.7")
+
+        try await eventually("the window to close") { h.logs.all.contains { $0.contains("pairing: window closed: the bleadvctl pair that opened it left") } }
+        #expect(h.mock.calls.pairable.map(\.pairable).last == false)
+        #expect(await h.pairing.decide(PairingRequest(central: Self.phone, .passkey(42_137))) == false)
     }
 }

@@ -34,7 +34,8 @@
 #   central with the owner's address and no keys bonds through it: with bleadvd back, it reads
 #   no secured value and hears no secured change;
 # - Pairable is false after a reload that turns pairing off with a window open, after SIGTERM
-#   with a window open, and after SIGKILL once bleadvd starts again.
+#   with a window open, after SIGKILL once bleadvd starts again, and once the bleadvctl pair
+#   that opened a window is killed.
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
@@ -655,7 +656,7 @@ out=$(central "read:$state")
 echo "$out"
 expect_line "read $state: ATT error INSUFFICIENT_ENCRYPTION" "$out"
 
-echo "9. Pairable is off whatever ends a window: a reload that turns pairing off, SIGTERM, SIGKILL"
+echo "9. Pairable is off whatever ends a window: a reload that turns pairing off, SIGTERM, SIGKILL, its opener killed"
 pairable() { busctl get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Pairable; }
 pair_window 120 "$TESTBED_WORK/pair5.out"
 [[ "$(pairable)" == "b true" ]] || fail "hci0 not pairable with a window open"
@@ -683,3 +684,12 @@ echo "    SIGKILL with a window open: $(pairable) once the agent's connection is
 start_bleadvd "$config" --state-directory "$state_dir"
 [[ "$(pairable)" == "b false" ]] || fail "hci0 pairable after bleadvd started again"
 echo "    started again: $(pairable)"
+# The opener gone (its terminal closed, Ctrl-C, killed), no one sees the window's codes:
+# bleadvd closes it when bleadvctl pair leaves the bus, whatever ended it.
+pair_window 120 "$TESTBED_WORK/pair8.out"
+kill -9 "$PAIR_PID"
+wait "$PAIR_PID" 2> /dev/null || true
+wait_for 10 "the window to close once bleadvctl pair left" '[[ "$(pairable)" == "b false" ]]' \
+  || fail "hci0 still pairable 10 s after the bleadvctl pair that opened the window was killed"
+grep -q "window closed: the bleadvctl pair that opened it left" "$TESTBED_WORK/bleadvd.log" || fail "bleadvd did not say why the window closed"
+echo "    bleadvctl pair killed with a window open: $(pairable), and the journal says so"

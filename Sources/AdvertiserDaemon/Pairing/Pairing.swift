@@ -12,6 +12,8 @@ package protocol PairingAnnouncing: Sendable {
     /// Tells `opener` (a bus name) of `event` (`opened`, `requested`, `confirm`, `refused`,
     /// `failed`, `paired`, `closed`) about `central`, with `detail` (a code, a reason).
     func pairing(_ event: String, central: String, detail: String, to opener: String) async
+    /// Returns once `opener` has left the bus.
+    func departure(of opener: String) async
 }
 
 /// Pairing, a component of the daemon: the window in which centrals may bond, the numeric
@@ -56,6 +58,9 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// The instants the timer is asked for, which ``run()`` sleeps until.
     let dues: AsyncStream<C.Instant>
     let due: AsyncStream<C.Instant>.Continuation
+    /// The openers of windows, which ``run()`` follows: one that leaves the bus closes its window.
+    let openers: AsyncStream<String>
+    let opened: AsyncStream<String>.Continuation
 
     /// A component for `config`, running on `executor`.
     init(
@@ -72,6 +77,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         self.logger = logger
         self.executor = executor
         (dues, due) = AsyncStream<C.Instant>.makeStream()
+        (openers, opened) = AsyncStream<String>.makeStream()
     }
 
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -112,13 +118,38 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// when cancelled (a child of the daemon's task group).
     func run() async {
         await withDiscardingTaskGroup { group in
+            group.addTask { await self.followOpeners() }
             for await at in dues {
                 group.addTask { [clock] in
                     guard (try? await clock.sleep(until: at, tolerance: nil)) != nil else { return }
                     await self.timerFired(at)
                 }
             }
+            group.cancelAll()
         }
+    }
+
+    /// Follows each window's opener until it leaves the bus (``openerLeft(_:)``); returns when
+    /// cancelled.
+    private func followOpeners() async {
+        await withDiscardingTaskGroup { group in
+            for await opener in openers {
+                group.addTask { [announcer] in
+                    await announcer.departure(of: opener)
+                    guard !Task.isCancelled else { return }
+                    await self.openerLeft(opener)
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// The `bleadvctl pair` that opened the window left the bus (it ended: Ctrl-C, killed, its
+    /// terminal closed): no one would see the window's codes or answer its comparisons, and a
+    /// just-works window would take anyone in range until its time ran out. It closes now.
+    func openerLeft(_ opener: String) async {
+        guard window.isOpen(at: clock.now), window.opener == opener else { return }
+        await closeWindow(because: "the bleadvctl pair that opened it left")
     }
 
     // MARK: Control API
@@ -143,6 +174,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
             await announce("closed", detail: "another bleadvctl pair opened a window")
         }
         window.open(until: clock.now.advanced(by: .seconds(length)), attempts: config.attempts, method: method, opener: caller)
+        opened.yield(caller)
         logger.notice("pairing: window open for \(length) s (\(method.rawValue), up to \(config.attempts) attempt(s) per central)")
         await announce("opened")
         schedule()
