@@ -39,7 +39,7 @@ extension BluetoothModule {
     /// air if they should be on.
     ///
     /// A turn never frees a slot: one newly held that is on air hands its registration to one
-    /// released that waits, which the stack changes in place (``swap(_:for:)``), so the slot
+    /// released that waits, which the stack changes in place (`swap(_:for:)`), so the slot
     /// stays bleadvd's throughout. Any local user may register an advertisement with BlueZ, and
     /// a slot freed for an instant can be taken for good (#78). Only what cannot be handed over
     /// (the stack refused the change) is unregistered, before what is left is registered.

@@ -214,11 +214,11 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     }
 
     /// Changes the object's properties and says so with `PropertiesChanged`: BlueZ puts the new
-    /// data on air in place (``updateSteps(from:to:)``), whatever changes, even into another
+    /// data on air in place (`updateSteps(from:to:)`), whatever changes, even into another
     /// advertisement altogether (a rotation's turn keeps its slot this way): a property that
     /// appears is announced as changed, one that goes as invalidated, which BlueZ's parsers take
     /// as cleared (src/advertising.c's `parse_*` with no value, 5.66 to 5.87 alike).
-    /// - Throws: ``PeripheralError`` `rejected` for a structured scan response field BlueZ
+    /// - Throws: `PeripheralError` `rejected` for a structured scan response field BlueZ
     ///   follows only with `--experimental`; `notRegistered` for an unknown advertisement.
     public func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws {
         let (path, registration) = try registered(id)
