@@ -69,8 +69,7 @@ standin() { DBUS_SYSTEM_BUS_ADDRESS=$bus_address busctl --system call org.bluez 
 standin AddDevice sssb hci0 5C:F3:70:00:00:01 phone true
 standin Connect ss hci0 5C:F3:70:00:00:01
 sleep 1
-unique=$(DBUS_SYSTEM_BUS_ADDRESS=$bus_address busctl --system call org.freedesktop.DBus /org/freedesktop/DBus \
-  org.freedesktop.DBus GetNameOwner s org.bleadvd.Advertiser | awk '{ print $2 }' | tr -d '"')
+unique=$(bleadvd_unique_name)
 dbus-monitor --address "$bus_address" --profile "type='method_call',sender='$unique'" > "$work/centrals.bus" 2> /dev/null &
 monitor=$!
 sleep 0.5

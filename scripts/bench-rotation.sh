@@ -20,16 +20,12 @@ DBUS_SYSTEM_BUS_ADDRESS=$bus_address busctl --system call org.bluez /test test.S
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$bleadvd_pid/stat"; }
 wakeups() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$bleadvd_pid/status"; }
-owner() {
-  DBUS_SYSTEM_BUS_ADDRESS=$bus_address busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
-    GetNameOwner s org.bleadvd.Advertiser | awk '{ print $2 }' | tr -d '"'
-}
 # measure NAME CONFIG: starts bleadvd on CONFIG, lets it settle 5 s, then counts for $seconds.
 measure() {
   local name=$1 config=$2
   start_release_bleadvd "$work" "$config"
   sleep 5
-  local unique; unique=$(owner)
+  local unique; unique=$(bleadvd_unique_name)
   dbus-monitor --address "$bus_address" --profile "sender='$unique'" "destination='$unique'" > "$work/$name.bus" 2>/dev/null &
   local monitor=$!
   sleep 0.5

@@ -61,6 +61,12 @@ start_release_bleadvd() {
   done
 }
 
+# bleadvd_unique_name: the bus's unique name of the bleadvd that owns the control API's name.
+bleadvd_unique_name() {
+  DBUS_SYSTEM_BUS_ADDRESS=$bus_address busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+    GetNameOwner s org.bleadvd.Advertiser | awk '{ print $2 }' | tr -d '"'
+}
+
 # bleadvd_cpu_ns: the CPU time the started bleadvd has used, in nanoseconds (schedstat).
 bleadvd_cpu_ns() { awk '{ print $1 }' "/proc/$bleadvd_pid/schedstat"; }
 # bleadvd_rss: its resident set, in KiB.
