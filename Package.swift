@@ -130,6 +130,10 @@ let package = Package(
         .testTarget(name: "SupportTests", dependencies: ["Support", "TestSupport"]),
         .testTarget(name: "BluetoothModuleTests", dependencies: ["BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "PeripheralMocks", "TestSupport"]),
+        .testTarget(
+            name: "BleadvctlTests",
+            dependencies: ["BleadvctlCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig", "TestSupport"], exclude: ["Corpus"]),
         .testTarget(
             name: "AdvertiserDaemonTests",

@@ -10,8 +10,22 @@ import Glibc
 /// `bleadvctl`, the command: bleadvd's executable runs it when called by that name (a link to
 /// it; one executable on disk for both, docs/BENCHMARKS.md).
 public enum BleadvctlCommand {
-    /// Runs `bleadvctl` with the process's arguments, and exits.
+    /// Runs `bleadvctl` with the process's arguments, and exits: a plain bus verb at once
+    /// (``PlainCommand``), everything else through ArgumentParser.
     public static func main() -> Never {
+        if let command = PlainCommand(CommandLine.arguments.dropFirst()) {
+            reserveStandardDescriptors()
+            do {
+                try command.run()
+            } catch let failure as Failure {
+                printError(failure.message)
+                exit(failure.code)
+            } catch {
+                printError("\(error)")
+                exit(Failure.failed)
+            }
+            exit(0)
+        }
         Bleadvctl.main()
         exit(0)
     }

@@ -12,7 +12,9 @@ import Support
 /// How long a command waits for the bus and bleadvd.
 struct BusOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Give up after this many seconds without an answer (exit 1).", valueName: "seconds"))
-    var timeout: UInt32 = 30
+    var timeout: UInt32 = BusOptions.defaultTimeout
+
+    static let defaultTimeout: UInt32 = 30
 }
 
 /// Names on the command line.
@@ -30,7 +32,7 @@ extension Bleadvctl {
         @OptionGroup var names: Names
 
         func run() throws {
-            try withDaemon(bus) { try $0.on(names.names) }
+            try PlainCommand.on(names: names.names, timeout: bus.timeout).run()
         }
     }
 
@@ -40,23 +42,20 @@ extension Bleadvctl {
         @OptionGroup var names: Names
 
         func run() throws {
-            try withDaemon(bus) { try $0.off(names.names) }
+            try PlainCommand.off(names: names.names, timeout: bus.timeout).run()
         }
     }
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the state of each advertisement and GATT service.",
-            discussion: "Kinds: advertisement, service (a GATT service: its state is the services' registration). States: on (on air, or registered), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), paused (a central's link took it off air and the controller refused it beside the link; back when the link ends), failed (refused until changed). A service whose notifications a connected central's MTU cuts says so: (label's notifications reach AA:BB:CC:DD:EE:FF cut to 20 bytes).")
+            discussion: "Kinds: advertisement, service (a GATT service: its state is the services' registration). States: on (on air, or registered), off, retrying (a transient failure; bleadvd tries again), waiting (for bluetoothd or an adapter), paused (a central's link took it off air and the controller refused it beside the link; back when the link ends), failed (refused until changed), rotating (taking turns with others through fewer slots than advertisements: on air part of the time, as DETAIL says). A service whose notifications a connected central's MTU cuts says so: (label's notifications reach AA:BB:CC:DD:EE:FF cut to 20 bytes).")
         @OptionGroup var bus: BusOptions
         @Flag(help: "Print JSON: {name: {kind, desired, state, since_seconds, id?, error?, error_code?, retry_in_seconds?, ignored?, mismatch?, values, cut?}}; cut: [{characteristic, central, bytes}], a service's notifications that a connected central's MTU cuts.")
         var json = false
 
         func run() throws {
-            // A service's notifications that a connected central's MTU cuts, from Centrals (an
-            // older bleadvd without it: none shown).
-            let (states, centrals) = try withDaemon(bus) { (try $0.status(), (try? $0.centrals()) ?? []) }
-            try emit(json ? StatusFormat.json(states, centrals: centrals) : StatusFormat.table(states, centrals: centrals))
+            try PlainCommand.status(json: json, timeout: bus.timeout).run()
         }
     }
 
@@ -65,7 +64,7 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func run() throws {
-            try emit(try withDaemon(bus, { try $0.list() }).map { Untrusted.escaped($0) + "\n" }.joined())
+            try PlainCommand.list(timeout: bus.timeout).run()
         }
     }
 
@@ -114,16 +113,7 @@ extension Bleadvctl {
         }
 
         func run() throws {
-            var pairs = values
-            if stdin { pairs += try Self.standardInputPairs() }
-            let changes: [String: String]
-            do {
-                changes = try Self.changes(pairs)
-            } catch let error as ValidationError {
-                throw Failure(code: Failure.usage, message: error.message)
-            }
-            guard !changes.isEmpty else { throw Failure(code: Failure.usage, message: "nothing to set: standard input had no KEY=VALUE line") }
-            try withDaemon(bus) { try $0.set(name, changes) }
+            try PlainCommand.set(name: name, values: values + (stdin ? try Self.standardInputPairs() : []), timeout: bus.timeout).run()
         }
 
         static func isPair(_ pair: some StringProtocol) -> Bool {
@@ -171,7 +161,7 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func run() throws {
-            try withDaemon(bus) { try $0.reload() }
+            try PlainCommand.reload(timeout: bus.timeout).run()
         }
     }
 
