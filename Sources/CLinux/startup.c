@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #include <link.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -34,44 +35,39 @@ int bleadvd_adopt_orphans(void) {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
 }
 
-/* The dynamic loader's tables in bleadvd's own file: the symbols, their names and hashes, the
-   versions and the relocations (.dynsym to .rela.dyn, 1.3 MB of a 16 MB binary). ld.so reads
-   them all at start to relocate the executable, and hardly ever after (a lazily bound call or
-   a dlopen looks up a few symbols). Their pages stay mapped, and counted in bleadvd's memory,
-   until dropped: this drops them, as the kernel would under pressure. They are clean file
-   pages: a later lookup reads them back from the page cache or the file. */
-extern ElfW(Dyn) _DYNAMIC[];
-
-long bleadvd_release_loader_tables(void) {
-    uintptr_t bias = (uintptr_t)getauxval(AT_PHDR);
-    const ElfW(Phdr) *phdr = (const ElfW(Phdr) *)bias;
-    unsigned long count = getauxval(AT_PHNUM);
-    for (unsigned long i = 0; i < count; i++) {
-        if (phdr[i].p_type == PT_PHDR) {
-            bias -= phdr[i].p_vaddr;
-            break;
+/* The pages of the files bleadvd runs that are mapped read-only: the code, read-only data and
+   the dynamic loader's tables of bleadvd's own file and of each shared library (every PT_LOAD
+   segment without PF_W, of every object the loader lists but the kernel's vDSO). Start-up reads
+   far more of them than the running daemon needs (the argument parser, the config reader, the
+   loader's relocations and symbols, libstdc++'s locale set-up), and the kernel maps each
+   fault's neighbours too (fault-around, up to 64 KiB), so they stay counted in bleadvd's memory:
+   this drops them, as the kernel would under pressure. They are clean pages of their files,
+   never written (an object with text relocations is left alone), so what runs next reads its
+   pages back from the page cache; the relocated data (RELRO, in the writable segments) is never
+   touched. */
+static int release_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    long *dropped = data;
+    if (info->dlpi_addr == (ElfW(Addr))getauxval(AT_SYSINFO_EHDR)) return 0;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr); d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL))) return 0;
         }
     }
-    uintptr_t low = UINTPTR_MAX, high = 0, rela = 0, relasz = 0;
-    for (const ElfW(Dyn) *d = _DYNAMIC; d->d_tag != DT_NULL; d++) {
-        switch (d->d_tag) {
-        case DT_SYMTAB: case DT_STRTAB: case DT_GNU_HASH: case DT_VERSYM: case DT_RELA:
-            /* glibc's ld.so turns these into addresses; another loader may leave offsets. */
-            {
-                uintptr_t at = d->d_un.d_ptr < bias ? d->d_un.d_ptr + bias : d->d_un.d_ptr;
-                if (at < low) low = at;
-                if (d->d_tag == DT_RELA) rela = at;
-            }
-            break;
-        case DT_RELASZ:
-            relasz = d->d_un.d_val;
-            break;
-        }
-    }
-    if (!rela || !relasz) return 0;
-    high = rela + relasz;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t start = (low + page - 1) & ~(page - 1), end = high & ~(page - 1);
-    if (end <= start || madvise((void *)start, end - start, MADV_DONTNEED) != 0) return 0;
-    return (long)(end - start);
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        if (segment->p_type != PT_LOAD || (segment->p_flags & PF_W)) continue;
+        uintptr_t low = info->dlpi_addr + segment->p_vaddr, high = low + segment->p_memsz;
+        uintptr_t start = (low + page - 1) & ~(page - 1), end = high & ~(page - 1);
+        if (end > start && madvise((void *)start, end - start, MADV_DONTNEED) == 0) *dropped += (long)(end - start);
+    }
+    return 0;
+}
+
+long bleadvd_release_read_only_pages(void) {
+    long dropped = 0;
+    dl_iterate_phdr(release_object, &dropped);
+    return dropped;
 }

@@ -135,9 +135,6 @@ struct Bleadvd: ParsableCommand {
                 throw ExitCode(2)
             }
         }
-        // Linked with -z now, so the loader is done with its tables in the binary (not worth
-        // it in the short-lived --check-config runs above).
-        let released = bleadvd_release_loader_tables()
         let level = Logger.Level(rawValue: logLevel.rawValue)!
         LoggingSystem.bootstrap { JournalLogHandler(label: $0, level: level) }
         let logger = Logger(label: "bleadvd")
@@ -166,7 +163,6 @@ struct Bleadvd: ParsableCommand {
             try await Self.serveJoin(connection: connection, loop: loop, logger: logger)
             return
         }
-        logger.debug("dropped \(released / 1024) KiB of the dynamic loader's tables in bleadvd's file")
         // What a read, join or identify program leaves behind (a double fork, a setsid) becomes
         // bleadvd's child, to be killed with the program (Spawn.end).
         if bleadvd_adopt_orphans() == 1 {
@@ -185,7 +181,14 @@ struct Bleadvd: ParsableCommand {
                 // make a bond, and end one.
                 BondRecord(directory: state).admits(central)
             }), bus: DBusControlBus(connection: connection),
-            clock: LoopClock(on: loop), notifier: SystemdNotifier(environment: environment),
+            clock: LoopClock(on: loop),
+            // Once ready, the read-only pages start-up read of bleadvd's file and libraries go
+            // (linked with -z now, the loader is done with its tables too): what runs next reads
+            // its own back. (Dropped before the log line: a message is only built at its level.)
+            notifier: SystemdNotifier(environment: environment, afterReady: {
+                let dropped = bleadvd_release_read_only_pages()
+                logger.debug("dropped \(dropped / 1024) KiB of read-only pages of bleadvd's file and libraries; what runs next reads its own back")
+            }),
             counters: CounterDirectory(path: state), bondRecord: BondRecord(directory: state),
             loadConfig: { path throws(ConfigError) in try await ConfigCheck.load(path: path) }, logger: logger)
         let (requests, post) = AsyncStream<Daemon<LoopClock>.Request>.makeStream()

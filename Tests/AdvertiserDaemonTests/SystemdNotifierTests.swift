@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -24,5 +25,17 @@ struct SystemdNotifierTests {
         }
 
         try await unread.waitFor("STATUS=change 0")
+    }
+
+    @Test("what follows readiness runs after each READY=1, with systemd or without, and after no other state")
+    func afterReadyFollowsEachReady() {
+        let calls = Mutex(0)
+        let alone = SystemdNotifier(environment: [:], afterReady: { calls.withLock { $0 += 1 } })
+
+        for state in ["STATUS=starting", "READY=1\nSTATUS=on air", "RELOADING=1\nMONOTONIC_USEC=1", "READY=1", "STATUS=READY=1"] {
+            alone.notify(state)
+        }
+
+        #expect(calls.withLock { $0 } == 2)
     }
 }

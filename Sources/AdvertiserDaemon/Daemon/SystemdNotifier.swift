@@ -6,10 +6,13 @@ import Glibc
 /// the abstract namespace). Without the variable (not started by systemd) it does nothing.
 package struct SystemdNotifier: Sendable {
     private let socketPath: String?
+    private let afterReady: @Sendable () -> Void
 
-    /// A notifier for the socket systemd gave this process, if any.
-    package init(environment: [String: String]) {
+    /// A notifier for the socket systemd gave this process, if any, that calls `afterReady`
+    /// each time it said `READY=1` (at start, and after each reload), with systemd or without.
+    package init(environment: [String: String], afterReady: @escaping @Sendable () -> Void = {}) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        self.afterReady = afterReady
     }
 
     /// The watchdog interval systemd asked for (`$WATCHDOG_USEC`), if any.
@@ -30,6 +33,11 @@ package struct SystemdNotifier: Sendable {
     /// the reader caught up would answer nothing meanwhile (a socket nobody read hung bleadvd
     /// after its tenth status change).
     package func notify(_ state: String) {
+        send(state)
+        if state.split(separator: "\n").contains("READY=1") { afterReady() }
+    }
+
+    private func send(_ state: String) {
         guard let socketPath else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return }
