@@ -213,12 +213,15 @@ struct ImprovDaemonTests {
         for _ in 1...200 {
             session.mock.emit(.gatt(GATTEvent(Self.command, .written(Self.identify, .bytes(Self.identify)), central: "AA:BB:CC:DD:EE:FF")))
         }
-        // Events are handled in order: once another central's malformed frame is answered, the
-        // 200 were.
+        // Events are handled in order: once another central's malformed frame is answered (its
+        // error, then the state, each its own call), the 200 were.
         session.mock.emit(.gatt(GATTEvent(Self.command, .written([0x02, 0x00, 0x00], .bytes([0x02, 0x00, 0x00])), central: "11:22:33:44:55:66")))
-        try await eventually("the malformed frame is answered", every: .milliseconds(1)) { notified(session, Self.error).last == [0x01] }
+        try await eventually("the malformed frame is answered: its error, then the state", every: .milliseconds(1)) {
+            notified(session, Self.error).last == [0x01] && session.mock.calls.updatedValues.last?.characteristic == Self.state
+        }
+        // The program's shell creates the file before it writes the line: the line, not the file.
         let file = session.folder.appendingPathComponent("identified").path
-        await advance(session) { FileManager.default.fileExists(atPath: file) }
+        await advance(session) { (try? String(contentsOfFile: file, encoding: .utf8))?.isEmpty == false }
 
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "run\n")
         // The first identify's error and state, the malformed frame's: nothing for the other 199.
