@@ -111,8 +111,23 @@ def main():
                     print(line, flush=True)
             return True
         GLib.timeout_add(100, show_changes)
+    # The lines that held every --until text, kept as they were heard: read again after the
+    # loop, they can be gone. A restart's StopDiscovery, due at the same tick as the check
+    # (every fourth), runs in the same turn of the loop after loop.quit(), and BlueZ removes
+    # every temporary device that is neither connectable nor connected when the last scanner
+    # stops (adapter.c's discovery_cleanup, 5.66 to 5.82): a broadcaster's line is gone. Seen in
+    # scenario 75, 1 run in 8 on Debian 13 (and in CI's run of ae48879): the scan ended "found"
+    # a second in, then printed no device at all and failed.
+    matched = []
     if args.until:
-        GLib.timeout_add(250, lambda: (loop.quit() if found(heard()) else True))
+        def check():
+            lines = heard()
+            if not found(lines):
+                return True
+            matched.extend(lines)
+            loop.quit()
+            return False
+        GLib.timeout_add(250, check)
 
     def restart():
         adapter.StopDiscovery()
@@ -120,7 +135,7 @@ def main():
         return True
     GLib.timeout_add(RESTART_MS, restart)
     loop.run()
-    lines = heard()
+    lines = matched or heard()
     adapter.StopDiscovery()
     if not args.changes:
         print("\n".join(lines))
