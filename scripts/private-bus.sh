@@ -48,11 +48,12 @@ start_bluez_standin() { start_peer "$1" standin bluez_standin.py hci0; }
 # Wi-Fi device, five access points, every call counted) on the bus.
 start_networkmanager_standin() { start_peer "$1" nm networkmanager_standin.py; }
 
-# start_release_bleadvd WORK CONFIG: the release bleadvd on the bus with CONFIG (its state in
-# WORK, its log in WORK/log), its PID in $bleadvd_pid and WORK/pids, once it said ready.
+# start_release_bleadvd WORK CONFIG [EXECUTABLE]: the release bleadvd (or EXECUTABLE) on the bus
+# with CONFIG (its state in WORK, its log in WORK/log), its PID in $bleadvd_pid and WORK/pids,
+# once it said ready.
 start_release_bleadvd() {
-  local work=$1 config=$2
-  DBUS_SYSTEM_BUS_ADDRESS=$bus_address .build/release/bleadvd --config "$config" --state-directory "$work" 2> "$work/log" &
+  local work=$1 config=$2 executable=${3:-.build/release/bleadvd}
+  DBUS_SYSTEM_BUS_ADDRESS=$bus_address "$executable" --config "$config" --state-directory "$work" 2> "$work/log" &
   bleadvd_pid=$!
   echo $bleadvd_pid >> "$work/pids"
   until grep -q '^<5>ready:' "$work/log" 2>/dev/null; do

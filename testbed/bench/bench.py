@@ -9,8 +9,13 @@ the whole system bus) stamps each message as it receives it. "Registered" is the
 method return of RegisterAdvertisement reaches the monitor, "unregistered" that of
 UnregisterAdvertisement; ActiveInstances is then checked to be what it should be.
 
-Usage, inside the test bed: bench.py  (BENCH_RUNS=N for another number of runs than 7;
-BENCH_IDLE=SECONDS for the idle window, 60 by default)
+The commands a script runs (on, off, status, set) are timed against busctl's call of the same
+method in BENCH_ROUNDS rounds (3) of BENCH_CLI_RUNS calls each (20), the tools alternating call
+by call; the table gives each round's ratios, and the bench exits 1 (after printing everything)
+when a ratio over all rounds, or bleadvd's RSS, is past its target (#82).
+
+Usage, inside the test bed: bench.py  (BENCH_RUNS=N for another number of runs than 7 of the
+rest; BENCH_IDLE=SECONDS for the idle window, 60 by default)
 """
 import os
 import signal
@@ -24,6 +29,11 @@ import types
 import dbus
 
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
+CLI_RUNS = int(os.environ.get("BENCH_CLI_RUNS", "20"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+# Targets (#82): bleadvctl against busctl's call of the same method, and bleadvd's RSS.
+TARGETS = {"on": 1.10, "off": 1.10, "status": 1.20, "set": 1.10}
+RSS_TARGET_KIB = 11_800
 SETS = int(os.environ.get("BENCH_SETS", "100"))
 IDLE = int(os.environ.get("BENCH_IDLE", "60"))
 WORK = os.environ.get("TESTBED_WORK", "/tmp/testbed")
@@ -251,10 +261,11 @@ def cli(action):
 
 
 def on_off_runs(monitor, daemon):
-    """bleadvctl and busctl: RUNS on+off each, alternating; the times and the split of an on."""
+    """bleadvctl and busctl: ROUNDS × CLI_RUNS on+off each, alternating; the times and the split
+    of an on."""
     rows = {"bleadvctl": {"on": [], "off": [], "split": []}, "busctl": {"on": [], "off": [], "split": []}}
     marks = []
-    for _ in range(RUNS):
+    for _ in range(ROUNDS * CLI_RUNS):
         for tool, (on, off) in zip(("bleadvctl", "busctl"), zip(cli("On"), cli("Off"))):
             start, end = timed(on)
             if active_instances() != 1:
@@ -295,14 +306,24 @@ def on_off_runs(monitor, daemon):
     return rows, marks
 
 
-def status_runs():
+def command_runs(argvs):
+    """ROUNDS × CLI_RUNS of each tool's command, alternating: start → exit, ms."""
     times = {"bleadvctl": [], "busctl": []}
-    for _ in range(RUNS):
-        for tool, argv in (("bleadvctl", ["bleadvctl", "status"]),
-                           ("busctl", ["busctl", "call", API[0], API[1], API[2], "Status"])):
+    for _ in range(ROUNDS * CLI_RUNS):
+        for tool, argv in zip(("bleadvctl", "busctl"), argvs):
             start, end = timed(argv)
             times[tool].append(1000 * (end - start))
     return times
+
+
+def status_runs():
+    return command_runs((["bleadvctl", "status"], ["busctl", "call", API[0], API[1], API[2], "Status"]))
+
+
+def set_runs():
+    """A BTHome value set in place, by each tool (the sensor is off air: the call is the same)."""
+    return command_runs((["bleadvctl", "set", "sensor", "temperature=21.5"],
+                         ["busctl", "call", API[0], API[1], API[2], "Set", "sa{sv}", "sensor", "1", "temperature", "s", "21.5"]))
 
 
 def bluetoothctl_runs(monitor):
@@ -522,6 +543,7 @@ def measure():
                "<none>": "(broadcast)"}
     f.rows, f.marks = on_off_runs(monitor, daemon)
     f.status = status_runs()
+    f.set = set_runs()
     f.ctl = bluetoothctl_runs(monitor)
     f.example = example_runs(monitor)
     f.idle = idle(daemon)
@@ -567,6 +589,7 @@ def print_table(f):
     print("| on: command start → registered | %s | %s | %s | %s |" % (spread(b["on"]), spread(c["on"]), spread(ctl["on"]), spread(example["on"])))
     print("| off: command start → unregistered | %s | %s | %s | — |" % (spread(b["off"]), spread(c["off"]), spread(ctl["off"])))
     print("| status: command start → exit | %s | %s | — | — |" % (spread(f.status["bleadvctl"]), spread(f.status["busctl"])))
+    print("| set: command start → exit | %s | %s | — | — |" % (spread(f.set["bleadvctl"]), spread(f.set["busctl"])))
     print("| RSS of the advertising process | %s KiB | (bleadvd) | %s KiB | %s KiB |" % (
         fmt(idle_figures["bleadvd"][2]), fmt(statistics.median(ctl["rss"])), fmt(statistics.median(example["rss"]))))
     print("| CPU ticks in %d s idle, advertising (bleadvd: two) | %d | — | %d | %d |" % (
@@ -581,8 +604,10 @@ def print_table(f):
     print("| kill -9 bluetoothd: manager answers → registered again | %s | — | — | — |" % spread(f.crash_manager))
     print("| bleadvd RSS at the end | %s KiB | — | — | — |" % fmt(f.daemon_rss))
     print()
-    print("Ratios (targets): bleadvctl on / busctl On %s (≤ 1.10×); bleadvctl status / busctl Status %s (≤ 1.20×)" % (
-        ratio(b["on"], c["on"]), ratio(f.status["bleadvctl"], f.status["busctl"])))
+    print("bleadvctl / busctl, by round of %d calls (targets: on, off, set ≤ 1.10×; status ≤ 1.20×):" % CLI_RUNS)
+    for number, (ours, theirs) in enumerate(zip(rounds(f.ratio_pairs()[0]), rounds(f.ratio_pairs()[1])), 1):
+        print("  round %d: %s" % (number, "; ".join("%s %s" % (verb, ratio(ours[verb], theirs[verb])) for verb in TARGETS)))
+    print("  all %d: %s" % (ROUNDS * CLI_RUNS, "; ".join("%s %s" % (verb, ratio(*pair)) for verb, pair in f.ratios().items())))
     print("bleadvctl on / bluetoothctl %s; / example-advertisement %s" % (ratio(b["on"], ctl["on"]), ratio(b["on"], example["on"])))
 
 
@@ -590,7 +615,7 @@ def print_splits(f):
     """Where the time of one on and one off goes, and the daemon's own share."""
     b, c = f.rows["bleadvctl"], f.rows["busctl"]
     print()
-    print("One `bleadvctl on`, split (median [min–max] of %d):" % RUNS)
+    print("One `bleadvctl on`, split (median [min–max] of %d):" % (ROUNDS * CLI_RUNS))
     for key in b["split"][0]:
         print("  %-40s %s" % (key, spread([1000 * s[key] for s in b["split"]])))
     own = [1000 * (s["daemon: On received → Register sent"] + s["daemon: registered → On reply"]) for s in b["split"]]
@@ -634,16 +659,50 @@ def print_messages(f):
             print("  " + describe(m, f.names))
 
 
+def rounds(times):
+    """{verb: [ms]} of all rounds → [{verb: [ms]}] a round each (the runs are in order)."""
+    return [{verb: values[i * CLI_RUNS:(i + 1) * CLI_RUNS] for verb, values in times.items()} for i in range(ROUNDS)]
+
+
+def attach_ratios(f):
+    """The times the targets are about, by tool, and their ratios over all rounds."""
+    def pairs():
+        tool = lambda name: {"on": f.rows[name]["on"], "off": f.rows[name]["off"], "status": f.status[name], "set": f.set[name]}
+        return tool("bleadvctl"), tool("busctl")
+    f.ratio_pairs = pairs
+    f.ratios = lambda: {verb: (pairs()[0][verb], pairs()[1][verb]) for verb in TARGETS}
+
+
+def past_targets(f):
+    """Each figure past its target, as a phrase."""
+    failed = []
+    for verb, (ours, theirs) in f.ratios().items():
+        value = statistics.median(ours) / statistics.median(theirs)
+        if value > TARGETS[verb]:
+            failed.append("bleadvctl %s / busctl %.2f× > %.2f×" % (verb, value, TARGETS[verb]))
+    rss = f.idle["bleadvd"][2]
+    if rss > RSS_TARGET_KIB:
+        failed.append("bleadvd's RSS %s KiB > %s KiB" % (fmt(rss), fmt(RSS_TARGET_KIB)))
+    return failed
+
+
 def main():
     kernel = os.uname().release
     version = subprocess.run([BLUETOOTHD, "--version"], capture_output=True, text=True).stdout.strip()
-    print("bench: %d runs each; medians [min–max]; BlueZ %s, kernel %s, %d CPUs" % (RUNS, version, kernel, os.cpu_count()))
+    print("bench: %d runs each (on, off, status and set: %d rounds of %d); medians [min–max]; BlueZ %s, kernel %s, %d CPUs" % (
+        RUNS, ROUNDS, CLI_RUNS, version, kernel, os.cpu_count()))
     figures = measure()
+    attach_ratios(figures)
     print_table(figures)
     print_splits(figures)
     print_memory(figures)
     print_messages(figures)
+    failed = past_targets(figures)
+    print()
+    print("bench: FAILED, past the target: %s" % "; ".join(failed) if failed else "bench: every target met")
     sys.stdout.flush()
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

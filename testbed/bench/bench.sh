@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# testbed-timeout: 1500
 # `make bench`: bleadvd side by side with busctl, bluetoothctl and BlueZ's example-advertisement
 # (testbed/bench/bench.py), in the test bed with the real bluetoothd. Prints one table; record it
 # in docs/BENCHMARKS.md with the commit it was measured at.
