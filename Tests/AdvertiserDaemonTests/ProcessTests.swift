@@ -134,10 +134,50 @@ struct ProcessTests {
         _ = standIn
     }
 
+    @Test("a page of bleadvd's file that was written in the process, as a debugger's breakpoint is, stays its own when a reload drops the read-only pages")
+    func writtenPagesKept() async throws {
+        let bus = try PrivateBus()
+        let standIn = try BlueZStandIn(bus: bus)
+        let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.config)
+        try await notify.waitFor("READY=1")
+        let pages = try await sectionPages(of: ".rela.dyn", in: product("bleadvd"), pid: daemon.pid)
+        let page = pages.lowerBound + UInt(pages.count / 2)
+        // Written back as it was, through /proc/PID/mem, as gdb writes a breakpoint: the kernel
+        // gives the process a private copy of the page.
+        let address = off_t(page) * off_t(sysconf(Int32(_SC_PAGESIZE)))
+        let memory = open("/proc/\(daemon.pid)/mem", O_RDWR)
+        var bytes: UInt64 = 0
+        let copied = pread(memory, &bytes, 8, address) == 8 && pwrite(memory, &bytes, 8, address) == 8
+        close(memory)
+        try #require(copied)
+        let before = try pagemapEntry(pid: daemon.pid, page: page)
+        try #require(before & Self.presentNotFile == Self.present)
+
+        let reload = try await runProgram(product("bleadvctl"), ["reload"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        let after = try pagemapEntry(pid: daemon.pid, page: page)
+        kill(daemon.pid, SIGTERM)
+        _ = await Task.detached { daemon.wait() }.value
+
+        #expect(reload.status == 0)
+        #expect(after & Self.presentNotFile == Self.present, "the written page was dropped: pagemap \(String(after, radix: 16))")
+        _ = standIn
+    }
+
+    /// `/proc/PID/pagemap`'s bits: the page is present; it is a page of a file (not the process's own copy).
+    static let present: UInt64 = 1 << 63
+    static let presentNotFile: UInt64 = 1 << 63 | 1 << 61
+
     /// How many pages of `section` in `binary` process `pid` has resident, as the kernel says
-    /// (`/proc/PID/pagemap`'s present bit), and how many it spans; the section's place from
-    /// binutils' `readelf`.
+    /// (`/proc/PID/pagemap`'s present bit), and how many it spans.
     func residentPages(of section: String, in binary: String, pid: pid_t) async throws -> (resident: Int, pages: Int) {
+        let pages = try await sectionPages(of: section, in: binary, pid: pid)
+        let resident = try pages.filter { try pagemapEntry(pid: pid, page: $0) & Self.present != 0 }.count
+        return (resident, pages.count)
+    }
+
+    /// The pages (address / page size) that `section` of `binary` spans in process `pid`; the
+    /// section's place from binutils' `readelf`, the binary's from `/proc/PID/maps`.
+    func sectionPages(of section: String, in binary: String, pid: pid_t) async throws -> ClosedRange<UInt> {
         let headers = try await runOffPool("/usr/bin/readelf", ["-SW", binary])
         guard let fields = headers.split(separator: "\n").first(where: { $0.contains(" \(section) ") })?
             .split(separator: " ").map(String.init),
@@ -150,17 +190,17 @@ struct ProcessTests {
             let base = UInt(line.prefix(while: { $0 != "-" }), radix: 16)
         else { throw TestFailure("\(path) is not mapped in process \(pid)") }
         let page = UInt(sysconf(Int32(_SC_PAGESIZE)))
-        let first = (base + address) / page, last = (base + address + size - 1) / page
+        return (base + address) / page...(base + address + size - 1) / page
+    }
+
+    /// The `/proc/PID/pagemap` entry of process `pid`'s page `page` (address / page size).
+    func pagemapEntry(pid: pid_t, page: UInt) throws -> UInt64 {
         let pagemap = open("/proc/\(pid)/pagemap", O_RDONLY)
         guard pagemap >= 0 else { throw TestFailure("cannot open /proc/\(pid)/pagemap") }
         defer { close(pagemap) }
-        var resident = 0
-        for index in first...last {
-            var entry: UInt64 = 0
-            guard pread(pagemap, &entry, 8, off_t(index * 8)) == 8 else { throw TestFailure("cannot read /proc/\(pid)/pagemap") }
-            if entry & (1 << 63) != 0 { resident += 1 }
-        }
-        return (resident, Int(last - first + 1))
+        var entry: UInt64 = 0
+        guard pread(pagemap, &entry, 8, off_t(page * 8)) == 8 else { throw TestFailure("cannot read /proc/\(pid)/pagemap") }
+        return entry
     }
 
     @Test("a log line written after stderr's reader went away does not kill bleadvd (SIGPIPE)")
