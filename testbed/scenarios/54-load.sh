@@ -10,7 +10,7 @@
 #   afterwards each advertisement is in the state its last commands asked for, BlueZ's
 #   ActiveInstances agrees, bleadvd exports no more advertisement objects than are on, and
 #   its open files and RSS are where they were (RSS within 1 MiB);
-# - 5,000 Status calls from 4 clients at once: all answered, open files and RSS flat.
+# - 5,000 Status calls from 4 clients at once: all answered, open files and anonymous memory flat.
 # The clients are Tests/TestSupport/Peers/load_client.py, the same as LoadTests' against the
 # BlueZ stand-in.
 set -euo pipefail
@@ -22,7 +22,9 @@ bus=unix:path=/run/dbus/system_bus_socket
 config="$TESTBED_WORK/load.toml"
 cp "$TESTBED_ROOT/testbed/configs/54-load.toml" "$config"
 files() { ls "/proc/$BLEADVD_PID/fd" | wc -l; }
-rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$BLEADVD_PID/status"; }
+# What a leak grows: bleadvd's anonymous memory. (Its files' pages are dropped once it is ready
+# (#82) and come back as the load runs code: VmRSS grew 3.9 MB here with nothing leaked.)
+rss() { awk '/^RssAnon:/ { print $2 }' "/proc/$BLEADVD_PID/status"; }
 objects() { busctl tree --list org.bleadvd.Advertiser | grep -c '^/org/bleadvd/advertisement/' || true; }
 state() { bleadvctl status | awk -v name="$1" '$1 == name { print $3 }'; }
 
