@@ -146,10 +146,11 @@ def owner(name):
 
 # --- processes ---------------------------------------------------------------------------------
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
+    """A figure of /proc/PID/status in KiB: VmRSS, or its parts RssAnon, RssFile, RssShmem."""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
 
@@ -550,6 +551,7 @@ def measure():
     f.set_line = set_share()
     f.crash_start, f.crash_manager = crash_runs(monitor, daemon)
     f.daemon_rss = rss_kib(daemon.pid)
+    f.daemon_rss_parts = [rss_kib(daemon.pid, part) for part in ("RssAnon", "RssFile", "RssShmem")]
     f.daemon_maps = rss_by_mapping(daemon.pid)
     f.messages = monitor.messages()
     daemon.stop()
@@ -603,6 +605,8 @@ def print_table(f):
     print("| kill -9 bluetoothd: its start → registered again | %s | — | — | — |" % spread(f.crash_start))
     print("| kill -9 bluetoothd: manager answers → registered again | %s | — | — | — |" % spread(f.crash_manager))
     print("| bleadvd RSS at the end | %s KiB | — | — | — |" % fmt(f.daemon_rss))
+    print("| of it anonymous; files' pages (page cache, shared) | %s KiB; %s KiB | — | — | — |" % (
+        fmt(f.daemon_rss_parts[0]), fmt(f.daemon_rss_parts[1] + f.daemon_rss_parts[2])))
     print()
     print("bleadvctl / busctl, by round of %d calls (targets: on, off, set ≤ 1.10×; status ≤ 1.20×):" % CLI_RUNS)
     for number, (ours, theirs) in enumerate(zip(rounds(f.ratio_pairs()[0]), rounds(f.ratio_pairs()[1])), 1):
