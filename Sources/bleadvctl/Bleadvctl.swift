@@ -17,12 +17,8 @@ public enum BleadvctlCommand {
             reserveStandardDescriptors()
             do {
                 try command.run()
-            } catch let failure as Failure {
-                printError(failure.message)
-                exit(failure.code)
             } catch {
-                printError("\(error)")
-                exit(Failure.failed)
+                exit(after: error)
             }
             exit(0)
         }
@@ -82,6 +78,17 @@ struct Bleadvctl: ParsableCommand {
             Self.exit(withError: ExitCode(Failure.usage))
         }
     }
+}
+
+/// Exits for `error`: a ``Failure``'s line on stderr and its status; anything else, its
+/// description and 1.
+func exit(after error: any Error) -> Never {
+    if let failure = error as? Failure {
+        printError(failure.message)
+        Glibc.exit(failure.code)
+    }
+    printError("\(error)")
+    Glibc.exit(Failure.failed)
 }
 
 /// A failure with its exit status and its one line for stderr.

@@ -207,12 +207,8 @@ func runOnEventLoop(exitingWith success: Int32, _ body: @escaping @Sendable (Eve
         do {
             try await body(loop)
             Glibc.exit(success)
-        } catch let failure as Failure {
-            printError(failure.message)
-            Glibc.exit(failure.code)
         } catch {
-            printError("\(error)")
-            Glibc.exit(Failure.failed)
+            exit(after: error)
         }
     }
     loop.run()
