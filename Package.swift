@@ -132,7 +132,7 @@ let package = Package(
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(
             name: "BleadvctlTests",
-            dependencies: ["BleadvctlCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["BleadvctlCommands", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig", "TestSupport"], exclude: ["Corpus"]),
         .testTarget(

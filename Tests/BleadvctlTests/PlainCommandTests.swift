@@ -1,7 +1,7 @@
 import ArgumentParser
 @testable import BleadvctlCommands
-import Foundation
 import Testing
+import TestSupport
 
 @Suite("bleadvctl's plain bus verbs, read without ArgumentParser")
 struct PlainCommandTests {
@@ -29,7 +29,10 @@ struct PlainCommandTests {
         for _ in 1...3 { vectors += vectors.filter { $0.count == vectors.last!.count }.flatMap { vector in words.map { vector + [$0] } } }
 
         let all = vectors
-        let (recognized, disagreements): (Int, [String]) = await Self.offThePool {
+        // Off the cooperative pool: a thousand of ArgumentParser's parses take seconds (30 under
+        // load), and on one of the pool's two threads they starved other suites' daemons (five
+        // ControlTests saw no READY=1 in 20 s, all ending as this test did).
+        let (recognized, disagreements): (Int, [String]) = await offThePool {
             var recognized = 0
             var disagreements: [String] = []
             for vector in all {
@@ -45,16 +48,6 @@ struct PlainCommandTests {
         #expect(vectors.count == everyVector)
         #expect(recognized > 1_000)
         #expect(disagreements.isEmpty, "\(disagreements)")
-    }
-
-    /// `work`'s result, computed on a thread of its own: a thousand of ArgumentParser's parses
-    /// take seconds (30 under load), and on one of the cooperative pool's two threads they
-    /// starved other suites' daemons (five ControlTests saw no READY=1 in 20 s, all ending as
-    /// this test did).
-    static func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: work()) }
-        }
     }
 
     @Test("the forms that scripts and the unit use are read without ArgumentParser", arguments: [

@@ -120,9 +120,7 @@ public final class Child: @unchecked Sendable {
     /// Waits on a thread of its own for the child to exit: no thread of the cooperative pool
     /// (which the code under test needs to answer the child) is blocked meanwhile.
     public func exitStatus() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: self.wait()) }
-        }
+        await offThePool { self.wait() }
     }
 
     /// Waits for the child to exit and returns its exit status (128 + signal when killed).

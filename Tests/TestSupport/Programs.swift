@@ -148,3 +148,12 @@ extension FileHandle {
         readBytes(upTo: .max)
     }
 }
+
+/// `work`'s result, computed on a thread of its own: blocking work (a wait, seconds of parsing)
+/// on one of the cooperative pool's two threads starves the code under test, and other tests,
+/// of it meanwhile.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: work()) }
+    }
+}
