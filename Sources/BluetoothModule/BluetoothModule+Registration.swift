@@ -106,7 +106,14 @@ extension BluetoothModule {
             if adapterGone { stack.changed() }
             logger.notice("\(key): waiting: \(error.message)")
         case .retrying(_, let delay)?:
-            logger.warning("\(key): \(error.message); retrying in \(delay)")
+            // Every try at first; then, the wait at its cap (4 s), once a minute.
+            let failures = registrations[key]?.status.phase.failures ?? 1
+            if failures <= 3 || failures % 15 == 0 {
+                let lasting = failures > 3 ? " (try \(failures); said once a minute while it lasts)" : ""
+                logger.warning("\(key): \(error.message); retrying in \(delay)\(lasting)")
+            } else {
+                logger.debug("\(key): \(error.message); retrying in \(delay) (try \(failures))")
+            }
         case .failed?:
             let until = if key == .application { "the config changes" } else { "it is turned on again" }
             logger.error("\(key): \(error.message); not retrying until \(until)")

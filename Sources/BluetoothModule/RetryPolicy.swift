@@ -7,8 +7,11 @@ public struct RetryPolicy: Hashable, Sendable {
     /// The longest wait.
     public var maximum: Duration
 
-    /// 1 s, 2 s, 4 s, ... up to 60 s.
-    public static let standard = RetryPolicy(initial: .seconds(1), multiplier: 2, maximum: .seconds(60))
+    /// 1 s, 2 s, then every 4 s: what a controller refused for a while (Command Disallowed,
+    /// Memory Capacity Exceeded, a command it left unanswered) is back on air within 5 s of its
+    /// taking it again (scenario 77 on Bumble's controllers). A try costs one call to bluetoothd
+    /// and a few HCI commands; the module says so at first and then once a minute.
+    public static let standard = RetryPolicy(initial: .seconds(1), multiplier: 2, maximum: .seconds(4))
 
     /// A policy.
     public init(initial: Duration, multiplier: Int, maximum: Duration) {

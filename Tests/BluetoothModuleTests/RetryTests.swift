@@ -1,6 +1,7 @@
 import BluetoothModule
 import Peripheral
 import PeripheralMocks
+import TestSupport
 import Testing
 
 @Suite("Retrying transient failures on the injected clock")
@@ -63,14 +64,31 @@ struct RetryTests {
         #expect(h.mock.startAdvertisingCallCount == 3)
     }
 
-    @Test("the wait is capped")
+    @Test("the wait is capped at 4 s: what a controller refused for a while is back on air within 5 s of its taking it again")
     func backoffCap() {
         let policy = RetryPolicy.standard
 
         #expect(policy.delay(afterFailures: 1) == .seconds(1))
-        #expect(policy.delay(afterFailures: 6) == .seconds(32))
-        #expect(policy.delay(afterFailures: 7) == .seconds(60))
-        #expect(policy.delay(afterFailures: 1000) == .seconds(60))
+        #expect(policy.delay(afterFailures: 2) == .seconds(2))
+        #expect(policy.delay(afterFailures: 3) == .seconds(4))
+        #expect(policy.delay(afterFailures: 1000) == .seconds(4))
+    }
+
+    @Test("a refusal that lasts says so at first and then once a minute, not at every try")
+    func lastingRefusalIsLoggedOnceAMinute() async {
+        let logs = LogLines()
+        let h = await Harness(logs: logs)
+        h.mock.scriptStart(.always(.failure(Self.full)))
+        _ = try? await h.module.on("heart")
+
+        for _ in 0..<75 {  // 1 + 2 + 73 × 4 s: about five minutes of tries
+            h.clock.advance(by: .seconds(4))
+            await h.module.retryDue()
+        }
+
+        let warnings = logs.all.filter { $0.hasPrefix("warning: heart: Maximum advertisements reached") }
+        #expect(h.mock.startAdvertisingCallCount == 76)
+        #expect(warnings.count == 8)
     }
 
     @Test("a permanent failure is not retried")
