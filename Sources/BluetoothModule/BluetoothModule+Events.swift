@@ -107,20 +107,12 @@ extension BluetoothModule {
 
     /// Links on `adapter` have settled (``linkSettle``). On a controller with extended
     /// advertising each link ended the advertising set it came from, and the kernel enables that
-    /// set again only when the link ends; so every connectable advertisement on air there is
-    /// registered again, which the kernel enables beside the links where the controller's LE
-    /// states allow. A broadcast is left alone: a link comes from a connectable set, and ends no
-    /// other (the standard's Advertising Set Terminated; btvirt and Bumble's controller do the
-    /// same), while a controller that refuses advertising enables while linked, as several
-    /// Broadcom and Cypress chips do, would have kept it off air for the link's whole life
-    /// (scenario 77, before). One the stack refuses is paused until the adapter's last central
-    /// has left. Without extended advertising the kernel enables advertising again by itself:
-    /// nothing to do.
+    /// set again only when the link ends; so every advertisement on air there is registered
+    /// again, which the kernel enables beside the links where the controller's LE states allow.
+    /// One the stack refuses is paused until the adapter's last central has left. Without
+    /// extended advertising the kernel enables advertising again by itself: nothing to do.
     func linkSettled(on adapter: String) async {
-        let onAir = advertisementsOnAir(on: adapter).filter { key in
-            guard case .advertisement(let advertisement)? = registrations[key]?.subject else { return false }
-            return advertisement.kind == .peripheral
-        }
+        let onAir = advertisementsOnAir(on: adapter)
         guard let centrals = links[adapter], !centrals.isEmpty, !onAir.isEmpty,
               let capabilities = try? await capabilities(of: adapter), !capabilities.secondaryChannels.isEmpty else { return }
         let said = centrals.count == 1 ? ("a link", "it") : ("\(centrals.count) links", "them")

@@ -42,22 +42,6 @@ struct LinkTests {
         #expect(await h.status()?.phase == .on(Self.again, adapter: "hci0"))
     }
 
-    @Test("a link leaves a broadcast alone: only a connectable set is ended by a link, and a controller that refuses enables while linked would lose it")
-    func settledLinkLeavesBroadcastAlone() async throws {
-        let h = await Harness(adapters: [Self.extended])
-        await h.module.configure(["heart": Harness.heart, "door": Harness.door])
-        try await h.module.on("heart")
-        h.mock.scriptStart(.always(.success(RegistrationID("/ad/door"))))
-        try await h.module.on("door")
-        h.mock.scriptStart(.always(.failure(Self.refused)))
-
-        await Self.settledLink(h)
-
-        #expect(h.mock.calls.stopped == [Harness.heartID])
-        #expect(await h.status("door")?.phase == .on(RegistrationID("/ad/door"), adapter: "hci0"))
-        #expect(await h.status()?.phase == .paused(adapter: "hci0"))
-    }
-
     @Test("a link that has not settled yet leaves the advertisement alone")
     func newLinkIsLeftToSettle() async throws {
         let h = try await Self.onAir()
