@@ -98,7 +98,10 @@ extension BluetoothModule {
     /// for BlueZ or an adapter (an event brings it back), a retry with backoff for a transient
     /// failure, or nothing until it is changed.
     func recordFailure(_ key: Key, _ error: PeripheralError, notNow: Bool) {
-        let after = registrations.fail(key, error, notNow: notNow, at: clock.now) { [retry] in retry.delay(afterFailures: $0) }
+        let slot = error.code == .noFreeInstance
+        let after = registrations.fail(key, error, notNow: notNow, at: clock.now) { [retry] in
+            retry.delay(afterFailures: $0, waitingForSlot: slot)
+        }
         switch after {
         case nil:
             break
@@ -106,7 +109,7 @@ extension BluetoothModule {
             if adapterGone { stack.changed() }
             logger.notice("\(key): waiting: \(error.message)")
         case .retrying(_, let delay)?:
-            // Every try at first; then, the wait at its cap (4 s), once a minute.
+            // Every try at first; then, the wait at its cap (4 s; 60 s for a slot), about once a minute.
             let failures = registrations[key]?.status.phase.failures ?? 1
             if failures <= 3 || failures % 15 == 0 {
                 let lasting = failures > 3 ? " (try \(failures); said once a minute while it lasts)" : ""

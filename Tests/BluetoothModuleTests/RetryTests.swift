@@ -7,6 +7,7 @@ import Testing
 @Suite("Retrying transient failures on the injected clock")
 struct RetryTests {
     static let full = PeripheralError(.noFreeInstance, "Maximum advertisements reached")
+    static let refused = PeripheralError(.failed, "Failed to register advertisement")
 
     @Test("a transient failure is reported to the caller and scheduled 1 s later")
     func transientFailureSchedulesRetry() async {
@@ -74,11 +75,34 @@ struct RetryTests {
         #expect(policy.delay(afterFailures: 1000) == .seconds(4))
     }
 
+    @Test("no free slot: the wait doubles to 60 s, as a slot taken by another program is no fault of the controller's and a freed one wakes it at once")
+    func slotWaitDoublesToAMinute() {
+        let policy = RetryPolicy.standard
+
+        #expect(policy.delay(afterFailures: 3, waitingForSlot: true) == .seconds(4))
+        #expect(policy.delay(afterFailures: 6, waitingForSlot: true) == .seconds(32))
+        #expect(policy.delay(afterFailures: 1000, waitingForSlot: true) == .seconds(60))
+    }
+
+    @Test("a local program holding every slot for an hour costs about 66 registrations, not one every 4 s")
+    func heldSlotsAreNotHammered() async {
+        let h = await Harness()
+        h.mock.scriptStart(.always(.failure(Self.full)))
+        _ = try? await h.module.on("heart")
+
+        for _ in 0..<3600 {
+            h.clock.advance(by: .seconds(1))
+            await h.module.retryDue()
+        }
+
+        #expect(h.mock.startAdvertisingCallCount <= 70)
+    }
+
     @Test("a refusal that lasts says so at first and then once a minute, not at every try")
     func lastingRefusalIsLoggedOnceAMinute() async {
         let logs = LogLines()
         let h = await Harness(logs: logs)
-        h.mock.scriptStart(.always(.failure(Self.full)))
+        h.mock.scriptStart(.always(.failure(Self.refused)))
         _ = try? await h.module.on("heart")
 
         for _ in 0..<75 {  // 1 + 2 + 73 × 4 s: about five minutes of tries
@@ -86,7 +110,7 @@ struct RetryTests {
             await h.module.retryDue()
         }
 
-        let warnings = logs.all.filter { $0.hasPrefix("warning: heart: Maximum advertisements reached") }
+        let warnings = logs.all.filter { $0.hasPrefix("warning: heart: Failed to register advertisement") }
         #expect(h.mock.startAdvertisingCallCount == 76)
         #expect(warnings.count == 8)
     }
