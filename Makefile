@@ -32,7 +32,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test testbed-sets-test testbed-prepare testbed-packages figures test-matrix test-pairing test-improv test-wpa-roundtrip test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-read bench-hostile bench-rotation bench-cli fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections
+.PHONY: help deps build test testbed-sets-test testbed-bumble-test testbed-prepare testbed-packages figures test-matrix test-pairing test-improv test-wpa-roundtrip test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-read bench-hostile bench-rotation bench-cli fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections soak-faults
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -71,8 +71,9 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # 75 (a scan response's fields, long payloads) runs on Debian 12 in testbed-test (refused there)
 # and on Debian 13 with extended advertising in testbed-sets-test (three controllers: the bed's
 # patched emulator survives long extended data); 76 (more advertisements than slots) on Debian
-# 13 without extended advertising, the 5-slot case, in testbed-stacks-test.
-SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-% testbed/scenarios/72-% testbed/scenarios/74-% testbed/scenarios/76-%,$(sort $(wildcard testbed/scenarios/*.sh)))
+# 13 without extended advertising, the 5-slot case, in testbed-stacks-test. 77 makes its faults
+# with Bumble's controllers: testbed-bumble-test.
+SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-% testbed/scenarios/72-% testbed/scenarios/74-% testbed/scenarios/76-% testbed/scenarios/77-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 MAKE_TEST_SCENARIOS = $(filter-out testbed/scenarios/40-% testbed/scenarios/41-%,$(SCENARIOS))
 
 # make test makes what its test bed lanes need once, before they start (testbed-prepare), and
@@ -130,7 +131,7 @@ testbed-sets-test: $(TESTBED_BUILT) ## scenario 75 on trixie (BlueZ 5.82) with e
 	$(TESTBED_SETUP) trixie
 	testbed/run.sh --systemd --stack trixie --controllers 3 testbed/scenarios/75-*.sh
 
-testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under systemd as PID 1 in the VM test bed, three controllers: 10 cycles of two centrals connecting (71; make soak-connections for 1,000), values read from programs (72), sandbox, control, 8 steps of the chaos soak, reload, watchdog, upgrade, removal
+testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under systemd as PID 1 in the VM test bed, three controllers: 10 cycles of two centrals connecting (71; make soak-connections for 1,000), values read from programs (72), sandbox, control, reload, watchdog, upgrade, removal (the chaos soak: testbed-stacks-test and testbed-bumble-test)
 	$(TESTBED_SETUP)
 	@# A newer build of the same binaries, for the upgrade over a running one.
 	$(NEWER_DEB)
@@ -139,7 +140,16 @@ testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under sys
 	@# (so this boot runs the patched emulator); they run the release binaries, before 60
 	@# installs the package and its service.
 	BLEADVD_TESTBED_APPEND="bleadvd_connections.cycles=10 $${BLEADVD_TESTBED_APPEND:-}" testbed/run.sh --systemd --controllers 3 \
-	  testbed/scenarios/55-*.sh testbed/scenarios/71-*.sh testbed/scenarios/72-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
+	  testbed/scenarios/55-*.sh testbed/scenarios/71-*.sh testbed/scenarios/72-*.sh testbed/systemd-scenarios/60-*.sh \
+	  testbed/systemd-scenarios/61-lifecycle.sh testbed/systemd-scenarios/6[23]-*.sh
+
+# The second controller implementation (#80): Bumble's controllers through testbed/controllers.py.
+# 77 makes each fault of real radios once; the soak after it mixes them with its own (20 steps,
+# without connection cycles: make soak-faults runs 200 with them). It installs the package itself.
+testbed-bumble-test: $(TESTBED_PACKAGED) ## Bumble's controllers, a second controller implementation (testbed/controllers.py), under systemd on trixie (BlueZ 5.82): each fault of real radios made at the HCI boundary and judged by the controller's own record (77), then 20 steps of the chaos soak with those faults among its own (make soak-faults runs 200)
+	$(TESTBED_SETUP) trixie
+	BLEADVD_TESTBED_APPEND="bleadvd_soak.hci=1 bleadvd_soak.steps=20 $${BLEADVD_TESTBED_APPEND:-}" testbed/run.sh --systemd --stack trixie --bumble \
+	  testbed/scenarios/77-*.sh testbed/systemd-scenarios/61-chaos-soak.sh
 
 testbed-stacks-test: $(TESTBED_PACKAGED) ## the other stacks make test holds: trixie (BlueZ 5.82, kernel 6.12, the Raspberry Pi OS stack) under systemd with its bluetooth.service, on controllers without extended advertising, GATT and pairing included, with 10 restarts of bluetooth.service and 8 steps of the chaos soak
 	$(TESTBED_SETUP) bookworm trixie
@@ -253,6 +263,10 @@ soak-connections: deb ## CYCLES=N (default 1000) cycles of two centrals connecti
 soak: deb ## the seeded chaos soak for long runs: SEED=N (default drawn, printed) STEPS=N (default 1000) on each of STACKS (default "trixie-legacy bookworm"), half of the steps connection cycles of two centrals (three controllers; CENTRALS=0 for the schedule of make test's 61); about 10 s a step; docs/RELIABILITY.md
 	testbed/setup.sh bookworm trixie
 	SEED="$(SEED)" STEPS="$(STEPS)" STACKS="$(STACKS)" CENTRALS="$(CENTRALS)" scripts/soak.sh
+
+soak-faults: deb ## the chaos soak on Bumble's controllers with their faults (testbed/controllers.py) in half the steps: enable refused while linked, one set reported, data refused, an enable unanswered, a link that fails; after each step what hci0's controller sends agrees with what is wanted; SEED=N, STEPS=N (default 200), STACKS (default "trixie bookworm"), CENTRALS=0 without the link faults; docs/RELIABILITY.md
+	testbed/setup.sh bookworm trixie
+	HCI_FAULTS=1 SEED="$(SEED)" STEPS="$(or $(STEPS),200)" STACKS="$(or $(STACKS),trixie bookworm)" CENTRALS="$(CENTRALS)" scripts/soak.sh
 
 bench: build ## bleadvd side by side with busctl, bluetoothctl and BlueZ's example in the test bed: the table of docs/BENCHMARKS.md; fails when bleadvctl on, off, set (1.10x) or status (1.20x) against busctl, or bleadvd's RSS (11,800 KiB), is past its target
 	testbed/setup.sh

@@ -46,6 +46,7 @@ run_scenarios() {
     # A scanner or central a scenario left behind (a background job's child outlives `kill` of
     # the job) would scan into the next one: one left by 56 scanned on hci1 for 400 s.
     pkill -f "$TESTBED_ROOT/testbed/(observer|gatt_central|bumble_central)\.py" 2>/dev/null || true
+    clear_faults  # a fault a scenario left on Bumble's controllers would reach the next one
     # A scenario that ran out of time took what it had started with it (timeout signals its
     # whole process group), bluetoothd among them when the scenario had started it: the next
     # one begins on the bed as it booted, and the log says so (three scenarios failed in a row
@@ -126,6 +127,10 @@ show_diagnostics() {
   else
     echo "---- journal of bluetooth.service (last 80 lines)"
     journalctl -u bluetooth --no-pager -n 80
+  fi
+  if bumble_controllers; then
+    echo "---- Bumble's controllers (testbed/controllers.py: faults acted on, what they sent, Bumble's warnings; last 30 lines)"
+    controllers_log 2>&1 | tail -n 30
   fi
   echo "---- HCI capture, decoded (last 150 lines)"
   btmon -r "$TESTBED_WORK/hci.btsnoop" 2>/dev/null | tail -n 150

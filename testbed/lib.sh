@@ -156,9 +156,10 @@ if [[ "$(basename "$(dirname "$(realpath "$0")")")" == scenarios ]]; then
 fi
 
 # --- BlueZ and the unit ------------------------------------------------------------------------
-# active_instances [hciN]: BlueZ's count of registered advertisements on the adapter.
+# active_instances [hciN [PROPERTY]]: BlueZ's count of registered advertisements on the adapter
+# (or of PROPERTY's: SupportedInstances, the slots still free).
 active_instances() {
-  busctl get-property org.bluez "/org/bluez/${1:-hci0}" org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $2}'
+  busctl get-property org.bluez "/org/bluez/${1:-hci0}" org.bluez.LEAdvertisingManager1 "${2:-ActiveInstances}" 2>/dev/null | awk '{print $2}'
 }
 
 # advertisement_states: each advertisement's state as `bleadvctl status --json` shows it, on one
@@ -548,9 +549,14 @@ controllers_present() {
   for hci in $(controller_names); do [[ -e /sys/class/bluetooth/$hci ]] || return 1; done
 }
 
-# remove_controllers: every virtual controller removed (btvirt stopped), as a USB radio pulled out.
+# remove_controllers: every virtual controller removed (btvirt or Bumble's stopped), as a USB radio
+# pulled out.
 remove_controllers() {
-  pkill -x "$(basename "$(btvirt_program 2> /dev/null || echo btvirt)")" || true
+  if bumble_controllers; then
+    pkill -f "$TESTBED_ROOT/testbed/controllers\.py serve" || true
+  else
+    pkill -x "$(basename "$(btvirt_program 2> /dev/null || echo btvirt)")" || true
+  fi
   wait_for 20 "the controllers to go" controllers_gone
 }
 # make_controllers [VAR=VALUE...]: the virtual controllers made (btvirt run with those variables
@@ -562,8 +568,10 @@ remove_controllers() {
 make_controllers() {
   local attempt before
   local warmed; warmed=$(date +%s.%N)
-  warm_crypto
-  echo "testbed: the kernel's AES and AES-CMAC instantiated for btvirt in $(elapsed "$warmed") s" >&2
+  if ! bumble_controllers; then  # Bumble's controllers do their cryptography in Python
+    warm_crypto
+    echo "testbed: the kernel's AES and AES-CMAC instantiated for btvirt in $(elapsed "$warmed") s" >&2
+  fi
   for attempt in 1 2 3 4; do
     before=$(setup_timeouts)
     start_btvirt "$@" || return 1
@@ -592,14 +600,82 @@ for kind, name in (("skcipher", "ecb(aes)"), ("hash", "cmac(aes)")):
 
 # start_btvirt [VAR=VALUE...]: btvirt started with those variables in its environment; under
 # systemd as the unit testbed-btvirt (the soak stops it by that name).
+# With Bumble's controllers (TESTBED_CONTROLLERS=bumble) testbed/controllers.py runs instead, its
+# log (each fault it acted on) in $TESTBED_WORK/controllers.log; under systemd the same unit's.
 start_btvirt() {
-  local program; program=$(btvirt_program) || return 1
+  local program
+  if bumble_controllers; then
+    program=("$(decoders_python)" -u "$TESTBED_ROOT/testbed/controllers.py" serve "${TESTBED_CONTROLLER_COUNT:-2}")
+  else
+    program=("$(btvirt_program)") || return 1
+    program+=($(btvirt_options))
+  fi
   if [[ -d /run/systemd/system ]]; then
     systemctl reset-failed testbed-btvirt 2> /dev/null || true
-    systemd-run --quiet --unit=testbed-btvirt "${@/#/--setenv=}" "$program" $(btvirt_options)
+    systemd-run --quiet --unit=testbed-btvirt "${@/#/--setenv=}" "${program[@]}"
   else
-    env "$@" "$program" $(btvirt_options) >> "$TESTBED_WORK/btvirt.log" 2>&1 &
+    env "$@" "${program[@]}" >> "$TESTBED_WORK/$(bumble_controllers && echo controllers || echo btvirt).log" 2>&1 &
   fi
+}
+
+# bumble_controllers: the bed's controllers are Bumble's (testbed/controllers.py), not btvirt's.
+bumble_controllers() { [[ "${TESTBED_CONTROLLERS:-extended}" == bumble ]]; }
+
+# scan_responses_heard: whether hci1 hears the scan responses hci0 sends. Not on Bumble's
+# controllers (0.0.236): its advertising sets send their advertising data only, never their scan
+# response data, and its scanner reports each advertisement's data twice, the second time flagged
+# as a scan response (bumble/controller.py, AdvertisingSet.send_extended_advertising_data and
+# on_advertising_pdu; btmon shows hci1's two reports of the same bytes, event types 0x0001 and 0x0008).
+# The local name BlueZ puts in the scan response is then never heard there: a scenario checks it in
+# the bytes hci0 was given instead (expect_scan_response).
+scan_responses_heard() { ! bumble_controllers; }
+
+# expect_scan_response HEX [hciN]: the last scan response data the host gave the controller (btmon's
+# capture) holds HEX, one AD structure's bytes, e.g. the complete local name's (length, 09, name).
+expect_scan_response() {
+  local last
+  last=$(python3 "$TESTBED_ROOT/testbed/hcicapture.py" "$TESTBED_WORK/hci.btsnoop" --index "${2:-0}" --scan-data | tail -n1)
+  [[ "${last#* }" == *"$1"* ]] || fail "hci${2:-0}'s last scan response data does not hold $1: ${last:-(none given)}"
+  echo "hci${2:-0}'s scan response data holds $1 (what a scanner of this stack's controllers cannot hear): ${last#* }"
+}
+
+# name_or TEXT NAME: what hci1 is to hear of an advertisement named NAME: "name=NAME", or on
+# controllers whose scan responses are not heard (scan_responses_heard) TEXT, a field of its
+# advertising data; the caller then checks the name with expect_name NAME.
+name_or() { if scan_responses_heard; then echo "name=$2"; else echo "$1"; fi; }
+
+# expect_name NAME: on controllers whose scan responses are not heard, the name in what hci0 was
+# given instead (expect_scan_response); elsewhere nothing (hci1 heard it).
+expect_name() { scan_responses_heard || expect_scan_response "$(local_name_ad "$1")"; }
+
+# local_name_ad NAME: the complete local name's AD structure, in hex.
+local_name_ad() {
+  printf '%02x09%s' $((${#1} + 1)) "$(printf '%s' "$1" | od -An -tx1 | tr -d ' \n')"
+}
+
+# controller_fault hciN FAULT [VALUE]: a fault of testbed/controllers.py's set on Bumble's controller
+# hciN (its help lists them); prints what the controller does now.
+controller_fault() {
+  "$(decoders_python)" "$TESTBED_ROOT/testbed/controllers.py" fault "$@"
+}
+
+# clear_faults: every fault of Bumble's controllers off (a scenario's exit; the harness's, after
+# each scenario: 71 once ran on a controller that 77, stopped early, left refusing enables).
+clear_faults() {
+  local hci
+  bumble_controllers || return 0
+  for hci in $(controller_names); do controller_fault "$hci" clear > /dev/null 2>&1 || true; done
+}
+
+# controller_sends hciN: what Bumble's controller hciN sends now, by its own account: the handles of
+# its enabled advertising sets ("1,2"), "legacy", or "nothing".
+controller_sends() {
+  "$(decoders_python)" "$TESTBED_ROOT/testbed/controllers.py" state | sed -n "s/^$1: .*; on air \([^;]*\);.*/\1/p"
+}
+
+# controllers_log: what Bumble's controllers said (each fault they acted on), here or in the journal.
+controllers_log() {
+  if [[ -d /run/systemd/system ]]; then journalctl -u testbed-btvirt --no-pager -o cat; else cat "$TESTBED_WORK/controllers.log"; fi
 }
 
 # setup_timeouts: how many commands of a controller's setup the kernel gave up on so far.
@@ -622,8 +698,17 @@ stack_banner() {
     "$([[ $TESTBED_BLUETOOTHD == service ]] && echo "bluetooth.service" || echo "by hand, -E")" \
     "$(dbus-daemon --version | head -n1 | awk '{print $NF}')" \
     "$([[ -d /run/systemd/system ]] && echo ", systemd $(systemctl --version | head -n1 | cut -d' ' -f2) as PID 1")" \
-    "$([[ ${TESTBED_CONTROLLERS:-extended} == legacy ]] && echo "without extended advertising (btvirt -L)" || echo "LE 5.2 with extended advertising")$([[ "$(btvirt_program 2> /dev/null)" == */btvirt-* ]] && echo ", btdev-links.patch")"
+    "$(controllers_banner)"
   printf ', btmon %s' "$(btmon --version 2> /dev/null)"
+}
+
+# controllers_banner: what the controllers are, in a few words.
+controllers_banner() {
+  case ${TESTBED_CONTROLLERS:-extended} in
+    legacy) echo "without extended advertising (btvirt -L)" ;;
+    bumble) echo "Bumble's $("$(decoders_python)" -c 'from importlib.metadata import version; print(version("bumble"))'), LE 5.0 with extended advertising (testbed/controllers.py)" ;;
+    *) echo "LE 5.2 with extended advertising$([[ "$(btvirt_program 2> /dev/null)" == */btvirt-* ]] && echo ", btdev-links.patch")" ;;
+  esac
 }
 
 # stack_suite: the guest's Debian suite, as its os-release names it (unstable's names testing's

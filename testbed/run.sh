@@ -2,7 +2,7 @@
 # Boots the BlueZ test bed VM once and runs scenario scripts in it.
 #
 #   testbed/run.sh [--legacy] SCENARIO.sh...              e.g. testbed/run.sh testbed/scenarios/*.sh
-#   testbed/run.sh --systemd [--stack STACK] [--legacy] SCENARIO.sh...
+#   testbed/run.sh --systemd [--stack STACK] [--legacy|--bumble] SCENARIO.sh...
 #                                            e.g. testbed/run.sh --systemd testbed/systemd-scenarios/*.sh
 #
 # By default the guest shares this machine's root file system read-only (writes go to a
@@ -16,7 +16,9 @@
 # scenarios from testbed/systemd-guest.sh: testbed/systemd-scenarios/ install the package,
 # testbed/scenarios/ run the release binaries. Its writes are thrown away.
 # --legacy makes the two controllers without extended advertising (btvirt -L; they are LE-only
-# too, where a Raspberry Pi's onboard radio keeps BR/EDR). --controllers 3 makes a third, hci2,
+# too, where a Raspberry Pi's onboard radio keeps BR/EDR). --bumble makes them with a second
+# implementation, Google Bumble's controller (testbed/controllers.py, through /dev/vhci), whose
+# faults a scenario sets (lib.sh's controller_fault). --controllers 3 makes a third, hci2,
 # for a second central beside hci1's; --controllers 4 a fourth, hci3, for a scanner kept on
 # across what the centrals do (71 then times the advertisements back from the links' end).
 # Exit code: 0 when every scenario passed, 1 when one failed, 2 on a usage error, before
@@ -32,13 +34,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=testbed/common.sh
 . "$here/common.sh"
 
-usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid|SUITE-arm64]] [--legacy] [--controllers 2|3|4] SCENARIO.sh..."
+usage="usage: testbed/run.sh [--systemd [--stack bookworm|trixie|sid|SUITE-arm64]] [--legacy|--bumble] [--controllers 2|3|4] SCENARIO.sh..."
 systemd=0 suite=bookworm controllers=extended count=2
 while [[ "${1:-}" == --* ]]; do
   case "$1" in
     --systemd) systemd=1; shift ;;
     --stack) [[ "${2:-}" =~ ^(bookworm|trixie|sid)(-arm64)?$ ]] || { echo "$usage" >&2; exit 2; }; suite=$2; shift 2 ;;
     --legacy) controllers=legacy; shift ;;
+    --bumble) controllers=bumble; shift ;;
     --controllers) [[ "${2:-}" =~ ^[234]$ ]] || { echo "$usage" >&2; exit 2; }; count=$2; shift 2 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -90,7 +93,7 @@ arch=()
 # qemu-system-aarch64, emulated, with an Arm busybox for vng's initramfs (testbed/setup.sh)
 [[ "$suite" == *-arm64 ]] && arch=(--arch arm64 --busybox "$TESTBED_CACHE/busybox-arm64")
 started=$(date +%s)
-echo "testbed: booting $suite's kernel $kver$( ((systemd)) && echo " with systemd as PID 1")$( [[ $controllers == legacy ]] && echo ", controllers without extended advertising") for ${#scenarios[@]} scenario(s)" >&2
+echo "testbed: booting $suite's kernel $kver$( ((systemd)) && echo " with systemd as PID 1")$( [[ $controllers == legacy ]] && echo ", controllers without extended advertising")$( [[ $controllers == bumble ]] && echo ", Bumble's controllers") for ${#scenarios[@]} scenario(s)" >&2
 # vng dies at once when standard input is closed (as in CI): give it /dev/null. A guest kernel
 # that panics (once in a day's boots under TCG: an int3 Oops in sched_clock_cpu at 1.9 s) reboots
 # at once (panic=-1) and qemu then exits (-no-reboot): the run fails with the console's panic

@@ -32,6 +32,7 @@ import json
 import os
 import random
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -126,13 +127,24 @@ FAULTS = ["bluetooth-restart", "bluetooth-kill", "bluetooth-restart-twice", "blu
 # Faults that leave bleadvd running, so that a control call can overlap them.
 OVERLAPPABLE = ["bluetooth-restart", "bluetooth-kill", "bluetooth-restart-twice", "bluetooth-stop-start", "power-cycle"]
 CONTROLS = ["on", "off", "set", "reload"]
+# The faults real radios show, made by Bumble's controllers at their HCI boundary (--hci-faults;
+# testbed/controllers.py): advertising enable refused while a link is up (a connection cycle
+# meanwhile), one advertising set reported (hci0 powered off and on and bluetoothd started
+# again to read it, then the same without), advertising data refused, an enable left
+# unanswered, a link that fails as it is made (a connection cycle meanwhile). Not the sets
+# ended by the controller itself: bluetoothd ignores the kernel's word of it (scenario 77,
+# docs/RELIABILITY.md), and nothing bleadvd is told can bring them back.
+HCI_FAULTS = ["refuse-enable", "sets-1", "memory-full", "drop-enable", "fail-connection"]
+LINK_HCI_FAULTS = ["refuse-enable", "fail-connection"]
+CONTROL_SOCKET = "/run/testbed-controllers.sock"
 
 
-def draw(seed, steps, centrals=False):
-    """The schedule: a list of steps, each a dict, from the seed (and whether centrals take part)
-    alone. With centrals, half the steps are connection cycles ("link"), one in five of them
-    during a fault ("link-overlap"); the controllers are not replugged (the centrals own two of
-    them)."""
+def draw(seed, steps, centrals=False, hci=False):
+    """The schedule: a list of steps, each a dict, from the seed (and whether centrals take part,
+    and the controllers' faults) alone. With centrals, half the steps are connection cycles
+    ("link"), one in five of them during a fault ("link-overlap"); the controllers are not
+    replugged (the centrals own two of them). With hci, half the steps are instead a fault of the
+    controller's ("hci"; those needing a link only with centrals)."""
     rng = random.Random(seed)
     schedule = []
     for _ in range(steps):
@@ -147,6 +159,9 @@ def draw(seed, steps, centrals=False):
             step["fault"] = rng.choices(FAULTS, weights=[4, 3, 2, 2, 3, 0 if centrals else 1, 1, 1])[0]
         elif kind in ("overlap", "link-overlap"):
             step["fault"] = rng.choice(OVERLAPPABLE)
+        if hci and rng.random() < 0.5:
+            step["kind"] = "hci"
+            step["fault"] = rng.choice([f for f in HCI_FAULTS if centrals or f not in LINK_HCI_FAULTS])
         schedule.append(step)
     return schedule
 
@@ -161,6 +176,8 @@ def describe(step):
         return "two centrals connect"
     if step["kind"] == "link-overlap":
         return "two centrals connect during %s" % step["fault"]
+    if step["kind"] == "hci":
+        return "the controller's %s" % step["fault"]
     return step["fault"]
 
 
@@ -248,6 +265,7 @@ class Soak:
         self.heard = []         # per cycle: (seconds from the last link's end to the scan's start, to all heard)
         self.rss = []           # per cycle: (bleadvd's PID, its RSS, RssAnon, RssFile in KiB)
         self.lost_below = 0     # writes bleadvd took whose response a central never got
+        self.hci = False        # the controllers are Bumble's, whose faults the schedule has (--hci-faults)
 
     # --- the system ------------------------------------------------------------------------
     def active_instances(self, adapter, which="ActiveInstances"):
@@ -348,6 +366,71 @@ class Soak:
             time.sleep(0.5)
             self.wait_active("bleadvd", 30)
 
+    def controller(self, *words):
+        """One line to Bumble's controllers (testbed/controllers.py's control socket): a fault set on
+        one, or "state"; their answer."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(CONTROL_SOCKET)
+            sock.sendall((" ".join(words) + "\n").encode())
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+        answer = answer.decode(errors="replace").strip()
+        if answer.startswith("error:"):
+            raise SoakError("the controllers refused %r: %s" % (" ".join(words), answer))
+        return answer
+
+    def sent(self, hci="hci0"):
+        """How many advertising sets the controller hci sends now, by its own account."""
+        for line in self.controller("state").splitlines():
+            match = re.match(r"(hci\d+): faults .*; on air (\S+);", line)
+            if match and match.group(1) == hci:
+                return 0 if match.group(2) == "nothing" else len(match.group(2).split(","))
+        raise SoakError("the controllers do not list %s" % hci)
+
+    def hci_fault(self, step):
+        name = step["fault"]
+        self.faults["hci " + name] = self.faults.get("hci " + name, 0) + 1
+        if name in LINK_HCI_FAULTS:
+            self.controller("hci0", name, "on")
+            try:
+                self.link(step, during_fault=True, armed=True)
+            finally:
+                self.controller("hci0", name, "off")
+        elif name == "memory-full":
+            self.controller("hci0", "memory-full", "on")
+            self.toggle(step)
+            time.sleep(step["pause"])
+            self.controller("hci0", "memory-full", "off")
+        elif name == "drop-enable":
+            self.controller("hci0", "drop-enable", "on")
+            self.toggle(step)
+            time.sleep(2.5)  # the kernel's command timeout, 2 s
+            self.controller("hci0", "drop-enable", "off")
+        elif name == "sets-1":
+            self.controller("hci0", "sets", "1")
+            self.power_cycle()
+            time.sleep(1 + step["pause"])
+            self.controller("hci0", "sets", "0")
+            self.power_cycle()
+
+    def toggle(self, step):
+        """A wanted advertisement off and on again (its data and enable given to the controller anew)."""
+        if not self.wanted:
+            return
+        name = step["name"] if step["name"] in self.wanted else sorted(self.wanted)[0]
+        run("bleadvctl", "off", name)
+        run("bleadvctl", "on", name)
+
+    def power_cycle(self):
+        """hci0 powered off and on (the kernel sets the controller up anew), then bluetooth.service
+        restarted (bluetoothd reads the adapter's advertising features only as it takes it)."""
+        for value in ("false", "true"):
+            run("busctl", "set-property", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "Powered", "b", value)
+            Central.powered(0, value, 10)
+        run("systemctl", "restart", "bluetooth", check=True)
+
     def replug(self):
         """Both virtual controllers removed (btvirt stopped) and made again, as a USB radio
         unplugged and plugged back, by the bed's own make_controllers (lib.sh), which makes them
@@ -392,7 +475,7 @@ class Soak:
             return finish
         finish()
 
-    def link(self, step, during_fault=False):
+    def link(self, step, during_fault=False, armed=False):
         """A connection cycle of the two centrals: A connects, reads the dial's level and
         subscribes; B connects beside it, reads and subscribes; a `bleadvctl set` of the level
         reaches both as a notification; A writes the level, B the mode; both leave. Then a scan
@@ -412,7 +495,7 @@ class Soak:
         told, a_value, b_value = number * 7 % 200 + 20, number * 7 % 200 + 21, number % 250
         a.start("read:" + LEVEL, "subscribe:" + LEVEL, "touch:%s/a" % hold, "await:%s/set" % hold,
                 "notified:%s=%02x" % (LEVEL, told), "write:%s=%02x" % (LEVEL, a_value))
-        if during_fault:
+        if during_fault and not armed:
             time.sleep(step["pause"] * 2)
             self.fault(step)
         if self.await_file(os.path.join(hold, "a"), 20 if during_fault else 60):
@@ -525,6 +608,8 @@ class Soak:
             self.link(step)
         elif step["kind"] == "link-overlap":
             self.link(step, during_fault=True)
+        elif step["kind"] == "hci":
+            self.hci_fault(step)
         else:
             finish = self.control(step, background=True)
             time.sleep(step["pause"] / 4)
@@ -557,6 +642,10 @@ class Soak:
             extra = set(status) - set(NAMES[self.config]) - set(SERVICES[self.config])
             if extra:
                 found.append("status: unexpected names %s" % sorted(extra))
+        if self.hci and want is not None:
+            sent = self.sent()
+            if sent != want:
+                found.append("hci0's controller sends %d advertising sets, %s wanted on air" % (sent, want))
         advertisements, applications = self.exported()
         if len(advertisements) != want:
             found.append("bleadvd exports %d advertisement objects, %s wanted on air" % (len(advertisements), want))
@@ -693,13 +782,18 @@ def main():
                         help="connection cycles in the schedule: two Bumble centrals on hci1 and hci2, run by PYTHON "
                              "(Bumble's); needs a third controller")
     parser.add_argument("--work", default="/tmp", help="where the centrals' lines go")
+    parser.add_argument("--hci-faults", action="store_true",
+                        help="the controllers' faults in the schedule, half the steps (Bumble's controllers, "
+                             "testbed/controllers.py), and what hci0's sends checked after each step")
     args = parser.parse_args()
-    schedule = draw(args.seed, args.steps, centrals=bool(args.centrals))
-    again = "make soak SEED=%d STEPS=%%d%s" % (args.seed, "" if args.centrals else " CENTRALS=0")
+    schedule = draw(args.seed, args.steps, centrals=bool(args.centrals), hci=args.hci_faults)
+    again = "make %s SEED=%d STEPS=%%d%s" % ("soak-faults" if args.hci_faults else "soak", args.seed,
+                                             "" if args.centrals else " CENTRALS=0")
     progress("soak: seed %d, %d steps%s (%s repeats it)" % (
         args.seed, args.steps, ", %d of them connection cycles" % sum(s["kind"].startswith("link") for s in schedule)
         if args.centrals else "", again % args.steps), args.progress)
     soak = Soak()
+    soak.hci = args.hci_faults
     original = open(CONFIG).read()
     with open(CONFIG, "w") as f:
         f.write(CONFIGS["x"])

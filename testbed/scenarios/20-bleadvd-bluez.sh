@@ -11,13 +11,17 @@ set -euo pipefail
 
 config="$TESTBED_WORK/e2e.toml"
 cp "$TESTBED_ROOT/testbed/configs/20-e2e.toml" "$config"
-heard_values=(name=E2E-Thermo 0000180d-0000-1000-8000-00805f9b34fb 0000180f-0000-1000-8000-00805f9b34fb
+heard_values=(0000180d-0000-1000-8000-00805f9b34fb 0000180f-0000-1000-8000-00805f9b34fb
   manufacturer=0xffff:01020304 service_data=00009999-0000-1000-8000-00805f9b34fb:0001)
+# The name is in the scan response, which Bumble's controllers never send (lib.sh,
+# scan_responses_heard): there, it is checked in what hci0 was given.
+scan_responses_heard && heard_values+=(name=E2E-Thermo)
 
 start_bleadvd "$config" --log-level debug
 echo "bleadvd: $(grep -m1 '^<5>ready:' "$TESTBED_WORK/bleadvd.log")"
 echo "while on:"
 observe_until 30 "${heard_values[@]}"
+scan_responses_heard || expect_scan_response "$(local_name_ad E2E-Thermo)"
 
 echo "register call to reply: $(grep -m1 -o 'registered /org/bleadvd/advertisement/[0-9]* on hci0 .* in .*' "$TESTBED_WORK/bleadvd.log")"
 
@@ -29,7 +33,7 @@ bleadvctl off e2e
 bleadvctl off e2e >/dev/null  # idempotent: no bus traffic to BlueZ
 heard=$(observe 4)
 echo "after off:"; echo "${heard:-(nothing)}"
-if grep -q "E2E-Thermo" <<< "$heard"; then echo "still heard after bleadvctl off" >&2; exit 1; fi
+if grep -q "manufacturer=0xffff:01020304" <<< "$heard"; then echo "still heard after bleadvctl off" >&2; exit 1; fi
 bleadvctl on e2e
 sleep 0.5
 kill "$monitor"; wait "$monitor" 2>/dev/null || true

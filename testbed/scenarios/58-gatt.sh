@@ -61,7 +61,8 @@ grep -q '"brightness": "42"' <<< "$status" || fail "status does not show the wri
 
 echo "a reload of the same file keeps the GATT tables: a fresh discovery finds the same handles"
 lamp_id() { bleadvctl status --json | grep -o '"lamp": {[^}]*}' | grep -o '"id": "[^"]*"'; }
-central --handles > "$TESTBED_WORK/handles-before.out"
+central --handles > "$TESTBED_WORK/handles-before.out" 2>&1 \
+  || fail "bleak's discovery of the handles failed: $(tail -n 15 "$TESTBED_WORK/handles-before.out")"
 id_before=$(lamp_id)
 [[ -n "$id_before" ]] || fail "status gives the lamp no registration id: $(bleadvctl status --json)"
 bleadvctl reload
@@ -69,7 +70,8 @@ bleadvctl reload
 # bleadvd's own.
 dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci1 org.bluez.Adapter1.RemoveDevice "objpath:$device" > /dev/null
 observe_until 30 "device $address" "0000180f-0000-1000-8000-00805f9b34fb" > /dev/null
-central --handles > "$TESTBED_WORK/handles-after.out"
+central --handles > "$TESTBED_WORK/handles-after.out" 2>&1 \
+  || fail "bleak's discovery of the handles after the reload failed: $(tail -n 15 "$TESTBED_WORK/handles-after.out")"
 # In handle order: bleak lists what it discovered in an order of its own.
 grep '^handle' "$TESTBED_WORK/handles-before.out" | sort | sed 's/^/    /'
 [[ $(grep -c '^handle' "$TESTBED_WORK/handles-before.out") -ge 8 ]] || fail "the discovery found too few attributes: $(cat "$TESTBED_WORK/handles-before.out")"

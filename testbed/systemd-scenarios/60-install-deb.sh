@@ -44,8 +44,10 @@ runuser -u nobody -- cat /etc/bleadvd/bleadvd.toml > /dev/null 2>&1 && fail "use
 exec_at=$(unit_property ExecMainStartTimestampMonotonic)
 ready_at=$(unit_property ActiveEnterTimestampMonotonic)
 echo "exec -> READY=1 (active): $(( (ready_at - exec_at) / 1000 )) ms; hci0 has 1 advertisement registered"
-observe_until 30 Thermo-1 > "$TESTBED_WORK/heard.txt" || fail "hci1 did not hear Thermo-1: $(cat "$TESTBED_WORK/heard.txt")"
-echo "hci1 hears: $(grep -m1 Thermo-1 "$TESTBED_WORK/heard.txt")"
+observe_until 30 "$(name_or manufacturer=0xffff:01020304 Thermo-1)" > "$TESTBED_WORK/heard.txt" \
+  || fail "hci1 did not hear Thermo-1: $(cat "$TESTBED_WORK/heard.txt")"
+echo "hci1 hears: $(grep -m1 0xffff:01020304 "$TESTBED_WORK/heard.txt")"
+expect_name Thermo-1
 
 pid=$(unit_property MainPID)
 user=$(ps -o user= -p "$pid")

@@ -15,7 +15,10 @@
 set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 
-[[ "$(systemctl is-active bleadvd)" == active ]] || fail "needs 60-install-deb.sh first"
+# The package as 60 installed it, or installed here (make test's boot of Bumble's controllers
+# runs the soak without 60's checks).
+install_package
+[[ "$(systemctl is-active bleadvd)" == active ]] || fail "bleadvd.service is $(systemctl is-active bleadvd) after the install"
 seed=$(kernel_arg bleadvd_soak.seed)
 seed=${seed:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 steps=$(kernel_arg bleadvd_soak.steps)
@@ -29,5 +32,11 @@ if [[ "$(kernel_arg bleadvd_soak.centrals)" == 1 ]]; then
   [[ -e /sys/class/bluetooth/hci2 ]] || fail "connection cycles need three controllers (testbed/run.sh --controllers 3)"
   centrals=(--centrals "$(decoders_python)" --work "$TESTBED_WORK")
 fi
+# make soak-faults (bleadvd_soak.hci=1, Bumble's controllers): the controllers' own faults too.
+hci=()
+if [[ "$(kernel_arg bleadvd_soak.hci)" == 1 ]]; then
+  bumble_controllers || fail "the controllers' faults need Bumble's controllers (testbed/run.sh --bumble)"
+  hci=(--hci-faults)
+fi
 python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" \
-  "${live[@]}" "${centrals[@]}"
+  "${live[@]}" "${centrals[@]}" "${hci[@]}"

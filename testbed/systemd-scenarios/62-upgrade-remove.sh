@@ -38,7 +38,7 @@ starts=$(journalctl -u bleadvd --after-cursor "$cursor" --no-pager -o cat | grep
 [[ "$(systemctl is-active bleadvd)" == active && "$(active_instances)" == 1 ]] \
   || fail "after the upgrade: $(systemctl is-active bleadvd), $(active_instances) registered"
 [[ "$starts" == 1 && "$(unit_property InvocationID)" != "$before" ]] || fail "the upgrade started the unit $starts times"
-observe_until 30 Thermo-1 > /dev/null || fail "hci1 does not hear Thermo-1 after the upgrade"
+observe_until 30 "$(name_or manufacturer=0xffff:01020304 Thermo-1)" > /dev/null || fail "hci1 does not hear Thermo-1 after the upgrade"
 echo "apt install ./$(basename "$newer") over the running $(basename "${newer/-2_/-1_}"): $took s, the unit restarted once, Thermo-1 heard again"
 mode=$(stat -c '%a %U:%G' /etc/bleadvd/bleadvd.toml)
 [[ "$mode" == "640 root:bleadvd-config" ]] || fail "after the upgrade the config is $mode, not 640 root:bleadvd-config"
