@@ -131,7 +131,7 @@ testbed-sets-test: $(TESTBED_BUILT) ## scenario 75 on trixie (BlueZ 5.82) with e
 	$(TESTBED_SETUP) trixie
 	testbed/run.sh --systemd --stack trixie --controllers 3 testbed/scenarios/75-*.sh
 
-testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under systemd as PID 1 in the VM test bed, three controllers: 10 cycles of two centrals connecting (71; make soak-connections for 1,000), values read from programs (72), sandbox, control, reload, watchdog, upgrade, removal (the chaos soak: testbed-stacks-test and testbed-bumble-test)
+testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under systemd as PID 1 in the VM test bed, three controllers: 10 cycles of two centrals connecting (71; make soak-connections for 1,000), values read from programs (72), sandbox, control, 8 steps of the chaos soak, reload, watchdog, upgrade, removal
 	$(TESTBED_SETUP)
 	@# A newer build of the same binaries, for the upgrade over a running one.
 	$(NEWER_DEB)
@@ -140,12 +140,14 @@ testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under sys
 	@# (so this boot runs the patched emulator); they run the release binaries, before 60
 	@# installs the package and its service.
 	BLEADVD_TESTBED_APPEND="bleadvd_connections.cycles=10 $${BLEADVD_TESTBED_APPEND:-}" testbed/run.sh --systemd --controllers 3 \
-	  testbed/scenarios/55-*.sh testbed/scenarios/71-*.sh testbed/scenarios/72-*.sh testbed/systemd-scenarios/60-*.sh \
-	  testbed/systemd-scenarios/61-lifecycle.sh testbed/systemd-scenarios/6[23]-*.sh
+	  testbed/scenarios/55-*.sh testbed/scenarios/71-*.sh testbed/scenarios/72-*.sh testbed/systemd-scenarios/6[0-3]-*.sh
 
 # The second controller implementation (#80): Bumble's controllers through testbed/controllers.py.
 # 77 makes each fault of real radios once; the soak after it mixes them with its own (20 steps,
 # without connection cycles: make soak-faults runs 200 with them). It installs the package itself.
+# Not in make test yet: 962 s of a lane beside the other (2026-12-04) would take make test past
+# 50 minutes, and under that load bleadvctl status answered up to 4.3 s late behind bleadvd's
+# turn with BlueZ (#81), past 77's bounds.
 testbed-bumble-test: $(TESTBED_PACKAGED) ## Bumble's controllers, a second controller implementation (testbed/controllers.py), under systemd on trixie (BlueZ 5.82): each fault of real radios made at the HCI boundary and judged by the controller's own record (77), then 20 steps of the chaos soak with those faults among its own (make soak-faults runs 200)
 	$(TESTBED_SETUP) trixie
 	BLEADVD_TESTBED_APPEND="bleadvd_soak.hci=1 bleadvd_soak.steps=20 $${BLEADVD_TESTBED_APPEND:-}" testbed/run.sh --systemd --stack trixie --bumble \

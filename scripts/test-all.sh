@@ -110,7 +110,6 @@ first=$!
   started=$SECONDS
   step "the package under systemd (PID 1) in the VM test bed, after 10 cycles of two centrals connecting, values read from programs" make --no-print-directory testbed-systemd-test PREPARED=1
   step "the other stacks in the VM test bed: trixie, controllers without extended advertising" make --no-print-directory testbed-stacks-test PREPARED=1
-  step "Bumble's controllers: the faults of real radios, one by one and in 20 steps of the chaos soak" make --no-print-directory testbed-bumble-test PREPARED=1
   echo $((SECONDS - started)) > "$lanes/2.seconds"
 ) 2>&1 | live 2 &
 second=$!
@@ -132,7 +131,7 @@ printf '\n==> the test bed, each lane whole; then the documentation and the fuzz
 cat "$lanes/1" "$lanes/2" "$lanes/3"
 # Where the bed's time went: each lane's, and the five slowest scenarios (harness.sh's PASS and
 # FAIL lines carry each scenario's seconds).
-printf '\nthe test bed: lane 1 (end-to-end, Home Assistant) %s s, lane 2 (systemd, other stacks, the Bumble controllers) %s s; the slowest scenarios:\n' \
+printf '\nthe test bed: lane 1 (end-to-end, Home Assistant) %s s, lane 2 (systemd, other stacks) %s s; the slowest scenarios:\n' \
   "$(cat "$lanes/1.seconds" 2> /dev/null || echo '?')" "$(cat "$lanes/2.seconds" 2> /dev/null || echo '?')"
 cat "$lanes/1" "$lanes/2" | grep -aE '^(PASS|FAIL) .* \([0-9.]+ s\)$' \
   | sed -E 's/^(PASS|FAIL) (.*) \(([0-9.]+) s\)$/\3\t\1 \2/' | sort -t$'\t' -k1,1 -rn | head -n 5 \

@@ -19,7 +19,7 @@ Prints, one line each:
   stray  the longest time the controller sent more sets than WANTED;
   back   seconds from ENDED until the controller sends WANTED sets and status says all of them
          on, and both hold to the window's end (its last sample);
-Exit 1 when the longest gap exceeds --gap-within (default 3 s), lie exceeds --lie-within
+Exit 1 when the longest gap exceeds --gap-within (default 5 s), lie exceeds --lie-within
 (default 0: never), stray is above 0, or back is past --back-within (default 5 s) or never came.
 """
 import argparse
@@ -82,7 +82,7 @@ def main():
     parser.add_argument("ended", type=float)
     parser.add_argument("--back-within", type=float, default=5.0)
     parser.add_argument("--lie-within", type=float, default=0.0)
-    parser.add_argument("--gap-within", type=float, default=3.0)
+    parser.add_argument("--gap-within", type=float, default=5.0)
     args = parser.parse_args()
     timeline = air_timeline(args.log, args.hci)
     window = [s for s in samples(args.states) if s[0] >= args.start]
