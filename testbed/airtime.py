@@ -51,10 +51,9 @@ def air_at(timeline, moment):
     return count
 
 
-def air_min(timeline, start, end):
-    """The fewest sets sent at any moment in [start, end]."""
-    counts = [air_at(timeline, start)] + [value for when, value in timeline if start < when <= end]
-    return min(counts)
+def air_counts(timeline, start, end):
+    """How many sets were sent at each moment in [start, end]: what was sent at its start, and each change after."""
+    return [air_at(timeline, start)] + [value for when, value in timeline if start < when <= end]
 
 
 def samples(path):
@@ -96,7 +95,7 @@ def main():
 
     lie, lie_from, lie_to = 0.0, None, None
     for begun, done, on in window:
-        if on > air_max(timeline, begun, done):
+        if on > max(air_counts(timeline, begun, done)):
             lie_from = begun if lie_from is None else lie_from
             lie_to = done
             lie = max(lie, lie_to - lie_from)
@@ -118,7 +117,7 @@ def main():
     for begun, done, on in window:
         if done < args.ended:
             continue
-        good = on == args.wanted and air_min(timeline, begun, done) == args.wanted
+        good = on == args.wanted and min(air_counts(timeline, begun, done)) == args.wanted
         if good and back is None:
             back = max(0.0, begun - args.ended)
         elif not good:
@@ -130,12 +129,6 @@ def main():
                      else "never: at the window's end the controller or status still fell short"))
     failed = gap > args.gap_within or lie > args.lie_within or stray > 0 or back is None or back > args.back_within
     return 1 if failed else 0
-
-
-def air_max(timeline, start, end):
-    """The most sets sent at any moment in [start, end]."""
-    counts = [air_at(timeline, start)] + [value for when, value in timeline if start < when <= end]
-    return max(counts)
 
 
 if __name__ == "__main__":

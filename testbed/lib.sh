@@ -653,6 +653,16 @@ local_name_ad() {
   printf '%02x09%s' $((${#1} + 1)) "$(printf '%s' "$1" | od -An -tx1 | tr -d ' \n')"
 }
 
+# hci0_set_up_again: hci0 powered off and on (the kernel sets its controller up anew) and bluetoothd
+# started again (it reads the adapter's advertising features only as it takes it): how a fault
+# "sets N" of Bumble's controllers reaches BlueZ, and how it leaves.
+hci0_set_up_again() {
+  busctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered b false
+  wait_for 10 "hci0 off" "powered hci0 false"
+  power_on hci0
+  fresh_bluetoothd
+}
+
 # controller_fault hciN FAULT [VALUE]: a fault of testbed/controllers.py's set on Bumble's controller
 # hciN (its help lists them); prints what the controller does now.
 controller_fault() {

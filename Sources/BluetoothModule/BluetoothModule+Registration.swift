@@ -109,10 +109,11 @@ extension BluetoothModule {
             if adapterGone { stack.changed() }
             logger.notice("\(key): waiting: \(error.message)")
         case .retrying(_, let delay)?:
-            // Every try at first; then, the wait at its cap (4 s; 60 s for a slot), about once a minute.
+            // Every try at first; then every 15th: once a minute at the 4 s cap (every 15 minutes
+            // at a slot's 60 s).
             let failures = registrations[key]?.status.phase.failures ?? 1
             if failures <= 3 || failures % 15 == 0 {
-                let lasting = failures > 3 ? " (try \(failures); said once a minute while it lasts)" : ""
+                let lasting = failures > 3 ? " (try \(failures); said every 15th try while it lasts)" : ""
                 logger.warning("\(key): \(error.message); retrying in \(delay)\(lasting)")
             } else {
                 logger.debug("\(key): \(error.message); retrying in \(delay) (try \(failures))")

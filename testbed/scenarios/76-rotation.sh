@@ -26,16 +26,10 @@ if bumble_controllers && ((total > 5)); then
   # Bumble's controller reports 240 sets; made to report 5 (testbed/controllers.py's fault
   # "sets"), as the radios of this scenario's other stack: read by the kernel as it sets hci0
   # up (powered off and on) and by bluetoothd as it takes the adapter (started again).
-  anew() {
-    busctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered b false
-    wait_for 10 "hci0 off" "powered hci0 false"
-    power_on hci0
-    fresh_bluetoothd
-  }
   controller_fault hci0 sets 5 > /dev/null
-  sets_back() { clear_faults; anew || true; }  # 240 again for the scenarios after this one
+  sets_back() { clear_faults; hci0_set_up_again || true; }  # 240 again for the scenarios after this one
   on_exit sets_back
-  anew
+  hci0_set_up_again
   wait_for 10 "five slots" '(( $(manager SupportedInstances) + $(manager ActiveInstances) == 5 ))'
   total=5
 fi

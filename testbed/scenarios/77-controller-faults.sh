@@ -107,20 +107,14 @@ controller_fault hci0 refuse-enable off > /dev/null
 # hci0 powered off and on, bluetoothd started again; then the same without the fault. Both
 # advertisements take turns through the one slot meanwhile.
 slots() { echo $(( $(active_instances) + $(active_instances hci0 SupportedInstances) )); }
-anew() {  # hci0 set up again by the kernel and by bluetoothd
-  busctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered b false
-  wait_for 10 "hci0 off" "powered hci0 false"
-  power_on hci0
-  fresh_bluetoothd
-}
 begin_fault
 controller_fault hci0 sets 1 > /dev/null
-anew
+hci0_set_up_again
 wait_for 20 "BlueZ to offer one slot" '[[ "$(slots)" == 1 ]]'
 wait_for 20 "the two to take turns" '[[ "$(advertisement_states)" == *rotating* ]]'
 echo "sets 1: bleadvd status with one slot: $(advertisement_states)"
 controller_fault hci0 sets 0 > /dev/null
-anew
+hci0_set_up_again
 ended=$(date +%s.%N)
 wait_for 20 "BlueZ to offer 240 slots" '[[ "$(slots)" == 240 ]]'
 # Acted on: BlueZ offered one slot (above). The fault ends with bluetoothd started again, which
