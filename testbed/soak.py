@@ -773,6 +773,41 @@ def journal(since):
                "--since", "@%d" % since).stdout.splitlines()[-80:]
 
 
+def hci0_now():
+    """What BlueZ and the kernel say of hci0 now, for a failed step: Adapter1's Powered and
+    PowerState, and the kernel's settings (btmgmt)."""
+    lines = []
+    for name in ("Powered", "PowerState", "ActiveInstances", "SupportedInstances"):
+        got = run("busctl", "get-property", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1"
+                  if "Instances" not in name else "org.bluez.LEAdvertisingManager1", name)
+        lines.append("%s: %s" % (name, (got.stdout or got.stderr).strip()))
+    try:
+        info = run("btmgmt", "--index", "0", "info", timeout=10)
+        lines += [line.strip() for line in info.stdout.splitlines() if "settings" in line]
+    except subprocess.TimeoutExpired:
+        lines.append("btmgmt info: no answer in 10 s")
+    return lines
+
+
+def bus_record(path, since):
+    """The bus record's lines from `since` (epoch seconds) on that concern hci0's power and
+    bleadvd's calls to BlueZ: signals about /org/bluez/hci0, Set calls, errors."""
+    kept, keep, wanted = [], False, False
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError:
+        return ["(no bus record)"]
+    for line in lines:
+        match = re.match(r"(signal|method call|method return|error) time=([0-9.]+)", line)
+        if match:
+            wanted = float(match.group(2)) >= since
+            keep = wanted and (match.group(1) == "error" or "path=/org/bluez/hci0;" in line
+                               or "member=Set" in line or "Interfaces" in line)
+        if keep and wanted:
+            kept.append(line)
+    return kept[-150:]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, required=True)
@@ -798,6 +833,11 @@ def main():
     with open(CONFIG, "w") as f:
         f.write(CONFIGS["x"])
     run("systemctl", "restart", "bleadvd", check=True)
+    # The controllers' faults: the system bus recorded throughout (a stall there was seen at
+    # step 10 and 21 of two draws, and not in the step alone: testbed/repro/sets-stall.sh).
+    record = os.path.join(args.work, "soak-bus.txt")
+    monitor = subprocess.Popen(["dbus-monitor", "--system"], stdout=open(record, "w"), stderr=subprocess.STDOUT) \
+        if args.hci_faults else None
     started = time.time()
     failed = None
     try:
@@ -819,6 +859,8 @@ def main():
                 progress("soak: %d/%d steps, last %s, settled in %.1f s" % (index, len(schedule), describe(step), took),
                          args.progress)
     finally:
+        if monitor:
+            monitor.terminate()
         for central in soak.centrals or ():
             central.stop()
         with open(CONFIG, "w") as f:
@@ -852,6 +894,11 @@ def main():
             print("    %3d %s" % (number, describe(earlier)), file=sys.stderr)
         print("---- journal of bleadvd and bluetooth since step %d" % index, file=sys.stderr)
         print("\n".join(journal(step_started)), file=sys.stderr)
+        if monitor:
+            print("---- hci0 now, by BlueZ and the kernel", file=sys.stderr)
+            print("\n".join(hci0_now()), file=sys.stderr)
+            print("---- the system bus since step %d: hci0's signals, Set calls, errors" % index, file=sys.stderr)
+            print("\n".join(bus_record(record, step_started)), file=sys.stderr)
         return 1
     return 0
 

@@ -10,14 +10,19 @@ set -euo pipefail
 . "$TESTBED_ROOT/testbed/lib.sh"
 bumble_controllers || fail "needs Bumble's controllers (testbed/run.sh --bumble)"
 install_package
-# Five advertisements, as the soak's second config wants: more than the one slot, so that they
-# take turns while the fault holds (the soak's two stalls came after such turns).
+# Five advertisements, as the soak's second config wants: more than the one slot, ad1 favoured
+# (priority 10) as the soak's sensor is, so that it holds the slot and the four only wait while
+# the fault holds. Before the fix they waited for good once the controller offered 240 again:
+# nothing counted the slots again (five of one priority take turns, whose timer did).
 original=$(cat /etc/bleadvd/bleadvd.toml)
 restore() { printf '%s\n' "$original" > /etc/bleadvd/bleadvd.toml; systemctl restart bleadvd; }
 on_exit restore
 {
   printf 'adapter = "hci0"\n'
-  for n in 1 2 3 4 5; do printf '[advertisement.ad%d]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "c%d" }\n' "$n" "$n"; done
+  for n in 1 2 3 4 5; do
+    printf '[advertisement.ad%d]\ntype = "broadcast"\nmanufacturer_data = { "0xFFFF" = "c%d" }\n' "$n" "$n"
+    if ((n == 1)); then printf 'priority = 10\n'; fi
+  done
 } > /etc/bleadvd/bleadvd.toml
 systemctl restart bleadvd
 wait_for 30 "five on" '[[ "$(advertisement_states)" == "ad1=on ad2=on ad3=on ad4=on ad5=on" ]]'

@@ -30,8 +30,9 @@ protocol SlotKeeping: AnyObject, Sendable {
 /// advertisement out and the next in every `rotate_seconds`, and those below it wait.
 ///
 /// It looks at the slots (one read of BlueZ's objects) when the advertisements wanted change,
-/// when one is refused for want of a slot, and at each turn; with nothing to rotate it arms no
-/// timer and costs nothing. It owns one timer, on the injected clock.
+/// when one is refused for want of a slot, when an adapter is added or powered on while it
+/// shares them, and at each turn (also while some only wait); with everything fitting it arms
+/// no timer and costs nothing. It owns one timer, on the injected clock.
 actor Rotation<C: Clock> where C.Duration == Duration {
     let port: any SlotKeeping
     let clock: C
@@ -166,23 +167,27 @@ actor Rotation<C: Clock> where C.Duration == Duration {
         let turning = plan.shares.filter { $0.value.slots > 0 }.keys.sorted()
         let waiting = plan.shares.filter { $0.value.slots == 0 }.keys.sorted()
         let fixed = plan.onAir.subtracting(turning).sorted()
-        var line = "slots: \(plan.shares.count + fixed.count) advertisement(s) for \(room): "
-        if !fixed.isEmpty { line += "\(fixed.joined(separator: ", ")) on air throughout; " }
+        var parts: [String] = []
+        if !fixed.isEmpty { parts.append("\(fixed.joined(separator: ", ")) on air throughout") }
         if let share = turning.first.flatMap({ plan.shares[$0] }) {
-            line += "\(turning.joined(separator: ", ")) take turns through \(share.slots) slot(s), "
+            var part = "\(turning.joined(separator: ", ")) take turns through \(share.slots) slot(s), "
                 + "\(Int(turnLength.components.seconds)) s a turn, each on air \(share.slots)/\(share.among) of the time"
             if turnLength > config.rotateEvery {
-                line += " (not \(Int(config.rotateEvery.components.seconds)) s: without extended advertising the kernel shows "
+                part += " (not \(Int(config.rotateEvery.components.seconds)) s: without extended advertising the kernel shows "
                     + "\(slots.free + slots.active) in turn, 2 s each, and each must stay through that round)"
             }
+            parts.append(part)
         }
-        if !waiting.isEmpty { line += "; \(waiting.joined(separator: ", ")) wait: higher priorities hold every slot" }
-        logger.notice("\(line)")
+        if !waiting.isEmpty { parts.append("\(waiting.joined(separator: ", ")) wait: higher priorities hold every slot") }
+        logger.notice("slots: \(plan.shares.count + fixed.count) advertisement(s) for \(room): \(parts.joined(separator: "; "))")
     }
 
-    /// Keeps the timer armed while something takes turns.
+    /// Keeps the timer armed while something takes turns or waits: a turn counts the slots
+    /// again, so that those waiting below a favoured advertisement go on air once more slots
+    /// are free (another program freed one; bluetoothd came back reading more from the
+    /// controller: the soak's stall at SEED=80, where four waited for good).
     private func arm() {
-        guard plan?.rotates == true else {
+        guard plan?.shares.isEmpty == false else {
             timer?.cancel()
             timer = nil
             return
@@ -204,10 +209,21 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     }
 }
 
-/// The rotation takes none of BlueZ's events: its inputs are the module's states and the clock.
+/// The rotation takes an adapter added or powered on (bluetoothd back, a controller replugged):
+/// the slots may be others now, and while it shares them it counts them again at once. Its
+/// other inputs are the module's states and the clock.
 extension Rotation: DaemonComponent {
-    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<Never> { .pass }
-    func take(_ input: Never) async {}
+    nonisolated func delivery(of event: PeripheralEvent) -> Delivery<Void> {
+        switch event {
+        case .adapterAdded, .adapterPowered(_, true, _): .inTurn(())
+        default: .pass
+        }
+    }
+
+    func take(_ input: Void) async {
+        guard plan?.shares.isEmpty == false else { return }
+        await replan()
+    }
 }
 
 /// The module is the rotation's port.
