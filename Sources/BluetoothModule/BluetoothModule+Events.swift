@@ -109,7 +109,8 @@ extension BluetoothModule {
     /// advertising each link ended the advertising set it came from, and the kernel enables that
     /// set again only when the link ends; so every advertisement on air there is registered
     /// again, which the kernel enables beside the links where the controller's LE states allow.
-    /// One the stack refuses is paused until the adapter's last central has left. Without
+    /// One the stack refuses is paused until the adapter's last central has left
+    /// (``pauseBesideLinks(_:on:_:)``). Without
     /// extended advertising the kernel enables advertising again by itself: nothing to do.
     func linkSettled(on adapter: String) async {
         let onAir = advertisementsOnAir(on: adapter)
@@ -119,9 +120,7 @@ extension BluetoothModule {
         logger.notice("\(said.0) on \(adapter) took advertising there off air: registering \(onAir.map(\.description).joined(separator: ", ")) again beside \(said.1)")
         for key in onAir {
             await takeOff(key)
-            guard let failure = await attempt(key), registrations[key]?.status.phase.failures != nil else { continue }
-            move(key, to: .paused(adapter: adapter))
-            logger.notice("\(key): paused: a central is connected on \(adapter), and the stack refused it beside the link (\(failure.message)); registering it again when the link ends")
+            await attempt(key)  // refused beside the link: paused (pauseBesideLinks)
         }
     }
 

@@ -47,8 +47,10 @@ extension BluetoothModule {
             move(key, to: .waiting)
             return nil
         }
+        var target: AdapterCapabilities?
         do {
             let adapter = try await resolveAdapter()
+            target = adapter
             var sent = subject
             var ignored: [String] = []
             if case .advertisement(let advertisement) = subject {
@@ -76,9 +78,25 @@ extension BluetoothModule {
             return nil
         } catch {
             let failure = Self.peripheralError(error)
+            if let target, pauseBesideLinks(key, on: target, failure) { return failure }
             recordFailure(key, failure, notNow: error is NotNow)
             return failure
         }
+    }
+
+    /// An advertisement the stack refused while a central is connected on an adapter with
+    /// extended advertising is paused until the adapter's last central has left, whenever it
+    /// was tried (the link's settle, an `on`, a reload, a rotation's turn): several Broadcom and
+    /// Cypress chips refuse every advertising enable while linked, and a retry every 4 s would
+    /// last the link's life. Returns whether it paused it. BlueZ not answering, or no free slot,
+    /// is retried as ever.
+    func pauseBesideLinks(_ key: Key, on adapter: AdapterCapabilities, _ failure: PeripheralError) -> Bool {
+        guard key.kind == .advertisement, failure.code == .failed, links[adapter.name]?.isEmpty == false,
+              !adapter.secondaryChannels.isEmpty else { return false }
+        registrations[key]?.status.lastError = failure
+        move(key, to: .paused(adapter: adapter.name))
+        logger.notice("\(key): paused: a central is connected on \(adapter.name), and the stack refused it beside the link (\(failure.message)); registering it again when the link ends")
+        return true
     }
 
     /// What a registration's failure means: the manager throws `PeripheralError`, or

@@ -184,4 +184,64 @@ struct LinkTests {
         #expect(await h.status()?.phase == .off)
         #expect(h.mock.startAdvertisingCallCount == 2)
     }
+
+    // Outside the link's settle (an `on`, a reload, a rotation's turn) a refusal beside the link
+    // was retried every 4 s for the link's life, a warning a minute (a reviewer's finding, #80).
+
+    @Test("turned on while a central is connected and refused beside the link: paused, not retried every few seconds")
+    func onBesideTheLinkRefusedIsPaused() async throws {
+        let h = try await Self.onAir()
+        try await h.module.off("heart")
+        await Self.settledLink(h)
+        h.mock.scriptStart(.always(.failure(Self.refused)))
+
+        try? await h.module.on("heart")
+
+        #expect(await h.status()?.phase == .paused(adapter: "hci0"))
+        #expect(await h.module.nextRetry == nil)
+    }
+
+    @Test("turned on beside a link and paused: registered again as the link ends")
+    func onBesideTheLinkBackAtItsEnd() async throws {
+        let h = try await Self.onAir()
+        try await h.module.off("heart")
+        await Self.settledLink(h)
+        h.mock.scriptStart(.always(.failure(Self.refused)))
+        try? await h.module.on("heart")
+        h.mock.scriptStart(.always(.success(Self.again)))
+
+        await h.module.handle(.disconnected(central: Self.phone, adapter: "hci0"))
+
+        #expect(await h.status()?.phase == .on(Self.again, adapter: "hci0"))
+    }
+
+    @Test("BlueZ not answering beside a link is retried as ever: only the stack's refusal pauses")
+    func timeoutBesideTheLinkIsRetried() async throws {
+        let h = try await Self.onAir()
+        try await h.module.off("heart")
+        await Self.settledLink(h)
+        h.mock.scriptStart(.always(.failure(PeripheralError(.timeout, "BlueZ did not answer in time"))))
+
+        try? await h.module.on("heart")
+
+        guard case .retrying? = await h.status()?.phase else {
+            Issue.record("not retrying: \(String(describing: await h.status()?.phase))")
+            return
+        }
+    }
+
+    @Test("without extended advertising a refusal beside a link is retried as ever")
+    func legacyRefusalBesideTheLinkIsRetried() async throws {
+        let h = try await Self.onAir(adapter: Harness.hci0)
+        try await h.module.off("heart")
+        await Self.settledLink(h)
+        h.mock.scriptStart(.always(.failure(Self.refused)))
+
+        try? await h.module.on("heart")
+
+        guard case .retrying? = await h.status()?.phase else {
+            Issue.record("not retrying: \(String(describing: await h.status()?.phase))")
+            return
+        }
+    }
 }
