@@ -145,9 +145,9 @@ testbed-systemd-test: $(TESTBED_PACKAGED) ## the .deb and make install under sys
 # The second controller implementation (#80): Bumble's controllers through testbed/controllers.py.
 # 77 makes each fault of real radios once; the soak after it mixes them with its own (20 steps,
 # without connection cycles: make soak-faults runs 200 with them). It installs the package itself.
-# Not in make test yet: 962 s of a lane beside the other (2026-12-04) would take make test past
-# 50 minutes, and under that load bleadvctl status answered up to 4.3 s late behind bleadvd's
-# turn with BlueZ (#81), past 77's bounds.
+# Not in make test, by choice: 962 s of a lane beside the other (2026-12-04), in a make test whose
+# two lanes are busy to the end (docs/TESTING.md); run it with soak-faults before closing an
+# issue that touches registration, the rotation or the retries.
 testbed-bumble-test: $(TESTBED_PACKAGED) ## Bumble's controllers, a second controller implementation (testbed/controllers.py), under systemd on trixie (BlueZ 5.82): each fault of real radios made at the HCI boundary and judged by the controller's own record (77), then 20 steps of the chaos soak with those faults among its own (make soak-faults runs 200)
 	$(TESTBED_SETUP) trixie
 	BLEADVD_TESTBED_APPEND="bleadvd_soak.hci=1 bleadvd_soak.steps=20 $${BLEADVD_TESTBED_APPEND:-}" testbed/run.sh --systemd --stack trixie --bumble \
