@@ -774,38 +774,34 @@ def journal(since):
 
 
 def hci0_now():
-    """What BlueZ and the kernel say of hci0 now, for a failed step: Adapter1's Powered and
-    PowerState, and the kernel's settings (btmgmt)."""
+    """What BlueZ says of hci0 now, for a failed step: Adapter1's Powered and PowerState, and
+    its advertising manager's instances."""
     lines = []
-    for name in ("Powered", "PowerState", "ActiveInstances", "SupportedInstances"):
-        got = run("busctl", "get-property", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1"
-                  if "Instances" not in name else "org.bluez.LEAdvertisingManager1", name)
+    for interface, name in (("Adapter1", "Powered"), ("Adapter1", "PowerState"),
+                            ("LEAdvertisingManager1", "ActiveInstances"), ("LEAdvertisingManager1", "SupportedInstances")):
+        got = run("busctl", "get-property", "org.bluez", "/org/bluez/hci0", "org.bluez." + interface, name, timeout=10)
         lines.append("%s: %s" % (name, (got.stdout or got.stderr).strip()))
-    try:
-        info = run("btmgmt", "--index", "0", "info", timeout=10)
-        lines += [line.strip() for line in info.stdout.splitlines() if "settings" in line]
-    except subprocess.TimeoutExpired:
-        lines.append("btmgmt info: no answer in 10 s")
     return lines
 
 
-def bus_record(path, since):
-    """The bus record's lines from `since` (epoch seconds) on that concern hci0's power and
-    bleadvd's calls to BlueZ: signals about /org/bluez/hci0, Set calls, errors."""
-    kept, keep, wanted = [], False, False
+def bus_record(path, offset):
+    """The bus record's messages from `offset` (the failed step's start) on that concern hci0's
+    power and registrations: signals about /org/bluez/hci0, Set calls, InterfacesAdded and
+    Removed, errors; the last 150 lines."""
+    kept, keep = [], False
     try:
-        lines = open(path, errors="replace").read().splitlines()
-    except OSError:
-        return ["(no bus record)"]
-    for line in lines:
-        match = re.match(r"(signal|method call|method return|error) time=([0-9.]+)", line)
-        if match:
-            wanted = float(match.group(2)) >= since
-            keep = wanted and (match.group(1) == "error" or "path=/org/bluez/hci0;" in line
-                               or "member=Set" in line or "Interfaces" in line)
-        if keep and wanted:
-            kept.append(line)
-    return kept[-150:]
+        with open(path, errors="replace") as f:
+            f.seek(offset)
+            for line in f:
+                if re.match(r"(signal|method call|method return|error) time=", line):
+                    keep = (line.startswith("error") or "path=/org/bluez/hci0;" in line
+                            or "member=Set" in line or "Interfaces" in line)
+                if keep:
+                    kept.append(line.rstrip("\n"))
+                    del kept[:-150]
+    except OSError as error:
+        return ["(no bus record: %s)" % error]
+    return kept
 
 
 def main():
@@ -833,14 +829,18 @@ def main():
     with open(CONFIG, "w") as f:
         f.write(CONFIGS["x"])
     run("systemctl", "restart", "bleadvd", check=True)
-    # The controllers' faults: the system bus recorded throughout (a stall there was seen at
-    # step 10 and 21 of two draws, and not in the step alone: testbed/repro/sets-stall.sh).
+    # With the controllers' faults, what passes between BlueZ and its clients is recorded
+    # throughout (what BlueZ sends, what is sent to it, errors: not the soak's own polling of
+    # bleadvd), and a failure prints the failed step's part of it.
     record = os.path.join(args.work, "soak-bus.txt")
-    monitor = subprocess.Popen(["dbus-monitor", "--system"], stdout=open(record, "w"), stderr=subprocess.STDOUT) \
-        if args.hci_faults else None
+    monitor, offset, now_failed = None, 0, []
     started = time.time()
     failed = None
     try:
+        if args.hci_faults:
+            with open(record, "w") as out:
+                monitor = subprocess.Popen(["dbus-monitor", "--system", "sender='org.bluez'", "destination='org.bluez'",
+                                            "type='error'"], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         if args.centrals:
             address = run("busctl", "get-property", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "Address",
                           check=True).stdout.split()[1].strip('"')
@@ -848,11 +848,14 @@ def main():
         soak.settle()
         for index, step in enumerate(schedule, 1):
             step_started = time.time()
+            offset = os.path.getsize(record) if monitor else 0
             try:
                 soak.step(step)
                 took = soak.settle()
             except (SoakError, subprocess.TimeoutExpired) as error:
                 failed = (index, step, error, step_started)
+                if monitor:
+                    now_failed = hci0_now()  # before bleadvd is put back below
                 break
             soak.settles.append(took)
             if index % 10 == 0 or index == len(schedule):
@@ -861,6 +864,7 @@ def main():
     finally:
         if monitor:
             monitor.terminate()
+            monitor.wait(timeout=10)
         for central in soak.centrals or ():
             central.stop()
         with open(CONFIG, "w") as f:
@@ -895,10 +899,10 @@ def main():
         print("---- journal of bleadvd and bluetooth since step %d" % index, file=sys.stderr)
         print("\n".join(journal(step_started)), file=sys.stderr)
         if monitor:
-            print("---- hci0 now, by BlueZ and the kernel", file=sys.stderr)
-            print("\n".join(hci0_now()), file=sys.stderr)
+            print("---- hci0 by BlueZ when the step failed", file=sys.stderr)
+            print("\n".join(now_failed), file=sys.stderr)
             print("---- the system bus since step %d: hci0's signals, Set calls, errors" % index, file=sys.stderr)
-            print("\n".join(bus_record(record, step_started)), file=sys.stderr)
+            print("\n".join(bus_record(record, offset)), file=sys.stderr)
         return 1
     return 0
 

@@ -17,10 +17,13 @@ struct RotationComponentTests {
         let count = Mutex(AdapterSlots(adapter: "hci0", free: 5, active: 0, ours: 0))
         let holds = Mutex<[Set<String>]>([])
         let reads = Mutex(0)
+        /// While false, a count of the slots waits (BlueZ slow to answer).
+        let answering = Mutex(true)
         func demands() async -> any AsyncSequence<[String: SlotDemand], Never> & Sendable { AsyncStream { _ in } }
         func hold(_ names: Set<String>) async { holds.withLock { $0.append(names) } }
         func slots() async -> AdapterSlots? {
             reads.withLock { $0 += 1 }
+            while !answering.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(1)) }
             return count.withLock { $0 }
         }
         var lastHold: Set<String>? { holds.withLock { $0.last } }
@@ -138,7 +141,7 @@ struct RotationComponentTests {
         #expect(h.port.lastHold == ["ad2", "ad3"])
         h.port.count.withLock { $0 = AdapterSlots(adapter: "hci0", free: 239, active: 1, ours: 1) }
 
-        try #require(!h.clock.deadlines.isEmpty, "no timer while advertisements wait for a slot")
+        try await eventually("a timer while advertisements wait for a slot") { !h.clock.deadlines.isEmpty }
         h.clock.advance(by: .seconds(4))
 
         try await eventually("the waiting released") { h.port.lastHold == [] }
@@ -159,6 +162,28 @@ struct RotationComponentTests {
 
         #expect(h.port.lastHold == [])
         #expect(await h.rotation.shares().isEmpty)
+    }
+
+    @Test("fifty adapters powered on while the slots are being counted cost one count more, not fifty")
+    func adapterBurstMerged() async throws {
+        let h = try Harness(count: 3, favoured: 1)
+        h.port.count.withLock { $0 = AdapterSlots(adapter: "hci0", free: 1, active: 0, ours: 0) }
+        await h.want(["ad1", "ad2", "ad3"], crowded: ["ad2", "ad3"])
+        let before = h.port.reads.withLock { $0 }
+        h.port.answering.withLock { $0 = false }
+
+        await withDiscardingTaskGroup { group in
+            var router = Router()
+            router.add(h.rotation, in: &group, logger: Logger(label: "test"))
+            for _ in 0..<50 { await router.route(.adapterPowered("hci0", true)) }
+            h.port.answering.withLock { $0 = true }
+            router.finish()
+            try? await eventually("the slots counted again") { h.port.reads.withLock { $0 } > before }
+            try? await Task.sleep(for: .milliseconds(200))  // what else was queued, taken
+            group.cancelAll()  // the rotation's run(), on the port's endless demands
+        }
+
+        #expect(h.port.reads.withLock { $0 } - before <= 2)
     }
 
     @Test("with everything fitting, an adapter powered on reads no slots")

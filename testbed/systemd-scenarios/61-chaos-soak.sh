@@ -36,7 +36,7 @@ fi
 hci=()
 if [[ "$(kernel_arg bleadvd_soak.hci)" == 1 ]]; then
   bumble_controllers || fail "the controllers' faults need Bumble's controllers (testbed/run.sh --bumble)"
-  hci=(--hci-faults)
+  hci=(--hci-faults --work "$TESTBED_WORK")
 fi
 python3 "$TESTBED_ROOT/testbed/soak.py" --seed "$seed" --steps "$steps" \
   "${live[@]}" "${centrals[@]}" "${hci[@]}"

@@ -152,6 +152,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
         let before = plan?.onAir ?? []
         await replan()
         let after = plan?.onAir ?? []
+        guard before != after else { return }
         logger.debug("slots: turn \(turn): off air \(before.subtracting(after).sorted()), on air \(after.subtracting(before).sorted())")
     }
 
@@ -219,6 +220,11 @@ extension Rotation: DaemonComponent {
         default: .pass
         }
     }
+
+    /// One waiting is enough: each counts the slots as they are when it is taken, so a burst
+    /// (a local user toggling an adapter's power) costs one count, not one each.
+    nonisolated var backlog: Int? { 1 }
+    nonisolated func dropped(_ input: Void) -> String { "slots: an adapter's change merged with one waiting to be counted" }
 
     func take(_ input: Void) async {
         guard plan?.shares.isEmpty == false else { return }

@@ -24,7 +24,7 @@ struct RotationPlan: Hashable, Sendable {
         var fraction: Double { among == 0 ? 0 : Double(slots) / Double(among) }
     }
 
-    /// Whether anything takes turns: a timer is needed.
+    /// Whether anything takes turns (rather than only waits).
     var rotates: Bool { shares.values.contains { $0.slots > 0 } }
 
     /// The plan for turn `turn` of `priorities` (name to priority) through `slots` slots.
