@@ -105,7 +105,7 @@ def main():
     stray, stray_from = 0.0, None
     points = [(args.start, air_at(timeline, args.start))] + [p for p in timeline if p[0] > args.start]
     end = window[-1][1]
-    for index, (when, value) in enumerate(points):
+    for when, value in points:
         if value > args.wanted and stray_from is None:
             stray_from = when
         elif value <= args.wanted and stray_from is not None:

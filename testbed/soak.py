@@ -273,6 +273,16 @@ class Soak:
                   "org.bluez.LEAdvertisingManager1", which).stdout.split()
         return int(out[1]) if len(out) == 2 else None
 
+    def hci0_now(self):
+        """What BlueZ says of hci0 now, for a failed step: Adapter1's Powered and PowerState, and
+        its advertising manager's instances."""
+        lines = []
+        for name in ("Powered", "PowerState"):
+            got = run("busctl", "get-property", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", name, timeout=10)
+            lines.append("%s: %s" % (name, (got.stdout or got.stderr).strip()))
+        return lines + ["%s: %s" % (which, self.active_instances("hci0", which))
+                        for which in ("ActiveInstances", "SupportedInstances")]
+
     def slots(self):
         """hci0's advertising slots, free and active, read in one GetAll: two reads could straddle
         a turn (one unregistered, the next not yet registered) and count a slot twice."""
@@ -773,17 +783,6 @@ def journal(since):
                "--since", "@%d" % since).stdout.splitlines()[-80:]
 
 
-def hci0_now():
-    """What BlueZ says of hci0 now, for a failed step: Adapter1's Powered and PowerState, and
-    its advertising manager's instances."""
-    lines = []
-    for interface, name in (("Adapter1", "Powered"), ("Adapter1", "PowerState"),
-                            ("LEAdvertisingManager1", "ActiveInstances"), ("LEAdvertisingManager1", "SupportedInstances")):
-        got = run("busctl", "get-property", "org.bluez", "/org/bluez/hci0", "org.bluez." + interface, name, timeout=10)
-        lines.append("%s: %s" % (name, (got.stdout or got.stderr).strip()))
-    return lines
-
-
 def bus_record(path, offset):
     """The bus record's messages from `offset` (the failed step's start) on that concern hci0's
     power and registrations: signals about /org/bluez/hci0, Set calls, InterfacesAdded and
@@ -855,7 +854,7 @@ def main():
             except (SoakError, subprocess.TimeoutExpired) as error:
                 failed = (index, step, error, step_started)
                 if monitor:
-                    now_failed = hci0_now()  # before bleadvd is put back below
+                    now_failed = soak.hci0_now()  # before bleadvd is put back below
                 break
             soak.settles.append(took)
             if index % 10 == 0 or index == len(schedule):

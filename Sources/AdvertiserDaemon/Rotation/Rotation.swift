@@ -57,6 +57,8 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     /// advertising before the next (its default; bleadvd asks no `Duration`).
     static var kernelTurn: Duration { .seconds(2) }
     private var timer: Task<Void, Never>?
+    /// Whether the plan in force shares the slots: some take turns or wait.
+    private var sharing: Bool { plan?.shares.isEmpty == false }
 
     init(config: DaemonConfig, port: any SlotKeeping, clock: C, logger: Logger, executor: EventLoop) {
         self.port = port
@@ -93,7 +95,6 @@ actor Rotation<C: Clock> where C.Duration == Duration {
         let crowded = demands.values.contains(where: \.crowded)
         let changed = wanted != members
         members = wanted
-        let sharing = plan.map { !$0.shares.isEmpty } ?? false
         guard (crowded && !sharing) || (changed && (sharing || crowded || config.reserve > 0)) else { return }
         await replan()
     }
@@ -118,7 +119,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
             // No slot at all (other programs hold them): nothing to share; the module retries
             // for a slot as it always does, and says so.
             if plan != nil { await port.hold([]) }
-            if plan?.shares.isEmpty == false { logger.notice("slots: none free for bleadvd on \(slots.adapter); no turns until one is") }
+            if sharing { logger.notice("slots: none free for bleadvd on \(slots.adapter); no turns until one is") }
             plan = nil
             arm()
             return
@@ -162,7 +163,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
         let room = "\(usable) of \(slots.free + slots.active) slot(s) on \(slots.adapter)"
             + (others > 0 || config.reserve > 0 ? " (\(max(others, config.reserve)) left to other programs)" : "")
         guard !plan.shares.isEmpty else {
-            if self.plan?.shares.isEmpty == false { logger.notice("slots: every advertisement fits in \(room) again; no turns") }
+            if sharing { logger.notice("slots: every advertisement fits in \(room) again; no turns") }
             return
         }
         let turning = plan.shares.filter { $0.value.slots > 0 }.keys.sorted()
@@ -188,7 +189,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     /// are free (another program freed one; bluetoothd came back reading more from the
     /// controller: the soak's stall at SEED=80, where four waited for good).
     private func arm() {
-        guard plan?.shares.isEmpty == false else {
+        guard sharing else {
             timer?.cancel()
             timer = nil
             return
@@ -227,7 +228,7 @@ extension Rotation: DaemonComponent {
     nonisolated func dropped(_ input: Void) -> String { "slots: an adapter's change merged with one waiting to be counted" }
 
     func take(_ input: Void) async {
-        guard plan?.shares.isEmpty == false else { return }
+        guard sharing else { return }
         await replan()
     }
 }
