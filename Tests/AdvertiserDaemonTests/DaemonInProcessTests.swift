@@ -98,7 +98,7 @@ struct DaemonInProcessTests {
     @Test("a central's bond, which closes the pairing window through the module, does not hold up another central's write while the module waits on BlueZ")
     func bondsDoNotHoldUpWrites() async throws {
         let (h, off) = try await Self.holdingTheTurn(ValuesComponentTests.config) { h in
-            _ = try await h.daemon.pairing.pair(for: 60, by: ":1.7")
+            _ = try await h.daemon.component(Pairing<ManualClock>.self)!.pair(for: 60, by: ":1.7")
             #expect(await h.mock.agentRequest(PairingRequest(central: "AA:BB:CC:DD:EE:01", .passkey(123_456))) == true)
         }
         defer { off.cancel(); h.stop() }

@@ -1,3 +1,4 @@
+import AdvertiserConfig
 import Logging
 import Peripheral
 
@@ -99,6 +100,16 @@ actor AdapterAlias: DaemonComponent {
         } catch {
             logger.warning("\(error)")
         }
+    }
+
+    /// Its part of a reloaded config: `alias`.
+    func reconfigure(from config: DaemonConfig) async {
+        await reconfigure(config.alias)
+    }
+
+    /// bleadvd is stopping: the aliases it set are put back.
+    func stop() async {
+        await putBack()
     }
 
     /// A reload's `alias`: set at once, or put back when the file no longer has one.

@@ -264,6 +264,10 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     }
 
     /// A reload's `[centrals]`: the timer follows it; links beyond a lower maximum stay.
+    func reconfigure(from config: DaemonConfig) {
+        reconfigure(config.centrals)
+    }
+
     func reconfigure(_ config: CentralsConfig) {
         self.config = config
         armIdleTimer()

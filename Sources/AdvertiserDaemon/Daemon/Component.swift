@@ -1,3 +1,5 @@
+import AdvertiserConfig
+import AdvertiserControl
 import Logging
 import Peripheral
 import Synchronization
@@ -17,11 +19,15 @@ enum Delivery<Input: Sendable>: Sendable {
     case inTurnAlone(Input)
 }
 
-/// A feature of the daemon (advertising, values, pairing, Improv): an actor that owns its state
-/// and its timers, runs its work in ``run()`` (a child of the daemon's task group), takes the
-/// BlueZ events it declares (``delivery(of:)``) and reports through the port it was given when
-/// it was made. The daemon lists its components; a ``Router`` hands each event to every one that
-/// takes it, in the order of the list and of the bus.
+/// A feature of the daemon (advertising, values, pairing, Improv): an actor that owns its whole
+/// life. It is made in ``Composition`` with the ports it reports through; it takes its part of
+/// each config reloaded (``reconfigure(from:)``), starts once what the config names is on air
+/// (``start(showing:)``), runs its work and timers in ``run()`` (a child of the daemon's task
+/// group), takes the BlueZ events it declares (``delivery(of:)``), serves its part of the
+/// control API by conforming to it (``ControlTargets``), adds its share to `status` and the
+/// systemd status line (``contribute(to:)``) and puts back what it changed as bleadvd stops
+/// (``stop()``). The daemon loops over the list and names none of them; a ``Router`` hands each
+/// event to every one that takes it, in the order of the list and of the bus.
 protocol DaemonComponent: Actor {
     /// What it takes from BlueZ's events.
     associatedtype Input: Sendable
@@ -39,12 +45,31 @@ protocol DaemonComponent: Actor {
     func take(_ input: Input) async
     /// Runs its work and timers until cancelled.
     func run() async
+
+    /// Takes its part of a reloaded config, once Values holds the new file's values and the
+    /// module its advertisements, before the GATT application is served again (what it marks on
+    /// its showing port is served then).
+    func reconfigure(from config: DaemonConfig) async
+    /// Starts, once the GATT application is served and the enabled advertisements were asked
+    /// for: what it shows goes through `stage`.
+    func start(showing stage: any Showing) async
+    /// bleadvd is stopping: puts back what it changed outside bleadvd, and tells whoever waits
+    /// on it, before the advertisements and the application are unregistered (all within the
+    /// daemon's stop wait).
+    func stop() async
+    /// `states` (each advertisement's and service's, by name) with its share in them: what the
+    /// component changes of how they are on air.
+    func contribute(to states: [String: AdvertisementState]) async -> [String: AdvertisementState]
 }
 
 extension DaemonComponent {
     nonisolated var backlog: Int? { nil }
     nonisolated func dropped(_ input: Input) -> String { "dropped an input: \(backlog ?? 0) wait already" }
     func run() async {}
+    func reconfigure(from config: DaemonConfig) async {}
+    func start(showing stage: any Showing) async {}
+    func stop() async {}
+    func contribute(to states: [String: AdvertisementState]) async -> [String: AdvertisementState] { states }
 }
 
 /// Hands BlueZ's events to the components: each takes what its ``DaemonComponent/delivery(of:)``

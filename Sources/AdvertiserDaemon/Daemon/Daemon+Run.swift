@@ -116,12 +116,11 @@ extension Daemon {
         notifier.notify("STOPPING=1")
         let names = await values.names
         let done = await Deadline.within(Self.stopWait, on: clock, executor: bus.eventLoop) { [module] () async -> Void in
-            // An open window is closed first: its opener is told now, not when its time runs out.
-            await self.pairing.stop()
+            // The components first, the last made first: an open pairing window is closed, and
+            // its opener told now, not when its time runs out.
+            for component in self.components.reversed() { await component.stop() }
             for name in names { try? await module.off(name) }
             await module.serve(nil)
-            await self.pairing.offer(false)
-            await self.alias.putBack()
         } != nil
         guard !done else { return logger.notice("stopped: everything unregistered") }
         let turn = await module.turn.map { " (the module's \($0.operation) has had the turn with BlueZ for \($0.held))" } ?? ""
@@ -154,8 +153,7 @@ extension Daemon {
         }
         await module.configure(await values.advertisements)
         await values.announce(to: announcements)
-        await manager.answerReads(with: reads)
-        await values.watchSends(by: centrals)
+        await connect()
         return events
     }
 
@@ -166,11 +164,10 @@ extension Daemon {
         logger.notice("bleadvd starting: \(advertisements) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services) GATT service(s)")
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(await stage.application())
-        await pairing.offer()
         for name in enabled where await stage.isOffered(name) { try? await module.on(name) }
-        // Improv waits for its look at the Wi-Fi (NetworkManager may be slow to answer at
-        // boot): everything else goes first.
-        await improv.start(showing: stage)
+        // Then the components (Improv's look at the Wi-Fi may wait for a NetworkManager slow to
+        // answer at boot): what the config names goes first.
+        for component in components { await component.start(showing: stage) }
     }
 
     private func announceReady(settled: Bool) async {

@@ -59,32 +59,15 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     let values: Values<C>
     /// Each advertisement's state as last announced (StateChanged, STATUS=), by name.
     var published: [String: AdvertisementState] = [:]
-    /// Pairing: its window, its comparisons and its timer.
-    let pairing: Pairing<C>
     /// Values' port: the signals that announce values and writes, and the subscribers.
     let announcements: Announcements
-    /// Improv Wi-Fi provisioning, a component: its session, the Wi-Fi, its timers.
-    let improv: ImprovProvisioner<C>
-    /// The daemon's components, in the order BlueZ's events reach them: Improv first (its
-    /// command's frames are its alone), then what centrals write to the value in force, then
-    /// advertising, then pairing. Each takes the events it declares (a ``Router`` loops over
-    /// them) and serves its part of the control API, if it has one (``ControlTargets``): a
-    /// feature is made in `init` and listed here, and a reload hands it its new config
-    /// (`reloadInTurn`).
-    nonisolated var components: [any DaemonComponent] { [improv, values, reads, module, pairing, alias, centrals, bthomeEvents, telemetry, rotation] }
-    /// More advertisements than slots, a component: the plan of turns and its timer.
-    let rotation: Rotation<C>
-    /// Eddystone-TLM's counters, a component: each TLM advertisement's updates and their timer.
-    let telemetry: Telemetry<C>
-    /// BTHome events, a component: each sensor's waiting events and its burst's timer.
-    let bthomeEvents: Events<C>
-    /// The centrals connected, a component: their links, `max_centrals`, the idle timer.
-    let centrals: Centrals<C>
-    /// The adapter's alias, a component: set while bleadvd runs, put back at its stop.
-    let alias: AdapterAlias
-    /// The characteristics read from a program when a central asks, a component: the runs,
-    /// their answers and the polls of subscribed ones.
-    let reads: ReadAnswers<C>
+    /// The daemon's components (``Composition``), in the order BlueZ's events reach them. Each
+    /// takes the events it declares (a ``Router`` loops over them), serves its part of the
+    /// control API, if it has one (``ControlTargets``), takes its part of each reload, starts,
+    /// stops and adds its share to `status`: the daemon names none of them.
+    let components: [any DaemonComponent]
+    /// Connects the components that call each other, once, before anything is served.
+    let connect: @Sendable () async -> Void
     /// What of the config is on air (all but what a component withholds), and the GATT
     /// application assembled from it: the components' showing port.
     let stage: Stage<C>
@@ -144,25 +127,15 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         self.values = Values(
             advertisements: config.advertisements, services: config.services, module: module, clock: clock, logger: logger,
             executor: bus.eventLoop)
-        self.alias = AdapterAlias(
-            alias: config.alias, adapter: adapter ?? config.adapter, manager: manager, stateDirectory: bondRecord?.directory, logger: logger,
-            executor: bus.eventLoop)
-        self.centrals = Centrals(
-            config: config.centrals, manager: manager, port: bus, clock: clock, logger: logger, executor: bus.eventLoop,
-            owners: { Set((try? bondRecord?.centrals()) ?? []) })
-        self.bthomeEvents = Events(port: values, clock: clock, logger: logger, executor: bus.eventLoop)
-        self.telemetry = Telemetry(
-            advertisements: config.advertisements, port: values, clock: clock, uptime: Telemetry<C>.systemUptime(), logger: logger,
-            executor: bus.eventLoop)
-        self.rotation = Rotation(config: config, port: module, clock: clock, logger: logger, executor: bus.eventLoop)
-        self.reads = ReadAnswers(services: config.services, port: values, clock: clock, logger: logger, executor: bus.eventLoop)
-        self.pairing = Pairing(
-            config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: configPath, module: module,
-            clock: clock, announcer: bus, bondRecord: bondRecord, logger: logger, executor: bus.eventLoop)
-        self.stage = Stage(values: values, module: module, withheld: ImprovProvisioner<C>.withheldAtStart, owned: ImprovProvisioner<C>.owned, executor: bus.eventLoop)
-        self.improv = ImprovProvisioner(
-            config: config.improv, configPath: configPath, clock: clock, logger: logger, executor: bus.eventLoop,
-            joiners: { config in joiner ?? bus.joiner(for: config, clock: clock) })
+        let composition = Composition(Composition.Parts(
+            config: config, configPath: configPath, adapter: adapter, manager: manager, bus: bus, clock: clock, logger: logger,
+            module: module, values: values, bondRecord: bondRecord, joiner: joiner))
+        (components, stage, connect) = (composition.components, composition.stage, composition.connect)
+    }
+
+    /// The component of type `Component`, if the daemon has one.
+    func component<Component: DaemonComponent>(_ type: Component.Type) -> Component? {
+        components.lazy.compactMap { $0 as? Component }.first
     }
 
     // MARK: AdvertisingControl
@@ -188,7 +161,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
 
     package func status() async -> [String: AdvertisementState] {
         let statuses = await module.status()
-        return states(statuses.advertisements, values: await values.advertisementValues(), shares: await rotation.shares())
+        return await states(statuses.advertisements, values: await values.advertisementValues())
             .merging(await serviceStates(statuses[.application])) { advertisement, _ in advertisement }
     }
 
@@ -242,42 +215,30 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         }
         let known = Set(await values.names)
         let added = new.names.filter { !known.contains($0) && new.advertisements[$0]!.enabled }
-        let advertisements = await values.reload(advertisements: new.advertisements)
         published = published.filter { new.advertisements[$0.key] != nil }
-        await improv.reconfigure(new.improv)
-        await module.configure(advertisements)
-        await telemetry.reconfigure(new.advertisements)
-        await rotation.reconfigure(new)
+        // In phases: the new file's values, then the module's advertisements, then each
+        // component's part, then the GATT application served as they left it.
+        let advertisements = await values.reload(advertisements: new.advertisements)
         await values.reload(services: new.services)
-        await reads.reconfigure(new.services)
-        await alias.reconfigure(new.alias)
-        await centrals.reconfigure(new.centrals)
+        await module.configure(advertisements)
+        for component in components { await component.reconfigure(from: new) }
         await module.serve(await stage.application())
-        await pairing.reconfigure(new.pairing, bondNeeded: Pairing<C>.bondNeeded(new.services.values))
         for name in added where await stage.isOffered(name) { try? await module.on(name) }
         logger.notice("reloaded \(configPath): \(new.names.count) advertisement(s), \(new.services.count) service(s)")
     }
 
     // MARK: States
 
-    /// The control API's view of the module's states, with each advertisement's `values`.
-    func states(
-        _ statuses: [String: BluetoothModule<C>.Status], values: [String: [String: String]], shares: [String: RotationPlan.Share] = [:]
-    ) -> [String: AdvertisementState] {
-        statuses.mapValues(state).reduce(into: [:]) { result, entry in
-            var state = entry.value
-            state.values = values[entry.key] ?? [:]
-            // The rotation's part: one taking turns rotates; one whose priority has no slot waits.
-            if let share = shares[entry.key], state.desired, state.state == .on || state.state == .waiting {
-                if share.slots > 0 {
-                    state.state = .rotating
-                    state.airShare = share.fraction
-                } else {
-                    state.error = "no slot for its priority: advertisements of higher priority hold them all"
-                }
-            }
-            result[entry.key] = state
+    /// The control API's view of the module's states, with each advertisement's `values` and
+    /// each component's share in them.
+    func states(_ statuses: [String: BluetoothModule<C>.Status], values: [String: [String: String]]) async -> [String: AdvertisementState] {
+        var states: [String: AdvertisementState] = [:]
+        for (name, status) in statuses {
+            states[name] = state(status)
+            states[name]!.values = values[name] ?? [:]
         }
+        for component in components { states = await component.contribute(to: states) }
+        return states
     }
 
     /// The control API's view of one registration's status, an advertisement's or the GATT
@@ -312,7 +273,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     /// Announces what changed: StateChanged for each advertisement whose state moved, and
     /// STATUS= when the summary did. Called from the loop only.
     func publish(_ statuses: [RegistrationKey: BluetoothModule<C>.Status]) async {
-        let states = states(statuses.advertisements, values: await values.advertisementValues(), shares: await rotation.shares())
+        let states = await states(statuses.advertisements, values: await values.advertisementValues())
         let names = Set(await values.names)
         let before = statusLine()
         for (name, state) in states.sorted(by: { $0.key < $1.key }) where names.contains(name) {

@@ -121,6 +121,11 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
         if await look() { await putOnAir() }
     }
 
+    /// Its part of a reloaded config: `[improv]`.
+    func reconfigure(from config: DaemonConfig) async {
+        await reconfigure(config.improv)
+    }
+
     /// Takes a reloaded `[improv]` (nil: removed), and marks on its showing port whether Improv
     /// is offered (the reload serves what is offered once the config is in): a session under
     /// way goes on reconfigured, keeping whether it is offered; a newcomer is offered as the

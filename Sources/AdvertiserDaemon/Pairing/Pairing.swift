@@ -109,9 +109,20 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     }
 
     /// bleadvd is stopping: an open window is closed, and its opener told now, not when its
-    /// time runs out.
+    /// time runs out; then the agent is withdrawn.
     func stop() async {
         if window.isOpen(at: clock.now) { await closeWindow(because: "bleadvd is stopping") }
+        await offer(false)
+    }
+
+    /// Its part of a reloaded config: `[pairing]`, and whether a service needs a bond.
+    func reconfigure(from config: DaemonConfig) async {
+        await reconfigure(config.pairing, bondNeeded: Self.bondNeeded(config.services.values))
+    }
+
+    /// The agent is offered once the application is served.
+    func start(showing stage: any Showing) async {
+        await offer()
     }
 
     /// Sleeps until each instant the timer is asked for and handles what came due then; returns

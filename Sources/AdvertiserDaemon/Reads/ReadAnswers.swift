@@ -167,6 +167,11 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
         polls.removeValue(forKey: id)?.cancel()
     }
 
+    /// Its part of a reloaded config: the services' read programs.
+    func reconfigure(from config: DaemonConfig) {
+        reconfigure(config.services)
+    }
+
     /// Takes a reloaded file's programs: a characteristic whose program or format changed
     /// starts afresh (no answer kept, no poll).
     func reconfigure(_ services: [String: ConfiguredService]) {
@@ -180,7 +185,7 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
     }
 
     /// Ends every poll (bleadvd stops, bluetoothd left).
-    func stop() {
+    func endPolls() {
         for id in Array(polls.keys) { unsubscribed(id) }
     }
 
@@ -189,7 +194,7 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
         let (never, keep) = AsyncStream<Never>.makeStream()
         for await _ in never {}
         withExtendedLifetime(keep) {}
-        stop()
+        endPolls()
     }
 }
 
@@ -219,7 +224,7 @@ extension ReadAnswers: DaemonComponent {
         switch input {
         case .subscribed(let id): subscribed(id)
         case .unsubscribed(let id): unsubscribed(id)
-        case .allGone: stop()
+        case .allGone: endPolls()
         }
     }
 }

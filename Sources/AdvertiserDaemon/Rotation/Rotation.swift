@@ -1,3 +1,4 @@
+import AdvertiserControl
 import AdvertiserConfig
 import BluetoothModule
 import Events
@@ -72,7 +73,7 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// A reload's priorities and `[slots]`: planned again at once.
-    func reconfigure(_ config: DaemonConfig) async {
+    func reconfigure(from config: DaemonConfig) async {
         let next = config.advertisements.mapValues(\.priority)
         guard next != priorities || config.slots != self.config else { return }
         priorities = next
@@ -84,6 +85,23 @@ actor Rotation<C: Clock> where C.Duration == Duration {
     /// empty when everything fits.
     func shares() -> [String: RotationPlan.Share] {
         plan?.shares ?? [:]
+    }
+
+    /// Its share in `status`: one taking turns rotates, with its share of the air; one whose
+    /// priority has no slot waits, and says why.
+    func contribute(to states: [String: AdvertisementState]) -> [String: AdvertisementState] {
+        var states = states
+        for (name, share) in shares() {
+            guard var state = states[name], state.desired, state.state == .on || state.state == .waiting else { continue }
+            if share.slots > 0 {
+                state.state = .rotating
+                state.airShare = share.fraction
+            } else {
+                state.error = "no slot for its priority: advertisements of higher priority hold them all"
+            }
+            states[name] = state
+        }
+        return states
     }
 
     /// The demands changed. Planned again when one was refused for want of a slot while no plan

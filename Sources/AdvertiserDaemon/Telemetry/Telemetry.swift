@@ -104,6 +104,10 @@ actor Telemetry<C: Clock> where C.Duration == Duration {
 
     /// A reload's advertisements: a new TLM advertisement is brought up to date at once, as is
     /// one whose period changed; the others keep their timers.
+    func reconfigure(from config: DaemonConfig) {
+        reconfigure(config.advertisements)
+    }
+
     func reconfigure(_ advertisements: [String: ConfiguredAdvertisement]) {
         let now = clock.now
         beacons = advertisements.reduce(into: [:]) { next, entry in
