@@ -53,7 +53,7 @@ struct Composition<C: Clock>: Sendable where C.Duration == Duration {
         let centrals = Centrals(
             config: config.centrals, manager: parts.manager, port: parts.bus, clock: parts.clock, logger: parts.logger, executor: executor,
             owners: { [bondRecord = parts.bondRecord] in Set((try? bondRecord?.centrals()) ?? []) })
-        let events = Events(port: values, clock: parts.clock, logger: parts.logger, executor: executor)
+        let events = BTHomeEvents(port: values, clock: parts.clock, logger: parts.logger, executor: executor)
         let telemetry = Telemetry(
             advertisements: config.advertisements, port: values, clock: parts.clock, uptime: Telemetry<C>.systemUptime(), logger: parts.logger,
             executor: executor)

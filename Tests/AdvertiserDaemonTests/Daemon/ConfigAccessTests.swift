@@ -11,7 +11,7 @@ import Testing
 /// group bleadvd). The same on a real install: scenario 60 (systemd test bed).
 @Suite("Who reads the config")
 struct ConfigAccessTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
     /// Numeric ids standing for the names the files use (none of them in use on a test machine).

@@ -30,7 +30,7 @@ protocol EventShowing: AnyObject, Sendable {
 /// the first event again) nor dropped. At most ``waitingLimit`` wait per sensor; one more is
 /// refused, saying so. It owns its queues and its timer (a burst per sensor, a child of its
 /// ``run()``), and reports through its port alone.
-actor Events<C: Clock>: EventsControl where C.Duration == Duration {
+actor BTHomeEvents<C: Clock>: EventsControl where C.Duration == Duration {
     /// The most events that wait behind the one on air, per sensor.
     static var waitingLimit: Int { 32 }
 
@@ -113,7 +113,7 @@ actor Events<C: Clock>: EventsControl where C.Duration == Duration {
 }
 
 /// The events component takes none of BlueZ's events: its inputs are control calls.
-extension Events: DaemonComponent {
+extension BTHomeEvents: DaemonComponent {
     nonisolated func delivery(of event: PeripheralEvent) -> Delivery<Never> { .pass }
     func take(_ input: Never) async {}
 }

@@ -12,7 +12,7 @@ import Testing
 /// systemd/org.bleadvd.Advertiser.conf on a bus with the system bus's default-deny policy.
 @Suite("The D-Bus policy")
 struct PolicyTests {
-    static let policy = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    static let policy = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("systemd/org.bleadvd.Advertiser.conf").path
 
     func call(_ session: DaemonSession, _ member: String, _ arguments: [String] = [], as user: String? = nil) async throws -> ProgramResult {

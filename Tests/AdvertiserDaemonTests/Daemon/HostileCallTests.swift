@@ -9,7 +9,7 @@ import Testing
 /// megabyte it was sent), bleadvd stays up, and what was on air stays on air, unchanged.
 @Suite("Hostile D-Bus calls", .timeLimit(.minutes(1)))
 struct HostileCallTests {
-    static let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    static let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("TestSupport/Peers")
     static let config = """
         [advertisement.heart]

@@ -58,7 +58,7 @@ struct ProcessTests {
 
     @Test("both programs print the one version, which the Makefile gives the .deb and the man pages name")
     func version() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
         let daemon = try await runProgram(product("bleadvd"), ["--version"])
         let control = try await runProgram(product("bleadvctl"), ["--version"])

@@ -9,7 +9,7 @@ import Testing
 /// policy is held to it in PolicyTests.)
 @Suite("The control contract")
 struct ContractTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
     /// The interface as installed in /usr/share/dbus-1/interfaces for code generators and readers.
     static let committed = repository.appendingPathComponent("systemd/org.bleadvd.Advertiser1.xml")

@@ -7,7 +7,7 @@ import Testing
 /// block is a config bleadvd takes, and each `bleadvctl` command line is one bleadvctl accepts.
 @Suite("the commands and configs the README and docs/GUIDE.md show")
 struct DocumentedCommandsTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let documents = ["README.md", "docs/GUIDE.md"]
 

@@ -12,8 +12,8 @@ import Testing
 
 /// The events component in process, through its port (the values component over the module
 /// and the mock) on the manual clock: what each update handed BlueZ, in order.
-@Suite("The events component", .timeLimit(.minutes(1)))
-struct EventsComponentTests {
+@Suite("The BTHome events component", .timeLimit(.minutes(1)))
+struct BTHomeEventsTests {
     static let config = """
         [advertisement.remote.bthome]
         battery = 80
@@ -30,10 +30,10 @@ struct EventsComponentTests {
         let loop: EventLoop
         let module: BluetoothModule<ManualClock>
         let values: Values<ManualClock>
-        let events: Events<ManualClock>
+        let events: BTHomeEvents<ManualClock>
         let running: [Task<Void, Never>]
 
-        init(_ text: String = EventsComponentTests.config) async throws {
+        init(_ text: String = BTHomeEventsTests.config) async throws {
             mock.scriptAdapters(.always(.success([AdapterCapabilities(name: "hci0", address: "54:48:E6:8F:80:A5")])))
             mock.scriptStart(.always(.success(RegistrationID("/org/bleadvd/advertisement/remote"))))
             mock.scriptUpdate(.always(.success(())))
@@ -46,7 +46,7 @@ struct EventsComponentTests {
             values = Values(
                 advertisements: config.advertisements, services: config.services, module: module, clock: clock,
                 logger: Logger(label: "test"), executor: loop)
-            events = Events(port: values, clock: clock, logger: Logger(label: "test"), executor: loop)
+            events = BTHomeEvents(port: values, clock: clock, logger: Logger(label: "test"), executor: loop)
             await module.configure(await values.advertisements)
             try await module.on("remote")
             running = [Task { [values] in await values.run() }, Task { [events] in await events.run() }]
@@ -124,7 +124,7 @@ struct EventsComponentTests {
         let h = try await Harness()
         defer { h.stop() }
 
-        for _ in 0...Events<ManualClock>.waitingLimit {
+        for _ in 0...BTHomeEvents<ManualClock>.waitingLimit {
             _ = try await h.events.event("remote", ["button": "press"])
         }
         let error = await #expect(throws: PeripheralError.self) { try await h.events.event("remote", ["button": "press"]) }

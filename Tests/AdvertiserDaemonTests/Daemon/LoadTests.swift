@@ -10,7 +10,7 @@ import Testing
 /// objects or file descriptors than before.
 @Suite("Load", .serialized, .timeLimit(.minutes(2)))
 struct LoadTests {
-    static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("TestSupport/Peers/load_client.py").path
     static let config = """
         [advertisement.shared]
