@@ -107,87 +107,9 @@ public enum BondEnd: String, Hashable, Sendable {
     case unpaired
 }
 
-/// What the domain needs from a Bluetooth stack to keep advertisements on air. The Linux
+/// What the domain needs from a Bluetooth stack to keep advertisements on air, in capabilities
+/// (each a protocol of its own: ``AdapterManaging``, ``RegistrationManaging``, ``GATTServing``,
+/// ``LinkManaging``, ``BondManaging``), so that a component asks for the one it uses. The Linux
 /// implementation drives BlueZ over D-Bus (`PeripheralBlueZ`); `PeripheralMocks` has a mock
-/// that counts every call, for tests.
-public protocol PeripheralManaging: Sendable {
-    /// The adapters that can advertise, with what each supports.
-    func adapters() async throws -> [AdapterCapabilities]
-
-    /// Powers an adapter on.
-    /// - Throws: ``PeripheralError``; `notPowered` when the stack is changing the adapter's
-    ///   power already (its Powered event says when that is done).
-    func powerOn(adapter: String) async throws
-
-    /// Registers `subject` on an adapter; returns when the stack holds it (an advertisement on
-    /// air, an application's services read, the agent answering). Registering the agent when
-    /// this manager's agent is registered already returns its id.
-    /// - Throws: ``PeripheralError`` with the stack's reason translated.
-    func register(_ subject: RegistrationSubject, on adapter: String) async throws -> RegistrationID
-
-    /// Unregisters what `id` names, whatever its kind: an advertisement leaves the air, an
-    /// application's services are no longer found, the agent takes no new bonds. One the stack
-    /// no longer holds counts as unregistered.
-    /// - Throws: ``PeripheralError`` `notRegistered` for an identity this manager did not hand out.
-    func unregister(_ id: RegistrationID) async throws
-
-    /// Changes a registered advertisement in place, without taking it off air.
-    func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws
-
-    /// Sends a registered advertisement to the controller again, unchanged. Without extended
-    /// advertising the kernel shows an adapter's advertisements in turn from a timer, which a
-    /// link ending as a turn ends can leave unarmed (the turns then stop on one advertisement);
-    /// one sent again arms it. Otherwise nothing changes on air, or the advertisement on air
-    /// begins its turn again.
-    /// - Throws: ``PeripheralError`` `notRegistered` for an unknown advertisement.
-    func refreshAdvertisement(_ id: RegistrationID) async throws
-
-    /// Registers an advertisement again if BlueZ no longer holds it although it never said so.
-    /// BlueZ 5.66 to 5.73 forget an advertisement whose in-place update the kernel refused,
-    /// with no `Release`, no error and no signal: whatever was believed on air is then false.
-    /// - Returns: true when BlueZ had dropped it and it is registered again; false when BlueZ
-    ///   still held it (nothing changed).
-    /// - Throws: ``PeripheralError`` when BlueZ could not be asked, or refused the registration.
-    func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool
-
-    /// Changes a characteristic's value in place; subscribed centrals are notified (or
-    /// indicated) of it.
-    /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
-    func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws
-
-    /// Answers centrals' reads of the characteristics ``GATTCharacteristic/answeredOnRead``
-    /// marks with `answerer` from now on: each read at offset 0 asks it, and the rest of a long
-    /// read is cut from that answer. Before this is called, they are answered from the value held.
-    func answerReads(with answerer: any GATTReadAnswering) async
-
-    /// Sets the adapter's alias (BlueZ's `Adapter1.Alias`): the name centrals are shown once
-    /// connected (GAP's Device Name), for every program that uses the adapter; the stack keeps
-    /// it across restarts. An empty alias puts the system's name back.
-    func setAlias(_ alias: String, adapter: String) async throws
-
-    /// Ends the link with `central` on the adapter (BlueZ's `Device1.Disconnect`).
-    /// - Throws: ``PeripheralError`` `unknownName` when no such central is known to the adapter.
-    func disconnect(_ central: String, adapter: String) async throws
-
-    /// Whether the adapter takes new bonds (BlueZ's `Pairable`); bonds made already keep working.
-    func setPairable(_ pairable: Bool, adapter: String) async throws
-
-    /// The centrals bonded with the adapter, by address.
-    func bonds(adapter: String) async throws -> [Bond]
-
-    /// Removes the bond with `central` (and the stack's record of it).
-    /// - Throws: ``PeripheralError`` `unknownName` when the adapter has no such central.
-    func removeBond(_ central: String, adapter: String) async throws
-
-    /// Compares what the stack holds with what this manager registered, adapter by adapter,
-    /// and removes what it can name that nothing tracks any more (objects left exported,
-    /// registrations whose unregistering got no answer).
-    /// - Throws: ``PeripheralError`` when the stack cannot be asked.
-    func audit() async throws -> [RegistrationAudit]
-
-    /// The events from now on, for one consumer.
-    /// - Throws: when they cannot be watched (the bus refused a subscription): without them,
-    ///   nothing would be put back on air after bluetoothd restarts, so the caller must not go
-    ///   on as if all were well.
-    func events() async throws -> AsyncStream<PeripheralEvent>
-}
+/// that counts every call, for tests; each conforms to each capability in a file of its own.
+public protocol PeripheralManaging: AdapterManaging, RegistrationManaging, GATTServing, LinkManaging, BondManaging {}

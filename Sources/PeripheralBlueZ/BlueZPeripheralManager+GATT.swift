@@ -9,7 +9,7 @@ public import Peripheral
 /// `GattManager1.RegisterApplication`. bluetoothd reads them all back (GetManagedObjects) during
 /// the call, and from then on calls ReadValue, WriteValue, StartNotify and StopNotify as
 /// centrals act; a notification is a `PropertiesChanged` of `Value`.
-extension BlueZPeripheralManager {
+extension BlueZPeripheralManager: GATTServing {
     /// Exports the application and registers it; returns once BlueZ replied (after reading
     /// every object back). A refused registration leaves no object.
     func registerApplication(_ application: GATTApplication, on adapter: String) async throws -> RegistrationID {

@@ -1,6 +1,6 @@
 import DBus
 import Logging
-import Peripheral
+public import Peripheral
 
 /// Secured notifications. bluetoothd calls `StartNotify` once for all the subscribers of a
 /// characteristic and sends each change of its `Value` to every one of them
@@ -70,5 +70,19 @@ extension GATTCharacteristic {
     /// bleadvd admits (a security other than none): its changes may have to wait.
     var isSecuredNotifying: Bool {
         security != .none && !flags.isDisjoint(with: [.notify, .indicate])
+    }
+}
+
+/// The links centrals made: ended on request.
+extension BlueZPeripheralManager: LinkManaging {
+    /// Ends the link with `central` (`Device1.Disconnect`).
+    public func disconnect(_ central: String, adapter: String) async throws {
+        do {
+            _ = try await callBlueZ(
+                on: try await currentBluetoothd(), path: try BlueZ.devicePath(central, adapter: adapter), .disconnectDevice, expecting: .empty,
+                about: .adapter)
+        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .rejected {
+            throw PeripheralError(.unknownName, "\(adapter) knows no central \(central.uppercased())")
+        }
     }
 }

@@ -4,7 +4,7 @@ public import Peripheral
 
 /// Pairing: the agent bluetoothd asks when a central pairs, the adapter's `Pairable`, and the
 /// bonds (`Device1` objects under the adapter, with `Bonded`).
-extension BlueZPeripheralManager {
+extension BlueZPeripheralManager: BondManaging {
     /// Exports the agent at `/org/bleadvd/agent` for the current bluetoothd only, registers it
     /// with the capability of `method` and makes it the default agent (the one asked for
     /// centrals that pair with this box). An agent of this manager already registered with
@@ -65,25 +65,6 @@ extension BlueZPeripheralManager {
         _ = try await callBlueZ(
             on: generation, path: try BlueZ.adapterPath(adapter), .setProperty, [.string(BlueZ.adapterInterface), .string("Pairable"), .variant(.boolean(pairable))], about: .registration(.agent))
         logger.info("\(adapter) \(pairable ? "takes new bonds" : "takes no new bonds")")
-    }
-
-    /// Sets `Adapter1.Alias` (bluetoothd stores it, and sets the controller's local name); an
-    /// empty one puts the system's name back.
-    public func setAlias(_ alias: String, adapter: String) async throws {
-        _ = try await callBlueZ(
-            on: try await currentBluetoothd(), path: try BlueZ.adapterPath(adapter), .setProperty,
-            [.string(BlueZ.adapterInterface), .string("Alias"), .variant(.string(alias))], about: .adapter)
-    }
-
-    /// Ends the link with `central` (`Device1.Disconnect`).
-    public func disconnect(_ central: String, adapter: String) async throws {
-        do {
-            _ = try await callBlueZ(
-                on: try await currentBluetoothd(), path: try BlueZ.devicePath(central, adapter: adapter), .disconnectDevice, expecting: .empty,
-                about: .adapter)
-        } catch let error as PeripheralError where error.code == .notRegistered || error.code == .rejected {
-            throw PeripheralError(.unknownName, "\(adapter) knows no central \(central.uppercased())")
-        }
     }
 
     /// The devices under the adapter that are bonded (`Bonded`, or `Paired` where BlueZ before

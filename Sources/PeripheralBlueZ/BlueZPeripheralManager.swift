@@ -93,24 +93,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// Runs on the connection's executor, so calls to the connection need no thread hop.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
 
-    // MARK: PeripheralManaging
-
-    /// The adapters that can advertise (those with `LEAdvertisingManager1`), from BlueZ's
-    /// `GetManagedObjects`, sorted by name.
-    public func adapters() async throws -> [AdapterCapabilities] {
-        let reply = try await callBlueZ(on: try await currentBluetoothd(),
-            path: BlueZ.root, .getManagedObjects,
-            expecting: BlueZ.managedObjectsSignature)
-        return AdapterCapabilities.fromManagedObjects(reply[0])
-    }
-
-    /// Sets the adapter's `Powered` property.
-    public func powerOn(adapter: String) async throws {
-        _ = try await callBlueZ(on: try await currentBluetoothd(),
-            path: try BlueZ.adapterPath(adapter), .setProperty,
-            [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(true))], about: .adapter)
-        logger.info("powered \(adapter) on")
-    }
+    // MARK: RegistrationManaging (the audit in +Audit)
 
     /// Exports what `subject` needs and registers it with the current bluetoothd: an
     /// advertisement's `LEAdvertisement1` object with its adapter's `LEAdvertisingManager1`, a

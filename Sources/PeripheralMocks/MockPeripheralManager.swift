@@ -24,7 +24,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         case neverAnswers
     }
 
-    private struct State {
+    struct State {
         var adapters: Script<[AdapterCapabilities]>?
         var powerOn: Script<Void>?
         var start: Script<RegistrationID>?
@@ -98,7 +98,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var unscripted: [String] = []
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     /// A mock with nothing scripted.
     public init() {}
@@ -185,131 +185,14 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     /// How many times `reregisterIfDropped(_:)` was called.
     public var reregisterCallCount: Int { calls.reregistered.count }
 
-    // MARK: PeripheralManaging
-
-    /// Records the call; answers as ``scriptAdapters(_:)`` says.
-    public func adapters() async throws -> [AdapterCapabilities] {
-        try await answer("adapters()", \.adapters) { $0.adapters += 1 }
-    }
-
-    /// Records the call; answers as ``scriptPowerOn(_:)`` says.
-    public func powerOn(adapter: String) async throws {
-        try await answer("powerOn(adapter: \(adapter))", \.powerOn) { $0.poweredOn.append(adapter) }
-    }
-
-    /// Records the call by kind (``Calls/started``, ``Calls/registeredApplications``,
-    /// ``Calls/registeredAgents``); answers as that kind's script says (``scriptStart(_:)``,
-    /// ``scriptRegisterApplication(_:)``, ``scriptRegisterAgent(_:)``).
-    public func register(_ subject: RegistrationSubject, on adapter: String) async throws -> RegistrationID {
-        let id: RegistrationID
-        switch subject {
-        case .advertisement(let advertisement):
-            id = try await answer("register(.advertisement, on: \(adapter))", \.start) { $0.started.append((advertisement, adapter)) }
-        case .application(let application):
-            id = try await answer("register(.application, on: \(adapter))", \.registerApplication) {
-                $0.registeredApplications.append((application, adapter))
-            }
-        case .agent(let method, let decider):
-            id = try await answer("register(.agent(\(method)), on: \(adapter))", \.registerAgent) {
-                $0.registeredAgents.append((method, decider))
-            }
-        }
-        state.withLock { $0.kinds[id] = subject.kind }
-        return id
-    }
-
-    /// Records the call by the kind of registration that handed out `id` (an identity it never
-    /// handed out counts as an advertisement's): ``Calls/stopped``,
-    /// ``Calls/unregisteredApplications`` or ``Calls/unregisteredAgents``; answers as that
-    /// kind's script says (``scriptStop(_:)``, ``scriptUnregisterApplication(_:)``,
-    /// ``scriptUnregisterAgent(_:)``).
-    public func unregister(_ id: RegistrationID) async throws {
-        switch state.withLock({ $0.kinds[id] }) ?? .advertisement {
-        case .advertisement: try await answer("unregister(\(id))", \.stop) { $0.stopped.append(id) }
-        case .application: try await answer("unregister(\(id))", \.unregisterApplication) { $0.unregisteredApplications.append(id) }
-        case .agent: try await answer("unregister(\(id))", \.unregisterAgent) { $0.unregisteredAgents.append(id) }
-        }
-    }
-
-    /// Records the call; answers as ``scriptUpdate(_:)`` says.
-    public func updateAdvertisement(_ id: RegistrationID, to advertisement: Advertisement) async throws {
-        try await answer("updateAdvertisement(\(id))", \.update) { $0.updated.append((id, advertisement)) }
-    }
-
-    /// Records the call; answers as ``scriptRefresh(_:)`` says.
-    public func refreshAdvertisement(_ id: RegistrationID) async throws {
-        try await answer("refreshAdvertisement(\(id))", \.refresh) { $0.refreshed.append(id) }
-    }
-
-    /// Records the call; answers as ``scriptReregister(_:)`` says.
-    public func reregisterIfDropped(_ id: RegistrationID) async throws -> Bool {
-        try await answer("reregisterIfDropped(\(id))", \.reregister) { $0.reregistered.append(id) }
-    }
-
-    /// Records the call; answers as ``scriptUpdateValue(_:)`` says.
-    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
-        try await answer("updateValue(_:of: \(characteristic))", \.updateValue) {
-            $0.updatedValues.append((value, characteristic, application))
-        }
-    }
-
-    /// Records the call and keeps `answerer` for ``centralReads(_:central:)``; never fails.
-    public func answerReads(with answerer: any GATTReadAnswering) async {
-        state.withLock {
-            $0.calls.answerers += 1
-            $0.answerer = answerer
-        }
-    }
-
-    /// Records the call; answers as ``scriptDisconnect(_:)`` says.
-    public func disconnect(_ central: String, adapter: String) async throws {
-        try await answer("disconnect(\(central), adapter: \(adapter))", \.disconnect) { $0.disconnected.append((central, adapter)) }
-    }
-
-    /// Records the call; answers as ``scriptSetAlias(_:)`` says.
-    public func setAlias(_ alias: String, adapter: String) async throws {
-        try await answer("setAlias(\(alias), adapter: \(adapter))", \.setAlias) { $0.aliases.append((alias, adapter)) }
-    }
-
-    /// Records the call; answers as ``scriptAudit(_:)`` says.
-    public func audit() async throws -> [RegistrationAudit] {
-        try await answer("audit()", \.audit) { $0.audits += 1 }
-    }
-
-    /// Records the call; answers as ``scriptSetPairable(_:)`` says.
-    public func setPairable(_ pairable: Bool, adapter: String) async throws {
-        try await answer("setPairable(\(pairable), adapter: \(adapter))", \.setPairable) { $0.pairable.append((pairable, adapter)) }
-    }
-
-    /// Records the call; answers as ``scriptBonds(_:)`` says.
-    public func bonds(adapter: String) async throws -> [Bond] {
-        try await answer("bonds(adapter: \(adapter))", \.bonds) { $0.bondQueries.append(adapter) }
-    }
-
-    /// Records the call; answers as ``scriptRemoveBond(_:)`` says.
-    public func removeBond(_ central: String, adapter: String) async throws {
-        try await answer("removeBond(\(central), adapter: \(adapter))", \.removeBond) { $0.removedBonds.append((central, adapter)) }
-    }
-
-    /// A stream of what ``emit(_:)`` delivers; throws what ``failEvents(with:)`` set.
-    public func events() async throws -> AsyncStream<PeripheralEvent> {
-        let (stream, continuation) = AsyncStream<PeripheralEvent>.makeStream()
-        let failure: PeripheralError? = state.withLock { state in
-            if state.eventsFailure == nil { state.listeners.append(continuation) }
-            return state.eventsFailure
-        }
-        if let failure { throw failure }
-        return stream
-    }
-
-    private enum Answer<Value: Sendable> {
+    enum Answer<Value: Sendable> {
         case result(Result<Value, PeripheralError>)
         case hang
         case never
         case unscripted
     }
 
-    private func answer<Value: Sendable>(
+    func answer<Value: Sendable>(
         _ call: String, _ script: WritableKeyPath<State, Script<Value>?>, record: (inout Calls) -> Void
     ) async throws -> Value {
         let answer: Answer<Value> = state.withLock { state in

@@ -10,7 +10,7 @@ import Peripheral
 /// The alias is the adapter's, for every program that uses it (and bluetoothd keeps it across
 /// its restarts); bleadvd sets it, never watches it.
 actor AdapterAlias: DaemonComponent {
-    let manager: any PeripheralManaging
+    let manager: any AdapterManaging
     let record: AliasRecord
     let logger: Logger
     nonisolated let executor: any SerialExecutor
@@ -19,7 +19,7 @@ actor AdapterAlias: DaemonComponent {
     /// The adapter the config names; nil for the first.
     let choice: AdapterChoice?
 
-    init(alias: String?, adapter: String?, manager: any PeripheralManaging, stateDirectory: String?, logger: Logger, executor: any SerialExecutor) {
+    init(alias: String?, adapter: String?, manager: any AdapterManaging, stateDirectory: String?, logger: Logger, executor: any SerialExecutor) {
         wanted = alias
         choice = adapter.map(AdapterChoice.init)
         self.manager = manager

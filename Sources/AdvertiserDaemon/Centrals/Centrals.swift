@@ -48,7 +48,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         var subscribed: Set<GATTCharacteristicID> = []
     }
 
-    let manager: any PeripheralManaging
+    let manager: any LinkManaging & BondManaging
     let port: any CentralsAnnouncing
     let clock: C
     let logger: Logger
@@ -76,7 +76,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     let owners: @Sendable () -> Set<String>
 
     init(
-        config: CentralsConfig, manager: any PeripheralManaging, port: any CentralsAnnouncing, clock: C, logger: Logger, executor: EventLoop,
+        config: CentralsConfig, manager: any LinkManaging & BondManaging, port: any CentralsAnnouncing, clock: C, logger: Logger, executor: EventLoop,
         owners: @escaping @Sendable () -> Set<String> = { [] }
     ) {
         self.owners = owners

@@ -1,0 +1,20 @@
+public import Peripheral
+import Synchronization
+
+/// The mock's ``GATTServing``: each call recorded, answered as scripted.
+extension MockPeripheralManager: GATTServing {
+    /// Records the call; answers as ``scriptUpdateValue(_:)`` says.
+    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
+        try await answer("updateValue(_:of: \(characteristic))", \.updateValue) {
+            $0.updatedValues.append((value, characteristic, application))
+        }
+    }
+
+    /// Records the call and keeps `answerer` for ``centralReads(_:central:)``; never fails.
+    public func answerReads(with answerer: any GATTReadAnswering) async {
+        state.withLock {
+            $0.calls.answerers += 1
+            $0.answerer = answerer
+        }
+    }
+}
