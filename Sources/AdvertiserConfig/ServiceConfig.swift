@@ -263,7 +263,7 @@ extension Reader {
             throw error(path + ["description"], "is \(description.utf8.count) bytes; a description is 1 to \(GATTFormat.attributeLimit)")
         }
         var characteristic = GATTCharacteristic(
-            name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description, answeredOnRead: program != nil)
+            name: name, uuid: uuid, flags: flags, format: format, value: bytes, userDescription: description)
         characteristic.security = try security(fields["security"], path + ["security"], writable: flags.contains(where: \.isWrite))
         if let node = fields["secret"], try bool(node, path + ["secret"]), !characteristic.isSecret {
             let readable = characteristic.readableFlags.sorted().map(\.rawValue).joined(separator: ", ")

@@ -272,15 +272,15 @@ public struct GATTCharacteristic: Hashable, Sendable {
     public var userDescription: String?
     /// The link a central needs for everything its flags allow.
     public var security: GATTSecurity
-    /// Whether a central's read is answered by asking for the value then
-    /// (``PeripheralManaging/answerReads(with:)``: a program run when asked) rather than from
-    /// the value held.
-    public var answeredOnRead: Bool
+    /// What answers a central's read when it asks (a program run then), rather than the value
+    /// held; nil for the value held. Given with the characteristic when its application is
+    /// registered, as the handler of a read.
+    public var onRead: GATTReadHandler?
 
     /// A characteristic.
     public init(
         name: String, uuid: BluetoothUUID, flags: Set<GATTFlag>, format: GATTFormat, value: [UInt8],
-        userDescription: String? = nil, security: GATTSecurity = .none, answeredOnRead: Bool = false
+        userDescription: String? = nil, security: GATTSecurity = .none, onRead: GATTReadHandler? = nil
     ) {
         self.name = name
         self.uuid = uuid
@@ -289,7 +289,7 @@ public struct GATTCharacteristic: Hashable, Sendable {
         self.value = value
         self.userDescription = userDescription
         self.security = security
-        self.answeredOnRead = answeredOnRead
+        self.onRead = onRead
     }
 
     /// Its flags through which a central learns the value: read, notify, indicate.
@@ -308,13 +308,34 @@ public struct GATTCharacteristic: Hashable, Sendable {
 }
 
 /// Answers centrals' reads of the characteristics whose values are made when asked
-/// (``GATTCharacteristic/answeredOnRead``).
-public protocol GATTReadAnswering: Sendable {
+/// (``GATTCharacteristic/onRead``).
+public protocol GATTReadAnswering: AnyObject, Sendable {
     /// The bytes that answer `central`'s read of `characteristic` (`central` empty when the
     /// stack did not say who).
     /// - Throws: ``GATTReadError`` when there is no fresh value to give: the central gets an
     ///   ATT error, never a value passed off as fresh.
     func answer(_ characteristic: GATTCharacteristicID, central: String) async throws(GATTReadError) -> [UInt8]
+}
+
+/// A characteristic's read handler (``GATTCharacteristic/onRead``): its answerer, the same
+/// handler as long as it is the same answerer (an application served again with it is
+/// unchanged).
+public struct GATTReadHandler: Hashable, Sendable {
+    /// What answers the reads.
+    public let answerer: any GATTReadAnswering
+
+    /// A handler asking `answerer`.
+    public init(_ answerer: any GATTReadAnswering) {
+        self.answerer = answerer
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.answerer === b.answerer
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(answerer))
+    }
 }
 
 /// Why a read got no value (a program that failed or ran past its time), in a line.

@@ -7,9 +7,4 @@ public protocol GATTServing: Sendable {
     /// indicated) of it.
     /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
     func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws
-
-    /// Answers centrals' reads of the characteristics ``GATTCharacteristic/answeredOnRead``
-    /// marks with `answerer` from now on: each read at offset 0 asks it, and the rest of a long
-    /// read is cut from that answer. Before this is called, they are answered from the value held.
-    func answerReads(with answerer: any GATTReadAnswering) async
 }

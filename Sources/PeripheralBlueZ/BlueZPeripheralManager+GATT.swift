@@ -76,7 +76,7 @@ extension BlueZPeripheralManager: GATTServing {
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 let options = call.arguments[0].variantDictionary ?? [:]
                 try await self.admit(characteristic, id, options: options, to: "read")
-                return [.bytes(try await self.read(id, asked: characteristic.answeredOnRead, at: path, options: options))]
+                return [.bytes(try await self.read(id, handler: characteristic.onRead, at: path, options: options))]
             },
             DBusMethod("WriteValue", inputs: [GATTObjectTree.valueArgument, GATTObjectTree.optionsArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
@@ -130,14 +130,7 @@ extension BlueZPeripheralManager: GATTServing {
     /// The most long reads kept at once: a central that starts one and goes away leaves it.
     static let maximumLongReads = 64
 
-    /// Asks `answerer` for the values of the characteristics marked
-    /// `answeredOnRead` when a central reads one (at offset 0); its error
-    /// reaches bluetoothd as `org.bluez.Error.Failed`, which it answers with ATT's 0x80.
-    public func answerReads(with answerer: any GATTReadAnswering) {
-        self.answerer = answerer
-    }
-
-    private func read(_ id: GATTCharacteristicID, asked: Bool, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
+    private func read(_ id: GATTCharacteristicID, handler: GATTReadHandler?, at path: DBusObjectPath, options: [String: DBusValue]) async throws -> [UInt8] {
         let central = Self.central(options)
         let key = LongRead(characteristic: id, central: central)
         // A Read (Blob) Response carries the ATT MTU less 1 byte; 23 is ATT's least MTU.
@@ -145,9 +138,9 @@ extension BlueZPeripheralManager: GATTServing {
         let offset = Int(options["offset"]?.uint16 ?? 0)
         let value: [UInt8]
         if offset == 0 {
-            if asked, let answerer {
+            if let handler {
                 do throws(GATTReadError) {
-                    value = try await answerer.answer(id, central: central)
+                    value = try await handler.answerer.answer(id, central: central)
                 } catch {
                     // bluetoothd answers org.bluez.Error.Failed whose message is no number
                     // with ATT's 0x80, an application error.

@@ -43,9 +43,6 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// than one response, by characteristic and central; its reads at later offsets (ATT's
     /// Read Blob) come from it, so a `set` in between cannot tear what it reads.
     var longReads: [LongRead: [UInt8]] = [:]
-    /// What answers reads of the characteristics marked ``GATTCharacteristic/answeredOnRead``
-    /// (``answerReads(with:)``).
-    var answerer: (any GATTReadAnswering)?
     /// Registrations given up whose unregistering got no answer: BlueZ may still hold them,
     /// so the audit asks again.
     var retired: [DBusObjectPath: (adapter: String, generation: StackGeneration)] = [:]

@@ -9,12 +9,4 @@ extension MockPeripheralManager: GATTServing {
             $0.updatedValues.append((value, characteristic, application))
         }
     }
-
-    /// Records the call and keeps `answerer` for ``centralReads(_:central:)``; never fails.
-    public func answerReads(with answerer: any GATTReadAnswering) async {
-        state.withLock {
-            $0.calls.answerers += 1
-            $0.answerer = answerer
-        }
-    }
 }

@@ -50,8 +50,6 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var unanswered: [UnsafeContinuation<Void, Never>] = []
         /// The kind of each identity a registration handed out, for its unregistering.
         var kinds: [RegistrationID: RegistrationSubject.Kind] = [:]
-        /// What answers reads (``answerReads(with:)``), the last one given.
-        var answerer: (any GATTReadAnswering)?
     }
 
     /// Everything the mock was asked, in order per kind of call.
@@ -92,8 +90,6 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var disconnected: [(central: String, adapter: String)] = []
         /// What `setAlias` was called with, in order.
         public var aliases: [(alias: String, adapter: String)] = []
-        /// How many times `answerReads(with:)` was called.
-        public var answerers = 0
         /// Calls nobody scripted, described.
         public var unscripted: [String] = []
     }
@@ -152,12 +148,12 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         return await decider.decide(request)
     }
 
-    /// Asks the answerer given last (``answerReads(with:)``) for `characteristic`, as the stack
-    /// does when a central reads a characteristic marked `answeredOnRead`; nil when none
-    /// was given.
+    /// Asks the read handler that `characteristic` was registered with last
+    /// (``GATTCharacteristic/onRead``), as the stack does when a central reads it; nil when the
+    /// application registered last has no such characteristic, or it has no handler.
     public func centralReads(_ characteristic: GATTCharacteristicID, central: String = "") async throws(GATTReadError) -> [UInt8]? {
-        guard let answerer = state.withLock({ $0.answerer }) else { return nil }
-        return try await answerer.answer(characteristic, central: central)
+        guard let handler = calls.registeredApplications.last?.application[characteristic]?.onRead else { return nil }
+        return try await handler.answerer.answer(characteristic, central: central)
     }
 
     /// Makes `events()` throw `error` (a bus that refuses the subscription).

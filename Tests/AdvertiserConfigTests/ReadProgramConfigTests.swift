@@ -10,14 +10,13 @@ import Testing
 struct ReadProgramConfigTests: ReadsConfigText {
     static let pi = String(ConfigFixtures.piTemperature("/usr/local/bin/cpu-temp").dropLast())
 
-    @Test("read names the program; the characteristic is answered on read, with no value until it runs")
+    @Test("read names the program; the characteristic has no value until it runs")
     func readProgram() throws {
         let config = try parse(Self.pi + "\nread_timeout = 0.5\nnotify_every = 30\n")
 
         let service = try #require(config.services["pi"])
         #expect(service.programs["temperature"] == ReadProgram(
             command: ["/usr/local/bin/cpu-temp"], maxAge: .seconds(2), timeout: .milliseconds(500), notifyEvery: .seconds(30)))
-        #expect(service.service.characteristics.first?.answeredOnRead == true)
         #expect(service.service.characteristics.first?.value == [])
         #expect(service.values["temperature"] == nil)
     }

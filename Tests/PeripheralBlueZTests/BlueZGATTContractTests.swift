@@ -393,10 +393,10 @@ struct BlueZGATTContractTests {
         }
     }
 
-    /// The application with the label answered on read.
-    static var answeredLabel: GATTApplication {
+    /// The application with the label answered on read by `answerer`.
+    static func answeredLabel(by answerer: Answerer) -> GATTApplication {
         var application = application
-        application[GATTCharacteristicID(service: "lamp", characteristic: "label")]?.answeredOnRead = true
+        application[GATTCharacteristicID(service: "lamp", characteristic: "label")]?.onRead = GATTReadHandler(answerer)
         return application
     }
 
@@ -404,8 +404,7 @@ struct BlueZGATTContractTests {
     func readAsksTheAnswerer() async throws {
         let session = try await StandInSession()
         let answerer = Answerer(.success(Array("fresh".utf8)))
-        await session.manager.answerReads(with: answerer)
-        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        _ = try await session.manager.register(.application(Self.answeredLabel(by: answerer)), on: "hci0")
         let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
 
         let value = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
@@ -417,8 +416,7 @@ struct BlueZGATTContractTests {
     @Test("an answerer's error reaches bluetoothd as org.bluez.Error.Failed with a message that is no number: the central gets ATT 0x80")
     func answererErrorIsApplicationError() async throws {
         let session = try await StandInSession()
-        await session.manager.answerReads(with: Answerer(.failure(GATTReadError("exited 1"))))
-        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        _ = try await session.manager.register(.application(Self.answeredLabel(by: Answerer(.failure(GATTReadError("exited 1"))))), on: "hci0")
         let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
 
         let error = await #expect(throws: DBusError.self) {
@@ -433,8 +431,7 @@ struct BlueZGATTContractTests {
     func otherReadsAskNoOne() async throws {
         let session = try await StandInSession()
         let answerer = Answerer(.success([1]))
-        await session.manager.answerReads(with: answerer)
-        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        _ = try await session.manager.register(.application(Self.answeredLabel(by: answerer)), on: "hci0")
         let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
 
         let value = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
@@ -447,10 +444,9 @@ struct BlueZGATTContractTests {
     func securedAnsweredReadRunsNothingForAStranger() async throws {
         let session = try await StandInSession(admits: { $0 == "00:AA:02:00:00:77" })
         let answerer = Answerer(.success([1]))
-        await session.manager.answerReads(with: answerer)
         var application = Self.secured
-        application[GATTCharacteristicID(service: "door", characteristic: "lock")]?.answeredOnRead = true
-        try #require(application.characteristics.first?.characteristic.answeredOnRead == true)
+        application[GATTCharacteristicID(service: "door", characteristic: "lock")]?.onRead = GATTReadHandler(answerer)
+        try #require(application.characteristics.first?.characteristic.onRead != nil)
         _ = try await session.manager.register(.application(application), on: "hci0")
         let path = try await Self.characteristics(session)["6e400011-b5a3-f393-e0a9-e50e24dcca9e"]!
 
@@ -465,8 +461,7 @@ struct BlueZGATTContractTests {
         let session = try await StandInSession()
         let long = Array("an answer longer than one response".utf8)
         let answerer = Answerer(.success(long))
-        await session.manager.answerReads(with: answerer)
-        _ = try await session.manager.register(.application(Self.answeredLabel), on: "hci0")
+        _ = try await session.manager.register(.application(Self.answeredLabel(by: answerer)), on: "hci0")
         let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
 
         let first = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])

@@ -60,6 +60,9 @@ protocol DaemonComponent: Actor {
     /// `states` (each advertisement's and service's, by name) with its share in them: what the
     /// component changes of how they are on air.
     func contribute(to states: [String: AdvertisementState]) async -> [String: AdvertisementState]
+    /// `application` (the services offered) with its share in it, each time it is served: the
+    /// handlers of the characteristics it answers when read.
+    func contribute(to application: GATTApplication) async -> GATTApplication
 }
 
 extension DaemonComponent {
@@ -70,6 +73,7 @@ extension DaemonComponent {
     func start(showing stage: any Showing) async {}
     func stop() async {}
     func contribute(to states: [String: AdvertisementState]) async -> [String: AdvertisementState] { states }
+    func contribute(to application: GATTApplication) async -> GATTApplication { application }
 }
 
 /// Hands BlueZ's events to the components: each takes what its ``DaemonComponent/delivery(of:)``

@@ -41,8 +41,6 @@ struct Composition<C: Clock>: Sendable where C.Duration == Duration {
         let improv = ImprovProvisioner(
             config: config.improv, configPath: parts.configPath, clock: parts.clock, logger: parts.logger, executor: executor,
             joiners: { [joiner = parts.joiner, bus = parts.bus, clock = parts.clock] config in joiner ?? bus.joiner(for: config, clock: clock) })
-        stage = Stage(
-            values: values, module: module, withheld: ImprovProvisioner<C>.withheldAtStart, owned: ImprovProvisioner<C>.owned, executor: executor)
         let reads = ReadAnswers(services: config.services, port: values, clock: parts.clock, logger: parts.logger, executor: executor)
         let pairing = Pairing(
             config: config.pairing, bondNeeded: Pairing<C>.bondNeeded(config.services.values), configPath: parts.configPath, module: module,
@@ -59,9 +57,9 @@ struct Composition<C: Clock>: Sendable where C.Duration == Duration {
             executor: executor)
         let rotation = Rotation(config: config, port: module, clock: parts.clock, logger: parts.logger, executor: executor)
         components = [improv, values, reads, module, pairing, alias, centrals, events, telemetry, rotation]
-        connect = { [manager = parts.manager] in
-            await manager.answerReads(with: reads)
-            await values.watchSends(by: centrals)
-        }
+        stage = Stage(
+            values: values, module: module, withheld: ImprovProvisioner<C>.withheldAtStart, owned: ImprovProvisioner<C>.owned,
+            components: components, executor: executor)
+        connect = { await values.watchSends(by: centrals) }
     }
 }

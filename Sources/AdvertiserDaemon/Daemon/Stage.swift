@@ -29,10 +29,17 @@ actor Stage<C: Clock>: Showing where C.Duration == Duration {
     var withheld: [String: String]
     /// The names whose values a component owns (Improv's state), each with why no one sets them.
     let owned: [String: String]
+    /// The components, each of which may add its share to the application served.
+    let components: [any DaemonComponent]
 
     /// A stage over `values` and `module`, `withheld` (by name, with why) until their components
-    /// offer them, `owned` (by name, with why) by their components, running on `executor`.
-    init(values: Values<C>, module: BluetoothModule<C>, withheld: [String: String], owned: [String: String], executor: any SerialExecutor) {
+    /// offer them, `owned` (by name, with why) by their components, serving the application
+    /// with the share of each of `components`, running on `executor`.
+    init(
+        values: Values<C>, module: BluetoothModule<C>, withheld: [String: String], owned: [String: String],
+        components: [any DaemonComponent] = [], executor: any SerialExecutor
+    ) {
+        self.components = components
         self.values = values
         self.module = module
         self.withheld = withheld
@@ -62,10 +69,14 @@ actor Stage<C: Clock>: Showing where C.Duration == Duration {
         return services.contains(name) || advertisements.contains(name) ? reason : nil
     }
 
-    /// The services offered as one application, in name order; nil when there are none.
+    /// The services offered as one application, in name order, with each component's share
+    /// in it (``DaemonComponent/contribute(to:)-(GATTApplication)``: the read programs' handlers);
+    /// nil when there are none.
     func application() async -> GATTApplication? {
         let withheld = withheld
-        return await values.application { withheld[$0] == nil }
+        guard var application = await values.application(offering: { withheld[$0] == nil }) else { return nil }
+        for component in components { application = await component.contribute(to: application) }
+        return application
     }
 
     func show(_ name: String, _ shown: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async {

@@ -167,6 +167,14 @@ actor ReadAnswers<C: Clock>: GATTReadAnswering where C.Duration == Duration {
         polls.removeValue(forKey: id)?.cancel()
     }
 
+    /// Its share in the application served: it answers the reads of each characteristic with
+    /// a program.
+    func contribute(to application: GATTApplication) -> GATTApplication {
+        var application = application
+        for id in entries.keys where application[id] != nil { application[id]!.onRead = GATTReadHandler(self) }
+        return application
+    }
+
     /// Its part of a reloaded config: the services' read programs.
     func reconfigure(from config: DaemonConfig) {
         reconfigure(config.services)

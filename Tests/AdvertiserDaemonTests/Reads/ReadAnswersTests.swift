@@ -109,10 +109,9 @@ struct ReadAnswersTests {
         static let services: [String: ConfiguredService] = {
             let temperature = GATTCharacteristic(
                 name: "temperature", uuid: BluetoothUUID(0x2A6E), flags: [.read, .notify],
-                format: GATTFormat(.sint16, exponent: -2, range: -273.15...327.67), value: [], answeredOnRead: true)
+                format: GATTFormat(.sint16, exponent: -2, range: -273.15...327.67), value: [])
             let load = GATTCharacteristic(
-                name: "load", uuid: BluetoothUUID(0xFFF1), flags: [.read], format: GATTFormat(.utf8, maximumLength: 32), value: [],
-                answeredOnRead: true)
+                name: "load", uuid: BluetoothUUID(0xFFF1), flags: [.read], format: GATTFormat(.utf8, maximumLength: 32), value: [])
             return ["pi": ConfiguredService(
                 service: GATTService(name: "pi", uuid: BluetoothUUID(0xFFF0), characteristics: [temperature, load]), values: [:],
                 programs: [
