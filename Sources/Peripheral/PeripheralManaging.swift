@@ -18,8 +18,8 @@ public struct RegistrationID: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What a `PeripheralManaging` registers with the stack. Every kind is registered and
-/// unregistered the same way (``PeripheralManaging/register(_:on:)``,
-/// ``PeripheralManaging/unregister(_:)``); a new kind is a case here and its registration in
+/// unregistered the same way (``RegistrationManaging/register(_:on:)``,
+/// ``RegistrationManaging/unregister(_:)``); a new kind is a case here and its registration in
 /// each manager.
 public enum RegistrationSubject: Sendable {
     /// An advertisement, on air once registered.
@@ -29,7 +29,7 @@ public enum RegistrationSubject: Sendable {
     /// as ``PeripheralEvent/gatt(_:)``.
     case application(GATTApplication)
     /// The pairing agent, the stack's default, answering its requests with `decider`. With an
-    /// agent the stack lets centrals bond; ``PeripheralManaging/setPairable(_:adapter:)``
+    /// agent the stack lets centrals bond; ``BondManaging/setPairable(_:adapter:)``
     /// closes the adapter again (the stack may reopen it whenever an agent registers, so call
     /// it after this). The stack holds it for every adapter.
     case agent(PairingMethod, decider: any PairingDecider)

@@ -149,7 +149,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     }
 
     /// Asks the read handler that `characteristic` was registered with last
-    /// (``GATTCharacteristic/onRead``), as the stack does when a central reads it; nil when the
+    /// (`GATTCharacteristic.onRead`), as the stack does when a central reads it; nil when the
     /// application registered last has no such characteristic, or it has no handler.
     public func centralReads(_ characteristic: GATTCharacteristicID, central: String = "") async throws(GATTReadError) -> [UInt8]? {
         guard let handler = calls.registeredApplications.last?.application[characteristic]?.onRead else { return nil }
