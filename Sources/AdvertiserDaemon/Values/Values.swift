@@ -48,23 +48,25 @@ actor Values<C: Clock> where C.Duration == Duration {
         var values: Coalesced<ConfiguredAdvertisement>
         /// BTHome's packet id, changed with each new set of values.
         var packetID: UInt8 = 0
-        /// The BTHome event in its packets now (Events' burst), nil between events.
-        var event: BTHome.Event?
-        /// A TLM frame's counters as last brought up to date (Telemetry), nil before.
-        var counters: EddystoneTLM.Counters?
+        /// What components put in its packets now, by owner (``PacketShare``).
+        var shares: [String: PacketShare] = [:]
 
         init(_ configured: ConfiguredAdvertisement) {
             values = Coalesced(configured)
         }
 
-        /// The advertisement in force, with its packet id and the event being sent, or its TLM
-        /// counters.
+        /// The advertisement in force, with its packet id and the components' shares.
         var advertisement: Advertisement {
             var live = values.live
-            live.bthome?.event = event
-            // The values in force were checked when they were set, with the fullest event the
-            // sensor sends: building them again succeeds.
-            return (try? live.advertisement(packetID: packetID, counters: counters)) ?? values.live.advertisement
+            for owner in shares.keys.sorted() { shares[owner]!.apply(&live) }
+            // The values in force were checked when they were set, with the fullest share a
+            // component puts in (a sensor's fullest event): building them again succeeds.
+            return (try? live.advertisement(packetID: packetID)) ?? values.live.advertisement
+        }
+
+        /// Whether a share holds its packets as they are (``PacketShare/holds``).
+        var held: Bool {
+            shares.values.contains(where: \.holds)
         }
     }
 
@@ -183,8 +185,9 @@ actor Values<C: Clock> where C.Duration == Duration {
             }
             if entry.values.file != configured {
                 entry.packetID &+= 1
-                // The sensor may have other buttons now: its event's burst ends here.
-                entry.event = nil
+                // What holds the packets ends here (the sensor may have other buttons now: its
+                // event's burst ends).
+                entry.shares = entry.shares.filter { !$0.value.holds }
             }
             entry.values = entry.values.reloaded(from: configured)
             next[name] = entry
@@ -309,9 +312,9 @@ actor Values<C: Clock> where C.Duration == Duration {
         while true {
             switch target {
             case .advertisement(let name):
-                // During an event's burst its packet stays as it is (a new packet id would
-                // report the event again): the values set go with the burst's end (Events).
-                if entries[name]?.event != nil {
+                // While a share holds its packets they stay as they are (a new packet id would
+                // report a BTHome event again): the values set go when it is taken out.
+                if entries[name]?.held == true {
                     entries[name]?.values.senderEnded()
                     return
                 }
@@ -364,10 +367,11 @@ actor Values<C: Clock> where C.Duration == Duration {
         }
     }
 
-    // MARK: Improv's values
+    // MARK: A component's own service and advertisement
 
-    /// Improv's characteristics of service `name` take `values`, each at once and in this order,
-    /// and its advertisement takes `advertisement` (sent as values set are).
+    /// The characteristics of service `name` take `values`, each at once and in this order,
+    /// and its advertisement takes `advertisement` (sent as values set are): what a component
+    /// that owns them shows (through the ``Stage``).
     func show(_ name: String, _ values: [(characteristic: String, bytes: [UInt8])], advertisement: ConfiguredAdvertisement) async {
         for (characteristic, bytes) in values {
             services[name]?.held { $0.store(.bytes(bytes), bytes: bytes, for: characteristic) }
@@ -378,7 +382,7 @@ actor Values<C: Clock> where C.Duration == Duration {
         }
     }
 
-    /// Service `name` starts afresh from `service` (a new Improv session).
+    /// Service `name` starts afresh from `service` (its component begins anew).
     func replace(_ name: String, with service: ConfiguredService) {
         services[name] = Coalesced(service)
     }
