@@ -13,7 +13,8 @@ public import Peripheral
 ///
 /// Adding a method: an entry of ``Method/all`` (`ControlMethods.swift`) with the part it belongs
 /// to (``AdvertisingControl``, ``PairingControl``, ``ImprovControl``, or a feature's own), its
-/// arguments, who may call it (``Method/access``) and its handler, and its rule in the bus policy
+/// arguments, who may call it (``Method/access``) and its handler (which reads its arguments
+/// typed, through ``ControlArgument``, as the client sends them), and its rule in the bus policy
 /// unless it is root's alone; then the contract's tests say what else to update.
 public enum ControlAPI {
     /// bleadvd's version, which `--version` of both programs prints and the Makefile gives
