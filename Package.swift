@@ -121,7 +121,7 @@ let package = Package(
         // clock, and no dbus-daemon.
         .target(
             name: "AdvertiserDaemonTesting",
-            dependencies: ["AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "Events", "Peripheral"],
+            dependencies: ["AdvertiserDaemon", "AdvertiserControl", "AdvertiserConfig", "DBus", "Events", "Peripheral"],
             path: "Tests/AdvertiserDaemonTesting"
         ),
         .testTarget(name: "EventsTests", dependencies: ["Events", "TestSupport"]),
@@ -132,7 +132,9 @@ let package = Package(
         .testTarget(name: "PeripheralBlueZTests", dependencies: ["PeripheralBlueZ", "BluetoothModule", "PeripheralMocks", "TestSupport"]),
         .testTarget(
             name: "BleadvctlTests",
-            dependencies: ["BleadvctlCommands", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "AdvertiserControl", "BleadvctlCommands", "DBus", "Peripheral", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(name: "AdvertiserConfigTests", dependencies: ["AdvertiserConfig", "TestSupport"], exclude: ["Corpus"]),
         .testTarget(

@@ -16,12 +16,12 @@ public struct AdvertiserClient {
 
     /// Puts advertisements on air (all configured when `names` is empty).
     public func on(_ names: [String]) throws {
-        _ = try call(.on, [.strings(names)])
+        _ = try call(.on, names)
     }
 
     /// Takes advertisements off air (all configured when `names` is empty).
     public func off(_ names: [String]) throws {
-        _ = try call(.off, [.strings(names)])
+        _ = try call(.off, names)
     }
 
     /// The state of every advertisement, by name.
@@ -45,14 +45,13 @@ public struct AdvertiserClient {
     /// Changes values of an advertisement on air (`bleadvctl set`): each value as typed; the
     /// daemon reads it as the type its key holds.
     public func set(_ name: String, _ values: [String: String]) throws {
-        _ = try call(.set, [.string(name), .variantDictionary(values.mapValues { .string($0) })])
+        _ = try call(.set, name, values.mapValues { Variant(.string($0)) })
     }
 
     /// Sends a BTHome sensor's event (`button=long_press`, `button.2=press`, `dimmer=-3`); returns
     /// how many events wait before it and how long each is on air.
     public func event(_ name: String, _ given: [String: String]) throws -> EventQueued {
-        let entries = given.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) }
-        let reply = try call(.event, [.string(name), .dictionary(key: .string, value: .string, entries)])
+        let reply = try call(.event, name, given)
         return EventQueued(ahead: Int(reply.first?.uint32 ?? 0), burstSeconds: reply.dropFirst().first?.double ?? 0)
     }
 
@@ -64,20 +63,20 @@ public struct AdvertiserClient {
     /// Opens a pairing window for `seconds` (0: the configured length); returns the method and
     /// the window's length in seconds.
     public func pair(seconds: UInt32) throws -> (method: String, seconds: UInt32) {
-        let reply = try call(.pair, [.uint32(seconds)])
+        let reply = try call(.pair, seconds)
         return (reply[0].string ?? "", reply[1].uint32 ?? 0)
     }
 
     /// Allows one connected central (`central`; empty: the only one connected) to provision
     /// Improv Wi-Fi; returns for how many seconds, and the central's address.
     public func improvAuthorize(_ central: String) throws -> (seconds: UInt32, central: String) {
-        let reply = try call(.improvAuthorize, [.string(central)])
+        let reply = try call(.improvAuthorize, central)
         return (reply[0].uint32 ?? 0, reply[1].string ?? "")
     }
 
     /// Answers a numeric comparison.
     public func confirm(_ central: String, matches: Bool) throws {
-        _ = try call(.confirm, [.string(central), .boolean(matches)])
+        _ = try call(.confirm, central, matches)
     }
 
     /// The bonded centrals, in the daemon's order (by address).
@@ -91,12 +90,12 @@ public struct AdvertiserClient {
     /// Removes the bond with a central: one that bonded in a window of bleadvd's, or any when
     /// `any` is true.
     public func forget(_ central: String, any: Bool = false) throws {
-        _ = try call(.forget, [.string(central), .boolean(any)])
+        _ = try call(.forget, central, any)
     }
 
     /// Records an existing bond with `central` as one of bleadvd's (secured characteristics).
     public func adopt(_ central: String) throws {
-        _ = try call(.adopt, [.string(central)])
+        _ = try call(.adopt, central)
     }
 
     /// The centrals connected now, by address.
@@ -108,7 +107,17 @@ public struct AdvertiserClient {
 
     /// Ends the link with a connected central.
     public func disconnect(_ central: String) throws {
-        _ = try call(.disconnect, [.string(central)])
+        _ = try call(.disconnect, central)
+    }
+
+    /// Calls `method` with one argument, encoded as the handler decodes it (``ControlArgument``).
+    private func call<A: ControlArgument>(_ method: ControlAPI.Method, _ a: A) throws -> [DBusValue] {
+        try call(method, [a.dbusValue])
+    }
+
+    /// Calls `method` with two arguments, encoded as the handler decodes them.
+    private func call<A: ControlArgument, B: ControlArgument>(_ method: ControlAPI.Method, _ a: A, _ b: B) throws -> [DBusValue] {
+        try call(method, [a.dbusValue, b.dbusValue])
     }
 
     /// Calls `method`; a reply that is not what the contract declares is refused.

@@ -6,14 +6,15 @@ public import Peripheral
 /// policy and `bleadvd(8)` to it. Any program can use it; `bleadvctl` is one.
 ///
 /// Bus name `org.bleadvd.Advertiser` on the system bus, object `/org/bleadvd/Advertiser`,
-/// interface `org.bleadvd.Advertiser1`; its members are ``Method`` and ``Signal``. Errors are
+/// interface `org.bleadvd.Advertiser1`; its members are ``Method`` and ``signals`` (each a ``ControlSignal``). Errors are
 /// named `org.bleadvd.Error.<Code>` after `PeripheralError.Code` (e.g.
 /// `org.bleadvd.Error.UnknownName`), plus `org.bleadvd.Error.Config` for a refused config
 /// (``errorNames``).
 ///
 /// Adding a method: an entry of ``Method/all`` (`ControlMethods.swift`) with the part it belongs
 /// to (``AdvertisingControl``, ``PairingControl``, ``ImprovControl``, or a feature's own), its
-/// arguments, who may call it (``Method/access``) and its handler, and its rule in the bus policy
+/// arguments, who may call it (``Method/access``) and its handler (which reads its arguments
+/// typed, through ``ControlArgument``, as the client sends them), and its rule in the bus policy
 /// unless it is root's alone; then the contract's tests say what else to update.
 public enum ControlAPI {
     /// bleadvd's version, which `--version` of both programs prints and the Makefile gives
@@ -93,73 +94,6 @@ public enum ControlAPI {
             /// Root alone: it lets a central in, or reaches the box's bonds or its network
             /// (pairing, confirming, bonds, forgetting, adopting, authorizing Improv).
             case root
-        }
-    }
-    /// A signal of the control interface.
-    public enum Signal: String, CaseIterable, Sendable {
-        /// `StateChanged(s name, s state)`, once per change; changes in quick succession are
-        /// coalesced, so a listener may miss a passing state but always gets the latest.
-        case stateChanged = "StateChanged"
-        /// `ValuesChanged(s name, a{ss} values)` when changed values went to BlueZ: every key of
-        /// the advertisement with its value as the config file would write it; a service's
-        /// secured characteristics only in the copy sent to each subscriber (`Subscribe`).
-        case valuesChanged = "ValuesChanged"
-        /// `Written(s service, s characteristic, v value, s central)` when a connected central
-        /// wrote a characteristic and the value was taken (it fit the declared format): the
-        /// value is a number (d), text (s) or bytes (ay) as the format says, and no bytes for a
-        /// write-only characteristic, whose values are secrets; no bytes either for a secured
-        /// characteristic, but in the copy sent to each subscriber (`Subscribe`); `central` is
-        /// its address, empty when BlueZ did not say.
-        case written = "Written"
-        /// `Pairing(s event, s central, s detail)`: what happens in a pairing window, sent to
-        /// the connection that opened it with `Pair` alone (a directed signal: no other
-        /// connection receives it, whatever its match rules). `event` is `opened` and `closed`
-        /// (the window; `central` empty), `requested` (a central asks to pair; `detail` is the
-        /// 6-digit passkey the central's user types, or empty for just works), `confirm` (does
-        /// the central show `detail`? answer with `Confirm`), `paired`, `refused` (`detail`
-        /// says why: past its attempts, a bond without a code in a passkey or
-        /// numeric-comparison window, not confirmed) and `failed` (no bond within the time: a
-        /// wrong code, or the central gave up).
-        case pairing = "Pairing"
-        /// `Connected(s central, s adapter)`: a central's link with the adapter came up. Who is
-        /// connected is the owner's business: the bus policy lets root, bleadvd's user and group
-        /// `bleadvd` alone receive it, `Disconnected`, `LinkChanged` and `Subscription`.
-        case connected = "Connected"
-        /// `Disconnected(s central, s adapter, s reason)`: it ended; `reason` says why when
-        /// bleadvd ended it (`max_centrals`, idle, `Disconnect`), and is empty otherwise.
-        case disconnected = "Disconnected"
-        /// `LinkChanged(s central, s adapter, q mtu, as cut)` when what a link carries became
-        /// known or changed: its ATT MTU (bluetoothd passes it with the central's reads, writes
-        /// and subscriptions), and `cut`, the characteristics (`service.characteristic`) whose
-        /// notified value was longer than MTU − 3 bytes, which BlueZ cuts for it.
-        case linkChanged = "LinkChanged"
-        /// `Subscription(s service, s characteristic, b subscribed)`: a central subscribed to a
-        /// characteristic's notifications or indications (`true`, once per central that turns
-        /// them on), or none is subscribed any longer (`false`: the last one turned them off or
-        /// left). BlueZ does not say which central; `Centrals` lists it when only one was
-        /// connected. A bonded central's subscription outlasts its link (bluetoothd keeps it).
-        case subscription = "Subscription"
-
-        /// The member name.
-        public var name: String { rawValue }
-
-        /// Its arguments.
-        public var arguments: [DBusArgument] {
-            switch self {
-            case .stateChanged: [DBusArgument("name", .string), DBusArgument("state", .string)]
-            case .valuesChanged: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .string))]
-            case .written:
-                [DBusArgument("service", .string), DBusArgument("characteristic", .string), DBusArgument("value", .variant),
-                 DBusArgument("central", .string)]
-            case .pairing: [DBusArgument("event", .string), DBusArgument("central", .string), DBusArgument("detail", .string)]
-            case .connected: [DBusArgument("central", .string), DBusArgument("adapter", .string)]
-            case .disconnected: [DBusArgument("central", .string), DBusArgument("adapter", .string), DBusArgument("reason", .string)]
-            case .linkChanged:
-                [DBusArgument("central", .string), DBusArgument("adapter", .string), DBusArgument("mtu", .uint16),
-                 DBusArgument("cut", .array(.string))]
-            case .subscription:
-                [DBusArgument("service", .string), DBusArgument("characteristic", .string), DBusArgument("subscribed", .boolean)]
-            }
         }
     }
 }

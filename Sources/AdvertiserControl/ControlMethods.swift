@@ -13,12 +13,18 @@ extension ControlAPI.Method {
     /// `On(as names)`: puts advertisements on air (every configured one when `names` is
     /// empty); returns once BlueZ registered them all.
     public static let on = Self("On", of: (any AdvertisingControl).self, inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
-        { call in try await perform { () throws(PeripheralError) in try await target.on(call.arguments[0].stringArray ?? []) } }
+        { call in
+            let names = try call.decoded([String].self)
+            return try await perform { () throws(PeripheralError) in try await target.on(names) }
+        }
     }
 
     /// `Off(as names)`: takes advertisements off air (every configured one when empty).
     public static let off = Self("Off", of: (any AdvertisingControl).self, inputs: [DBusArgument("names", .array(.string))], access: .group) { target in
-        { call in try await perform { () throws(PeripheralError) in try await target.off(call.arguments[0].stringArray ?? []) } }
+        { call in
+            let names = try call.decoded([String].self)
+            return try await perform { () throws(PeripheralError) in try await target.off(names) }
+        }
     }
 
     /// `Status() -> a{sa{sv}}`: per configured name, advertisements and GATT services (whose
@@ -53,15 +59,15 @@ extension ControlAPI.Method {
         "Set", of: (any AdvertisingControl).self, inputs: [DBusArgument("name", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))], access: .group
     ) { target in
         { call in
-            try await perform { () throws(PeripheralError) in
+            let (name, given) = try call.decoded(String.self, Entries<Variant>.self)
+            return try await perform { () throws(PeripheralError) in
                 var values: [String: DBusValue] = [:]
-                for entry in call.arguments[1].dictionaryEntries ?? [] {
-                    guard let key = entry.key.string, let value = entry.value.variantValue else { continue }
-                    guard values.updateValue(value, forKey: key) == nil else {
+                for (key, value) in given.entries {
+                    guard values.updateValue(value.value, forKey: key) == nil else {
                         throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(key)) is given twice; give each key once")
                     }
                 }
-                try await target.set(call.arguments[0].string ?? "", values)
+                try await target.set(name, values)
             }
         }
     }
@@ -76,13 +82,11 @@ extension ControlAPI.Method {
         outputs: [DBusArgument("ahead", .uint32), DBusArgument("burst_seconds", .double)], access: .group
     ) { target in
         { call in
-            var given: [String: String] = [:]
-            for entry in call.arguments[1].dictionaryEntries ?? [] {
-                guard let key = entry.key.string, let value = entry.value.string else { continue }
-                given[key] = value
-            }
+            let (name, entries) = try call.decoded(String.self, Entries<String>.self)
+            // A key given twice: the last one counts.
+            let given = Dictionary(entries.entries, uniquingKeysWith: { $1 })
             return try await answer { () throws(PeripheralError) -> [DBusValue] in
-                let queued = try await target.event(call.arguments[0].string ?? "", given)
+                let queued = try await target.event(name, given)
                 return [.uint32(UInt32(clamping: queued.ahead)), .double(queued.burstSeconds)]
             }
         }
@@ -109,8 +113,8 @@ extension ControlAPI.Method {
         access: .root
     ) { target in
         { call in
-            try await answer { () throws(PeripheralError) in
-                let seconds = call.arguments[0].uint32 ?? 0
+            let seconds = try call.decoded(UInt32.self)
+            return try await answer { () throws(PeripheralError) in
                 let (method, length) = try await target.pair(for: seconds == 0 ? nil : Int(seconds), by: call.sender ?? "")
                 return [.string(method.rawValue), .uint32(UInt32(length))]
             }
@@ -124,9 +128,8 @@ extension ControlAPI.Method {
         "Confirm", of: (any PairingControl).self, inputs: [DBusArgument("central", .string), DBusArgument("matches", .boolean)], access: .root
     ) { target in
         { call in
-            try await perform { () throws(PeripheralError) in
-                try await target.confirm(call.arguments[0].string ?? "", matches: call.arguments[1].boolean ?? false, by: call.sender ?? "")
-            }
+            let (central, matches) = try call.decoded(String.self, Bool.self)
+            return try await perform { () throws(PeripheralError) in try await target.confirm(central, matches: matches, by: call.sender ?? "") }
         }
     }
 
@@ -148,9 +151,8 @@ extension ControlAPI.Method {
         "Forget", of: (any PairingControl).self, inputs: [DBusArgument("central", .string), DBusArgument("any", .boolean)], access: .root
     ) { target in
         { call in
-            try await perform { () throws(PeripheralError) in
-                try await target.forget(call.arguments[0].string ?? "", any: call.arguments[1].boolean ?? false)
-            }
+            let (central, any) = try call.decoded(String.self, Bool.self)
+            return try await perform { () throws(PeripheralError) in try await target.forget(central, any: any) }
         }
     }
 
@@ -159,7 +161,10 @@ extension ControlAPI.Method {
     /// secured characteristics, which bleadvd serves to the centrals its windows bonded
     /// alone (`UnknownName` when it is not bonded).
     public static let adopt = Self("Adopt", of: (any PairingControl).self, inputs: [DBusArgument("central", .string)], access: .root) { target in
-        { call in try await perform { () throws(PeripheralError) in try await target.adopt(call.arguments[0].string ?? "") } }
+        { call in
+            let central = try call.decoded(String.self)
+            return try await perform { () throws(PeripheralError) in try await target.adopt(central) }
+        }
     }
 
     /// `ImprovAuthorize(s central) -> (u seconds, s central)`: allows one connected central
@@ -175,8 +180,9 @@ extension ControlAPI.Method {
         outputs: [DBusArgument("seconds", .uint32), DBusArgument("central", .string)], access: .root
     ) { target in
         { call in
-            try await answer { () throws(PeripheralError) in
-                let (seconds, central) = try await target.improvAuthorize(call.arguments[0].string ?? "")
+            let given = try call.decoded(String.self)
+            return try await answer { () throws(PeripheralError) in
+                let (seconds, central) = try await target.improvAuthorize(given)
                 return [.uint32(UInt32(seconds)), .string(central)]
             }
         }
@@ -227,6 +233,74 @@ extension ControlAPI.Method {
     /// `Disconnect(s central)`: ends the link with a connected central (`UnknownName` when none
     /// is); a central that bonded may connect again.
     public static let disconnect = Self("Disconnect", of: (any CentralsControl).self, inputs: [DBusArgument("central", .string)], access: .root) { target in
-        { call in try await perform { () throws(PeripheralError) in try await target.disconnect(call.arguments[0].string ?? "") } }
+        { call in
+            let central = try call.decoded(String.self)
+            return try await perform { () throws(PeripheralError) in try await target.disconnect(central) }
+        }
+    }
+}
+
+extension DBusMethodCall {
+    /// The call's one argument, as `A`. The connection checked it against the method's inputs
+    /// already: one not of its type answers `InvalidArgs`.
+    func decoded<A: ControlArgument>(_ a: A.Type) throws -> A {
+        guard arguments.count == 1, let first = A(dbusValue: arguments[0]) else { throw mismatch }
+        return first
+    }
+
+    /// The call's two arguments, as `A` and `B`.
+    func decoded<A: ControlArgument, B: ControlArgument>(_ a: A.Type, _ b: B.Type) throws -> (A, B) {
+        guard arguments.count == 2, let first = A(dbusValue: arguments[0]), let second = B(dbusValue: arguments[1]) else { throw mismatch }
+        return (first, second)
+    }
+
+    /// The answer to arguments that are not the method's.
+    private var mismatch: DBusError {
+        DBusError(.invalidArgs, "\(message.member ?? "the call")'s arguments are not as the control API declares them")
+    }
+}
+
+/// A dictionary argument (`a{sv}`, `a{ss}`) as the call carries it: each entry in order, a key
+/// given twice kept twice, for the handler to refuse (`Set`) or take the last of (`Event`).
+struct Entries<Value: ControlArgument>: ControlArgument {
+    /// The entries, in the call's order.
+    var entries: [(key: String, value: Value)]
+
+    /// `a{s…}`.
+    static var dbusType: DBusType { .dictionary(key: .string, value: Value.dbusType) }
+    /// As a dictionary, in order.
+    var dbusValue: DBusValue { .dictionary(key: .string, value: Value.dbusType, entries.map { DBusDictEntry(.string($0.key), $0.value.dbusValue) }) }
+    /// The entries of a dictionary of strings to `Value`s; nil for any other.
+    init?(dbusValue: DBusValue) {
+        guard case .dictionary(.string, Value.dbusType, let items) = dbusValue else { return nil }
+        var entries: [(key: String, value: Value)] = []
+        for item in items {
+            guard let key = item.key.string, let value = Value(dbusValue: item.value) else { return nil }
+            entries.append((key, value))
+        }
+        self.entries = entries
+    }
+    /// The same entries in the same order.
+    static func == (a: Self, b: Self) -> Bool { a.entries.elementsEqual(b.entries) { $0.key == $1.key && $0.value == $1.value } }
+}
+
+/// A variant argument (`v`) holding any value: `Set`'s values, typed by their key.
+struct Variant: ControlArgument {
+    /// The value inside.
+    var value: DBusValue
+
+    /// `value` in a variant.
+    init(_ value: DBusValue) {
+        self.value = value
+    }
+
+    /// `v`.
+    static var dbusType: DBusType { .variant }
+    /// In a variant.
+    var dbusValue: DBusValue { .variant(value) }
+    /// The value inside a variant; nil for any other.
+    init?(dbusValue: DBusValue) {
+        guard let value = dbusValue.variantValue else { return nil }
+        self.value = value
     }
 }

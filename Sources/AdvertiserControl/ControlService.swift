@@ -94,75 +94,20 @@ public struct ReloadError: Error, Hashable, Sendable {
 /// Serves the control API for its ``ControlTargets`` on a connection.
 public enum ControlService {
     /// Exports the control object: every ``ControlAPI/Method`` with its handler, given the
-    /// target of its part, and every ``ControlAPI/Signal``. The caller owns the bus name
+    /// target of its part, and every signal (``ControlAPI/signals``). The caller owns the bus name
     /// (``ControlAPI/busName``).
     public static func export(_ targets: ControlTargets, on connection: DBusConnection) async throws {
         let methods = ControlAPI.Method.all.map { method in
             DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: method.handler(targets))
         }
-        let signals = ControlAPI.Signal.allCases.map { DBusSignalDescription($0.name, arguments: $0.arguments) }
+        let signals = ControlAPI.signals.map { DBusSignalDescription($0.name, arguments: $0.arguments) }
         try await connection.export(
             [DBusInterface(name: ControlAPI.interface, methods: methods, signals: signals)], at: ControlAPI.path)
     }
 
-    /// Announces that a central's link came up (`reason` nil) or ended (with why, or empty).
-    public static func linked(_ central: String, adapter: String, ended reason: String?, on connection: DBusConnection) async {
-        if let reason {
-            await emit(.disconnected, [.string(central), .string(adapter), .string(reason)], on: connection)
-        } else {
-            await emit(.connected, [.string(central), .string(adapter)], on: connection)
-        }
-    }
-
-    /// Announces what a central's link carries: its MTU, and the characteristics whose
-    /// notifications it cuts.
-    public static func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String], on connection: DBusConnection) async {
-        await emit(.linkChanged, [.string(central), .string(adapter), .uint16(UInt16(clamping: mtu)), .strings(cut)], on: connection)
-    }
-
-    /// Announces that a central subscribed to `service`'s `characteristic`, or that none is
-    /// subscribed any longer.
-    public static func subscription(_ service: String, _ characteristic: String, subscribed: Bool, on connection: DBusConnection) async {
-        await emit(.subscription, [.string(service), .string(characteristic), .boolean(subscribed)], on: connection)
-    }
-
-    /// Announces a state change.
-    public static func stateChanged(_ name: String, _ state: AdvertisementState.State, on connection: DBusConnection) async {
-        await emit(.stateChanged, [.string(name), .string(state.rawValue)], on: connection)
-    }
-
-    /// Announces that an advertisement's values changed on air: each key with its value as the
-    /// config file would write it.
-    public static func valuesChanged(_ name: String, _ values: [String: String], to subscriber: String? = nil, on connection: DBusConnection) async {
-        await emit(.valuesChanged, to: subscriber, [
-            .string(name),
-            .dictionary(key: .string, value: .string, values.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) }),
-        ], on: connection)
-    }
-
-    /// Announces a central's write that was taken; `value` nil for a secret (a write-only
-    /// characteristic's), sent as no bytes; to `subscriber` alone, or a broadcast.
-    public static func written(
-        _ service: String, _ characteristic: String, _ value: GATTValue?, central: String, to subscriber: String? = nil, on connection: DBusConnection
-    ) async {
-        let variant: DBusValue = switch value {
-        case .number(let number)?: .double(number)
-        case .text(let text)?: .string(text)
-        case .bytes(let bytes)?: .bytes(bytes)
-        case nil: .bytes([])
-        }
-        await emit(.written, to: subscriber, [.string(service), .string(characteristic), .variant(variant), .string(central)], on: connection)
-    }
-
-    /// Tells `opener` (the unique name that opened the window) what happens in its pairing
-    /// window (``ControlAPI/Signal/pairing``): a signal the bus delivers to it alone, since a
-    /// code on a broadcast reaches every local user who listens.
-    public static func pairing(_ event: String, central: String, detail: String = "", to opener: String, on connection: DBusConnection) async {
-        await emit(.pairing, to: opener, [.string(event), .string(central), .string(detail)], on: connection)
-    }
-
-    private static func emit(_ signal: ControlAPI.Signal, to destination: String? = nil, _ arguments: [DBusValue], on connection: DBusConnection) async {
-        assert(arguments.map(\.type) == signal.arguments.map(\.type), "\(signal.name)'s arguments are not as ControlAPI.Signal declares")
-        try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: signal.name, arguments, to: destination)
+    /// Sends `signal` from the control object: to `destination` alone (a unique name), or a
+    /// broadcast when it is nil.
+    public static func emit<Signal: ControlSignal>(_ signal: Signal, to destination: String? = nil, on connection: DBusConnection) async {
+        try? await connection.emit(path: ControlAPI.path, interface: ControlAPI.interface, member: Signal.name, signal.body, to: destination)
     }
 }

@@ -75,7 +75,7 @@ extension Bleadvctl {
             // Subscribed before the window opens: no request can come unseen. The daemon sends
             // them to this connection alone.
             let signals = try await connection.signals(matching: [DBusMatchRule(
-                sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: ControlAPI.Signal.pairing.name)])
+                sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: ControlAPI.Pairing.name)])
             let reply: [DBusValue]
             do {
                 reply = try await connection.call(
@@ -117,10 +117,10 @@ extension Bleadvctl {
                     await confirm(asking.removeFirst(), matches: answer == "y" || answer == "yes", on: connection)
                     if let next = asking.first { try emit("\(Central.named(next)): answer for it now [y/N] ") }
                 case .signal(let message):
-                    let body = message.body
-                    guard body.count == 3, let event = body[0].string, let central = body[1].string, let detail = body[2].string else { continue }
+                    guard let signal = ControlAPI.Pairing(body: message.body) else { continue }
+                    let (central, detail) = (signal.central, signal.detail)
                     let who = Central.named(central)
-                    switch event {
+                    switch signal.event {
                     case "requested":
                         try emit(detail.isEmpty ? "\(who): pairing (just works)\n" : "\(who): type \(Untrusted.escaped(detail)) on the central\n")
                     case "confirm":

@@ -53,13 +53,13 @@ extension Bleadvctl {
             let connection = try await connectToSystemBus(on: loop)
             // Subscribed before the rules are in place: what comes after them comes once.
             let subscribed = try await subscribe(on: connection)
-            let rules = ControlAPI.Signal.allCases.filter { $0 != .pairing }.map {
+            let rules = WatchFormat.signals.map {
                 DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
             }
             let signals = try await connection.signals(matching: rules)
             for await message in signals {
                 // Values and writes come whole to a subscriber, to it alone: their broadcasts are skipped.
-                let whole = [ControlAPI.Signal.valuesChanged.name, ControlAPI.Signal.written.name]
+                let whole = [ControlAPI.ValuesChanged.name, ControlAPI.Written.name]
                 if subscribed, message.destination == nil, whole.contains(message.member ?? "") { continue }
                 guard let line = WatchFormat.line(message, json: json) else { continue }
                 try emit(line + "\n")
@@ -93,69 +93,25 @@ extension Bleadvctl {
 
 /// `bleadvctl watch`'s lines.
 enum WatchFormat {
-    /// One line for a signal of the control API; nil for one it does not know or a malformed one.
+    /// The signals it prints, each decoded by its declaration (`ControlSignal`); a pairing
+    /// window's events are sent to its opener alone, never this command's to print.
+    static let signals: [any Watched.Type] = [
+        ControlAPI.StateChanged.self, ControlAPI.ValuesChanged.self, ControlAPI.Written.self, ControlAPI.Connected.self,
+        ControlAPI.Disconnected.self, ControlAPI.LinkChanged.self, ControlAPI.Subscription.self,
+    ]
+
+    /// One line for a signal of the control API; nil for one it does not print or a malformed one.
     static func line(_ message: DBusMessage, json: Bool) -> String? {
-        let body = message.body
-        switch message.member.flatMap(ControlAPI.Signal.init) {
-        case .written?:
-            guard body.count == 4, let service = body[0].string, let characteristic = body[1].string,
-                  let value = body[2].variantValue, let central = body[3].string else { return nil }
-            let text: String, jsonValue: String
-            switch value {
-            case .double(let number):
-                text = GATTFormat.shown(number)
-                jsonValue = StatusFormat.number(number)
-            case .string(let string):
-                text = Untrusted.quoted(string, limit: 512)
-                jsonValue = StatusFormat.quote(string)
-            default:
-                text = Hex.encode(value.bytes ?? [])
-                jsonValue = StatusFormat.quote(text)
-            }
-            return json
-                ? "{\"event\": \"written\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic)), \"value\": \(jsonValue), \"central\": \(StatusFormat.quote(central))}"
-                : ["written", Untrusted.escaped(service), Untrusted.escaped(characteristic), text, central.isEmpty ? "-" : Untrusted.escaped(central)].joined(separator: " ")
-        case .stateChanged?:
-            guard body.count == 2, let name = body[0].string, let state = body[1].string else { return nil }
-            return json
-                ? "{\"event\": \"state\", \"name\": \(StatusFormat.quote(name)), \"state\": \(StatusFormat.quote(state))}"
-                : "state \(Untrusted.escaped(name)) \(Untrusted.escaped(state))"
-        case .valuesChanged?:
-            guard body.count == 2, let name = body[0].string else { return nil }
-            let values = (body[1].dictionaryEntries ?? []).compactMap { entry -> (String, String)? in
-                guard let key = entry.key.string, let value = entry.value.string else { return nil }
-                return (key, value)
-            }
-            return json
-                ? "{\"event\": \"values\", \"name\": \(StatusFormat.quote(name)), \"values\": {" + values.map { "\(StatusFormat.quote($0.0)): \(StatusFormat.quote($0.1))" }.joined(separator: ", ") + "}}"
-                : (["values", Untrusted.escaped(name)] + values.map { "\(Untrusted.escaped($0.0))=\(field($0.1))" }).joined(separator: " ")
-        case .connected?:
-            guard body.count == 2, let central = body[0].string, let adapter = body[1].string else { return nil }
-            return json
-                ? "{\"event\": \"connected\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter))}"
-                : "connected \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter))"
-        case .disconnected?:
-            guard body.count == 3, let central = body[0].string, let adapter = body[1].string, let reason = body[2].string else { return nil }
-            return json
-                ? "{\"event\": \"disconnected\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"reason\": \(StatusFormat.quote(reason))}"
-                : "disconnected \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter))" + (reason.isEmpty ? "" : " " + field(reason))
-        case .linkChanged?:
-            guard body.count == 4, let central = body[0].string, let adapter = body[1].string, let mtu = body[2].uint16,
-                  let cut = body[3].stringArray else { return nil }
-            return json
-                ? "{\"event\": \"link\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"mtu\": \(mtu), \"cut\": [" + cut.map(StatusFormat.quote).joined(separator: ", ") + "]}"
-                : "link \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter)) mtu \(mtu)" + (cut.isEmpty ? "" : " cut " + cut.map(Untrusted.escaped).joined(separator: ","))
-        case .subscription?:
-            guard body.count == 3, let service = body[0].string, let characteristic = body[1].string,
-                  case .boolean(let subscribed) = body[2] else { return nil }
-            let event = subscribed ? "subscribed" : "unsubscribed"
-            return json
-                ? "{\"event\": \"\(event)\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic))}"
-                : "\(event) \(Untrusted.escaped(service)).\(Untrusted.escaped(characteristic))"
-        case .pairing?, nil:
-            // A window's events are sent to its opener alone: never this command's to print.
-            return nil
+        for signal in signals {
+            if let line = line(of: signal, message, json: json) { return line }
         }
+        return nil
+    }
+
+    /// The line of `message` when it is a `Signal`.
+    private static func line<Signal: Watched>(of signal: Signal.Type, _ message: DBusMessage, json: Bool) -> String? {
+        guard message.member == Signal.name, let payload = Signal(body: message.body) else { return nil }
+        return json ? payload.json : payload.text
     }
 
     /// A value as one field of a text line: as it is when it is one word, else quoted, so that
@@ -164,4 +120,78 @@ enum WatchFormat {
         value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "\\" })
             ? Untrusted.quoted(value, limit: 512) : Untrusted.escaped(value)
     }
+}
+
+/// A signal `bleadvctl watch` prints: its text line and its JSON object, from its payload.
+protocol Watched: ControlSignal {
+    /// Its text line: the event's word, then its fields, escaped.
+    var text: String { get }
+    /// Its JSON object, on one line.
+    var json: String { get }
+}
+
+extension ControlAPI.StateChanged: Watched {
+    var text: String { "state \(Untrusted.escaped(name)) \(Untrusted.escaped(state))" }
+    var json: String { "{\"event\": \"state\", \"name\": \(StatusFormat.quote(name)), \"state\": \(StatusFormat.quote(state))}" }
+}
+
+extension ControlAPI.ValuesChanged: Watched {
+    /// The values by key, as the daemon sends them.
+    private var sorted: [(key: String, value: String)] { values.sorted { $0.key < $1.key } }
+    var text: String { (["values", Untrusted.escaped(name)] + sorted.map { "\(Untrusted.escaped($0.key))=\(WatchFormat.field($0.value))" }).joined(separator: " ") }
+    var json: String {
+        "{\"event\": \"values\", \"name\": \(StatusFormat.quote(name)), \"values\": {"
+            + sorted.map { "\(StatusFormat.quote($0.key)): \(StatusFormat.quote($0.value))" }.joined(separator: ", ") + "}}"
+    }
+}
+
+extension ControlAPI.Written: Watched {
+    var text: String {
+        let shown = switch value {
+        case .number(let number)?: GATTFormat.shown(number)
+        case .text(let string)?: Untrusted.quoted(string, limit: 512)
+        case .bytes(let bytes)?: Hex.encode(bytes)
+        case nil: ""
+        }
+        return ["written", Untrusted.escaped(service), Untrusted.escaped(characteristic), shown, central.isEmpty ? "-" : Untrusted.escaped(central)]
+            .joined(separator: " ")
+    }
+    var json: String {
+        let shown = switch value {
+        case .number(let number)?: StatusFormat.number(number)
+        case .text(let string)?: StatusFormat.quote(string)
+        case .bytes(let bytes)?: StatusFormat.quote(Hex.encode(bytes))
+        case nil: StatusFormat.quote("")
+        }
+        return "{\"event\": \"written\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic)), \"value\": \(shown), \"central\": \(StatusFormat.quote(central))}"
+    }
+}
+
+extension ControlAPI.Connected: Watched {
+    var text: String { "connected \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter))" }
+    var json: String { "{\"event\": \"connected\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter))}" }
+}
+
+extension ControlAPI.Disconnected: Watched {
+    var text: String { "disconnected \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter))" + (reason.isEmpty ? "" : " " + WatchFormat.field(reason)) }
+    var json: String {
+        "{\"event\": \"disconnected\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"reason\": \(StatusFormat.quote(reason))}"
+    }
+}
+
+extension ControlAPI.LinkChanged: Watched {
+    var text: String {
+        "link \(Untrusted.escaped(central)) \(Untrusted.escaped(adapter)) mtu \(mtu)" + (cut.isEmpty ? "" : " cut " + cut.map(Untrusted.escaped).joined(separator: ","))
+    }
+    var json: String {
+        "{\"event\": \"link\", \"central\": \(StatusFormat.quote(central)), \"adapter\": \(StatusFormat.quote(adapter)), \"mtu\": \(mtu), \"cut\": ["
+            + cut.map(StatusFormat.quote).joined(separator: ", ") + "]}"
+    }
+}
+
+extension ControlAPI.Subscription: Watched {
+    /// `subscribed` or `unsubscribed`.
+    private var event: String { subscribed ? "subscribed" : "unsubscribed" }
+    var text: String { "\(event) \(Untrusted.escaped(service)).\(Untrusted.escaped(characteristic))" }
+    var json: String { "{\"event\": \"\(event)\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic))}" }
 }

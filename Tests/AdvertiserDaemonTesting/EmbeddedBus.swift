@@ -1,15 +1,16 @@
 package import AdvertiserConfig
 package import AdvertiserControl
 package import AdvertiserDaemon
+package import DBus
 package import Events
 package import Peripheral
 import Synchronization
 
 /// The daemon's bus in this process (its ``ControlBus``), as NIOEmbedded is NIO's channel: no
-/// dbus-daemon, an event loop of its own, each signal recorded as a line
-/// (`StateChanged heart on`, `ValuesChanged lamp [to :1.7] key=value...`,
-/// `Written lamp.mode [to :1.7] VALUE`, `Pairing opened to :1.7`), callers' users as the test
-/// says, no caller ever leaving, and lost when the test says.
+/// dbus-daemon, an event loop of its own, each signal recorded as it would go out (``Sent``:
+/// its member, its destination and its body, which a test decodes back to the signal's payload
+/// with ``Sent/decoded(as:)``), whatever the signal; callers' users as the test says, no caller
+/// ever leaving, and lost when the test says.
 ///
 /// What only a real bus proves (its policy, marshalling, activation, `bleadvctl` end to end)
 /// stays with a private dbus-daemon (TestSupport's `PrivateBus`).
@@ -20,7 +21,7 @@ package final class EmbeddedBus: ControlBus {
     /// Why serving fails (another bleadvd owns the name, say); nil: it serves.
     let refusal: DaemonFailure?
     /// The signals sent so far, and the streams that follow the next ones.
-    private let signals = Mutex<(lines: [String], followers: [AsyncStream<String>.Continuation])>(([], []))
+    private let signals = Mutex<(sent: [Sent], followers: [AsyncStream<Sent>.Continuation])>(([], []))
     private let served = Mutex<ControlTargets?>(nil)
     private let (losses, losing) = AsyncStream<Void>.makeStream()
 
@@ -32,12 +33,32 @@ package final class EmbeddedBus: ControlBus {
         self.refusal = refusal
     }
 
-    /// Every signal so far, one line each, in the order sent.
-    package var all: [String] { signals.withLock { $0.lines } }
+    /// A signal as the daemon sent it.
+    package struct Sent: Sendable, CustomStringConvertible {
+        /// Its member name (`StateChanged`).
+        package var member: String
+        /// The unique name it went to alone; nil for a broadcast.
+        package var destination: String?
+        /// Its arguments, as D-Bus would carry them.
+        package var body: [DBusValue]
 
-    /// The signals sent from now on, one line each as ``all`` has them, until the bus goes away.
-    package func lines() -> AsyncStream<String> {
-        let (stream, follower) = AsyncStream<String>.makeStream()
+        /// Its payload when it is a `Signal`; nil when it is another signal.
+        package func decoded<Signal: ControlSignal>(as signal: Signal.Type) -> Signal? {
+            member == Signal.name ? Signal(body: body) : nil
+        }
+
+        /// `Member [to DESTINATION] arguments`, for a failing test's message.
+        package var description: String {
+            ([member] + (destination.map { ["to", $0] } ?? []) + body.map { "\($0)" }).joined(separator: " ")
+        }
+    }
+
+    /// Every signal so far, in the order sent.
+    package var all: [Sent] { signals.withLock { $0.sent } }
+
+    /// The signals sent from now on, as ``all`` has them, until the bus goes away.
+    package func following() -> AsyncStream<Sent> {
+        let (stream, follower) = AsyncStream<Sent>.makeStream()
         signals.withLock { $0.followers.append(follower) }
         return stream
     }
@@ -48,10 +69,12 @@ package final class EmbeddedBus: ControlBus {
     /// Ends the connection: the daemon's run fails as it does when the system bus goes.
     package func lose() { losing.yield() }
 
-    private func record(_ line: String) {
+    /// Records `signal`, to `destination` alone or to everyone.
+    package func emit<Signal: ControlSignal>(_ signal: Signal, to destination: String?) async {
+        let sent = Sent(member: Signal.name, destination: destination, body: signal.body)
         signals.withLock { signals in
-            signals.lines.append(line)
-            for follower in signals.followers { follower.yield(line) }
+            signals.sent.append(sent)
+            for follower in signals.followers { follower.yield(sent) }
         }
     }
 
@@ -73,35 +96,6 @@ package final class EmbeddedBus: ControlBus {
     /// No caller leaves: a subscriber stays until the daemon stops.
     package func departure(of caller: String) async {
         while (try? await Task.sleep(for: .seconds(60))) != nil {}
-    }
-
-    package func stateChanged(_ name: String, _ state: AdvertisementState.State) async {
-        record("StateChanged \(name) \(state.rawValue)")
-    }
-
-    package func valuesChanged(_ name: String, _ values: [String: String], to subscriber: String?) async {
-        let shown = values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        record((["ValuesChanged", name] + (subscriber.map { ["to", $0] } ?? []) + shown).joined(separator: " "))
-    }
-
-    package func written(_ id: GATTCharacteristicID, _ value: GATTValue?, central: String, to subscriber: String?) async {
-        record((["Written", "\(id)"] + (subscriber.map { ["to", $0] } ?? []) + [value.map(\.description) ?? "(not shown)"]).joined(separator: " "))
-    }
-
-    package func pairing(_ event: String, central: String, detail: String, to opener: String) async {
-        record("Pairing \(event) to \(opener)")
-    }
-
-    package func linked(_ central: String, adapter: String, ended reason: String?) async {
-        record((reason.map { ["Disconnected", central, adapter] + ($0.isEmpty ? [] : [$0]) } ?? ["Connected", central, adapter]).joined(separator: " "))
-    }
-
-    package func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async {
-        record((["LinkChanged", central, adapter, "\(mtu)"] + cut).joined(separator: " "))
-    }
-
-    package func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async {
-        record("Subscription \(id) \(subscribed)")
     }
 
     /// The config's join program, as on the system bus; NetworkManager, which is on no bus

@@ -4,18 +4,6 @@ import Events
 import Logging
 package import Peripheral
 
-/// Where links are announced: the control API's `Connected` and `Disconnected` signals.
-package protocol CentralsAnnouncing: Sendable {
-    /// `central`'s link with `adapter` came up (`reason` nil) or ended (why, empty when bleadvd
-    /// did not end it).
-    func linked(_ central: String, adapter: String, ended reason: String?) async
-    /// What `central`'s link carries changed: its ATT MTU became known or changed, or a
-    /// characteristic joined `cut`, those whose notifications the MTU cuts.
-    func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async
-    /// A central subscribed to `id` (`subscribed`), or none is subscribed any longer.
-    func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async
-}
-
 /// Told the length of each value sent to a characteristic that notifies: BlueZ sends a
 /// notification of what a link's MTU carries (MTU − 3 bytes), and cuts the rest.
 protocol NotifiedLengths: AnyObject, Sendable {
@@ -49,7 +37,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     }
 
     let manager: any LinkManaging & BondManaging
-    let port: any CentralsAnnouncing
+    let port: any ControlSignalling
     let clock: C
     let logger: Logger
     nonisolated let executor: EventLoop
@@ -76,7 +64,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     let owners: @Sendable () -> Set<String>
 
     init(
-        config: CentralsConfig, manager: any LinkManaging & BondManaging, port: any CentralsAnnouncing, clock: C, logger: Logger, executor: EventLoop,
+        config: CentralsConfig, manager: any LinkManaging & BondManaging, port: any ControlSignalling, clock: C, logger: Logger, executor: EventLoop,
         owners: @escaping @Sendable () -> Set<String> = { [] }
     ) {
         self.owners = owners
@@ -141,7 +129,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         let now = clock.now
         links[central] = Link(adapter: adapter, since: now, active: now)
         logger.info("\(Central.named(central)) connected to \(adapter)")
-        await port.linked(central, adapter: adapter, ended: nil)
+        await port.emit(ControlAPI.Connected(central: central, adapter: adapter))
         let others = links.filter { $0.key != central && $0.value.adapter == adapter && $0.value.ending == nil }
         if let maximum = config.maximum, others.count >= maximum {
             let owners = owners()
@@ -160,7 +148,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     func disconnected(_ central: String) async {
         guard let link = links.removeValue(forKey: central) else { return }
         logger.info("\(Central.named(central))'s link with \(link.adapter) ended after \(link.since.duration(to: clock.now))")
-        await port.linked(central, adapter: link.adapter, ended: link.ending ?? "")
+        await port.emit(ControlAPI.Disconnected(central: central, adapter: link.adapter, reason: link.ending ?? ""))
         armIdleTimer()
     }
 
@@ -191,7 +179,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
             for central in links.keys { links[central]!.subscribed.remove(id) }
             logger.info("\(id): no central is subscribed any longer")
         }
-        await port.subscription(id, subscribed: on)
+        await port.emit(ControlAPI.Subscription(id, subscribed: on))
     }
 
     /// Says, once per central and characteristic, a notification its MTU cuts; true when it
@@ -206,7 +194,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     /// Announces what `central`'s link carries (`LinkChanged`).
     private func announce(_ central: String) async {
         guard let link = links[central], let mtu = link.mtu else { return }
-        await port.linkChanged(central, adapter: link.adapter, mtu: mtu, cut: link.cut.map(\.description).sorted())
+        await port.emit(ControlAPI.LinkChanged(central: central, adapter: link.adapter, mtu: UInt16(clamping: mtu), cut: link.cut.map(\.description).sorted()))
     }
 
     /// Every link of `adapter` (nil: of every adapter) ended with it, or with bluetoothd.

@@ -7,11 +7,27 @@ package import DBus
 package import Events
 package import Peripheral
 
-/// The daemon's side of the system bus, a port: the control API's name and methods served, the
-/// signals sent, and what the bus says of callers. bleadvd's is its D-Bus connection
+/// Where the daemon and its components send the control API's signals: any signal of
+/// ``ControlAPI/signals``, to one bus name or to everyone, as NIO's channel takes any outbound
+/// data. bleadvd's sends it on its D-Bus connection; a test's records it.
+package protocol ControlSignalling: Sendable {
+    /// Sends `signal`: to `destination` alone (a unique name), or to everyone when it is nil.
+    func emit<Signal: ControlSignal>(_ signal: Signal, to destination: String?) async
+}
+
+extension ControlSignalling {
+    /// Sends `signal` to everyone.
+    package func emit<Signal: ControlSignal>(_ signal: Signal) async {
+        await emit(signal, to: nil)
+    }
+}
+
+/// The daemon's side of the system bus, a port: the control API's name and methods served, its
+/// signals sent (``ControlSignalling``: one `emit` for all of them), and what the bus says of
+/// callers. bleadvd's is its D-Bus connection
 /// (``DBusControlBus``); the daemon's in-process tests use one that records, and call the
 /// daemon's methods as the control API's handlers would.
-package protocol ControlBus: PairingAnnouncing, CentralsAnnouncing {
+package protocol ControlBus: ControlSignalling, PairingAnnouncing {
     /// The event loop the daemon and everything it runs are on.
     var eventLoop: EventLoop { get }
     /// Takes the control API's name and serves `targets` under it.
@@ -25,12 +41,6 @@ package protocol ControlBus: PairingAnnouncing, CentralsAnnouncing {
     func user(of caller: String) async -> UInt32?
     /// Returns once `caller` has left the bus.
     func departure(of caller: String) async
-    /// `StateChanged`: advertisement `name` is now in `state`.
-    func stateChanged(_ name: String, _ state: AdvertisementState.State) async
-    /// `ValuesChanged` of `name`, to everyone (`subscriber` nil) or to one subscriber.
-    func valuesChanged(_ name: String, _ values: [String: String], to subscriber: String?) async
-    /// `Written`: `central` wrote `value` (nil: not shown) to `id`, to everyone or to one subscriber.
-    func written(_ id: GATTCharacteristicID, _ value: GATTValue?, central: String, to subscriber: String?) async
     /// What joins Wi-Fi networks for `config`, over this bus where it needs one.
     func joiner<C: Clock>(for config: ImprovConfig, clock: C) -> any NetworkJoining where C.Duration == Duration
 }
@@ -75,32 +85,8 @@ package struct DBusControlBus: ControlBus {
         try? await connection.departure(of: caller)
     }
 
-    package func stateChanged(_ name: String, _ state: AdvertisementState.State) async {
-        await ControlService.stateChanged(name, state, on: connection)
-    }
-
-    package func valuesChanged(_ name: String, _ values: [String: String], to subscriber: String?) async {
-        await ControlService.valuesChanged(name, values, to: subscriber, on: connection)
-    }
-
-    package func written(_ id: GATTCharacteristicID, _ value: GATTValue?, central: String, to subscriber: String?) async {
-        await ControlService.written(id.service, id.characteristic, value, central: central, to: subscriber, on: connection)
-    }
-
-    package func pairing(_ event: String, central: String, detail: String, to opener: String) async {
-        await ControlService.pairing(event, central: central, detail: detail, to: opener, on: connection)
-    }
-
-    package func linked(_ central: String, adapter: String, ended reason: String?) async {
-        await ControlService.linked(central, adapter: adapter, ended: reason, on: connection)
-    }
-
-    package func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async {
-        await ControlService.linkChanged(central, adapter: adapter, mtu: mtu, cut: cut, on: connection)
-    }
-
-    package func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async {
-        await ControlService.subscription(id.service, id.characteristic, subscribed: subscribed, on: connection)
+    package func emit<Signal: ControlSignal>(_ signal: Signal, to destination: String?) async {
+        await ControlService.emit(signal, to: destination, on: connection)
     }
 
     /// Through NetworkManager, bleadvd running as its own user asks the join helper, which runs

@@ -279,7 +279,7 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         for (name, state) in states.sorted(by: { $0.key < $1.key }) where names.contains(name) {
             let previous = published[name]?.state
             published[name] = state
-            if previous != state.state { await bus.stateChanged(name, state.state) }
+            if previous != state.state { await bus.emit(ControlAPI.StateChanged(name: name, state: state.state.rawValue)) }
         }
         if lifecycle == .ready, statusLine() != before { notifier.notify("STATUS=" + statusLine()) }
     }

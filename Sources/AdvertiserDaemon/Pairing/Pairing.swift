@@ -5,13 +5,10 @@ import Logging
 import Peripheral
 import Support
 
-/// Where pairing tells what happens in a window: to the client that opened it, and no one else
-/// (the journal keeps the rest, without codes). The daemon's port sends the control API's
-/// `Pairing` signal; a test's records.
-package protocol PairingAnnouncing: Sendable {
-    /// Tells `opener` (a bus name) of `event` (`opened`, `requested`, `confirm`, `refused`,
-    /// `failed`, `paired`, `closed`) about `central`, with `detail` (a code, a reason).
-    func pairing(_ event: String, central: String, detail: String, to opener: String) async
+/// Where pairing tells what happens in a window: the control API's `Pairing` signal
+/// (`ControlAPI.Pairing`), to the client that opened it, and no one else (the journal keeps the
+/// rest, without codes). The daemon's port sends it; a test's records.
+package protocol PairingAnnouncing: ControlSignalling {
     /// Returns once `opener` has left the bus.
     func departure(of opener: String) async
 }
@@ -387,7 +384,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// Tells whoever opened the window what happened in it.
     func announce(_ event: String, central: String = "", detail: String = "") async {
         guard let opener = window.opener else { return }
-        await announcer.pairing(event, central: central, detail: detail, to: opener)
+        await announcer.emit(ControlAPI.Pairing(event: event, central: central, detail: detail), to: opener)
     }
 }
 

@@ -1,3 +1,4 @@
+import AdvertiserControl
 import DBus
 import Peripheral
 
@@ -49,14 +50,14 @@ actor Announcements: ValuesAnnouncing {
     /// Announces a service's or an advertisement's values on air: the broadcast without the
     /// secured ones, each subscriber all of them.
     func announceValues(_ name: String, all: [String: String], everyone: [String: String]) async {
-        await bus.valuesChanged(name, everyone, to: nil)
-        for subscriber in subscribers.names { await bus.valuesChanged(name, all, to: subscriber) }
+        await bus.emit(ControlAPI.ValuesChanged(name: name, values: everyone))
+        for subscriber in subscribers.names { await bus.emit(ControlAPI.ValuesChanged(name: name, values: all), to: subscriber) }
     }
 
     /// Announces a central's write: the broadcast without the value when the characteristic
     /// is secured, each subscriber with it (`value` nil: a secret, shown to no one).
     func announceWrite(_ id: GATTCharacteristicID, _ value: GATTValue?, secured: Bool, central: String) async {
-        await bus.written(id, secured ? nil : value, central: central, to: nil)
-        for subscriber in subscribers.names { await bus.written(id, value, central: central, to: subscriber) }
+        await bus.emit(ControlAPI.Written(id, value: secured ? nil : value, central: central))
+        for subscriber in subscribers.names { await bus.emit(ControlAPI.Written(id, value: value, central: central), to: subscriber) }
     }
 }

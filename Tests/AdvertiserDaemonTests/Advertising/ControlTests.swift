@@ -160,7 +160,7 @@ struct ControlTests {
         let session = try await DaemonSession(onDBus: true)
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         let signals = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name))
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.StateChanged.name))
 
         _ = try await session.ctl("on", "door")
 
@@ -171,7 +171,7 @@ struct ControlTests {
     @Test("a change of state is announced once, however many callers asked for it")
     func stateChangedOnce() async throws {
         let session = try await DaemonSession()
-        var signals = try session.lines("StateChanged door")
+        var signals = try session.following(ControlAPI.StateChanged.self) { $0.name == "door" }
 
         async let first: Void = session.daemon.on(["door"])
         async let second: Void = session.daemon.on(["door"])
@@ -180,8 +180,8 @@ struct ControlTests {
         try await session.daemon.off(["door"])
         let next = await signals.next()
 
-        #expect(announced == "StateChanged door on")
-        #expect(next == "StateChanged door off")
+        #expect(announced?.state == "on")
+        #expect(next?.state == "off")
     }
 
     @Test("status names the adapter an advertisement is on and its address (which stays with the controller when its name changes)")
@@ -202,7 +202,7 @@ struct ControlTests {
         }
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         var signals = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.stateChanged.name)).makeAsyncIterator()
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.StateChanged.name)).makeAsyncIterator()
         session.mock.scriptStart(.always(.failure(PeripheralError(.failed, "Failed to register advertisement"))))
 
         session.mock.emit(.connected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))

@@ -18,17 +18,22 @@ struct CentralsTests {
     static let phone = "AA:BB:CC:DD:EE:01", tablet = "AA:BB:CC:DD:EE:02", stranger = "66:66:66:66:66:66"
     static let level = GATTCharacteristicID(service: "power", characteristic: "level")
 
-    final class Port: CentralsAnnouncing {
+    /// The signals the component sent, one line each, decoded from what would go on the bus.
+    final class Port: ControlSignalling {
         let said = Mutex<[String]>([])
-        func linked(_ central: String, adapter: String, ended reason: String?) async {
-            said.withLock { $0.append(reason.map { "Disconnected \(central) \(adapter) \($0)" } ?? "Connected \(central) \(adapter)") }
+        func emit<Signal: ControlSignal>(_ signal: Signal, to destination: String?) async {
+            let body = signal.body
+            let line: String? = switch Signal.name {
+            case ControlAPI.Connected.name: ControlAPI.Connected(body: body).map { "Connected \($0.central) \($0.adapter)" }
+            case ControlAPI.Disconnected.name: ControlAPI.Disconnected(body: body).map { "Disconnected \($0.central) \($0.adapter) \($0.reason)" }
+            case ControlAPI.LinkChanged.name:
+                ControlAPI.LinkChanged(body: body).map { "LinkChanged \($0.central) \($0.adapter) \($0.mtu) [\($0.cut.joined(separator: ","))]" }
+            case ControlAPI.Subscription.name: ControlAPI.Subscription(body: body).map { "Subscription \($0.id) \($0.subscribed)" }
+            default: nil
+            }
+            said.withLock { $0.append((line ?? "\(Signal.name) (unexpected)") + (destination.map { " to \($0)" } ?? "")) }
         }
-        func linkChanged(_ central: String, adapter: String, mtu: Int, cut: [String]) async {
-            said.withLock { $0.append("LinkChanged \(central) \(adapter) \(mtu) [\(cut.joined(separator: ","))]") }
-        }
-        func subscription(_ id: GATTCharacteristicID, subscribed: Bool) async {
-            said.withLock { $0.append("Subscription \(id) \(subscribed)") }
-        }
+
         var all: [String] { said.withLock { $0 } }
     }
 
@@ -326,15 +331,15 @@ struct CentralsDaemonTests {
     @Test("a link's start and end are broadcast as Connected and Disconnected")
     func linksBroadcast() async throws {
         let session = try await session()
-        var lines = try session.lines("Connected")
-        var ended = try session.lines("Disconnected")
+        var lines = try session.following(ControlAPI.Connected.self)
+        var ended = try session.following(ControlAPI.Disconnected.self)
 
         session.mock.emit(.connected(central: Self.phone, adapter: "hci0"))
         let connected = await lines.next()
         session.mock.emit(.disconnected(central: Self.phone, adapter: "hci0"))
 
-        #expect(connected == "Connected \(Self.phone) hci0")
-        #expect(await ended.next() == "Disconnected \(Self.phone) hci0")
+        #expect(connected == ControlAPI.Connected(central: Self.phone, adapter: "hci0"))
+        #expect(await ended.next() == ControlAPI.Disconnected(central: Self.phone, adapter: "hci0", reason: ""))
     }
 
     static let label = GATTCharacteristicID(service: "lamp", characteristic: "label")

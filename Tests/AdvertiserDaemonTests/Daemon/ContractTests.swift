@@ -4,7 +4,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The control contract (`ControlAPI.Method`, `ControlAPI.Signal`, `ControlAPI.errorNames`)
+/// The control contract (`ControlAPI.Method`, `ControlAPI.signals`, `ControlAPI.errorNames`)
 /// against what others read: the introspection committed for them and bleadvd(8). (The bus
 /// policy is held to it in PolicyTests.)
 @Suite("The control contract")
@@ -20,7 +20,7 @@ struct ContractTests {
              /org/bleadvd/Advertiser; see bleadvd(8). Errors: org.bleadvd.Error.<Code>.
              Written by the test "the running daemon's introspection is the committed interface
              file" from the running daemon (BLEADVD_WRITE_CONTRACT=1 rewrites it); edit
-             ControlAPI.Method and ControlAPI.Signal instead. -->
+             ControlAPI.Method and ControlAPI.signals instead. -->
         <node>
 
         """
@@ -60,8 +60,9 @@ struct ContractTests {
             #expect(live.contains("<method name=\"\(method.name)\">"), "\(method.name)")
             for argument in arguments { #expect(live.contains(argument), "\(method.name): \(argument)") }
         }
-        for signal in ControlAPI.Signal.allCases {
-            #expect(live.contains("<signal name=\"\(signal.name)\">"), "\(signal.name)")
+        for signal in ControlAPI.signals {
+            let arguments = signal.arguments.map { "<arg name=\"\($0.name)\" type=\"\($0.type.signature)\"/>" }.joined(separator: "\n      ")
+            #expect(live.contains("<signal name=\"\(signal.name)\">\n      \(arguments)\n    </signal>"), "\(signal.name): \(arguments)")
         }
     }
 
@@ -69,7 +70,7 @@ struct ContractTests {
     func manualNamesTheContract() throws {
         let manual = try String(contentsOf: Self.repository.appendingPathComponent("systemd/man/bleadvd.8"), encoding: .utf8)
 
-        let members = ControlAPI.Method.all.map { "\($0.name)(" } + ControlAPI.Signal.allCases.map { "signal \($0.name)(" }
+        let members = ControlAPI.Method.all.map { "\($0.name)(" } + ControlAPI.signals.map { "signal \($0.name)(" }
         let errors = ControlAPI.errorNames.map { ".B \($0.rawValue)\n" }
 
         #expect(members.filter { !manual.contains($0) } == [])

@@ -37,7 +37,7 @@ struct DaemonInProcessTests {
     /// `first` runs once kitchen is on air, before the turn is taken.
     static func holdingTheTurn(_ text: String, first: (DaemonSession) async throws -> Void = { _ in }) async throws -> (DaemonSession, Task<Void, any Error>) {
         let h = try await session(text)
-        try await eventually("kitchen is announced on") { h.signals.contains("StateChanged kitchen on") }
+        try await eventually("kitchen is announced on") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "kitchen", state: "on")) }
         try await first(h)
         h.mock.scriptStop(.hangs)
         let off = Task { try await h.daemon.off(["kitchen"]) }
@@ -48,26 +48,26 @@ struct DaemonInProcessTests {
     @Test("a state that moves is announced as StateChanged once, on the bus port")
     func stateChangesAnnouncedOnce() async throws {
         try await withRunningDaemon(await Self.session(DaemonSession.config)) { h in
-            try await eventually("heart is announced on") { h.signals.contains("StateChanged heart on") }
+            try await eventually("heart is announced on") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "heart", state: "on")) }
 
             try await h.daemon.on(["door"])
-            try await eventually("door is announced on") { h.signals.contains("StateChanged door on") }
+            try await eventually("door is announced on") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "door", state: "on")) }
             try await h.daemon.on(["door"])
 
-            #expect(h.signals.filter { $0 == "StateChanged door on" }.count == 1)
+            #expect(h.sent(ControlAPI.StateChanged.self).filter { $0 == .init(name: "door", state: "on") }.count == 1)
         }
     }
 
     @Test("a central's write to Improv's command goes to Improv, never out as Written; a write to another characteristic is announced (its value not shown: it is secured)")
     func improvWritesAreRouted() async throws {
         try await withRunningDaemon(await Self.session(ValuesComponentTests.config + "\n[improv]\nauthorization = \"none\"\n")) { h in
-            try await eventually("Improv is on air") { h.signals.contains("StateChanged improv on") }
+            try await eventually("Improv is on air") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "improv", state: "on")) }
 
             h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
             h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
-            try await eventually("the level's write is announced") { h.signals.contains("Written dial.level (not shown)") }
+            try await eventually("the level's write is announced") { h.sent(ControlAPI.Written.self, to: .everyone).contains { $0.shown == "dial.level (not shown)" } }
 
-            #expect(!h.signals.contains { $0.hasPrefix("Written improv") })
+            #expect(!h.sent(ControlAPI.Written.self).contains { $0.service == "improv" })
             #expect(h.mock.calls.updatedValues.contains { $0.characteristic == GATTCharacteristicID(service: "improv", characteristic: "error") })
         }
     }
@@ -80,7 +80,7 @@ struct DaemonInProcessTests {
         h.mock.emit(.connected(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
 
-        try await eventually("the write is announced", within: .seconds(2)) { h.signals.contains("Written dial.level (not shown)") }
+        try await eventually("the write is announced", within: .seconds(2)) { h.sent(ControlAPI.Written.self, to: .everyone).contains { $0.shown == "dial.level (not shown)" } }
         #expect(await h.daemon.status()["dial"]?.values["level"] == "7")
     }
 
@@ -92,7 +92,7 @@ struct DaemonInProcessTests {
         h.mock.emit(.gatt(GATTEvent(ImprovProvisioner<ManualClock>.command, .written(ImprovDaemonTests.wifi, .bytes(ImprovDaemonTests.wifi)), central: "AA:BB:CC:DD:EE:01")))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
-        try await eventually("the other central's write is announced", within: .seconds(2)) { h.signals.contains("Written dial.level (not shown)") }
+        try await eventually("the other central's write is announced", within: .seconds(2)) { h.sent(ControlAPI.Written.self, to: .everyone).contains { $0.shown == "dial.level (not shown)" } }
     }
 
     @Test("a central's bond, which closes the pairing window through the module, does not hold up another central's write while the module waits on BlueZ")
@@ -106,7 +106,7 @@ struct DaemonInProcessTests {
         h.mock.emit(.paired(central: "AA:BB:CC:DD:EE:01", adapter: "hci0"))
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
-        try await eventually("the other central's write is announced", within: .seconds(2)) { h.signals.contains("Written dial.level (not shown)") }
+        try await eventually("the other central's write is announced", within: .seconds(2)) { h.sent(ControlAPI.Written.self, to: .everyone).contains { $0.shown == "dial.level (not shown)" } }
         #expect(h.logs.all.contains { $0.contains("pairing: AA:BB:CC:DD:EE:01 paired and bonded") })
     }
 
@@ -119,7 +119,7 @@ struct DaemonInProcessTests {
         for _ in 0..<(ImprovProvisioner<ManualClock>.queueLimit + 10) { h.mock.emit(.gatt(frame)) }
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:02")))
 
-        try await eventually("the other central's write is announced") { h.signals.contains("Written dial.level (not shown)") }
+        try await eventually("the other central's write is announced") { h.sent(ControlAPI.Written.self, to: .everyone).contains { $0.shown == "dial.level (not shown)" } }
         #expect(h.logs.all.filter { $0.contains("improv: dropped a write of AA:BB:CC:DD:EE:01's") }.count == 1)
     }
 
@@ -131,19 +131,18 @@ struct DaemonInProcessTests {
             let stranger = await #expect(throws: PeripheralError.self) { try await h.daemon.subscribe(":1.8") }
 
             try await h.daemon.set("lamp", ["label": .string("hall"), "mode": .string("cold")])
-            try await eventually("the values are announced") { h.signals.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") } }
+            try await eventually("the values are announced") { h.sent(ControlAPI.ValuesChanged.self, to: .subscriber(":1.7")).contains { $0.name == "lamp" } }
 
-            let announced = h.signals.filter { $0.hasPrefix("ValuesChanged lamp") }
             #expect(stranger?.code == .accessDenied)
-            #expect(announced.contains { $0.hasPrefix("ValuesChanged lamp to :1.7") && $0.contains("label=hall") })
-            #expect(announced.contains { !$0.contains(" to ") && $0.contains("mode=cold") && !$0.contains("label=") })
+            #expect(h.sent(ControlAPI.ValuesChanged.self, to: .subscriber(":1.7")).contains { $0.name == "lamp" && $0.values["label"] == "hall" })
+            #expect(h.sent(ControlAPI.ValuesChanged.self, to: .everyone).contains { $0.name == "lamp" && $0.values["mode"] == "cold" && $0.values["label"] == nil })
         }
     }
 
     @Test("the bus lost ends the daemon's run with a failure that says so")
     func busLostEndsTheRun() async throws {
         let h = try await Self.session(DaemonSession.config)
-        try await eventually("heart is announced on") { h.signals.contains("StateChanged heart on") }
+        try await eventually("heart is announced on") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "heart", state: "on")) }
 
         h.embedded?.lose()
         let failure = await #expect(throws: DaemonFailure.self) { try await h.running.value }

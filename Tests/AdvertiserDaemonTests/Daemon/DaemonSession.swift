@@ -144,21 +144,23 @@ struct DaemonSession {
         requests.yield(.stop)
     }
 
-    /// The signals the daemon sent on the in-memory bus, one line each (``EmbeddedBus/all``).
-    var signals: [String] { embedded?.all ?? [] }
+    /// The signals the daemon sent on the in-memory bus (``EmbeddedBus/all``).
+    var signals: [EmbeddedBus.Sent] { embedded?.all ?? [] }
 
-    /// The signals the daemon sends from now on, on the in-memory bus, those whose line begins
-    /// with `prefix` (``EmbeddedBus/lines()``): to everyone, to a subscriber (`to :1.7`), or
-    /// either.
-    func lines(_ prefix: String, to audience: Audience = .either) throws -> AsyncFilterSequence<AsyncStream<String>>.AsyncIterator {
+    /// The `Signal`s the daemon sent so far on the in-memory bus to `audience`, decoded.
+    func sent<Signal: ControlSignal>(_ signal: Signal.Type, to audience: Audience = .either) -> [Signal] {
+        signals.filter { audience.includes($0.destination) }.compactMap { $0.decoded(as: signal) }
+    }
+
+    /// The `Signal`s the daemon sends from now on, on the in-memory bus, to `audience`, that
+    /// `match`, decoded (``EmbeddedBus/following()``).
+    func following<Signal: ControlSignal>(
+        _ signal: Signal.Type, to audience: Audience = .either, where match: @escaping @Sendable (Signal) -> Bool = { _ in true }
+    ) throws -> Following<Signal> {
         guard let embedded else { throw TestFailure("this session's daemon is on a dbus-daemon: listen there") }
-        return embedded.lines().filter { line in
-            guard line.hasPrefix(prefix) else { return false }
-            return switch audience {
-            case .everyone: !line.contains(" to :")
-            case .subscriber(let name): line.contains(" to \(name) ")
-            case .either: true
-            }
+        return embedded.following().compactMap { sent in
+            guard audience.includes(sent.destination), let payload = sent.decoded(as: signal), match(payload) else { return nil }
+            return payload
         }.makeAsyncIterator()
     }
 
@@ -177,12 +179,29 @@ struct DaemonSession {
         case subscriber(String)
         /// Either.
         case either
+
+        /// Whether a signal sent to `destination` (nil: a broadcast) is this audience's.
+        func includes(_ destination: String?) -> Bool {
+            switch self {
+            case .everyone: destination == nil
+            case .subscriber(let name): destination == name
+            case .either: true
+            }
+        }
     }
 
     /// Replaces the config file (for reload).
     func writeConfig(_ text: String) throws {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
+}
+
+/// The signals of one kind a test follows on the in-memory bus (``DaemonSession/following(_:to:where:)``).
+typealias Following<Signal: ControlSignal> = AsyncCompactMapSequence<AsyncStream<EmbeddedBus.Sent>, Signal>.AsyncIterator
+
+extension ControlAPI.Written {
+    /// `service.characteristic VALUE`, or `(not shown)` for a value left out.
+    var shown: String { "\(id) \(value.map(\.description) ?? "(not shown)")" }
 }
 
 /// Runs `body` with the daemon `session` makes, then stops it as SIGTERM does and waits for its

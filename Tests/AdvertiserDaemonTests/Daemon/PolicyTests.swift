@@ -183,7 +183,7 @@ struct PolicyTests {
 
     /// The signals that say who is connected: a link's start, what it carries, a subscription,
     /// a write (it names the central), its end.
-    static let linkSignals = Set([ControlAPI.Signal.connected, .linkChanged, .subscription, .written, .disconnected].map(\.name))
+    static let linkSignals = Set([ControlAPI.Connected.name, ControlAPI.LinkChanged.name, ControlAPI.Subscription.name, ControlAPI.Written.name, ControlAPI.Disconnected.name])
 
     /// The session's config with a characteristic a central may write: `lamp.brightness`.
     static let writable = DaemonSession.config + "\n\n" + ConfigFixtures.lamp + ConfigFixtures.lampBrightness

@@ -1,5 +1,6 @@
 @testable import AdvertiserDaemon
 import AdvertiserConfig
+import AdvertiserControl
 import BluetoothModule
 import Events
 import Foundation
@@ -21,8 +22,10 @@ struct PairingComponentTests {
     final class Announcements: PairingAnnouncing {
         let said = Mutex<[String]>([])
 
-        func pairing(_ event: String, central: String, detail: String, to opener: String) async {
-            said.withLock { $0.append([opener, event, central, detail].filter { !$0.isEmpty }.joined(separator: " ")) }
+        func emit<Signal: ControlSignal>(_ signal: Signal, to destination: String?) async {
+            let pairing = Signal.name == ControlAPI.Pairing.name ? ControlAPI.Pairing(body: signal.body) : nil
+            let line = pairing.map { [destination ?? "(everyone)", $0.event, $0.central, $0.detail] } ?? [Signal.name, "(unexpected)"]
+            said.withLock { $0.append(line.filter { !$0.isEmpty }.joined(separator: " ")) }
         }
 
         var all: [String] { said.withLock { $0 } }

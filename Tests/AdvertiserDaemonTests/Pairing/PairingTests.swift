@@ -428,8 +428,8 @@ struct PairingTests {
         let session = try await session(onDBus: true, "method = \"passkey\"")
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(listener)
-        let rules = [ControlAPI.Signal.pairing, .valuesChanged].map {
-            DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
+        let rules = [ControlAPI.Pairing.name, ControlAPI.ValuesChanged.name].map {
+            DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0)
         }
         var heard = try await listener.signals(matching: rules).makeAsyncIterator()
         session.mock.scriptUpdateValue(.always(.success(())))
@@ -444,7 +444,7 @@ struct PairingTests {
         let first = await heard.next()
 
         #expect(shown == "\(Self.phone): type 004213 on the central")
-        #expect(first?.member == ControlAPI.Signal.valuesChanged.name)
+        #expect(first?.member == ControlAPI.ValuesChanged.name)
     }
 
     @Test("Confirm from a connection other than the window's opener is refused with AccessDenied, and the comparison still waits")

@@ -36,18 +36,14 @@ struct SecuredValuesTests {
         }, trusts: { _ in trusting })
     }
 
-    /// On the in-memory bus, `signal`'s lines: to everyone, or to `:1.7` after it subscribed.
-    func lines(_ session: DaemonSession, _ signal: ControlAPI.Signal, subscribed: Bool) async throws
-        -> AsyncFilterSequence<AsyncStream<String>>.AsyncIterator {
-        let lines = try session.lines(signal.name + " lamp", to: subscribed ? .subscriber(":1.7") : .everyone)
+    /// On the in-memory bus, the lamp's `signal`s: to everyone, or to `:1.7` after it subscribed.
+    func lines<Signal: ControlSignal>(_ session: DaemonSession, _ signal: Signal.Type, of lamp: @escaping @Sendable (Signal) -> String, subscribed: Bool) async throws
+        -> Following<Signal> {
+        let lines = try session.following(signal, to: subscribed ? .subscriber(":1.7") : .everyone) { lamp($0) == "lamp" }
         if subscribed { try await session.daemon.subscribe(":1.7") }
         return lines
     }
 
-    /// The keys of a ValuesChanged line (`ValuesChanged lamp [to :1.7] key=value...`).
-    func keys(_ line: String?) -> [String] {
-        (line ?? "").split(separator: " ").compactMap { $0.split(separator: "=", maxSplits: 1).count == 2 ? String($0.prefix { $0 != "=" }) : nil }.sorted()
-    }
 
     @Test("Status leaves a secured characteristic's value out for a user bleadvd does not trust, and shows the open ones")
     func statusHidesSecuredValues() async throws {
@@ -72,21 +68,21 @@ struct SecuredValuesTests {
     @Test("a central's write to a secured characteristic is broadcast without its value, and sent whole to a subscriber")
     func writeBroadcastWithoutValue() async throws {
         let session = try await session(trusting: true)
-        var broadcast = try await lines(session, .written, subscribed: false)
-        var subscribed = try await lines(session, .written, subscribed: true)
+        var broadcast = try await lines(session, ControlAPI.Written.self, of: \.service, subscribed: false)
+        var subscribed = try await lines(session, ControlAPI.Written.self, of: \.service, subscribed: true)
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let everyone = await broadcast.next()
         let subscriber = await subscribed.next()
 
-        #expect(everyone == "Written lamp.label (not shown)")
-        #expect(subscriber == "Written lamp.label to :1.7 sofa")
+        #expect(everyone?.shown == "lamp.label (not shown)")
+        #expect(subscriber?.shown == "lamp.label sofa")
     }
 
     @Test("a central's write to a secured characteristic reaches no journal line, which group adm reads; an open one's does")
     func securedWriteNotLogged() async throws {
         let session = try await session(trusting: true)
-        var broadcast = try await lines(session, .written, subscribed: false)
+        var broadcast = try await lines(session, ControlAPI.Written.self, of: \.service, subscribed: false)
         let mode = GATTCharacteristicID(service: "lamp", characteristic: "mode")
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
@@ -145,15 +141,15 @@ struct SecuredValuesTests {
     @Test("values set on a service are broadcast without the secured ones, and sent whole to a subscriber")
     func valuesBroadcastWithoutSecured() async throws {
         let session = try await session(trusting: true)
-        var broadcast = try await lines(session, .valuesChanged, subscribed: false)
-        var subscribed = try await lines(session, .valuesChanged, subscribed: true)
+        var broadcast = try await lines(session, ControlAPI.ValuesChanged.self, of: \.name, subscribed: false)
+        var subscribed = try await lines(session, ControlAPI.ValuesChanged.self, of: \.name, subscribed: true)
 
         try await session.daemon.set("lamp", ["label": .string("sofa")])
         let everyone = await broadcast.next()
         let subscriber = await subscribed.next()
 
-        #expect(keys(everyone) == ["mode"], "\(everyone ?? "")")
-        #expect(keys(subscriber) == ["brightness", "label", "mode"], "\(subscriber ?? "")")
+        #expect(everyone?.values.keys.sorted() == ["mode"], "\(String(describing: everyone))")
+        #expect(subscriber?.values.keys.sorted() == ["brightness", "label", "mode"], "\(String(describing: subscriber))")
     }
 
     @Test("Subscribe from a user bleadvd does not trust is refused with AccessDenied")

@@ -28,8 +28,8 @@ struct ServiceTests {
 
     /// On the in-memory bus, the Written lines a trusted subscriber (`:1.7`, root) is sent:
     /// whole, to it alone.
-    func writtenLines(_ session: DaemonSession) async throws -> AsyncFilterSequence<AsyncStream<String>>.AsyncIterator {
-        let lines = try session.lines("Written ", to: .subscriber(":1.7"))
+    func writtenLines(_ session: DaemonSession) async throws -> Following<ControlAPI.Written> {
+        let lines = try session.following(ControlAPI.Written.self, to: .subscriber(":1.7"))
         try await session.daemon.subscribe(":1.7")
         return lines
     }
@@ -39,7 +39,7 @@ struct ServiceTests {
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         session.keep(listener)
         return try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name)).makeAsyncIterator()
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.ValuesChanged.name)).makeAsyncIterator()
     }
 
     @Test("the configured services are registered as one application at start")
@@ -124,7 +124,7 @@ struct ServiceTests {
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let signal = await written.next()
 
-        #expect(signal == "Written lamp.label to :1.7 sofa")
+        #expect(signal == ControlAPI.Written(Self.label, value: .text("sofa"), central: "AA:BB:CC:DD:EE:FF"))
         #expect(await session.daemon.status()["lamp"]?.values["label"] == "sofa")
     }
 
@@ -149,9 +149,9 @@ struct ServiceTests {
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
         let third = await written.next()
 
-        #expect(first == "Written lamp.brightness to :1.7 1")
-        #expect(second == "Written lamp.brightness to :1.7 50")
-        #expect(third?.hasPrefix("Written lamp.label ") == true, "\(third ?? "")")
+        #expect(first?.shown == "lamp.brightness 1")
+        #expect(second?.shown == "lamp.brightness 50")
+        #expect(third?.id == Self.label, "\(String(describing: third))")
         let lines = session.logs.all.filter { $0.contains("lamp.brightness: AA:BB:CC:DD:EE:FF wrote") }
         #expect(lines.count == 2, "\(lines)")
         // brightness is secured (it takes writes): its value is not in the journal.
@@ -184,7 +184,7 @@ struct ServiceTests {
         let signal = await written.next()
         let status = try #require(await session.daemon.status(for: ":1.7")["lamp"]?.values)
 
-        #expect(signal == "Written lamp.pin to :1.7 (not shown)")
+        #expect(signal?.shown == "lamp.pin (not shown)")
         #expect(!status.values.contains("hunter2") && status["pin"] == nil, "\(status)")
         #expect(status["label"] == "desk")
         #expect(session.logs.all.contains { $0.contains("lamp.pin: AA:BB:CC:DD:EE:FF wrote a secret (7 bytes, not shown)") }, "\(session.logs.all)")
@@ -194,7 +194,7 @@ struct ServiceTests {
     @Test("a central's write to one characteristic does not cancel a set of another of its service still on its way")
     func writeKeepsPendingSet() async throws {
         let session = try await session()
-        var changes = try session.lines("ValuesChanged lamp", to: .everyone)
+        var changes = try session.following(ControlAPI.ValuesChanged.self, to: .everyone) { $0.name == "lamp" }
         var written = try await writtenLines(session)
         try await session.daemon.set("lamp", ["brightness": .string("75")])
         _ = await changes.next()
@@ -316,7 +316,7 @@ struct ServiceTests {
         let next = await written.next()
 
         // The next signal is the battery's: the lamp's pending writes went with the lamp.
-        #expect(next?.hasPrefix("Written power.") == true, "\(next ?? "")")
+        #expect(next?.service == "power", "\(String(describing: next))")
     }
 
     @Test("stopping unregisters the services")

@@ -21,9 +21,9 @@ struct SetTests {
 
     /// A session on the in-memory bus whose kitchen sensor is on air, and its ValuesChanged
     /// lines from then on.
-    func session() async throws -> (DaemonSession, AsyncFilterSequence<AsyncStream<String>>.AsyncIterator) {
+    func session() async throws -> (DaemonSession, Following<ControlAPI.ValuesChanged>) {
         let session = try await DaemonSession(config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
-        let changes = try session.lines("ValuesChanged kitchen")
+        let changes = try session.following(ControlAPI.ValuesChanged.self) { $0.name == "kitchen" }
         try await session.daemon.on(["kitchen"])
         return (session, changes)
     }
@@ -35,7 +35,7 @@ struct SetTests {
         let session = try await DaemonSession(onDBus: true, config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
         let listener = try await DBusConnection.connect(to: .address(session.bus.address))
         let changes = try await listener.signals(matching: DBusMatchRule(
-            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.Signal.valuesChanged.name))
+            sender: ControlAPI.busName, interface: ControlAPI.interface, member: ControlAPI.ValuesChanged.name))
         _ = try await session.ctl("on", "kitchen")
         session.keep(listener)
         return (session, changes.makeAsyncIterator())
@@ -111,8 +111,8 @@ struct SetTests {
         for step in 1...1000 {
             try await session.daemon.set("kitchen", ["temperature": .double(Double(step) / 100)])
         }
-        var last = ""
-        while !last.split(separator: " ").contains("bthome.temperature=10.0") {
+        var last = ControlAPI.ValuesChanged()
+        while last.values["bthome.temperature"] != "10.0" {
             await session.clock.waitForSleepers()
             session.clock.advance(by: Daemon<ManualClock>.updateInterval)
             last = try #require(await changes.next())
@@ -195,13 +195,13 @@ struct SetTests {
     @Test("an encrypted sensor's new readings are broadcast without them, and reach no journal line")
     func encryptedReadingsNotBroadcastNorLogged() async throws {
         let session = try await DaemonSession(config: Self.encryptedConfig) { $0.scriptUpdate(.always(.success(()))) }
-        var changes = try session.lines("ValuesChanged kitchen")
+        var changes = try session.following(ControlAPI.ValuesChanged.self, to: .everyone) { $0.name == "kitchen" }
         try await session.daemon.on(["kitchen"])
 
         try await session.daemon.set("kitchen", ["temperature": .string("23.25")])
         let broadcast = try #require(await changes.next())
 
-        #expect(!broadcast.contains(" to ") && !broadcast.contains("bthome."), "\(broadcast)")
+        #expect(!broadcast.values.keys.contains { $0.hasPrefix("bthome.") }, "\(broadcast)")
         #expect(!session.logs.all.contains { $0.contains("23.25") }, "\(session.logs.all)")
         #expect(session.logs.all.contains { $0.contains("kitchen: set temperature (encrypted: not shown)") }, "\(session.logs.all)")
     }
