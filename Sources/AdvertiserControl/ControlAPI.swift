@@ -12,7 +12,8 @@ public import Peripheral
 /// (``errorNames``).
 ///
 /// Adding a method: an entry of ``Method/all`` (`ControlMethods.swift`) with the part it belongs
-/// to (``AdvertisingControl``, ``PairingControl``, ``ImprovControl``, or a feature's own), its
+/// to (``AdvertisingControl``, ``DaemonControl``, ``PairingControl``, ``ImprovControl``, or a
+/// feature's own), its
 /// arguments, who may call it (``Method/access``) and its handler (which reads its arguments
 /// typed, through ``ControlArgument``, as the client sends them), and its rule in the bus policy
 /// unless it is root's alone; then the contract's tests say what else to update.

@@ -93,7 +93,7 @@ extension ControlAPI.Method {
     }
 
     /// `Reload()`: re-reads the config file; a bad file is refused and nothing changes.
-    public static let reload = Self("Reload", of: (any AdvertisingControl).self, access: .group) { target in
+    public static let reload = Self("Reload", of: (any DaemonControl).self, access: .group) { target in
         { _ in
             do {
                 try await target.reload()

@@ -13,9 +13,6 @@ public protocol AdvertisingControl: Sendable {
     func status(for caller: String) async -> [String: AdvertisementState]
     /// The configured names, sorted.
     func list() async -> [String]
-    /// Re-reads the config file.
-    /// - Throws: a message naming the file, line and key when the new config is refused.
-    func reload() async throws(ReloadError)
     /// Changes values of one advertisement or GATT service on air, in place: `values` by the
     /// keys of its config table (`temperature`, `major`, `local_name`,
     /// `manufacturer_data.0xFFFF`; a service's characteristics, `level`), each a string as
@@ -25,6 +22,13 @@ public protocol AdvertisingControl: Sendable {
     /// Sends `caller` every `ValuesChanged` and `Written` whole, until it leaves the bus.
     /// - Throws: `accessDenied` for a caller not trusted with secured values.
     func subscribe(_ caller: String) async throws(PeripheralError)
+}
+
+/// The control API's daemon part, which the daemon serves itself: what concerns the process.
+public protocol DaemonControl: Sendable {
+    /// Re-reads the config file.
+    /// - Throws: a message naming the file, line and key when the new config is refused.
+    func reload() async throws(ReloadError)
 }
 
 /// The control API's pairing part, which the pairing component serves: its window, the

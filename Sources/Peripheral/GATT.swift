@@ -329,10 +329,12 @@ public struct GATTReadHandler: Hashable, Sendable {
         self.answerer = answerer
     }
 
+    /// Whether `a` and `b` ask the same answerer.
     public static func == (a: Self, b: Self) -> Bool {
         a.answerer === b.answerer
     }
 
+    /// Hashes the answerer's identity.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(answerer))
     }

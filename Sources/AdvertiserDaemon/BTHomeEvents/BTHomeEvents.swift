@@ -69,7 +69,7 @@ actor BTHomeEvents<C: Clock>: EventsControl where C.Duration == Duration {
         // An encrypted sensor's events are for those who hold its key, as its readings are.
         logger.info("\(name): event \(target.encrypted ? "(encrypted: not shown)" : event.description)\(ahead > 0 ? ", after \(ahead) waiting" : "")")
         if bursting.insert(name).inserted { post.yield(name) }
-        return EventQueued(ahead: ahead, burstSeconds: Daemon<C>.seconds(target.burst))
+        return EventQueued(ahead: ahead, burstSeconds: target.burst.inSeconds)
     }
 
     // MARK: Bursts

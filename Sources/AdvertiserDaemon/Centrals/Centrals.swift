@@ -87,9 +87,9 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         let now = clock.now
         return links.map { address, link in
             CentralState(
-                address: address, adapter: link.adapter, sinceSeconds: Daemon<C>.seconds(link.since.duration(to: now)),
+                address: address, adapter: link.adapter, sinceSeconds: link.since.duration(to: now).inSeconds,
                 bonded: bonded[link.adapter].map { $0.contains(address) },
-                mtu: link.mtu, idleSeconds: Daemon<C>.seconds(link.active.duration(to: now)), cut: link.cut.map(\.description).sorted(),
+                mtu: link.mtu, idleSeconds: link.active.duration(to: now).inSeconds, cut: link.cut.map(\.description).sorted(),
                 subscribed: link.subscribed.map(\.description).sorted())
         }
     }
@@ -239,7 +239,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         if let idle = config.idleDisconnect {
             let now = clock.now
             for (central, link) in links.sorted(by: { $0.key < $1.key }) where link.ending == nil && link.active.duration(to: now) >= idle {
-                try? await end(central, because: "idle for \(Int(Daemon<C>.seconds(link.active.duration(to: now)))) s, idle_disconnect_seconds \(idle.components.seconds)")
+                try? await end(central, because: "idle for \(Int(link.active.duration(to: now).inSeconds)) s, idle_disconnect_seconds \(idle.components.seconds)")
             }
         }
         armIdleTimer()

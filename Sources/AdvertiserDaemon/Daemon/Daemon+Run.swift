@@ -27,8 +27,6 @@ extension Daemon {
         case request(Request)
         /// The bus connection is gone.
         case busLost
-        /// A client subscribed: it is followed until it leaves the bus.
-        case subscriber(String)
     }
 
     /// Runs the daemon: takes the bus name, serves the control API, watches BlueZ, puts the
@@ -91,8 +89,6 @@ extension Daemon {
                     await publish(states)
                 case .started(let settled):
                     await announceReady(settled: settled)
-                case .subscriber(let name):
-                    group.addTask { [announcements] in await announcements.follow(name) }
                 case .request(.reload):
                     logger.notice("reloading \(configPath)")
                     group.addTask { try? await self.reload() }

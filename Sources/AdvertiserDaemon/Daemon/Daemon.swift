@@ -9,11 +9,11 @@ import Support
 /// bleadvd's work, apart from process concerns (arguments, signal handlers, exit): owns the
 /// control API's name, runs the ``BluetoothModule`` over a ``PeripheralManaging``, feeds it
 /// BlueZ's events, reloads the config, tells systemd how things are. ``run(requests:watchdog:)``
-/// is its one loop, and every task the daemon starts is a child of that loop's task group; the
-/// control API's advertising part (``AdvertisingControl``) goes to the module directly, and what
-/// it changes reaches the loop as the module's state; its pairing and Improv parts are served by
-/// those components themselves.
-package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration {
+/// is its one loop, and every task the daemon starts is a child of that loop's task group. It
+/// serves the control API's `Reload` (``DaemonControl``); the other parts are served by the
+/// components (``Advertising``: `on`, `off`, `status`...; Pairing, Improv, the centrals), and
+/// what `on` and `off` change reaches the loop as the module's state, which it publishes.
+package actor Daemon<C: Clock>: DaemonControl where C.Duration == Duration {
     /// How long start-up waits for the enabled advertisements before reporting READY anyway.
     package static var readyWait: Duration { .seconds(15) }
     /// How long shutdown waits for BlueZ to unregister: a hung bluetoothd must not keep
@@ -68,6 +68,8 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
     let components: [any DaemonComponent]
     /// Connects the components that call each other, once, before anything is served.
     let connect: @Sendable () async -> Void
+    /// The control API's advertising part, a component: the states the daemon publishes.
+    package let advertising: Advertising<C>
     /// What of the config is on air (all but what a component withholds), and the GATT
     /// application assembled from it: the components' showing port.
     let stage: Stage<C>
@@ -130,48 +132,16 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
         let composition = Composition(Composition.Parts(
             config: config, configPath: configPath, adapter: adapter, manager: manager, bus: bus, clock: clock, logger: logger,
             module: module, values: values, bondRecord: bondRecord, joiner: joiner))
-        (components, stage, connect) = (composition.components, composition.stage, composition.connect)
+        let advertising = Advertising(
+            module: module, values: values, stage: composition.stage, announcements: announcements, clock: clock,
+            components: composition.components, executor: bus.eventLoop)
+        self.advertising = advertising
+        (components, stage, connect) = (composition.components + [advertising], composition.stage, composition.connect)
     }
 
     /// The component of type `Component`, if the daemon has one.
     func component<Component: DaemonComponent>(_ type: Component.Type) -> Component? {
         components.lazy.compactMap { $0 as? Component }.first
-    }
-
-    // MARK: AdvertisingControl
-
-    package func on(_ names: [String]) async throws(PeripheralError) {
-        // What a component withholds stays withheld (Improv while the Wi-Fi is connected, or
-        // once it provisioned): `on` is group bleadvd's, and Improv on air would let strangers
-        // in range provision.
-        for name in names {
-            if let refusal = await stage.refusal(name) { throw PeripheralError(.invalid, refusal) }
-        }
-        var targets = names
-        if names.isEmpty {
-            for name in await values.names where await stage.isOffered(name) { targets.append(name) }
-        }
-        guard !targets.isEmpty else { return }
-        try await each(targets) { [module] name throws(PeripheralError) in try await Self.typed { try await module.on(name) } }
-    }
-
-    package func off(_ names: [String]) async throws(PeripheralError) {
-        try await each(names) { [module] name throws(PeripheralError) in try await Self.typed { try await module.off(name) } }
-    }
-
-    package func status() async -> [String: AdvertisementState] {
-        let statuses = await module.status()
-        return await states(statuses.advertisements, values: await values.advertisementValues())
-            .merging(await serviceStates(statuses[.application])) { advertisement, _ in advertisement }
-    }
-
-    package func set(_ name: String, _ new: [String: DBusValue]) async throws(PeripheralError) {
-        if let refusal = await stage.setRefusal(name) { throw PeripheralError(.invalid, refusal) }
-        try await values.change(name, new)
-    }
-
-    package func list() async -> [String] {
-        Set(await values.names).union(await values.serviceNames).sorted()
     }
 
     package func reload() async throws(ReloadError) {
@@ -229,51 +199,10 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
 
     // MARK: States
 
-    /// The control API's view of the module's states, with each advertisement's `values` and
-    /// each component's share in them.
-    func states(_ statuses: [String: BluetoothModule<C>.Status], values: [String: [String: String]]) async -> [String: AdvertisementState] {
-        var states: [String: AdvertisementState] = [:]
-        for (name, status) in statuses {
-            states[name] = state(status)
-            states[name]!.values = values[name] ?? [:]
-        }
-        for component in components { states = await component.contribute(to: states) }
-        return states
-    }
-
-    /// The control API's view of one registration's status, an advertisement's or the GATT
-    /// application's.
-    func state(_ status: BluetoothModule<C>.Status) -> AdvertisementState {
-        let now = clock.now
-        var state = AdvertisementState(
-            desired: status.desired, state: .off, sinceSeconds: Self.seconds(status.since.duration(to: now)),
-            error: status.lastError?.message, errorCode: status.lastError?.code.rawValue, ignored: status.ignored,
-            mismatch: status.mismatch)
-        switch status.phase {
-        case .on(let id, let adapter):
-            state.state = .on
-            state.id = id.rawValue
-            state.adapter = adapter
-            state.adapterAddress = status.adapterAddress
-        case .off: state.state = .off
-        case .waiting: state.state = .waiting
-        case .paused(let adapter):
-            state.state = .paused
-            state.adapter = adapter
-            state.adapterAddress = status.adapterAddress
-            state.error = "a central is connected on \(adapter)" + (status.lastError.map { " (\($0.message))" } ?? "")
-        case .failed: state.state = .failed
-        case .retrying(let at, _):
-            state.state = .retrying
-            state.retryInSeconds = max(0, Self.seconds(now.duration(to: at)))
-        }
-        return state
-    }
-
     /// Announces what changed: StateChanged for each advertisement whose state moved, and
     /// STATUS= when the summary did. Called from the loop only.
     func publish(_ statuses: [RegistrationKey: BluetoothModule<C>.Status]) async {
-        let states = await states(statuses.advertisements, values: await values.advertisementValues())
+        let states = await advertising.states(statuses.advertisements, values: await values.advertisementValues())
         let names = Set(await values.names)
         let before = statusLine()
         for (name, state) in states.sorted(by: { $0.key < $1.key }) where names.contains(name) {
@@ -302,46 +231,4 @@ package actor Daemon<C: Clock>: AdvertisingControl where C.Duration == Duration 
 
     // MARK: Helpers
 
-    private func each(_ names: [String], _ body: (String) async throws(PeripheralError) -> Void) async throws(PeripheralError) {
-        // Each name once, in the order given: a name repeated is one request, not one error each.
-        var seen: Set<String> = []
-        let known = await values.names
-        let services = await values.serviceNames
-        let targets = (names.isEmpty ? known : names).filter { seen.insert($0).inserted }
-        let entries = Set(known)
-        // All known, or nothing is done: the caller learns every name it got wrong at once.
-        if let service = targets.first(where: { !entries.contains($0) && services.contains($0) }) {
-            throw PeripheralError(.unknownName, "\(PeripheralError.quoted(service)) is a GATT service: services stay registered while bleadvd runs, and on and off are for advertisements")
-        }
-        let unknown = targets.filter { !entries.contains($0) }
-        if !unknown.isEmpty { throw PeripheralError.unknownNames(unknown) }
-        var failures: [(String, PeripheralError)] = []
-        for name in targets {
-            do {
-                try await body(name)
-            } catch {
-                failures.append((name, error))
-            }
-        }
-        guard let first = failures.first else { return }
-        // At most a few failures in full: the reply stays small however many names failed.
-        let shown = failures.prefix(3).map { "\($0.0): \($0.1.message)" }.joined(separator: "; ")
-        throw PeripheralError(first.1.code, shown + (failures.count > 3 ? "; and \(failures.count - 3) more" : ""))
-    }
-
-    /// The module throws ``PeripheralError`` only, or `CancellationError` when its caller gave up.
-    static func typed<T>(_ body: () async throws -> T) async throws(PeripheralError) -> T {
-        do {
-            return try await body()
-        } catch let error as PeripheralError {
-            throw error
-        } catch {
-            throw PeripheralError(.timeout, "gave up waiting: \(error)")
-        }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

@@ -203,7 +203,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     }
 
     func bonds() async throws(PeripheralError) -> [Bond] {
-        try await Daemon<C>.typed { [module] in try await module.bonds() }
+        try await PeripheralError.caught { [module] in try await module.bonds() }
     }
 
     /// Records the bond with `central`, made outside bleadvd's windows, as bleadvd's: it may
@@ -245,7 +245,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         forgetting.insert(address)
         defer { forgetting.remove(address) }
         do {
-            try await Daemon<C>.typed { [module] in try await module.forget(address) }
+            try await PeripheralError.caught { [module] in try await module.forget(address) }
         } catch where error.code == .unknownName {
             // Removed by someone else (bluetoothctl remove): the record forgets it too.
             try? bondRecord?.remove(address)

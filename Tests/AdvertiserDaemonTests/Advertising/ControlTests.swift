@@ -38,7 +38,7 @@ struct ControlTests {
     func onTwiceIsIdempotent() async throws {
         let session = try await DaemonSession()
 
-        try await session.daemon.on(["heart"])
+        try await session.daemon.advertising.on(["heart"])
 
         #expect(session.mock.startAdvertisingCallCount == 1)
     }
@@ -47,7 +47,7 @@ struct ControlTests {
     func offAll() async throws {
         let session = try await DaemonSession()
 
-        try await session.daemon.off([])
+        try await session.daemon.advertising.off([])
 
         #expect(session.mock.calls.stopped == [RegistrationID("/org/bleadvd/advertisement/1")])
     }
@@ -138,7 +138,7 @@ struct ControlTests {
 
         try await session.daemon.reload()
 
-        #expect(await session.daemon.list() == ["door", "heart", "kitchen"])
+        #expect(await session.daemon.advertising.list() == ["door", "heart", "kitchen"])
         #expect(session.mock.calls.started.last?.advertisement.localName == "Kitchen")
     }
 
@@ -173,11 +173,11 @@ struct ControlTests {
         let session = try await DaemonSession()
         var signals = try session.following(ControlAPI.StateChanged.self) { $0.name == "door" }
 
-        async let first: Void = session.daemon.on(["door"])
-        async let second: Void = session.daemon.on(["door"])
+        async let first: Void = session.daemon.advertising.on(["door"])
+        async let second: Void = session.daemon.advertising.on(["door"])
         _ = try await (first, second)
         let announced = await signals.next()
-        try await session.daemon.off(["door"])
+        try await session.daemon.advertising.off(["door"])
         let next = await signals.next()
 
         #expect(announced?.state == "on")

@@ -374,7 +374,7 @@ struct CentralsDaemonTests {
         let centrals = try session.serving((any CentralsControl).self)
         try await eventually("the central's MTU is known") { await centrals.centrals().first?.mtu == 23 }
 
-        try await session.daemon.set("lamp", ["label": .string(String(repeating: "x", count: 30))])
+        try await session.daemon.advertising.set("lamp", ["label": .string(String(repeating: "x", count: 30))])
 
         try await eventually("the cut is said") { await centrals.centrals().first?.cut == ["lamp.label"] }
         #expect(session.logs.all.contains { $0.contains("lamp.label: a notification of its 30-byte value reaches \(Self.phone) cut to 20 bytes") })
@@ -401,7 +401,7 @@ struct CentralsDaemonTests {
         var line = try await PrivateBus.line(from: watch.stdout)
         while line.hasPrefix("connected") { line = try await PrivateBus.line(from: watch.stdout) }
         reading.cancel()
-        try await session.daemon.set("lamp", ["label": .string(String(repeating: "x", count: 300))])
+        try await session.daemon.advertising.set("lamp", ["label": .string(String(repeating: "x", count: 300))])
         try await eventually("the cut is known") { try await session.ctl("centrals").output.contains("cut lamp.label") }
         let status = try await session.ctl("status").output
 

@@ -40,7 +40,7 @@ struct DaemonInProcessTests {
         try await eventually("kitchen is announced on") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "kitchen", state: "on")) }
         try await first(h)
         h.mock.scriptStop(.hangs)
-        let off = Task { try await h.daemon.off(["kitchen"]) }
+        let off = Task { try await h.daemon.advertising.off(["kitchen"]) }
         try await eventually("kitchen is being unregistered", every: .milliseconds(1)) { h.mock.stopAdvertisingCallCount > 0 }
         return (h, off)
     }
@@ -50,9 +50,9 @@ struct DaemonInProcessTests {
         try await withRunningDaemon(await Self.session(DaemonSession.config)) { h in
             try await eventually("heart is announced on") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "heart", state: "on")) }
 
-            try await h.daemon.on(["door"])
+            try await h.daemon.advertising.on(["door"])
             try await eventually("door is announced on") { h.sent(ControlAPI.StateChanged.self).contains(.init(name: "door", state: "on")) }
-            try await h.daemon.on(["door"])
+            try await h.daemon.advertising.on(["door"])
 
             #expect(h.sent(ControlAPI.StateChanged.self).filter { $0 == .init(name: "door", state: "on") }.count == 1)
         }
@@ -81,7 +81,7 @@ struct DaemonInProcessTests {
         h.mock.emit(.gatt(GATTEvent(ValuesComponentTests.level, .written([7], .number(7)), central: "AA:BB:CC:DD:EE:01")))
 
         try await eventually("the write is announced", within: .seconds(2)) { h.sent(ControlAPI.Written.self, to: .everyone).contains { $0.shown == "dial.level (not shown)" } }
-        #expect(await h.daemon.status()["dial"]?.values["level"] == "7")
+        #expect(await h.daemon.advertising.status()["dial"]?.values["level"] == "7")
     }
 
     @Test("a central's Improv frame, answered through the module, does not hold up another central's write while the module waits on BlueZ")
@@ -127,10 +127,10 @@ struct DaemonInProcessTests {
     func securedValuesGoToSubscribersAlone() async throws {
         try await withRunningDaemon(await Self.session(SecuredValuesTests.config, users: [":1.7": 0, ":1.8": 1000])) { h in
             try await eventually("the application is registered") { !h.mock.calls.registeredApplications.isEmpty }
-            try await h.daemon.subscribe(":1.7")
-            let stranger = await #expect(throws: PeripheralError.self) { try await h.daemon.subscribe(":1.8") }
+            try await h.daemon.advertising.subscribe(":1.7")
+            let stranger = await #expect(throws: PeripheralError.self) { try await h.daemon.advertising.subscribe(":1.8") }
 
-            try await h.daemon.set("lamp", ["label": .string("hall"), "mode": .string("cold")])
+            try await h.daemon.advertising.set("lamp", ["label": .string("hall"), "mode": .string("cold")])
             try await eventually("the values are announced") { h.sent(ControlAPI.ValuesChanged.self, to: .subscriber(":1.7")).contains { $0.name == "lamp" } }
 
             #expect(stranger?.code == .accessDenied)

@@ -31,7 +31,7 @@ struct DeadlineTests {
         // The stuck call holds the daemon only: holding the session would keep its private bus
         // (a dbus-daemon) alive past the test, and the process.
         let daemon = session.daemon
-        let stuck = Task { try await daemon.on(["door"]) }
+        let stuck = Task { try await daemon.advertising.on(["door"]) }
         try await eventually("a second advertisement is started", every: .milliseconds(1)) { session.mock.startAdvertisingCallCount >= 2 }
 
         session.stop()

@@ -216,7 +216,7 @@ struct PolicyTests {
         let toggling = Task {
             var on = true
             while !Task.isCancelled {
-                try? await on ? session.daemon.on(["door"]) : session.daemon.off(["door"])
+                try? await on ? session.daemon.advertising.on(["door"]) : session.daemon.advertising.off(["door"])
                 on.toggle()
                 try? await Task.sleep(for: .milliseconds(100))
             }
@@ -271,7 +271,7 @@ struct PolicyTests {
         let rootHeard = try await linkLife(session, heardBy: root)
         // heart's StateChanged, which everyone hears, after them: the stranger heard by then
         // whatever it was let.
-        try await session.daemon.off(["heart"])
+        try await session.daemon.advertising.off(["heart"])
         let strangerHeard = try await signals(from: stranger, until: "StateChanged ('heart'")
 
         #expect(Self.links(rootHeard) == Self.linkSignals, "\(rootHeard)")

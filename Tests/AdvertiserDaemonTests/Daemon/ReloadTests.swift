@@ -34,7 +34,7 @@ struct ReloadTests {
     func reloadsApplyInOrder() async throws {
         let (_, session) = try await reloads(whileOneIsSlow: 1)
 
-        #expect(await session.daemon.list() == ["newer"])
+        #expect(await session.daemon.advertising.list() == ["newer"])
     }
 
     @Test("reloads asked for while one is under way join the one waiting: ten asks read the file twice, and each gets the newer file's answer")
@@ -42,7 +42,7 @@ struct ReloadTests {
         let (reads, session) = try await reloads(whileOneIsSlow: 10)
 
         #expect(await reads.count == 2)
-        #expect(await session.daemon.list() == ["newer"])
+        #expect(await session.daemon.advertising.list() == ["newer"])
     }
 
     @Test("a reload asked for once shutdown began is refused, and nothing is read")

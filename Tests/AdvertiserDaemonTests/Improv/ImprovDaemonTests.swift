@@ -283,7 +283,7 @@ struct ImprovDaemonTests {
     func setRefused() async throws {
         let session = try await session()
 
-        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.set("improv", ["state": .string("04")]) }
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.advertising.set("improv", ["state": .string("04")]) }
 
         #expect(refusal?.code == .invalid)
         #expect(refusal?.message.hasPrefix("improv's values are Improv's own") == true, "\(String(describing: refusal))")

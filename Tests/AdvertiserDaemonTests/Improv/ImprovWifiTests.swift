@@ -241,7 +241,7 @@ struct ImprovWifiTests {
     func onImprovWhileWithdrawnRefused() async throws {
         let session = try await session(Wifi(connected: true))
 
-        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.on(["improv"]) }
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.advertising.on(["improv"]) }
 
         #expect(refusal?.code == .invalid)
         #expect(refusal?.message.contains("Improv is not offered now") == true, "\(String(describing: refusal))")

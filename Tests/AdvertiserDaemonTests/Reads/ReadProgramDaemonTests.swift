@@ -46,7 +46,7 @@ struct ReadProgramDaemonTests {
         let answer = try await session.mock.centralReads(Self.temperature, central: "AA:BB:CC:DD:EE:01")
 
         #expect(answer == [0xD9, 0x12])  // 4825
-        try await eventually("status shows 48.25") { await session.daemon.status()["pi"]?.values["temperature"] == "48.25" }
+        try await eventually("status shows 48.25") { await session.daemon.advertising.status()["pi"]?.values["temperature"] == "48.25" }
         #expect(session.mock.calls.updatedValues.last?.value == [0xD9, 0x12])
         #expect(runCount() == 1)
     }
@@ -65,7 +65,7 @@ struct ReadProgramDaemonTests {
     func setRefused() async throws {
         let session = try await session()
 
-        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.set("pi", ["temperature": .string("20")]) }
+        let refusal = await #expect(throws: PeripheralError.self) { try await session.daemon.advertising.set("pi", ["temperature": .string("20")]) }
 
         #expect(refusal?.message.contains("is read from \"\(program)\" when a central asks; it is not set") == true)
         #expect(runCount() == 0)
@@ -123,7 +123,7 @@ struct ReadProgramDaemonTests {
         try await eventually("the program is killed, a zombie its tracer holds") { Self.state(of: pid) == "Z" }
 
         let asked = ContinuousClock.now
-        _ = await session.daemon.status()
+        _ = await session.daemon.advertising.status()
         let answered = asked.duration(to: .now)
 
         #expect(Self.state(of: pid) == "Z", "status answered after \(answered), once the program was reaped")

@@ -40,7 +40,7 @@ struct SecuredValuesTests {
     func lines<Signal: ControlSignal>(_ session: DaemonSession, _ signal: Signal.Type, of lamp: @escaping @Sendable (Signal) -> String, subscribed: Bool) async throws
         -> Following<Signal> {
         let lines = try session.following(signal, to: subscribed ? .subscriber(":1.7") : .everyone) { lamp($0) == "lamp" }
-        if subscribed { try await session.daemon.subscribe(":1.7") }
+        if subscribed { try await session.daemon.advertising.subscribe(":1.7") }
         return lines
     }
 
@@ -49,7 +49,7 @@ struct SecuredValuesTests {
     func statusHidesSecuredValues() async throws {
         let session = try await session(trusting: false)
 
-        let status = await session.daemon.status(for: ":1.7")
+        let status = await session.daemon.advertising.status(for: ":1.7")
 
         #expect(status["lamp"]?.values["label"] == nil, "\(status)")
         #expect(status["lamp"]?.values["mode"] == "warm", "\(status)")
@@ -60,7 +60,7 @@ struct SecuredValuesTests {
     func statusShowsSecuredValuesToTrusted() async throws {
         let session = try await session(trusting: true)
 
-        let status = await session.daemon.status(for: ":1.7")
+        let status = await session.daemon.advertising.status(for: ":1.7")
 
         #expect(status["lamp"]?.values["label"] == "desk", "\(status)")
     }
@@ -99,7 +99,7 @@ struct SecuredValuesTests {
     func securedSetNotLogged() async throws {
         let session = try await session(trusting: true)
 
-        try await session.daemon.set("lamp", ["label": .string("sofa")])
+        try await session.daemon.advertising.set("lamp", ["label": .string("sofa")])
 
         #expect(!session.logs.all.contains { $0.contains("sofa") }, "\(session.logs.all)")
         #expect(session.logs.all.contains { $0.contains("lamp: set label=(secured: not shown)") }, "\(session.logs.all)")
@@ -121,7 +121,7 @@ struct SecuredValuesTests {
         let set = try await setLamp(session, stdin: "label=sofa\n\nmode=cold\n")
 
         #expect(set.status == 0, "\(set.errors)")
-        let values = await session.daemon.status()["lamp"]?.values
+        let values = await session.daemon.advertising.status()["lamp"]?.values
         #expect(values?["label"] == "sofa")
         #expect(values?["mode"] == "cold")
     }
@@ -135,7 +135,7 @@ struct SecuredValuesTests {
         #expect(set.status == 2)
         #expect(set.errors.contains("standard input, line 2 is not KEY=VALUE"), "\(set.errors)")
         #expect(!set.errors.contains("secret"), "\(set.errors)")
-        #expect(await session.daemon.status()["lamp"]?.values["label"] == "desk")
+        #expect(await session.daemon.advertising.status()["lamp"]?.values["label"] == "desk")
     }
 
     @Test("values set on a service are broadcast without the secured ones, and sent whole to a subscriber")
@@ -144,7 +144,7 @@ struct SecuredValuesTests {
         var broadcast = try await lines(session, ControlAPI.ValuesChanged.self, of: \.name, subscribed: false)
         var subscribed = try await lines(session, ControlAPI.ValuesChanged.self, of: \.name, subscribed: true)
 
-        try await session.daemon.set("lamp", ["label": .string("sofa")])
+        try await session.daemon.advertising.set("lamp", ["label": .string("sofa")])
         let everyone = await broadcast.next()
         let subscriber = await subscribed.next()
 
@@ -156,7 +156,7 @@ struct SecuredValuesTests {
     func subscribeRefusedForUntrusted() async throws {
         let session = try await session(trusting: false)
 
-        let error = await #expect(throws: PeripheralError.self) { try await session.daemon.subscribe(":1.7") }
+        let error = await #expect(throws: PeripheralError.self) { try await session.daemon.advertising.subscribe(":1.7") }
 
         #expect(error?.code == .accessDenied)
     }

@@ -30,7 +30,7 @@ struct ServiceTests {
     /// whole, to it alone.
     func writtenLines(_ session: DaemonSession) async throws -> Following<ControlAPI.Written> {
         let lines = try session.following(ControlAPI.Written.self, to: .subscriber(":1.7"))
-        try await session.daemon.subscribe(":1.7")
+        try await session.daemon.advertising.subscribe(":1.7")
         return lines
     }
 
@@ -125,7 +125,7 @@ struct ServiceTests {
         let signal = await written.next()
 
         #expect(signal == ControlAPI.Written(Self.label, value: .text("sofa"), central: "AA:BB:CC:DD:EE:FF"))
-        #expect(await session.daemon.status()["lamp"]?.values["label"] == "sofa")
+        #expect(await session.daemon.advertising.status()["lamp"]?.values["label"] == "sofa")
     }
 
     @Test("a flood of writes to one characteristic is announced once at once and once per interval after, with the newest value")
@@ -139,7 +139,7 @@ struct ServiceTests {
         }
         let first = await written.next()
         // Every write taken (the newest is in force) before the interval ends.
-        try await eventually("status shows brightness 50", every: .milliseconds(1)) { await session.daemon.status()["lamp"]?.values["brightness"] == "50" }
+        try await eventually("status shows brightness 50", every: .milliseconds(1)) { await session.daemon.advertising.status()["lamp"]?.values["brightness"] == "50" }
         await session.clock.waitForSleepers()
         session.clock.advance(by: .milliseconds(100))
         let second = await written.next()
@@ -156,7 +156,7 @@ struct ServiceTests {
         #expect(lines.count == 2, "\(lines)")
         // brightness is secured (it takes writes): its value is not in the journal.
         #expect(lines.last?.contains("wrote a secured value (1 bytes, not shown) (the newest of 49 writes in 0.1 seconds)") == true, "\(lines)")
-        #expect(await session.daemon.status()["lamp"]?.values["brightness"] == "50")
+        #expect(await session.daemon.advertising.status()["lamp"]?.values["brightness"] == "50")
     }
 
     /// The lamp with a write-only characteristic, a PIN.
@@ -182,7 +182,7 @@ struct ServiceTests {
 
         session.mock.emit(.gatt(GATTEvent(Self.pin, .written(Array("hunter2".utf8), .text("hunter2")), central: "AA:BB:CC:DD:EE:FF")))
         let signal = await written.next()
-        let status = try #require(await session.daemon.status(for: ":1.7")["lamp"]?.values)
+        let status = try #require(await session.daemon.advertising.status(for: ":1.7")["lamp"]?.values)
 
         #expect(signal?.shown == "lamp.pin (not shown)")
         #expect(!status.values.contains("hunter2") && status["pin"] == nil, "\(status)")
@@ -196,9 +196,9 @@ struct ServiceTests {
         let session = try await session()
         var changes = try session.following(ControlAPI.ValuesChanged.self, to: .everyone) { $0.name == "lamp" }
         var written = try await writtenLines(session)
-        try await session.daemon.set("lamp", ["brightness": .string("75")])
+        try await session.daemon.advertising.set("lamp", ["brightness": .string("75")])
         _ = await changes.next()
-        try await session.daemon.set("lamp", ["brightness": .string("76")])  // waits for the 100 ms between changes
+        try await session.daemon.advertising.set("lamp", ["brightness": .string("76")])  // waits for the 100 ms between changes
         await session.clock.waitForSleepers()
 
         session.mock.emit(.gatt(GATTEvent(Self.label, .written(Array("sofa".utf8), .text("sofa")), central: "AA:BB:CC:DD:EE:FF")))
@@ -306,7 +306,7 @@ struct ServiceTests {
             session.mock.emit(.gatt(GATTEvent(brightness, .written([UInt8(level)], .number(Double(level))), central: "AA:BB:CC:DD:EE:FF")))
         }
         _ = await written.next()
-        try await eventually("status shows brightness 3", every: .milliseconds(1)) { await session.daemon.status()["lamp"]?.values["brightness"] == "3" }
+        try await eventually("status shows brightness 3", every: .milliseconds(1)) { await session.daemon.advertising.status()["lamp"]?.values["brightness"] == "3" }
         try (DaemonSession.config + "\n[service.power.battery]\nlevel = 80\n").write(toFile: session.configPath, atomically: true, encoding: .utf8)
         try await session.daemon.reload()
 

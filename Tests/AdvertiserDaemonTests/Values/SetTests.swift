@@ -24,7 +24,7 @@ struct SetTests {
     func session() async throws -> (DaemonSession, Following<ControlAPI.ValuesChanged>) {
         let session = try await DaemonSession(config: Self.config) { $0.scriptUpdate(.always(.success(()))) }
         let changes = try session.following(ControlAPI.ValuesChanged.self) { $0.name == "kitchen" }
-        try await session.daemon.on(["kitchen"])
+        try await session.daemon.advertising.on(["kitchen"])
         return (session, changes)
     }
 
@@ -64,7 +64,7 @@ struct SetTests {
     func sameValuesSendNothing() async throws {
         let (session, _) = try await session()
 
-        try await session.daemon.set("kitchen", ["temperature": .string("21.5")])
+        try await session.daemon.advertising.set("kitchen", ["temperature": .string("21.5")])
         session.clock.advance(by: Daemon<ManualClock>.updateInterval)
         for _ in 0..<100 { await Task.yield() }
 
@@ -74,7 +74,7 @@ struct SetTests {
     @Test("a reload that leaves a table as it was keeps its values and packet id on air")
     func reloadKeepsThePacketID() async throws {
         var (session, changes) = try await session()
-        try await session.daemon.set("kitchen", ["temperature": .double(22.5)])
+        try await session.daemon.advertising.set("kitchen", ["temperature": .double(22.5)])
         _ = await changes.next()
         let updates = session.mock.updateAdvertisementCallCount
 
@@ -89,9 +89,9 @@ struct SetTests {
     @Test("a reload that changes an advertisement's table drops a value set before it and not sent yet")
     func reloadDropsAStaleChange() async throws {
         var (session, changes) = try await session()
-        try await session.daemon.set("kitchen", ["temperature": .double(22)])
+        try await session.daemon.advertising.set("kitchen", ["temperature": .double(22)])
         _ = await changes.next()
-        try await session.daemon.set("kitchen", ["temperature": .double(23)])
+        try await session.daemon.advertising.set("kitchen", ["temperature": .double(23)])
         try Self.config.replacingOccurrences(of: "temperature = 21.5", with: "temperature = 30.5")
             .write(toFile: session.configPath, atomically: true, encoding: .utf8)
 
@@ -101,7 +101,7 @@ struct SetTests {
 
         // 23.00 °C is 0x08FC: it was set for the old table, and never goes on air.
         #expect(!session.mock.calls.updated.contains { serviceData($0.advertisement)?[5...7] == [0x02, 0xFC, 0x08] })
-        #expect(await session.daemon.status()["kitchen"]?.values["bthome.temperature"] == "30.5")
+        #expect(await session.daemon.advertising.status()["kitchen"]?.values["bthome.temperature"] == "30.5")
     }
 
     @Test("1,000 sets in a burst reach BlueZ as a few updates, the last value last")
@@ -109,7 +109,7 @@ struct SetTests {
         var (session, changes) = try await session()
 
         for step in 1...1000 {
-            try await session.daemon.set("kitchen", ["temperature": .double(Double(step) / 100)])
+            try await session.daemon.advertising.set("kitchen", ["temperature": .double(Double(step) / 100)])
         }
         var last = ControlAPI.ValuesChanged()
         while last.values["bthome.temperature"] != "10.0" {
@@ -163,15 +163,15 @@ struct SetTests {
     @Test("a reload keeps values set at run time where the file did not change, and takes the file's where it did")
     func reloadKeepsUnchangedValues() async throws {
         var (session, changes) = try await session()
-        try await session.daemon.set("kitchen", ["temperature": .string("22.5")])
+        try await session.daemon.advertising.set("kitchen", ["temperature": .string("22.5")])
         _ = await changes.next()
         try session.writeConfig(Self.config.replacingOccurrences(of: "Thermo-1", with: "Thermo-2"))
 
         try await session.daemon.reload()
-        let kept = await session.daemon.status()["kitchen"]?.values
+        let kept = await session.daemon.advertising.status()["kitchen"]?.values
         try session.writeConfig(Self.config.replacingOccurrences(of: "battery = 87", with: "battery = 50"))
         try await session.daemon.reload()
-        let fromFile = await session.daemon.status()["kitchen"]?.values
+        let fromFile = await session.daemon.advertising.status()["kitchen"]?.values
 
         #expect(kept?["bthome.temperature"] == "22.5")
         #expect(fromFile?["bthome.temperature"] == "21.5")
@@ -184,9 +184,9 @@ struct SetTests {
           arguments: [false, true])
     func encryptedReadingsInStatus(trusted: Bool) async throws {
         let session = try await DaemonSession(config: Self.encryptedConfig, users: [":1.7": 1000], trusts: { _ in trusted })
-        try await session.daemon.on(["kitchen"])
+        try await session.daemon.advertising.on(["kitchen"])
 
-        let status = await session.daemon.status(for: ":1.7")
+        let status = await session.daemon.advertising.status(for: ":1.7")
 
         let values = try #require(status["kitchen"]?.values)
         #expect(values.values.contains("21.5") == trusted, "\(values)")
@@ -196,9 +196,9 @@ struct SetTests {
     func encryptedReadingsNotBroadcastNorLogged() async throws {
         let session = try await DaemonSession(config: Self.encryptedConfig) { $0.scriptUpdate(.always(.success(()))) }
         var changes = try session.following(ControlAPI.ValuesChanged.self, to: .everyone) { $0.name == "kitchen" }
-        try await session.daemon.on(["kitchen"])
+        try await session.daemon.advertising.on(["kitchen"])
 
-        try await session.daemon.set("kitchen", ["temperature": .string("23.25")])
+        try await session.daemon.advertising.set("kitchen", ["temperature": .string("23.25")])
         let broadcast = try #require(await changes.next())
 
         #expect(!broadcast.values.keys.contains { $0.hasPrefix("bthome.") }, "\(broadcast)")
