@@ -199,3 +199,16 @@ public struct ConfigError: Error, Hashable, Sendable, CustomStringConvertible {
         return place.isEmpty ? what : "\(place): \(what)"
     }
 }
+
+extension DaemonConfig {
+    /// How a feature's table is read into the config: by a reader beside its `*Config`.
+    typealias TableReader = @Sendable (Reader, [String: TOMLNode], inout DaemonConfig) throws(ConfigError) -> Void
+
+    /// The tables features add to the file, each with how it is read into its field: a
+    /// feature's table is its field above and a line here, nothing in the reader.
+    static let featureTables: [(key: String, read: TableReader)] = [
+        ("pairing", { reader, fields, config throws(ConfigError) in config.pairing = try reader.pairing(fields) }),
+        ("centrals", { reader, fields, config throws(ConfigError) in config.centrals = try reader.centrals(fields) }),
+        ("slots", { reader, fields, config throws(ConfigError) in config.slots = try reader.slots(fields) }),
+    ]
+}

@@ -8,7 +8,7 @@ struct Reader {
     /// The config's services, by name: what an advertisement's `services` may name.
     var services: [String: BluetoothUUID] = [:]
 
-    static let topKeys: Set<String> = ["adapter", "power_on", "alias", "centrals", "pairing", "improv", "advertisement", "service", "slots"]
+    static let topKeys = Set(["adapter", "power_on", "alias", "improv", "advertisement", "service"] + DaemonConfig.featureTables.map(\.key))
 
     func error(_ path: [String], _ message: String) -> ConfigError {
         ConfigError(file: file, line: lines.line(of: path), key: path.joined(separator: "."), message: message)
@@ -30,9 +30,9 @@ struct Reader {
             }
             config.alias = alias
         }
-        if let section = root["pairing"] { config.pairing = try pairing(table(section, ["pairing"])) }
-        if let section = root["centrals"] { config.centrals = try centrals(table(section, ["centrals"])) }
-        if let section = root["slots"] { config.slots = try slots(table(section, ["slots"])) }
+        for feature in DaemonConfig.featureTables {
+            if let section = root[feature.key] { try feature.read(self, try table(section, [feature.key]), &config) }
+        }
         if let section = root["service"] { config.services = try services(section) }
         if let section = root["improv"] {
             let improv = try improv(table(section, ["improv"]))

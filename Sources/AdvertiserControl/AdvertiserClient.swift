@@ -111,17 +111,17 @@ public struct AdvertiserClient {
     }
 
     /// Calls `method` with one argument, encoded as the handler decodes it (``ControlArgument``).
-    private func call<A: ControlArgument>(_ method: ControlAPI.Method, _ a: A) throws -> [DBusValue] {
+    func call<A: ControlArgument>(_ method: ControlAPI.Method, _ a: A) throws -> [DBusValue] {
         try call(method, [a.dbusValue])
     }
 
     /// Calls `method` with two arguments, encoded as the handler decodes them.
-    private func call<A: ControlArgument, B: ControlArgument>(_ method: ControlAPI.Method, _ a: A, _ b: B) throws -> [DBusValue] {
+    func call<A: ControlArgument, B: ControlArgument>(_ method: ControlAPI.Method, _ a: A, _ b: B) throws -> [DBusValue] {
         try call(method, [a.dbusValue, b.dbusValue])
     }
 
     /// Calls `method`; a reply that is not what the contract declares is refused.
-    private func call(_ method: ControlAPI.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
+    func call(_ method: ControlAPI.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
         assert(arguments.map(\.type) == method.inputs.map(\.type), "\(method.name)'s arguments are not as ControlAPI.Method declares")
         return try connection.call(
             destination: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: method.name,
