@@ -2,7 +2,7 @@ import AdvertiserConfig
 import AdvertiserControl
 import Events
 import Logging
-package import Peripheral
+import Peripheral
 
 /// Told the length of each value sent to a characteristic that notifies: BlueZ sends a
 /// notification of what a link's MTU carries (MTU − 3 bytes), and cuts the rest.

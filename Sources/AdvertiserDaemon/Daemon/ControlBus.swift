@@ -5,7 +5,7 @@ package import AdvertiserConfig
 package import AdvertiserControl
 package import DBus
 package import Events
-package import Peripheral
+import Peripheral
 
 /// Where the daemon and its components send the control API's signals: any signal of
 /// ``ControlAPI/signals``, to one bus name or to everyone, as NIO's channel takes any outbound

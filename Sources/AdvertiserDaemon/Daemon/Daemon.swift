@@ -1,7 +1,7 @@
 package import AdvertiserConfig
 package import AdvertiserControl
 import BluetoothModule
-package import DBus
+import DBus
 package import Logging
 package import Peripheral
 import Support
