@@ -39,7 +39,7 @@ public struct AdvertiserClient {
 
     /// The configured names.
     public func list() throws -> [String] {
-        try call(.list)[0].stringArray ?? []
+        try decoded(.list, try call(.list), [String].self)
     }
 
     /// Changes values of an advertisement on air (`bleadvctl set`): each value as typed; the
@@ -51,8 +51,8 @@ public struct AdvertiserClient {
     /// Sends a BTHome sensor's event (`button=long_press`, `button.2=press`, `dimmer=-3`); returns
     /// how many events wait before it and how long each is on air.
     public func event(_ name: String, _ given: [String: String]) throws -> EventQueued {
-        let reply = try call(.event, name, given)
-        return EventQueued(ahead: Int(reply.first?.uint32 ?? 0), burstSeconds: reply.dropFirst().first?.double ?? 0)
+        let (ahead, burst) = try decoded(.event, try call(.event, name, given), UInt32.self, Double.self)
+        return EventQueued(ahead: Int(ahead), burstSeconds: burst)
     }
 
     /// Makes the daemon re-read its config file.
@@ -63,15 +63,13 @@ public struct AdvertiserClient {
     /// Opens a pairing window for `seconds` (0: the configured length); returns the method and
     /// the window's length in seconds.
     public func pair(seconds: UInt32) throws -> (method: String, seconds: UInt32) {
-        let reply = try call(.pair, seconds)
-        return (reply[0].string ?? "", reply[1].uint32 ?? 0)
+        try decoded(.pair, try call(.pair, seconds), String.self, UInt32.self)
     }
 
     /// Allows one connected central (`central`; empty: the only one connected) to provision
     /// Improv Wi-Fi; returns for how many seconds, and the central's address.
     public func improvAuthorize(_ central: String) throws -> (seconds: UInt32, central: String) {
-        let reply = try call(.improvAuthorize, central)
-        return (reply[0].uint32 ?? 0, reply[1].string ?? "")
+        try decoded(.improvAuthorize, try call(.improvAuthorize, central), UInt32.self, String.self)
     }
 
     /// Answers a numeric comparison.
@@ -81,10 +79,7 @@ public struct AdvertiserClient {
 
     /// The bonded centrals, in the daemon's order (by address).
     public func bonds() throws -> [Bond] {
-        (try call(.bonds)[0].dictionaryEntries ?? []).compactMap { entry in
-            guard let address = entry.key.string, let name = entry.value.string else { return nil }
-            return Bond(central: address, name: name.isEmpty ? nil : name)
-        }
+        try decoded(.bonds, try call(.bonds), Entries<String>.self).entries.map { Bond(central: $0.key, name: $0.value.isEmpty ? nil : $0.value) }
     }
 
     /// Removes the bond with a central: one that bonded in a window of bleadvd's, or any when
@@ -118,6 +113,23 @@ public struct AdvertiserClient {
     /// Calls `method` with two arguments, encoded as the handler decodes them.
     func call<A: ControlArgument, B: ControlArgument>(_ method: ControlAPI.Method, _ a: A, _ b: B) throws -> [DBusValue] {
         try call(method, [a.dbusValue, b.dbusValue])
+    }
+
+    /// `reply` to `method` as one `A`, through the codec its handler encoded it with.
+    func decoded<A: ControlArgument>(_ method: ControlAPI.Method, _ reply: [DBusValue], _ a: A.Type) throws -> A {
+        guard let value = reply.decoded(A.self) else { throw Self.unexpected(method) }
+        return value
+    }
+
+    /// `reply` to `method` as `A` and `B`.
+    func decoded<A: ControlArgument, B: ControlArgument>(_ method: ControlAPI.Method, _ reply: [DBusValue], _ a: A.Type, _ b: B.Type) throws -> (A, B) {
+        guard let values = reply.decoded(A.self, B.self) else { throw Self.unexpected(method) }
+        return values
+    }
+
+    /// A reply that is not as the contract declares it.
+    static func unexpected(_ method: ControlAPI.Method) -> DBusError {
+        DBusError(.invalidArgs, "the daemon's \(method.name) reply is not as the control API declares it")
     }
 
     /// Calls `method`; a reply that is not what the contract declares is refused.

@@ -136,3 +136,16 @@ extension Optional: ControlArgument where Wrapped == GATTValue {
         }
     }
 }
+
+extension Array where Element == DBusValue {
+    /// The values (a call's arguments, a reply) as one `A`; nil unless they are exactly that.
+    func decoded<A: ControlArgument>(_ a: A.Type) -> A? {
+        count == 1 ? A(dbusValue: self[0]) : nil
+    }
+
+    /// The values as `A` and `B`; nil unless they are exactly those.
+    func decoded<A: ControlArgument, B: ControlArgument>(_ a: A.Type, _ b: B.Type) -> (A, B)? {
+        guard count == 2, let first = A(dbusValue: self[0]), let second = B(dbusValue: self[1]) else { return nil }
+        return (first, second)
+    }
+}

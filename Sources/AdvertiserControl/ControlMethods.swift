@@ -244,14 +244,14 @@ extension DBusMethodCall {
     /// The call's one argument, as `A`. The connection checked it against the method's inputs
     /// already: one not of its type answers `InvalidArgs`.
     func decoded<A: ControlArgument>(_ a: A.Type) throws -> A {
-        guard arguments.count == 1, let first = A(dbusValue: arguments[0]) else { throw mismatch }
+        guard let first = arguments.decoded(A.self) else { throw mismatch }
         return first
     }
 
     /// The call's two arguments, as `A` and `B`.
     func decoded<A: ControlArgument, B: ControlArgument>(_ a: A.Type, _ b: B.Type) throws -> (A, B) {
-        guard arguments.count == 2, let first = A(dbusValue: arguments[0]), let second = B(dbusValue: arguments[1]) else { throw mismatch }
-        return (first, second)
+        guard let both = arguments.decoded(A.self, B.self) else { throw mismatch }
+        return both
     }
 
     /// The answer to arguments that are not the method's.
