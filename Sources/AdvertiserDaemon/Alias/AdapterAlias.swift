@@ -107,11 +107,6 @@ actor AdapterAlias: DaemonComponent {
         await reconfigure(config.alias)
     }
 
-    /// bleadvd is stopping: the aliases it set are put back.
-    func stop() async {
-        await putBack()
-    }
-
     /// A reload's `alias`: set at once, or put back when the file no longer has one.
     func reconfigure(_ alias: String?) async {
         wanted = alias

@@ -21,13 +21,15 @@ enum Delivery<Input: Sendable>: Sendable {
 
 /// A feature of the daemon (advertising, values, pairing, Improv): an actor that owns its whole
 /// life. It is made in ``Composition`` with the ports it reports through; it takes its part of
-/// each config reloaded (``reconfigure(from:)``), starts once what the config names is on air
-/// (``start(showing:)``), runs its work and timers in ``run()`` (a child of the daemon's task
-/// group), takes the BlueZ events it declares (``delivery(of:)``), serves its part of the
-/// control API by conforming to it (``ControlTargets``), adds its share to `status` and the
-/// systemd status line (``contribute(to:)``) and puts back what it changed as bleadvd stops
-/// (``stop()``). The daemon loops over the list and names none of them; a ``Router`` hands each
-/// event to every one that takes it, in the order of the list and of the bus.
+/// each config reloaded (``reconfigure(from:)``), starts in two phases around the enabled
+/// advertisements (``start(showing:)`` before them, ``startLast(showing:)`` after), runs its
+/// work and timers in ``run()`` (a child of the daemon's task group), takes the BlueZ events it
+/// declares (``delivery(of:)``), serves its part of the control API by conforming to it
+/// (``ControlTargets``), adds its share to `status` and the systemd status line and to the
+/// application served (``contribute(to:)-([String:AdvertisementState])``), and stops in two
+/// phases around the unregistering (``stop()`` before, ``putBack()`` after). The daemon loops
+/// over the list and names none of them; a ``Router`` hands each event to every one that
+/// takes it, in the order of the list and of the bus.
 protocol DaemonComponent: Actor {
     /// What it takes from BlueZ's events.
     associatedtype Input: Sendable
@@ -50,13 +52,20 @@ protocol DaemonComponent: Actor {
     /// module its advertisements, before the GATT application is served again (what it marks on
     /// its showing port is served then).
     func reconfigure(from config: DaemonConfig) async
-    /// Starts, once the GATT application is served and the enabled advertisements were asked
-    /// for: what it shows goes through `stage`.
+    /// Starts what must be in place before centrals come, once the GATT application is served
+    /// and before the enabled advertisements are asked for (the pairing agent): quick, as the
+    /// advertisements wait for it. What it shows goes through `stage`.
     func start(showing stage: any Showing) async
-    /// bleadvd is stopping: puts back what it changed outside bleadvd, and tells whoever waits
-    /// on it, before the advertisements and the application are unregistered (all within the
-    /// daemon's stop wait).
+    /// Starts what may wait, once everything the config names was asked for (Improv's first
+    /// look at the Wi-Fi, which NetworkManager may be slow to answer at boot).
+    func startLast(showing stage: any Showing) async
+    /// bleadvd is stopping: tells whoever waits on it (a pairing window's opener), first,
+    /// before anything is unregistered.
     func stop() async
+    /// bleadvd is stopping and everything is unregistered: withdraws and puts back what it
+    /// changed outside bleadvd (the pairing agent, the adapter's alias). Stop and put-back run
+    /// within the daemon's stop wait, in the order of the list.
+    func putBack() async
     /// `states` (each advertisement's and service's, by name) with its share in them: what the
     /// component changes of how they are on air.
     func contribute(to states: [String: AdvertisementState]) async -> [String: AdvertisementState]
@@ -71,7 +80,9 @@ extension DaemonComponent {
     func run() async {}
     func reconfigure(from config: DaemonConfig) async {}
     func start(showing stage: any Showing) async {}
+    func startLast(showing stage: any Showing) async {}
     func stop() async {}
+    func putBack() async {}
     func contribute(to states: [String: AdvertisementState]) async -> [String: AdvertisementState] { states }
     func contribute(to application: GATTApplication) async -> GATTApplication { application }
 }

@@ -112,11 +112,12 @@ extension Daemon {
         notifier.notify("STOPPING=1")
         let names = await values.names
         let done = await Deadline.within(Self.stopWait, on: clock, executor: bus.eventLoop) { [module] () async -> Void in
-            // The components first, the last made first: an open pairing window is closed, and
-            // its opener told now, not when its time runs out.
-            for component in self.components.reversed() { await component.stop() }
+            // The components first: an open pairing window is closed, and its opener told now,
+            // not when its time runs out; what they put back (the agent, the alias) last.
+            for component in self.components { await component.stop() }
             for name in names { try? await module.off(name) }
             await module.serve(nil)
+            for component in self.components { await component.putBack() }
         } != nil
         guard !done else { return logger.notice("stopped: everything unregistered") }
         let turn = await module.turn.map { " (the module's \($0.operation) has had the turn with BlueZ for \($0.held))" } ?? ""
@@ -160,10 +161,12 @@ extension Daemon {
         logger.notice("bleadvd starting: \(advertisements) advertisement(s) in \(configPath), \(enabled.count) enabled, \(services) GATT service(s)")
         // The services first: a central that connects to the advertisement finds them.
         await module.serve(await stage.application())
-        for name in enabled where await stage.isOffered(name) { try? await module.on(name) }
-        // Then the components (Improv's look at the Wi-Fi may wait for a NetworkManager slow to
-        // answer at boot): what the config names goes first.
+        // What must be there before centrals come (the agent), then the advertisements, then
+        // what may wait (Improv's look at the Wi-Fi, which NetworkManager may be slow to answer
+        // at boot).
         for component in components { await component.start(showing: stage) }
+        for name in enabled where await stage.isOffered(name) { try? await module.on(name) }
+        for component in components { await component.startLast(showing: stage) }
     }
 
     private func announceReady(settled: Bool) async {

@@ -70,7 +70,7 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
     let joiners: @Sendable (ImprovConfig) -> any NetworkJoining
     /// Where it runs (in bleadvd, the bus connection's event loop, as the daemon).
     nonisolated let executor: any SerialExecutor
-    /// Where Improv shows itself: the daemon, once it runs this component (``start(showing:)``).
+    /// Where Improv shows itself: the daemon, once it runs this component (``startLast(showing:)``).
     weak var display: (any Showing)?
     /// The session, while `[improv]` is configured.
     var improv: ImprovRun<C.Instant>?
@@ -114,7 +114,7 @@ actor ImprovProvisioner<C: Clock>: ImprovControl where C.Duration == Duration {
     /// Improv's first look at the Wi-Fi, once everything else is registered (NetworkManager may
     /// be slow to answer at boot): it goes on air through `display` unless the Wi-Fi is
     /// connected.
-    func start(showing display: any Showing) async {
+    func startLast(showing display: any Showing) async {
         self.display = display
         guard improv != nil else { return }
         improv?.offered = false

@@ -106,9 +106,13 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     }
 
     /// bleadvd is stopping: an open window is closed, and its opener told now, not when its
-    /// time runs out; then the agent is withdrawn.
+    /// time runs out.
     func stop() async {
         if window.isOpen(at: clock.now) { await closeWindow(because: "bleadvd is stopping") }
+    }
+
+    /// Everything is unregistered: the agent is withdrawn.
+    func putBack() async {
         await offer(false)
     }
 
@@ -117,7 +121,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         await reconfigure(config.pairing, bondNeeded: Self.bondNeeded(config.services.values))
     }
 
-    /// The agent is offered once the application is served.
+    /// The agent is offered once the application is served, before the advertisements.
     func start(showing stage: any Showing) async {
         await offer()
     }

@@ -28,12 +28,11 @@ extension Values {
 
     /// Puts `share` in advertisement `name`'s packets at once, in place of what `owner` put there
     /// before, or takes `owner`'s out (`share` nil), with the values in force; `newPacket` gives
-    /// them a new BTHome packet id. A share taken out that held the packets lets the values set
-    /// meanwhile go: they are announced.
+    /// them a new BTHome packet id. A share taken out lets the values set meanwhile go: they are
+    /// announced (also when a reload had ended it).
     /// - Throws: `unknownName`, or what the module's update threw.
     func show(_ share: PacketShare?, of owner: String, in name: String, newPacket: Bool) async throws(PeripheralError) {
-        guard let entry = entries[name] else { throw PeripheralError.unknownName(name) }
-        let released = share == nil && entry.shares[owner]?.holds == true
+        guard entries[name] != nil else { throw PeripheralError.unknownName(name) }
         entries[name]!.shares[owner] = share
         if newPacket { entries[name]!.packetID &+= 1 }
         // The packets carry the values in force too: a sender running has nothing left to send.
@@ -45,7 +44,7 @@ extension Values {
         } catch {
             throw PeripheralError(.failed, "\(error)")
         }
-        if released {
+        if share == nil {
             await announcer?.announceValues(name, all: values(of: name), everyone: values(of: name, public: true))
         }
     }

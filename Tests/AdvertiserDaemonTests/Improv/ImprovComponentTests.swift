@@ -75,7 +75,7 @@ struct ImprovComponentTests {
     func startOffers() async throws {
         let h = try Harness(connected: false)
 
-        await h.improv.start(showing: h.display)
+        await h.improv.startLast(showing: h.display)
 
         #expect(h.display.all == ["offer"])
     }
@@ -84,7 +84,7 @@ struct ImprovComponentTests {
     func startWithWifiOffersNothing() async throws {
         let h = try Harness(connected: true)
 
-        await h.improv.start(showing: h.display)
+        await h.improv.startLast(showing: h.display)
 
         #expect(h.display.all.isEmpty)
     }
@@ -94,7 +94,7 @@ struct ImprovComponentTests {
     ])
     func reloadMarksWhetherOffered(removed: Bool, marked: String) async throws {
         let h = try Harness(connected: false)
-        await h.improv.start(showing: h.display)
+        await h.improv.startLast(showing: h.display)
 
         await h.improv.reconfigure(removed ? nil : Harness.open)
 
@@ -104,7 +104,7 @@ struct ImprovComponentTests {
     @Test("Wi-Fi settings join, show provisioned with the redirect, and Improv leaves the air once the withdrawal's time came")
     func joinShowsThenWithdraws() async throws {
         let h = try Harness()
-        await h.improv.start(showing: h.display)
+        await h.improv.startLast(showing: h.display)
 
         await h.improv.written(ImprovDaemonTests.wifi, central: "AA:BB:CC:DD:EE:01")
         await h.improv.perform(.join(Improv.Credentials(ssid: Array("Home".utf8), password: Array("hunter22".utf8))!))
@@ -117,7 +117,7 @@ struct ImprovComponentTests {
     @Test("the Wi-Fi staying disconnected for the offer delay offers Improv again with a fresh service, and not before")
     func offeredAgainOnlyAfterTheDelay() async throws {
         let h = try Harness(connected: true)
-        await h.improv.start(showing: h.display)
+        await h.improv.startLast(showing: h.display)
         await h.improv.wifiChanged(connected: false)
 
         h.clock.advance(by: Component.offerDelay - .seconds(1))
@@ -135,7 +135,7 @@ struct ImprovComponentTests {
         var config = ImprovConfig()
         config.needsAuthorization = true
         let h = try Harness(config, connected: true)
-        await h.improv.start(showing: h.display)
+        await h.improv.startLast(showing: h.display)
 
         let refusal = await #expect(throws: PeripheralError.self) { try await h.improv.improvAuthorize("") }
 
@@ -147,7 +147,7 @@ struct ImprovComponentTests {
     @Test("a partial frame whose next part does not come in time is dropped: a whole frame sent after it is taken as it is")
     func partialFrameExpires() async throws {
         let h = try Harness()
-        await h.improv.start(showing: h.display)
+        await h.improv.startLast(showing: h.display)
         await h.improv.written(Array(ImprovDaemonTests.wifi.prefix(5)), central: "AA:BB:CC:DD:EE:01")
 
         h.clock.advance(by: ImprovFrames<ManualClock.Instant>.partLimit)

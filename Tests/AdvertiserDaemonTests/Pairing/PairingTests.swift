@@ -62,6 +62,43 @@ struct PairingTests {
         #expect(session.mock.calls.pairable.map(\.pairable) == [false])
     }
 
+    @Test("stopping with a window open closes it and tells its opener even when BlueZ never answers the alias's put-back")
+    func stopClosesTheWindowBeforeTheAlias() async throws {
+        let session = try await DaemonSession(config: "alias = \"bleadvd Lamp\"\n" + Self.config("method = \"passkey\"")) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+            mock.scriptSetAlias(.always(.success(())))
+        }
+        try await eventually("the alias was set") { !session.mock.calls.aliases.isEmpty }
+        try await window(session, seconds: 60)
+        session.mock.scriptSetAlias(.neverAnswers)
+
+        session.stop()
+        // The window's timer sleeps already; the stop wait is the second sleeper.
+        await session.clock.waitForSleepers(2)
+        session.clock.advance(by: Daemon<ManualClock>.stopWait)
+        try await session.running.value
+
+        #expect(session.sent(ControlAPI.Pairing.self, to: .subscriber(":1.7")).map(\.event).contains("closed"))
+        #expect(session.mock.calls.pairable.last?.pairable == false)
+        #expect(session.mock.calls.unregisteredApplications.count == 1)
+    }
+
+    @Test("the agent is registered as soon as the application is served, before Improv's first look at the Wi-Fi")
+    func agentBeforeImprov() async throws {
+        let config = Self.config("method = \"passkey\"") + "\n[improv]\nauthorization = \"none\"\n"
+
+        let session = try await DaemonSession(config: config, waitForReady: false, joiner: NeverAnsweringJoiner()) { mock in
+            mock.scriptRegisterApplication(.always(.success(RegistrationID("/org/bleadvd/gatt/app1"))))
+            mock.scriptUnregisterApplication(.always(.success(())))
+            mock.scriptAgent()
+        }
+
+        try await eventually("the agent was registered") { !session.mock.calls.registeredAgents.isEmpty }
+        #expect(session.mock.calls.pairable.map(\.pairable) == [false])
+    }
+
     @Test("with method off no agent is registered, and bleadvctl pair says pairing is off with exit 2")
     func offRegistersNothing() async throws {
         let session = try await session(onDBus: true, "method = \"off\"")
@@ -542,5 +579,18 @@ struct PairingTests {
 
         #expect(status == 1)
         #expect(errors == "bleadvctl: bleadvd left the bus, and the pairing window with it; no central bonded\n")
+    }
+}
+
+/// A joiner whose look at the Wi-Fi does not return until its task is cancelled: NetworkManager
+/// slow to answer at boot.
+struct NeverAnsweringJoiner: NetworkJoining {
+    func join(_ credentials: Improv.Credentials) async throws -> String? { nil }
+    func networks() async throws -> [Improv.Network] { [] }
+    func wifi() async throws -> WifiWatch? {
+        let (never, keep) = AsyncStream<Never>.makeStream()
+        for await _ in never {}
+        withExtendedLifetime(keep) {}
+        return nil
     }
 }

@@ -118,6 +118,21 @@ struct ValuesComponentTests {
         #expect(h.announcements.all == ["written dial.level 1", "written dial.level 3"])
     }
 
+    @Test("a reload that changes a sensor during an event's burst still announces its values when the burst ends")
+    func burstEndAnnouncedAfterAReload() async throws {
+        let remote = "[advertisement.remote.bthome]\nbattery = 80\nbuttons = 1\n"
+        let h = try await Harness(Self.config + "\n" + remote)
+        defer { h.stop() }
+        try await h.values.show(event: BTHome.Event(buttons: [.press]), in: "remote")
+        let changed = try ConfigParser.parse(Self.config + "\n" + remote.split(separator: "80").joined(separator: "70"), file: "test.toml")
+        _ = await h.values.reload(advertisements: changed.advertisements)
+
+        try await h.values.show(event: nil, in: "remote")
+
+        #expect(h.announcements.all.filter { $0.hasPrefix("values remote ") }.count == 1)
+        #expect(h.announcements.all.first { $0.hasPrefix("values remote ") }?.contains("bthome.battery=70") == true)
+    }
+
     @Test("a write to a characteristic the reloaded file no longer has is neither kept nor announced")
     func writeToRemovedCharacteristicIsIgnored() async throws {
         let h = try await Harness()
