@@ -57,9 +57,9 @@ extension Bleadvctl {
                 DBusMatchRule(sender: ControlAPI.busName, path: ControlAPI.path, interface: ControlAPI.interface, member: $0.name)
             }
             let signals = try await connection.signals(matching: rules)
+            // Values and writes come whole to a subscriber, to it alone: their broadcasts are skipped.
+            let whole = [ControlAPI.ValuesChanged.name, ControlAPI.Written.name]
             for await message in signals {
-                // Values and writes come whole to a subscriber, to it alone: their broadcasts are skipped.
-                let whole = [ControlAPI.ValuesChanged.name, ControlAPI.Written.name]
                 if subscribed, message.destination == nil, whole.contains(message.member ?? "") { continue }
                 guard let line = WatchFormat.line(message, json: json) else { continue }
                 try emit(line + "\n")

@@ -37,6 +37,7 @@ package actor Advertising<C: Clock>: AdvertisingControl where C.Duration == Dura
 
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
+    // MARK: AdvertisingControl
 
     package func on(_ names: [String]) async throws(PeripheralError) {
         // What a component withholds stays withheld (Improv while the Wi-Fi is connected, or
@@ -72,9 +73,7 @@ package actor Advertising<C: Clock>: AdvertisingControl where C.Duration == Dura
         Set(await values.names).union(await values.serviceNames).sorted()
     }
 
-
     // MARK: Subscribers
-
 
     package func status(for caller: String) async -> [String: AdvertisementState] {
         var states = await status()
@@ -179,7 +178,6 @@ package actor Advertising<C: Clock>: AdvertisingControl where C.Duration == Dura
         let shown = failures.prefix(3).map { "\($0.0): \($0.1.message)" }.joined(separator: "; ")
         throw PeripheralError(first.1.code, shown + (failures.count > 3 ? "; and \(failures.count - 3) more" : ""))
     }
-
 }
 
 /// It takes no BlueZ event; its work is following subscribers.

@@ -37,7 +37,7 @@ actor Stage<C: Clock>: Showing where C.Duration == Duration {
     /// with the share of each of `components`, running on `executor`.
     init(
         values: Values<C>, module: BluetoothModule<C>, withheld: [String: String], owned: [String: String],
-        components: [any DaemonComponent] = [], executor: any SerialExecutor
+        components: [any DaemonComponent], executor: any SerialExecutor
     ) {
         self.components = components
         self.values = values

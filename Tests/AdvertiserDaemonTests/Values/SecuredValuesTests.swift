@@ -44,7 +44,6 @@ struct SecuredValuesTests {
         return lines
     }
 
-
     @Test("Status leaves a secured characteristic's value out for a user bleadvd does not trust, and shows the open ones")
     func statusHidesSecuredValues() async throws {
         let session = try await session(trusting: false)
