@@ -277,7 +277,7 @@ async def do_step(run, link, step):
                 lambda value, uuid=what: link.notified.setdefault(uuid, []).append(bytes(value).hex()))
             run.say("subscribed %s" % what)
         except STEP_ERRORS as error:
-            run.say("subscribe %s: ATT error %s" % (what, att_name(error)))
+            run.say("subscribe %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
     elif kind == "notified":
         uuid, _, hex_value = what.partition("=")
         deadline = time.monotonic() + 10

@@ -229,15 +229,37 @@ echo "3b. a reload that changes a service (#66 item 6): the bonded central, subs
 # removed and added to the centrals that enabled its indications (a bonded central's choice
 # is kept across links); bleadvd registers every service anew when one changes.
 turn="$TESTBED_WORK/service-changed"
-rm -rf "$turn"; mkdir -p "$turn"
-central encrypt "subscribe:2a05" "touch:$turn/subscribed" "await:$turn/reloaded" "heard:2a05=15" > "$TESTBED_WORK/changed.lines" &
-changed_run=$!
-wait_for 60 "the central to subscribe to Service Changed" "[ -e '$turn/subscribed' ] || ! kill -0 $changed_run" || true
-EXTRA=1 write_config default
-bleadvctl reload
-touch "$turn/reloaded"
-wait "$changed_run" || true
-cat "$TESTBED_WORK/changed.lines"
+# service_changed_turn: the central encrypts and subscribes, the reload adds a characteristic,
+# and the central's lines (what it heard) are in changed.lines; CHANGED_STARTED is its start.
+service_changed_turn() {
+  rm -rf "$turn"; mkdir -p "$turn"
+  CHANGED_STARTED=$(date '+%H:%M:%S.%N')
+  CHANGED_LOG_LINES=$(bleadvd_log_lines)
+  central encrypt "subscribe:2a05" "touch:$turn/subscribed" "await:$turn/reloaded" "heard:2a05=15" > "$TESTBED_WORK/changed.lines" &
+  local run=$!
+  wait_for 60 "the central to subscribe to Service Changed" "[ -e '$turn/subscribed' ] || ! kill -0 $run" || true
+  EXTRA=1 write_config default
+  bleadvctl reload
+  touch "$turn/reloaded"
+  wait "$run" || true
+  cat "$TESTBED_WORK/changed.lines"
+}
+service_changed_turn
+# CI's run of the #79 landing (Debian 13, legacy controllers) saw the subscription cancelled
+# once (ATT error CancelledError; 9 runs of 65 there after it passed): Bumble cancels a request
+# whose link ended. bleadvd ends a link only when
+# asked or by [centrals] (and says so); a link that ended otherwise ended below it. The record
+# of its end is shown, and the step is made once more on a new link.
+if grep -q "^    subscribe 2a05: ATT error .*the link had ended" "$TESTBED_WORK/changed.lines"; then
+  ended=$(tail -n +"$((CHANGED_LOG_LINES + 1))" "$TESTBED_WORK/bleadvd.log" | grep "ending its link" || true)
+  [[ -z "$ended" ]] || fail "bleadvd ended the central's link before its subscription was answered: $ended"
+  echo "    the link ended before the subscription was answered, and bleadvd did not end it; the HCI record since the central started:"
+  hci_since "$CHANGED_STARTED" | sed 's/^/    /'
+  write_config default
+  bleadvctl reload
+  echo "    once more on a new link:"
+  service_changed_turn
+fi
 ranges=$(sed -n 's/^    heard 2a05: //p' "$TESTBED_WORK/changed.lines")
 [[ "$ranges" =~ ^[0-9a-f]{8} ]] || fail "the bonded central was told no Service Changed after a reload that added a characteristic: ${ranges:-no line}"
 # Each value is two little-endian handles, the first and the last of the range.
