@@ -52,7 +52,7 @@ let package = Package(
         // Layer 3: the Linux implementation over BlueZ.
         .target(
             name: "PeripheralBlueZ",
-            dependencies: ["Peripheral", "DBus", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Peripheral", "DBus", "Events", .product(name: "Logging", package: "swift-log")]
         ),
 
         // Layer 3: the domain.

@@ -7,7 +7,7 @@ import Peripheral
 extension ControlAPI.Method {
     /// Every method, in the order the interface lists them.
     public static let all: [Self] = [
-        .on, .off, .status, .list, .set, .event, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe, .centrals, .disconnect,
+        .on, .off, .status, .list, .set, .event, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe, .centrals, .disconnect, .stack,
     ]
 
     /// `On(as names)`: puts advertisements on air (every configured one when `names` is

@@ -277,6 +277,12 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         registrations.statuses
     }
 
+    /// The oldest call to the stack still waiting for its answer after a second, if any: since
+    /// when ``status()`` may be behind the stack. It waits for no turn.
+    public func unanswered() async -> UnansweredCall? {
+        await manager.unanswered()
+    }
+
     /// Every change of ``status()`` from now on, latest first: a consumer that falls behind
     /// gets the newest state, not every step.
     public func changes() -> AsyncStream<[RegistrationKey: Status]> {

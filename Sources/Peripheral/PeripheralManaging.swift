@@ -112,4 +112,4 @@ public enum BondEnd: String, Hashable, Sendable {
 /// ``LinkManaging``, ``BondManaging``), so that a component asks for the one it uses. The Linux
 /// implementation drives BlueZ over D-Bus (`PeripheralBlueZ`); `PeripheralMocks` has a mock
 /// that counts every call, for tests; each conforms to each capability in a file of its own.
-public protocol PeripheralManaging: AdapterManaging, RegistrationManaging, GATTServing, LinkManaging, BondManaging {}
+public protocol PeripheralManaging: AdapterManaging, RegistrationManaging, GATTServing, LinkManaging, BondManaging, StackAnswering {}

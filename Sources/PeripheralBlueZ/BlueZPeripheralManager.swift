@@ -1,4 +1,5 @@
 public import DBus
+import Events
 public import Logging
 public import Peripheral
 
@@ -62,6 +63,10 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     var links: [String: [String: Bool]] = [:]
     /// The secured characteristics whose change waits for such centrals to leave, by path.
     var heldChanges: [DBusObjectPath: (adapter: String, id: GATTCharacteristicID)] = [:]
+    /// The calls to bluetoothd waiting for their answer, by a number of their own, in the
+    /// order sent: the first says since when bluetoothd has been silent (``unanswered()``).
+    var waiting: [Int: (call: UnansweredCall, sent: ContinuousClock.Instant)] = [:]
+    var callsSent = 0
 
     /// A manager on `connection` (the system bus in production).
     /// - Parameters:
@@ -364,7 +369,20 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         // module's other work waits behind the call.
         if let refusal = BlueZ.refusal(of: method, at: path, arguments) { throw PeripheralError(.invalid, refusal) }
         let started = ContinuousClock.now
+        callsSent += 1
+        let number = callsSent
+        let sentAt = WallClock.now
+        waiting[number] = (UnansweredCall(call: method.member, sentAt: sentAt, waited: .zero), started)
+        // Said while it waits, not only once answered: a control call or a stop that waits
+        // behind it is explained in the journal at the time.
+        // On the connection's loop, with its timer: bleadvd keeps to one thread.
+        let stillWaiting = Task(executorPreference: connection.eventLoop) { [logger, clock = LoopClock(on: connection.eventLoop)] () async in
+            guard (try? await clock.sleep(for: Self.slowAnswer)) != nil else { return }
+            logger.notice("still waiting for bluetoothd to answer \(method.member) on \(path) since \(WallClock.time(of: sentAt))")
+        }
         defer {
+            waiting[number] = nil
+            stillWaiting.cancel()
             let took = ContinuousClock.now - started
             if took >= Self.slowAnswer { logger.notice("bluetoothd took \(took) to answer \(method.member) on \(path)") }
         }

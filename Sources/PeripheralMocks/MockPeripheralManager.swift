@@ -43,11 +43,13 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var removeBond: Script<Void>?
         var setAlias: Script<Void>?
         var disconnect: Script<Void>?
+        /// What `unanswered()` says.
+        var unanswered: UnansweredCall?
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?
         /// The calls that never answer (``Script/neverAnswers``), held so they stay pending.
-        var unanswered: [UnsafeContinuation<Void, Never>] = []
+        var neverAnswered: [UnsafeContinuation<Void, Never>] = []
         /// The kind of each identity a registration handed out, for its unregistering.
         var kinds: [RegistrationID: RegistrationSubject.Kind] = [:]
     }
@@ -140,6 +142,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
     public func scriptDisconnect(_ script: Script<Void>) { state.withLock { $0.disconnect = script } }
     /// Scripts `setAlias(_:adapter:)`.
     public func scriptSetAlias(_ script: Script<Void>) { state.withLock { $0.setAlias = script } }
+    /// Sets what `unanswered()` says: a stack silent since `call` was sent, or (nil) one that answers.
+    public func scriptUnanswered(_ call: UnansweredCall?) { state.withLock { $0.unanswered = call } }
 
     /// Asks the decider of the agent registered last, as the stack does when a central pairs;
     /// nil when no agent was registered.
@@ -219,7 +223,7 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
             withExtendedLifetime(continuation) {}
             throw CancellationError()
         case .never:
-            await withUnsafeContinuation { continuation in state.withLock { $0.unanswered.append(continuation) } }
+            await withUnsafeContinuation { continuation in state.withLock { $0.neverAnswered.append(continuation) } }
             throw CancellationError()
         case .unscripted:
             #if canImport(Testing)

@@ -25,7 +25,10 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func run() throws {
-            let centrals = try withDaemon(bus) { try $0.centrals() }.sorted { $0.address < $1.address }
+            let centrals = try withDaemon(bus) { client in
+                defer { sayWhetherBlueZAnswers(client) }
+                return try client.centrals()
+            }.sorted { $0.address < $1.address }
             if json {
                 try emit("[" + centrals.map { central in
                     "{\"central\": \(StatusFormat.quote(central.address)), \"adapter\": \(StatusFormat.quote(central.adapter)), "

@@ -167,7 +167,10 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func run() throws {
-            let bonds = try withDaemon(bus) { try $0.bonds() }
+            let bonds = try withDaemon(bus) { client in
+                defer { sayWhetherBlueZAnswers(client) }
+                return try client.bonds()
+            }
             if json {
                 try emit("[" + bonds.map { "{\"central\": \(StatusFormat.quote($0.central)), \"name\": \(StatusFormat.quote($0.name ?? ""))}" }
                     .joined(separator: ", ") + "]\n")

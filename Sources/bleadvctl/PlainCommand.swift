@@ -73,10 +73,17 @@ enum PlainCommand: Equatable {
         case .status(let json, let timeout):
             // A service's notifications that a connected central's MTU cuts, from Centrals (an
             // older bleadvd without it: none shown).
-            let (states, centrals) = try withDaemon(timeout: timeout) { (try $0.status(), (try? $0.centrals()) ?? []) }
+            let (states, centrals) = try withDaemon(timeout: timeout) { client in
+                defer { sayWhetherBlueZAnswers(client) }
+                return (try client.status(), (try? client.centrals()) ?? [])
+            }
             try emit(json ? StatusFormat.json(states, centrals: centrals) : StatusFormat.table(states, centrals: centrals))
         case .list(let timeout):
-            try emit(try withDaemon(timeout: timeout, { try $0.list() }).map { Untrusted.escaped($0) + "\n" }.joined())
+            let names = try withDaemon(timeout: timeout) { client in
+                defer { sayWhetherBlueZAnswers(client) }
+                return try client.list()
+            }
+            try emit(names.map { Untrusted.escaped($0) + "\n" }.joined())
         case .reload(let timeout):
             try withDaemon(timeout: timeout) { try $0.reload() }
         case .set(let name, let values, let timeout):

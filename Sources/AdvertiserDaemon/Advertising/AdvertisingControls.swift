@@ -196,3 +196,11 @@ extension Advertising: DaemonComponent {
         }
     }
 }
+
+// MARK: StackControl
+
+extension Advertising: StackControl {
+    package func unanswered() async -> UnansweredCall? {
+        await module.unanswered()
+    }
+}

@@ -36,7 +36,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         var subscribed: Set<GATTCharacteristicID> = []
     }
 
-    let manager: any LinkManaging & BondManaging
+    let manager: any LinkManaging & BondManaging & StackAnswering
     let port: any ControlSignalling
     let clock: C
     let logger: Logger
@@ -53,8 +53,8 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     private var bonded: [String: Set<String>] = [:]
     /// When the last read of the bonds began; nil before the first.
     private var bondsRead: C.Instant?
-    /// Whether a read of the bonds is under way.
-    private var readingBonds = false
+    /// The read of the bonds under way.
+    private var bondsReading: Task<Void, Never>?
     /// The least time between two reads of the bonds: each is a `GetManagedObjects` of BlueZ,
     /// which took 1.0–1.4 s while links were set up, so listings do not each cost one.
     static var bondsInterval: Duration { .seconds(1) }
@@ -64,7 +64,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     let owners: @Sendable () -> Set<String>
 
     init(
-        config: CentralsConfig, manager: any LinkManaging & BondManaging, port: any ControlSignalling, clock: C, logger: Logger, executor: EventLoop,
+        config: CentralsConfig, manager: any LinkManaging & BondManaging & StackAnswering, port: any ControlSignalling, clock: C, logger: Logger, executor: EventLoop,
         owners: @escaping @Sendable () -> Set<String> = { [] }
     ) {
         self.owners = owners
@@ -81,9 +81,14 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
     // MARK: CentralsControl
 
     /// The links, from what bleadvd knows; bonded as BlueZ said at the last read of the bonds,
-    /// made now when none began within ``bondsInterval`` and none is under way.
+    /// made now when none began within ``bondsInterval`` and none is under way. The read is
+    /// waited for ``answerWithin`` at most, and not at all while a call to BlueZ has waited a
+    /// second already: then the bonds read before are shown (a control call answers within a
+    /// second while bluetoothd is stuck).
     func centrals() async -> [CentralState] {
-        await readBondsIfDue()
+        if let reading = readBondsIfDue(), await manager.unanswered() == nil {
+            _ = await Deadline.within(Self.answerWithin, on: clock, executor: executor) { await reading.value }
+        }
         let now = clock.now
         return links.map { address, link in
             CentralState(
@@ -94,20 +99,28 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         }
     }
 
-    /// Asks BlueZ for the bonds of the adapters with links, unless a read is under way or one
-    /// began less than ``bondsInterval`` ago: at most one read a second, whoever lists.
-    private func readBondsIfDue() async {
+    /// How long a listing waits for BlueZ's bonds.
+    static var answerWithin: Duration { .milliseconds(800) }
+
+    /// Asks BlueZ for the bonds of the adapters with links, in a task of its own, unless one
+    /// began less than ``bondsInterval`` ago: at most one read a second, whoever lists. The
+    /// read under way, if any.
+    private func readBondsIfDue() -> Task<Void, Never>? {
         let now = clock.now
         let adapters = Set(links.values.map(\.adapter))
-        guard !adapters.isEmpty, !readingBonds, bondsRead.map({ $0.duration(to: now) >= Self.bondsInterval }) ?? true else { return }
-        readingBonds = true
+        if let bondsReading { return bondsReading }
+        guard !adapters.isEmpty, bondsRead.map({ $0.duration(to: now) >= Self.bondsInterval }) ?? true else { return nil }
         bondsRead = now
-        defer { readingBonds = false }
-        var read: [String: Set<String>] = [:]
-        for adapter in adapters.sorted() {
-            if let bonds = try? await manager.bonds(adapter: adapter) { read[adapter] = Set(bonds.map(\.central)) }
+        let reading = Task {
+            defer { bondsReading = nil }
+            var read: [String: Set<String>] = [:]
+            for adapter in adapters.sorted() {
+                if let bonds = try? await manager.bonds(adapter: adapter) { read[adapter] = Set(bonds.map(\.central)) }
+            }
+            bonded = read
         }
-        bonded = read
+        bondsReading = reading
+        return reading
     }
 
     func disconnect(_ central: String) async throws(PeripheralError) {

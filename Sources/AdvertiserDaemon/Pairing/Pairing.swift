@@ -55,6 +55,13 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// The instants the timer is asked for, which ``run()`` sleeps until.
     let dues: AsyncStream<C.Instant>
     let due: AsyncStream<C.Instant>.Continuation
+    /// The bonds as BlueZ gave them last; nil before its first answer.
+    var knownBonds: [Bond]?
+    /// The read of the bonds under way, which ``bonds()`` waits for ``answerWithin`` at most.
+    var bondsReading: Task<Result<[Bond], PeripheralError>, Never>?
+    /// How long `Bonds` waits for BlueZ before it answers from what bleadvd knows: a control
+    /// call answers within a second while bluetoothd is stuck.
+    static var answerWithin: Duration { .milliseconds(800) }
     /// The openers of windows, which ``run()`` follows: one that leaves the bus closes its window.
     let openers: AsyncStream<String>
     let opened: AsyncStream<String>.Continuation
@@ -206,7 +213,37 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         waiting.resume(returning: matches)
     }
 
+    /// The bonds, for `Bonds`: as BlueZ says within ``answerWithin``; past that, or at once
+    /// while a call to BlueZ has waited a second already, from what bleadvd knows: the bonds
+    /// BlueZ gave last or, before any, those bleadvd's windows made (its bond record), unnamed.
+    /// The read goes on, and its answer is kept for the next call.
     func bonds() async throws(PeripheralError) -> [Bond] {
+        let reading = bondsReading ?? readBonds()
+        if await module.unanswered() == nil, let answer = await Deadline.within(Self.answerWithin, on: clock, executor: executor as? any TaskExecutor, { await reading.value }) {
+            return try answer.get()
+        }
+        if let knownBonds { return knownBonds }
+        return ((try? bondRecord?.centrals()) ?? []).map { Bond(central: $0) }.sorted()
+    }
+
+    /// Asks BlueZ for the bonds in a task of its own, which keeps the answer (``knownBonds``).
+    private func readBonds() -> Task<Result<[Bond], PeripheralError>, Never> {
+        let task = Task { () -> Result<[Bond], PeripheralError> in
+            defer { bondsReading = nil }
+            do throws(PeripheralError) {
+                let bonds = try await bondsFromBlueZ()
+                knownBonds = bonds
+                return .success(bonds)
+            } catch {
+                return .failure(error)
+            }
+        }
+        bondsReading = task
+        return task
+    }
+
+    /// The bonds as BlueZ says them now, however long it takes: for what acts on a bond.
+    func bondsFromBlueZ() async throws(PeripheralError) -> [Bond] {
         try await PeripheralError.caught { [module] in try await module.bonds() }
     }
 
@@ -214,7 +251,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// use secured characteristics from now on (root's `bleadvctl pair --adopt`).
     func adopt(_ central: String) async throws(PeripheralError) {
         let address = try Self.address(central)
-        guard try await bonds().contains(where: { $0.central == address }) else {
+        guard try await bondsFromBlueZ().contains(where: { $0.central == address }) else {
             throw PeripheralError(.unknownName, "no central \(address) is bonded with the adapter")
         }
         guard let bondRecord else { return }
@@ -239,7 +276,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
                 throw PeripheralError(.failed, "\(error.message); bleadvctl forget --any \(address) removes the bond all the same")
             }
             if !made {
-                guard try await bonds().contains(where: { $0.central == address }) else {
+                guard try await bondsFromBlueZ().contains(where: { $0.central == address }) else {
                     throw PeripheralError(.unknownName, "no central \(address) is bonded with the adapter")
                 }
                 logger.warning("pairing: forget \(address) refused: it did not bond in a bleadvd pairing window")

@@ -97,6 +97,20 @@ struct ControlTests {
         #expect(lines.map { $0.prefix(4) } == [
             ["NAME", "KIND", "STATE", "WANTED"], ["door", "advertisement", "off", "off"], ["heart", "advertisement", "on", "on"],
         ])
+        #expect(result.errors == "")
+    }
+
+    @Test("while a call to BlueZ waits, status prints the states all the same and says on stderr since when BlueZ has not answered")
+    func statusWhileBlueZIsSilent() async throws {
+        let session = try await DaemonSession(onDBus: true)
+        let sent = WallClock.now - 3
+        session.mock.scriptUnanswered(UnansweredCall(call: "UnregisterAdvertisement", sentAt: sent, waited: .seconds(3)))
+
+        let result = try await session.ctl("status")
+
+        #expect(result.status == 0)
+        #expect(result.output.hasPrefix("NAME"))
+        #expect(result.errors == "bleadvctl: BlueZ has not answered since \(WallClock.time(of: sent)) (3.0 s; its UnregisterAdvertisement waits): what follows is what bleadvd knew then\n")
     }
 
     @Test("what the self-check cannot repair is shown by status, in the table and in JSON")

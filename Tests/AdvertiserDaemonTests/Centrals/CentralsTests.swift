@@ -128,17 +128,51 @@ struct CentralsTests {
     @Test("a listing while BlueZ has not answered the last read of the bonds asks it nothing, however long that takes; before BlueZ's first answer, bonded is unknown")
     func listingDuringAReadAsksNothing() async throws {
         let h = try Harness()
-        h.mock.scriptBonds(.hangs)
+        h.mock.scriptBonds(.neverAnswers)
         await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
-        let reading = Task { await h.centrals.centrals() }
-        defer { reading.cancel() }
+        let first = Task { await h.centrals.centrals() }
+        try await eventually("the first listing waits for BlueZ") { h.clock.deadlines.contains(h.clock.now.advanced(by: Component.answerWithin)) }
         try await eventually("the first listing asked BlueZ") { h.mock.calls.bondQueries.count == 1 }
         h.clock.advance(by: .seconds(5))
+        _ = await first.value
 
-        let listed = await h.centrals.centrals()
+        let listing = Task { await h.centrals.centrals() }
+        try await eventually("the listing waits for the read") { h.clock.deadlines.contains(h.clock.now.advanced(by: Component.answerWithin)) }
+        h.clock.advance(by: Component.answerWithin)
+        let listed = await listing.value
 
         #expect(h.mock.calls.bondQueries.count == 1)
         #expect(listed.map(\.bonded) == [nil])
+    }
+
+    @Test("a listing while BlueZ does not answer the bonds answers within a second, bonded as BlueZ said last")
+    func listingWhileBlueZIsSilent() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        _ = await h.centrals.centrals()
+        h.mock.scriptBonds(.neverAnswers)
+        h.clock.advance(by: .seconds(1))
+
+        let listing = Task { await h.centrals.centrals() }
+        try await eventually("the listing waits for the read") { h.clock.deadlines.contains(h.clock.now.advanced(by: Component.answerWithin)) }
+        h.clock.advance(by: Component.answerWithin)
+
+        #expect(await listing.value.map(\.bonded) == [true])
+        #expect(h.mock.calls.bondQueries.count == 2)
+    }
+
+    @Test("a listing while a call to BlueZ has waited a second already does not wait for the bonds at all")
+    func listingWhileBlueZIsKnownSilent() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        _ = await h.centrals.centrals()
+        h.mock.scriptBonds(.neverAnswers)
+        h.mock.scriptUnanswered(UnansweredCall(call: "GetManagedObjects", sentAt: 0, waited: .seconds(2)))
+        h.clock.advance(by: .seconds(1))
+
+        let listed = await h.centrals.centrals()
+
+        #expect(listed.map(\.bonded) == [true])
     }
 
     @Test("a central beyond max_centrals is disconnected at once, and the journal and its Disconnected say why")

@@ -282,6 +282,55 @@ struct PairingTests {
         #expect(bonds.output == "11:22:33:44:55:66\n\(Self.phone) \"Pixel 8\"\n")
     }
 
+    /// Has `Bonds` asked while BlueZ never answers, and moves the clock past its wait.
+    func bondsUnanswered(_ session: DaemonSession) async throws -> [Bond] {
+        let pairing = try session.serving((any PairingControl).self)
+        session.mock.scriptBonds(.neverAnswers)
+        let answer = Task { try await pairing.bonds() }
+        let due = session.clock.now.advanced(by: .milliseconds(800))
+        try await eventually("Bonds waits for BlueZ") { session.clock.deadlines.contains(due) }
+        session.clock.advance(by: .milliseconds(800))
+        return try await answer.value
+    }
+
+    @Test("while BlueZ does not answer, Bonds answers within a second with the bonds BlueZ gave last")
+    func bondsWhileBlueZIsSilent() async throws {
+        let session = try await session()
+        session.mock.scriptBonds(.always(.success([Bond(central: Self.phone, name: "Pixel 8")])))
+        _ = try await session.serving((any PairingControl).self).bonds()
+
+        let bonds = try await bondsUnanswered(session)
+
+        #expect(bonds == [Bond(central: Self.phone, name: "Pixel 8")])
+    }
+
+    @Test("while a call to BlueZ has waited a second already, Bonds answers at once with the bonds BlueZ gave last")
+    func bondsWhileBlueZIsKnownSilent() async throws {
+        let session = try await session()
+        let pairing = try session.serving((any PairingControl).self)
+        session.mock.scriptBonds(.always(.success([Bond(central: Self.phone, name: "Pixel 8")])))
+        _ = try await pairing.bonds()
+        session.mock.scriptBonds(.neverAnswers)
+        session.mock.scriptUnanswered(UnansweredCall(call: "RegisterAdvertisement", sentAt: 0, waited: .seconds(2)))
+
+        let bonds = try await pairing.bonds()
+
+        #expect(bonds == [Bond(central: Self.phone, name: "Pixel 8")])
+    }
+
+    @Test("before BlueZ's first answer, a Bonds it does not answer lists the bonds bleadvd's windows made, unnamed")
+    func bondsFromTheRecordWhileBlueZIsSilent() async throws {
+        let session = try await session()
+        try await window(session, seconds: 60)
+        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(123_456)))
+        session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
+        try await eventually("the bond is recorded") { try session.bondRecord.centrals() == [Self.phone] }
+
+        let bonds = try await bondsUnanswered(session)
+
+        #expect(bonds == [Bond(central: Self.phone)])
+    }
+
     @Test("forget removes a bond that a bleadvd window made, written in any case, and the record forgets it")
     func forgetOwnBond() async throws {
         let session = try await session(onDBus: true)

@@ -15,14 +15,16 @@ struct StandInSession {
     /// - Parameters:
     ///   - admits: the centrals the manager serves secured characteristics to.
     ///   - callTimeout: how long the manager waits for the stand-in's answers.
+    ///   - logger: where the manager logs.
     init(
         adapters: [String] = ["hci0"], kernelRelease: String = "6.1.0-56-amd64", bus: PrivateBus? = nil,
-        admits: @escaping @Sendable (String) -> Bool = { _ in true }, callTimeout: Duration = .seconds(10)
+        admits: @escaping @Sendable (String) -> Bool = { _ in true }, callTimeout: Duration = .seconds(10),
+        logger: Logger = Logger(label: "test")
     ) async throws {
         self.bus = try bus ?? PrivateBus()
         standIn = try BlueZStandIn(bus: self.bus, adapters: adapters)
         connection = try await DBusConnection.connect(to: .address(self.bus.address))
-        manager = BlueZPeripheralManager(connection: connection, logger: Logger(label: "test"), kernelRelease: kernelRelease, admits: admits, callTimeout: callTimeout)
+        manager = BlueZPeripheralManager(connection: connection, logger: logger, kernelRelease: kernelRelease, admits: admits, callTimeout: callTimeout)
     }
 
     /// Calls the stand-in's control object. It goes over the manager's own connection, so it

@@ -1,0 +1,62 @@
+public import DBus
+public import Peripheral
+
+/// The control API's stack part, which the advertising component serves: whether BlueZ
+/// answers. `status`, `list`, `centrals` and `bonds` answer from what bleadvd knows while BlueZ
+/// does not; this says since when that knowledge may be behind.
+public protocol StackControl: Sendable {
+    /// The oldest call to BlueZ still waiting for its answer after a second; nil while BlueZ
+    /// answers.
+    func unanswered() async -> UnansweredCall?
+}
+
+extension UnansweredCall {
+    /// As `Stack` carries it: `answering` b false, `unanswered_call` s, `unanswered_since` d (seconds since the Unix epoch), `unanswered_seconds` d.
+    var dbusEntries: [String: DBusValue] {
+        [
+            "answering": .boolean(false), "unanswered_call": .string(call),
+            "unanswered_since": .double(sentAt), "unanswered_seconds": .double(waitedSeconds),
+        ]
+    }
+
+    var waitedSeconds: Double {
+        Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+    }
+
+    /// The call a `Stack` reply names; nil when it says BlueZ answers, or is malformed.
+    init?(stack entries: [String: DBusValue]) {
+        guard entries["answering"]?.boolean == false, let call = entries["unanswered_call"]?.string,
+              let since = entries["unanswered_since"]?.double,
+              let seconds = entries["unanswered_seconds"]?.double,
+              // Times a person can read: no NaN, nothing before 1970 or past year 33658.
+              (0..<1e12).contains(since), (0..<1e9).contains(seconds) else { return nil }
+        self.init(call: call, sentAt: since, waited: .milliseconds(Int64((seconds * 1000).rounded())))
+    }
+
+    /// One line for a person: since when BlueZ has not answered, and the call that waits. The
+    /// call's name comes from the daemon: escape the line before it reaches a terminal.
+    public var said: String {
+        let seconds = (waitedSeconds * 10).rounded() / 10
+        return "BlueZ has not answered since \(WallClock.time(of: sentAt)) (\(seconds) s; its \(call) waits): what follows is what bleadvd knew then"
+    }
+}
+
+extension ControlAPI.Method {
+    /// `Stack() -> a{sv}`: whether BlueZ answers: `answering` b; when it does not,
+    /// `unanswered_call` s (the oldest call to bluetoothd still waiting after a second, by its
+    /// member's name), `unanswered_since` d (when it was sent, seconds since the Unix
+    /// epoch) and `unanswered_seconds` d (how long it has waited). Asks nothing of BlueZ.
+    public static let stack = Self(
+        "Stack", of: (any StackControl).self, outputs: [DBusArgument("stack", .dictionary(key: .string, value: .variant))], access: .everyone
+    ) { target in
+        { _ in [.variantDictionary(await target.unanswered()?.dbusEntries ?? ["answering": .boolean(true)])] }
+    }
+}
+
+extension AdvertiserClient {
+    /// The oldest call to BlueZ that has waited a second or more, as the daemon says; nil while
+    /// BlueZ answers.
+    public func unanswered() throws -> UnansweredCall? {
+        try call(.stack)[0].variantDictionary.flatMap { UnansweredCall(stack: $0) }
+    }
+}

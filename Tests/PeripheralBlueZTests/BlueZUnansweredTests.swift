@@ -1,0 +1,56 @@
+import DBus
+import Foundation
+import Peripheral
+import PeripheralBlueZ
+import TestSupport
+import Testing
+
+/// Whether bluetoothd answers, as the manager's own record of its calls says it: what the
+/// control API's `Stack` reports, and the journal's line while a call waits (#81 item 3).
+@Suite("BlueZPeripheralManager's record of the calls bluetoothd has not answered")
+struct BlueZUnansweredTests {
+    @Test("while bluetoothd answers, no call is unanswered")
+    func answering() async throws {
+        let session = try await StandInSession()
+
+        _ = try await session.manager.bonds(adapter: "hci0")
+
+        #expect(await session.manager.unanswered() == nil)
+    }
+
+    @Test("a call bluetoothd has not answered for a second is named, with the time it was sent")
+    func unansweredCall() async throws {
+        let session = try await StandInSession(callTimeout: .seconds(20))
+        try await session.control("Hang")
+        let before = WallClock.now
+
+        let pending = Task { try await session.manager.bonds(adapter: "hci0") }
+        defer { pending.cancel() }
+
+        var unanswered: UnansweredCall?
+        try await eventually("the call is unanswered", within: .seconds(15)) {
+            unanswered = await session.manager.unanswered()
+            return unanswered != nil
+        }
+        let silent = try #require(unanswered)
+        #expect(silent.call == "GetManagedObjects")
+        #expect(silent.sentAt >= before && silent.sentAt <= WallClock.now)
+        #expect(silent.waited >= .seconds(1))
+    }
+
+    @Test("the journal says which call waits for bluetoothd while it waits, not only once it is answered")
+    func saidWhileWaiting() async throws {
+        let lines = LogLines()
+        let session = try await StandInSession(callTimeout: .seconds(20), logger: lines.logger())
+        try await session.control("Hang")
+
+        let pending = Task { try await session.manager.bonds(adapter: "hci0") }
+        defer { pending.cancel() }
+
+        try await eventually("the journal says the call waits", within: .seconds(15)) {
+            lines.all.contains { $0.hasPrefix("notice: still waiting for bluetoothd to answer GetManagedObjects on / since ") }
+        }
+        let said = try #require(lines.all.first { $0.hasPrefix("notice: still waiting") })
+        #expect(said.range(of: #"since \d\d:\d\d:\d\d$"#, options: .regularExpression) != nil)
+    }
+}

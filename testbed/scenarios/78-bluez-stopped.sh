@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# testbed-timeout: 300
+# Control calls that answer while BlueZ does not (#81 item 3): bluetoothd stopped with SIGSTOP
+# for 20 s, a central linked (Bumble on hci1) and a call that must wait for BlueZ under way
+# (bleadvctl off), as a stuck stack or a kernel busy with the controller leaves it.
+# 1. bleadvctl status, list, centrals and bonds each answer within 1 s from what bleadvd knows,
+#    and say since when BlueZ has not answered, and which call waits.
+# 2. The journal says, while bleadvctl off waits, which call waits for bluetoothd and since when.
+# 3. bluetoothd continues: the call waiting is answered, BlueZ answers again, and nothing is
+#    said of it any longer.
+set -euo pipefail
+. "$TESTBED_ROOT/testbed/lib.sh"
+
+fresh_bluetoothd
+cat > "$TESTBED_WORK/stopped.toml" <<EOF
+adapter = "hci0"
+
+[advertisement.lamp]
+local_name = "Lamp"
+services = ["light"]
+
+[service.light]
+uuid = "6e400070-b5a3-f393-e0a9-e50e24dcca9e"
+
+[service.light.characteristic.level]
+uuid = "6e400071-b5a3-f393-e0a9-e50e24dcca9e"
+format = "uint8"
+flags = ["read", "write"]
+security = "none"
+value = 7
+EOF
+start_bleadvd "$TESTBED_WORK/stopped.toml"
+wait_for 30 "the advertisement on air" "[[ \"\$(active_instances)\" == 1 ]]" || fail "lamp is not on air"
+address=$(adapter_address hci0)
+start_central central 1 "$address"
+turn=$TESTBED_WORK/stopped-turn
+rm -rf "$turn"; mkdir -p "$turn"
+central "read:6e400071-b5a3-f393-e0a9-e50e24dcca9e" "touch:$turn/linked" "await:$turn/done" > "$TESTBED_WORK/stopped-central.lines" &
+central_pid=$!
+wait_for 30 "the central's link" "[ -e '$turn/linked' ]" || fail "the central did not connect: $(cat "$TESTBED_WORK/stopped-central.lines")"
+bleadvctl centrals | sed 's/^/    centrals: /'
+
+echo "1. bluetoothd stopped (SIGSTOP) while bleadvctl off waits for it: each control call answers within 1 s"
+bluetoothd_pid=$(pidof bluetoothd | awk '{print $1}')
+kill -STOP "$bluetoothd_pid"
+stopped_at=$(date +%s.%N)
+on_exit "kill -CONT $bluetoothd_pid"
+bleadvctl off lamp > "$TESTBED_WORK/off.out" 2>&1 &
+off_pid=$!
+sleep 2
+for verb in status list centrals bonds; do
+  began=$(date +%s%N)
+  status=0
+  out=$(timeout 10 bleadvctl "$verb" 2>&1) || status=$?
+  took=$((($(date +%s%N) - began) / 1000000))
+  echo "    bleadvctl $verb: exit $status in $took ms"
+  sed 's/^/        /' <<< "$out"
+  ((took < 1000)) || fail "bleadvctl $verb took $took ms while bluetoothd was stopped"
+  ((status == 0)) || fail "bleadvctl $verb exited $status while bluetoothd was stopped"
+  grep -q "BlueZ has not answered since" <<< "$out" || fail "bleadvctl $verb did not say that BlueZ has not answered"
+done
+grep -q "lamp" <<< "$(bleadvctl list 2>/dev/null)" || fail "list did not name lamp"
+
+echo "2. the journal says which call waits for bluetoothd, while it waits"
+grep -E "waiting for bluetoothd" "$TESTBED_WORK/bleadvd.log" | sed 's/^/    /'
+grep -qE "still waiting for bluetoothd to answer UnregisterAdvertisement .* since [0-9:]+" "$TESTBED_WORK/bleadvd.log" \
+  || fail "the journal did not say that UnregisterAdvertisement waits: $(tail -n 5 "$TESTBED_WORK/bleadvd.log")"
+
+echo "3. bluetoothd continues after 20 s: the call is answered and BlueZ answers again"
+sleep "$(awk -v s="$stopped_at" -v now="$(date +%s.%N)" 'BEGIN { left = 20 - (now - s); print (left > 0 ? left : 0) }')"
+kill -CONT "$bluetoothd_pid"
+wait "$off_pid" || true
+sed 's/^/    bleadvctl off: /' "$TESTBED_WORK/off.out"
+wait_for 30 "lamp off" 'bleadvctl status --json | grep -q "\"state\": \"off\""' || fail "lamp is not off: $(bleadvctl status)"
+out=$(bleadvctl status 2>&1)
+grep -q "BlueZ has not answered" <<< "$out" && fail "status still says BlueZ has not answered: $out"
+echo "    status: $(head -n 1 <<< "$out")"
+touch "$turn/done"
+wait "$central_pid" || true
+bleadvctl on lamp
+wait_for 30 "the advertisement back on air" "[[ \"\$(active_instances)\" == 1 ]]" || fail "lamp did not come back on air"
+echo "    lamp back on air"
