@@ -282,6 +282,15 @@ struct PairingTests {
         #expect(bonds.output == "11:22:33:44:55:66\n\(Self.phone) \"Pixel 8\"\n")
     }
 
+    /// `central` bonds in a window opened on the in-memory bus, as BlueZ tells it; returns once
+    /// bleadvd's record holds it.
+    func bondRecorded(_ session: DaemonSession, _ central: String) async throws {
+        try await window(session, seconds: 60)
+        _ = await session.mock.agentRequest(PairingRequest(central: central, .passkey(123_456)))
+        session.mock.emit(.paired(central: central, adapter: "hci0"))
+        try await eventually("the bond is recorded") { try session.bondRecord.centrals() == [central] }
+    }
+
     /// Has `Bonds` asked while BlueZ never answers, and moves the clock past its wait.
     func bondsUnanswered(_ session: DaemonSession) async throws -> [Bond] {
         let pairing = try session.serving((any PairingControl).self)
@@ -321,10 +330,7 @@ struct PairingTests {
     @Test("before BlueZ's first answer, a Bonds it does not answer lists the bonds bleadvd's windows made, unnamed")
     func bondsFromTheRecordWhileBlueZIsSilent() async throws {
         let session = try await session()
-        try await window(session, seconds: 60)
-        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(123_456)))
-        session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
-        try await eventually("the bond is recorded") { try session.bondRecord.centrals() == [Self.phone] }
+        try await bondRecorded(session, Self.phone)
 
         let bonds = try await bondsUnanswered(session)
 
@@ -386,10 +392,7 @@ struct PairingTests {
     @Test("BlueZ's word that a window's bond ended reaches pairing through the daemon: the record no longer lists the central")
     func endedBondLeavesTheRecord() async throws {
         let session = try await session()
-        try await window(session, seconds: 60)
-        _ = await session.mock.agentRequest(PairingRequest(central: Self.phone, .passkey(123_456)))
-        session.mock.emit(.paired(central: Self.phone, adapter: "hci0"))
-        try await eventually("the bond is recorded") { try session.bondRecord.centrals() == [Self.phone] }
+        try await bondRecorded(session, Self.phone)
 
         session.mock.emit(.bondEnded(central: Self.phone, adapter: "hci0", .removed))
 
