@@ -47,6 +47,13 @@ extension BluetoothModule {
                 repaired = true
             }
             for (key, id) in onAir where !audit.held.contains(id) {
+                // One turned off whose unregistering BlueZ did not answer in time (stuck, and
+                // done once it came back) is where it was asked to be.
+                guard registrations[key]?.status.desired == true else {
+                    logger.notice("audit: \(key) is no longer registered on \(audit.adapter), as it was asked to be: off air")
+                    move(key, to: .off)
+                    continue
+                }
                 logger.warning("audit: \(key) was on air on \(audit.adapter) as far as bleadvd knew, but is not registered; registering it again")
                 move(key, to: .waiting)
                 await attempt(key)

@@ -55,6 +55,20 @@ struct AuditTests {
         #expect(await h.status()?.phase == .on(Harness.heartID, adapter: "hci0"))
     }
 
+    @Test("an advertisement turned off whose unregistering BlueZ never answered, and which BlueZ then dropped, is not registered again: it is off")
+    func unansweredOffStaysOff() async throws {
+        let h = try await Self.onAir()
+        h.mock.scriptStop(.always(.failure(PeripheralError(.timeout, "BlueZ did not answer in time"))))
+        await #expect(throws: PeripheralError.self) { try await h.module.off("heart") }
+        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 0, held: [])])))
+        h.clock.advance(by: Self.delay)
+
+        await h.module.auditDue()
+
+        #expect(h.mock.startAdvertisingCallCount == 1)
+        #expect(await h.status()?.phase == .off)
+    }
+
     @Test("a registration no advertisement tracks is unregistered")
     func strayIsUnregistered() async throws {
         let h = try await Self.onAir()
