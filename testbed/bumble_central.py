@@ -294,6 +294,21 @@ async def do_step(run, link, step):
             await asyncio.sleep(0.05)
         await asyncio.sleep(1)  # what follows the first at once
         run.say("heard %s: %s" % (uuid, ", ".join(link.notified.get(uuid, [])) or "nothing in %s s" % seconds))
+    elif kind == "rediscover":
+        # What a central does on Service Changed: its discovery is dropped (Bumble's client
+        # keeps the services it knows by handle) and made again.
+        link.peer = None
+        link.connection.gatt_client.services = []
+        try:
+            await link.characteristic("2a05")
+            run.say("discovered again: %d services" % len(link.peer.services))
+        except STEP_ERRORS as error:
+            run.say("rediscover: ATT error %s%s" % (att_name(error), link.end_note()))
+    elif kind == "handle":
+        try:
+            run.say("handle %s: 0x%04x" % (what, (await link.characteristic(what)).handle))
+        except STEP_ERRORS as error:
+            run.say("handle %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
     elif kind == "scan":
         await scan(run, what)
     elif kind == "watch":

@@ -5,16 +5,16 @@ public import Peripheral
 /// answers. `status`, `list`, `centrals` and `bonds` answer from what bleadvd knows while BlueZ
 /// does not; this says since when that knowledge may be behind.
 public protocol StackControl: Sendable {
-    /// The oldest call to BlueZ still waiting for its answer after a second; nil while BlueZ
-    /// answers.
+    /// The oldest call to BlueZ still waiting for its answer after half a second; nil while
+    /// BlueZ answers.
     func unanswered() async -> UnansweredCall?
 }
 
 extension UnansweredCall {
-    /// As `Stack` carries it: `answering` b false, `unanswered_call` s, `unanswered_since` d (seconds since the Unix epoch), `unanswered_seconds` d.
+    /// As `Stack` carries it: `answering` b false, `unanswered_since` d (seconds since the Unix epoch), `unanswered_seconds` d.
     var dbusEntries: [String: DBusValue] {
         [
-            "answering": .boolean(false), "unanswered_call": .string(call),
+            "answering": .boolean(false),
             "unanswered_since": .double(sentAt), "unanswered_seconds": .double(waitedSeconds),
         ]
     }
@@ -25,27 +25,26 @@ extension UnansweredCall {
 
     /// The call a `Stack` reply names; nil when it says BlueZ answers, or is malformed.
     init?(stack entries: [String: DBusValue]) {
-        guard entries["answering"]?.boolean == false, let call = entries["unanswered_call"]?.string,
-              let since = entries["unanswered_since"]?.double,
+        guard entries["answering"]?.boolean == false, let since = entries["unanswered_since"]?.double,
               let seconds = entries["unanswered_seconds"]?.double,
               // Times a person can read: no NaN, nothing before 1970 or past year 33658.
               (0..<1e12).contains(since), (0..<1e9).contains(seconds) else { return nil }
-        self.init(call: call, sentAt: since, waited: .milliseconds(Int64((seconds * 1000).rounded())))
+        self.init(call: "", sentAt: since, waited: .milliseconds(Int64((seconds * 1000).rounded())))
     }
 
-    /// One line for a person: since when BlueZ has not answered, and the call that waits. The
-    /// call's name comes from the daemon: escape the line before it reaches a terminal.
+    /// One line for a person: since when BlueZ has not answered.
     public var said: String {
         let seconds = (waitedSeconds * 10).rounded() / 10
-        return "BlueZ has not answered since \(WallClock.time(of: sentAt)) (\(seconds) s; its \(call) waits): what follows is what bleadvd knew then"
+        return "BlueZ has not answered since \(WallClock.time(of: sentAt)) (\(seconds) s): what follows is what bleadvd knew then"
     }
 }
 
 extension ControlAPI.Method {
-    /// `Stack() -> a{sv}`: whether BlueZ answers: `answering` b; when it does not,
-    /// `unanswered_call` s (the oldest call to bluetoothd still waiting after a second, by its
-    /// member's name), `unanswered_since` d (when it was sent, seconds since the Unix
-    /// epoch) and `unanswered_seconds` d (how long it has waited). Asks nothing of BlueZ.
+    /// `Stack() -> a{sv}`: whether BlueZ answers: `answering` b; when it does not (a call to
+    /// bluetoothd has waited half a second or more), `unanswered_since` d (when the oldest
+    /// such call was sent, seconds since the Unix epoch) and `unanswered_seconds` d (how long
+    /// it has waited). Which call it is stays in the journal: it may tell a local user that a
+    /// link or a bond is being ended. Asks nothing of BlueZ.
     public static let stack = Self(
         "Stack", of: (any StackControl).self, outputs: [DBusArgument("stack", .dictionary(key: .string, value: .variant))], access: .everyone
     ) { target in
@@ -54,7 +53,8 @@ extension ControlAPI.Method {
 }
 
 extension AdvertiserClient {
-    /// The oldest call to BlueZ that has waited a second or more, as the daemon says; nil while
+    /// Since when BlueZ has not answered (a call has waited half a second or more), as the
+    /// daemon says; the call itself is not said (`call` is empty). Nil while
     /// BlueZ answers.
     public func unanswered() throws -> UnansweredCall? {
         try call(.stack)[0].variantDictionary.flatMap { UnansweredCall(stack: $0) }

@@ -277,7 +277,7 @@ public actor BluetoothModule<C: Clock> where C.Duration == Duration {
         registrations.statuses
     }
 
-    /// The oldest call to the stack still waiting for its answer after a second, if any: since
+    /// The oldest call to the stack still waiting for its answer after half a second, if any: since
     /// when ``status()`` may be behind the stack. It waits for no turn.
     public func unanswered() async -> UnansweredCall? {
         await manager.unanswered()

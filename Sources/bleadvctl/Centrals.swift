@@ -26,8 +26,9 @@ extension Bleadvctl {
 
         func run() throws {
             let centrals = try withDaemon(bus) { client in
-                defer { sayWhetherBlueZAnswers(client) }
-                return try client.centrals()
+                let centrals = try client.centrals()
+                sayWhetherBlueZAnswers(client)
+                return centrals
             }.sorted { $0.address < $1.address }
             if json {
                 try emit("[" + centrals.map { central in

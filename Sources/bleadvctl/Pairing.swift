@@ -168,8 +168,9 @@ extension Bleadvctl {
 
         func run() throws {
             let bonds = try withDaemon(bus) { client in
-                defer { sayWhetherBlueZAnswers(client) }
-                return try client.bonds()
+                let bonds = try client.bonds()
+                sayWhetherBlueZAnswers(client)
+                return bonds
             }
             if json {
                 try emit("[" + bonds.map { "{\"central\": \(StatusFormat.quote($0.central)), \"name\": \(StatusFormat.quote($0.name ?? ""))}" }

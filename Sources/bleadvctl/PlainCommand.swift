@@ -74,14 +74,16 @@ enum PlainCommand: Equatable {
             // A service's notifications that a connected central's MTU cuts, from Centrals (an
             // older bleadvd without it: none shown).
             let (states, centrals) = try withDaemon(timeout: timeout) { client in
-                defer { sayWhetherBlueZAnswers(client) }
-                return (try client.status(), (try? client.centrals()) ?? [])
+                let answer = (try client.status(), (try? client.centrals()) ?? [])
+                sayWhetherBlueZAnswers(client)
+                return answer
             }
             try emit(json ? StatusFormat.json(states, centrals: centrals) : StatusFormat.table(states, centrals: centrals))
         case .list(let timeout):
             let names = try withDaemon(timeout: timeout) { client in
-                defer { sayWhetherBlueZAnswers(client) }
-                return try client.list()
+                let names = try client.list()
+                sayWhetherBlueZAnswers(client)
+                return names
             }
             try emit(names.map { Untrusted.escaped($0) + "\n" }.joined())
         case .reload(let timeout):

@@ -14,11 +14,12 @@ struct BlueZUnansweredTests {
         let session = try await StandInSession()
 
         _ = try await session.manager.bonds(adapter: "hci0")
+        try await Task.sleep(for: .milliseconds(600))  // past the half second a call counts from
 
         #expect(await session.manager.unanswered() == nil)
     }
 
-    @Test("a call bluetoothd has not answered for a second is named, with the time it was sent")
+    @Test("a call bluetoothd has not answered for half a second is named, with the time it was sent")
     func unansweredCall() async throws {
         let session = try await StandInSession(callTimeout: .seconds(20))
         try await session.control("Hang")
@@ -35,7 +36,7 @@ struct BlueZUnansweredTests {
         let silent = try #require(unanswered)
         #expect(silent.call == "GetManagedObjects")
         #expect(silent.sentAt >= before && silent.sentAt <= WallClock.now)
-        #expect(silent.waited >= .seconds(1))
+        #expect(silent.waited >= .milliseconds(500))
     }
 
     @Test("the journal says which call waits for bluetoothd while it waits, not only once it is answered")

@@ -229,13 +229,15 @@ echo "3b. a reload that changes a service (#66 item 6): the bonded central, subs
 # removed and added to the centrals that enabled its indications (a bonded central's choice
 # is kept across links); bleadvd registers every service anew when one changes.
 turn="$TESTBED_WORK/service-changed"
+extra=6e400014-b5a3-f393-e0a9-e50e24dcca9e  # EXTRA's characteristic
 # service_changed_turn: the central encrypts and subscribes, the reload adds a characteristic,
 # and the central's lines (what it heard) are in changed.lines; CHANGED_STARTED is its start.
 service_changed_turn() {
   rm -rf "$turn"; mkdir -p "$turn"
   CHANGED_STARTED=$(date '+%H:%M:%S.%N')
   CHANGED_LOG_LINES=$(bleadvd_log_lines)
-  central encrypt "subscribe:2a05" "touch:$turn/subscribed" "await:$turn/reloaded" "heard:2a05=15" > "$TESTBED_WORK/changed.lines" &
+  central encrypt "subscribe:2a05" "touch:$turn/subscribed" "await:$turn/reloaded" "heard:2a05=15" \
+    rediscover "handle:$extra" "read:$extra" > "$TESTBED_WORK/changed.lines" &
   local run=$!
   wait_for 60 "the central to subscribe to Service Changed" "[ -e '$turn/subscribed' ] || ! kill -0 $run" || true
   EXTRA=1 write_config default
@@ -254,7 +256,7 @@ if grep -q "^    subscribe 2a05: ATT error .*the link had ended" "$TESTBED_WORK/
   ended=$(tail -n +"$((CHANGED_LOG_LINES + 1))" "$TESTBED_WORK/bleadvd.log" | grep "ending its link" || true)
   [[ -z "$ended" ]] || fail "bleadvd ended the central's link before its subscription was answered: $ended"
   echo "    the link ended before the subscription was answered, and bleadvd did not end it; the HCI record since the central started:"
-  hci_since "$CHANGED_STARTED" | sed 's/^/    /'
+  hci_since "$CHANGED_STARTED" | sed 's/^/    /' || true
   write_config default
   bleadvctl reload
   echo "    once more on a new link:"
@@ -263,9 +265,19 @@ fi
 ranges=$(sed -n 's/^    heard 2a05: //p' "$TESTBED_WORK/changed.lines")
 [[ "$ranges" =~ ^[0-9a-f]{8} ]] || fail "the bonded central was told no Service Changed after a reload that added a characteristic: ${ranges:-no line}"
 # Each value is two little-endian handles, the first and the last of the range.
+# (#81 item 4) Then the central discovers again, as one told of a change does, finds the
+# characteristic the reload added within a range it was told, and reads it.
+handle=$(sed -n "s/^    handle $extra: 0x//p" "$TESTBED_WORK/changed.lines")
+[[ -n "$handle" ]] || fail "the central did not find the added characteristic when it discovered again: $(grep -E "rediscover|handle" "$TESTBED_WORK/changed.lines")"
+within=""
 for range in ${ranges//,/ }; do
+  first=$((16#${range:2:2}${range:0:2})) last=$((16#${range:6:2}${range:4:2}))
   echo "    Service Changed: handles 0x${range:2:2}${range:0:2}-0x${range:6:2}${range:4:2}"
+  ((first <= 16#$handle && 16#$handle <= last)) && within=1
 done
+[[ -n "$within" ]] || fail "the added characteristic (handle 0x$handle) is in no range the central was told"
+expect_line "read $extra: 01" "$(cat "$TESTBED_WORK/changed.lines")"
+echo "    the added characteristic, at 0x$handle, is within a range told, and reads 01 after the discovery"
 write_config default
 bleadvctl reload
 

@@ -40,6 +40,21 @@ central_pid=$!
 wait_for 30 "the central's link" "[ -e '$turn/linked' ]" || fail "the central did not connect: $(cat "$TESTBED_WORK/stopped-central.lines")"
 bleadvctl centrals | sed 's/^/    centrals: /'
 
+# What a command takes that asks nothing of BlueZ (list), while BlueZ answers: a process's
+# start under emulation (0.7 s without KVM) is the command's, not bleadvd's answer. bleadvd
+# answers each within 1 s of that.
+declare -A usual
+timed() {  # timed VERB: runs bleadvctl VERB; sets out, status and took (ms)
+  local began; began=$(date +%s%N)
+  status=0
+  out=$(timeout 10 bleadvctl "$1" 2>&1) || status=$?
+  took=$((($(date +%s%N) - began) / 1000000))
+}
+for verb in status list centrals bonds; do
+  timed "$verb"
+  usual[$verb]=$took
+done
+
 echo "1. bluetoothd stopped (SIGSTOP) while bleadvctl off waits for it: each control call answers within 1 s"
 bluetoothd_pid=$(pidof bluetoothd | awk '{print $1}')
 kill -STOP "$bluetoothd_pid"
@@ -49,13 +64,10 @@ bleadvctl off lamp > "$TESTBED_WORK/off.out" 2>&1 &
 off_pid=$!
 sleep 2
 for verb in status list centrals bonds; do
-  began=$(date +%s%N)
-  status=0
-  out=$(timeout 10 bleadvctl "$verb" 2>&1) || status=$?
-  took=$((($(date +%s%N) - began) / 1000000))
-  echo "    bleadvctl $verb: exit $status in $took ms"
+  timed "$verb"
+  echo "    bleadvctl $verb: exit $status in $took ms (${usual[$verb]} ms while BlueZ answered; list then ${usual[list]} ms)"
   sed 's/^/        /' <<< "$out"
-  ((took < 1000)) || fail "bleadvctl $verb took $took ms while bluetoothd was stopped"
+  ((took < usual[list] + 1000)) || fail "bleadvctl $verb took $took ms while bluetoothd was stopped; list took ${usual[list]} ms before"
   ((status == 0)) || fail "bleadvctl $verb exited $status while bluetoothd was stopped"
   grep -q "BlueZ has not answered since" <<< "$out" || fail "bleadvctl $verb did not say that BlueZ has not answered"
 done

@@ -111,16 +111,20 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         if let bondsReading { return bondsReading }
         guard !adapters.isEmpty, bondsRead.map({ $0.duration(to: now) >= Self.bondsInterval }) ?? true else { return nil }
         bondsRead = now
-        let reading = Task {
-            defer { bondsReading = nil }
-            var read: [String: Set<String>] = [:]
-            for adapter in adapters.sorted() {
-                if let bonds = try? await manager.bonds(adapter: adapter) { read[adapter] = Set(bonds.map(\.central)) }
-            }
-            bonded = read
-        }
+        // On the loop, as everything bleadvd does.
+        let reading = Task(executorPreference: executor) { [self] in await readBonds(of: adapters) }
         bondsReading = reading
         return reading
+    }
+
+    /// Reads the bonds of `adapters`; an adapter BlueZ did not answer for keeps what it said last.
+    private func readBonds(of adapters: Set<String>) async {
+        defer { bondsReading = nil }
+        var read: [String: Set<String>] = [:]
+        for adapter in adapters.sorted() {
+            read[adapter] = (try? await manager.bonds(adapter: adapter)).map { Set($0.map(\.central)) } ?? bonded[adapter]
+        }
+        bonded = read
     }
 
     func disconnect(_ central: String) async throws(PeripheralError) {

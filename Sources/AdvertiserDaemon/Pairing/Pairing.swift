@@ -55,8 +55,11 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// The instants the timer is asked for, which ``run()`` sleeps until.
     let dues: AsyncStream<C.Instant>
     let due: AsyncStream<C.Instant>.Continuation
-    /// The bonds as BlueZ gave them last; nil before its first answer.
+    /// The bonds as BlueZ gave them last, with those made and ended since; nil before its
+    /// first answer.
     var knownBonds: [Bond]?
+    /// How many times a bond was made or ended here: a read that began before is not kept.
+    var bondsChanged = 0
     /// The read of the bonds under way, which ``bonds()`` waits for ``answerWithin`` at most.
     var bondsReading: Task<Result<[Bond], PeripheralError>, Never>?
     /// How long `Bonds` waits for BlueZ before it answers from what bleadvd knows: a control
@@ -223,23 +226,33 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
             return try answer.get()
         }
         if let knownBonds { return knownBonds }
-        return ((try? bondRecord?.centrals()) ?? []).map { Bond(central: $0) }.sorted()
+        let made = ((try? bondRecord?.centrals()) ?? []).map { Bond(central: $0) }.sorted()
+        guard !made.isEmpty else {
+            throw PeripheralError(.timeout, "BlueZ has not answered the read of the bonds, and bleadvd knows of none yet; try again once it answers")
+        }
+        return made
     }
 
     /// Asks BlueZ for the bonds in a task of its own, which keeps the answer (``knownBonds``).
     private func readBonds() -> Task<Result<[Bond], PeripheralError>, Never> {
-        let task = Task { () -> Result<[Bond], PeripheralError> in
-            defer { bondsReading = nil }
-            do throws(PeripheralError) {
-                let bonds = try await bondsFromBlueZ()
-                knownBonds = bonds
-                return .success(bonds)
-            } catch {
-                return .failure(error)
-            }
-        }
+        let generation = bondsChanged
+        // On the loop, as everything bleadvd does: the module runs where its caller prefers.
+        let task = Task(executorPreference: executor as? any TaskExecutor) { [self] in await readBonds(since: generation) }
         bondsReading = task
         return task
+    }
+
+    /// The bonds BlueZ says, kept unless a bond was made or ended here since `generation`
+    /// (the read began before, and says what was).
+    private func readBonds(since generation: Int) async -> Result<[Bond], PeripheralError> {
+        defer { bondsReading = nil }
+        do throws(PeripheralError) {
+            let bonds = try await bondsFromBlueZ()
+            if generation == bondsChanged { knownBonds = bonds }
+            return .success(bonds)
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// The bonds as BlueZ says them now, however long it takes: for what acts on a bond.
@@ -285,6 +298,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         }
         forgetting.insert(address)
         defer { forgetting.remove(address) }
+        bondGone(address)
         do {
             try await PeripheralError.caught { [module] in try await module.forget(address) }
         } catch where error.code == .unknownName {
@@ -349,6 +363,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
 
     /// A central finished pairing: one let in by the window closes it (a window is for one bond).
     func centralPaired(_ central: String) async {
+        bondsChanged += 1  // a read under way may not have it: the next one will
         guard window.paired(central) else {
             logger.notice("pairing: \(central) paired")
             return
@@ -369,6 +384,7 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     /// agent: any local user may register one) is not admitted. Said once, for a central the
     /// record lists; the end of a bond root asked ``forget(_:any:)`` for is not said again.
     func bondEnded(_ central: String, _ how: BondEnd) {
+        bondGone(central)
         guard let bondRecord else { return }
         do {
             guard try bondRecord.centrals().contains(central) else { return }
@@ -379,6 +395,12 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         }
         guard !forgetting.contains(central) else { return }
         logger.notice("pairing: bond with \(Central.named(central)) ended in BlueZ (\(how.rawValue)): no longer admitted")
+    }
+
+    /// What bleadvd knows of the bonds loses `central`'s, and a read under way is not kept.
+    private func bondGone(_ central: String) {
+        bondsChanged += 1
+        knownBonds?.removeAll { $0.central == central }
     }
 
     // MARK: The window's time

@@ -337,6 +337,29 @@ struct PairingTests {
         #expect(bonds == [Bond(central: Self.phone)])
     }
 
+    @Test("before BlueZ's first answer and with no bond from a window, a Bonds it does not answer is refused, not an empty list")
+    func bondsUnknownWhileBlueZIsSilent() async throws {
+        let session = try await session()
+
+        let refusal = await #expect(throws: PeripheralError.self) { try await bondsUnanswered(session) }
+
+        #expect(refusal?.code == .timeout)
+    }
+
+    @Test("a bond forgotten is not listed from what bleadvd knows while BlueZ does not answer")
+    func forgottenBondNotListedWhileBlueZIsSilent() async throws {
+        let session = try await session()
+        let pairing = try session.serving((any PairingControl).self)
+        session.mock.scriptBonds(.always(.success([Bond(central: "11:22:33:44:55:66", name: "Keyboard")])))
+        session.mock.scriptRemoveBond(.always(.success(())))
+        _ = try await pairing.bonds()
+        try await pairing.forget("11:22:33:44:55:66", any: true)
+
+        let bonds = try await bondsUnanswered(session)
+
+        #expect(bonds == [])
+    }
+
     @Test("forget removes a bond that a bleadvd window made, written in any case, and the record forgets it")
     func forgetOwnBond() async throws {
         let session = try await session(onDBus: true)
