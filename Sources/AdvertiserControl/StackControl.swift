@@ -11,7 +11,8 @@ public protocol StackControl: Sendable {
 }
 
 extension UnansweredCall {
-    /// As `Stack` carries it: `answering` b false, `unanswered_since` d (seconds since the Unix epoch), `unanswered_seconds` d.
+    /// As `Stack` carries it: `answering` b false, `unanswered_since` d (seconds since the Unix
+    /// epoch), `unanswered_seconds` d.
     var dbusEntries: [String: DBusValue] {
         [
             "answering": .boolean(false),
@@ -23,7 +24,8 @@ extension UnansweredCall {
         Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
     }
 
-    /// The call a `Stack` reply names; nil when it says BlueZ answers, or is malformed.
+    /// The silence a `Stack` reply says (its call unnamed); nil when it says BlueZ answers, or
+    /// is malformed.
     init?(stack entries: [String: DBusValue]) {
         guard entries["answering"]?.boolean == false, let since = entries["unanswered_since"]?.double,
               let seconds = entries["unanswered_seconds"]?.double,
@@ -54,8 +56,7 @@ extension ControlAPI.Method {
 
 extension AdvertiserClient {
     /// Since when BlueZ has not answered (a call has waited half a second or more), as the
-    /// daemon says; the call itself is not said (`call` is empty). Nil while
-    /// BlueZ answers.
+    /// daemon says; the call itself is not said (`call` is empty). Nil while BlueZ answers.
     public func unanswered() throws -> UnansweredCall? {
         try call(.stack)[0].variantDictionary.flatMap { UnansweredCall(stack: $0) }
     }

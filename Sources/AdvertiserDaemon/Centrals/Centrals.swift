@@ -82,8 +82,8 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
 
     /// The links, from what bleadvd knows; bonded as BlueZ said at the last read of the bonds,
     /// made now when none began within ``bondsInterval`` and none is under way. The read is
-    /// waited for ``answerWithin`` at most, and not at all while a call to BlueZ has waited a
-    /// second already: then the bonds read before are shown (a control call answers within a
+    /// waited for ``answerWithin`` at most, and not at all while a call to BlueZ has waited half
+    /// a second already: then the bonds read before are shown (a control call answers within a
     /// second while bluetoothd is stuck).
     func centrals() async -> [CentralState] {
         if let reading = readBondsIfDue(), await manager.unanswered() == nil {

@@ -217,9 +217,10 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     }
 
     /// The bonds, for `Bonds`: as BlueZ says within ``answerWithin``; past that, or at once
-    /// while a call to BlueZ has waited a second already, from what bleadvd knows: the bonds
-    /// BlueZ gave last or, before any, those bleadvd's windows made (its bond record), unnamed.
-    /// The read goes on, and its answer is kept for the next call.
+    /// while a call to BlueZ has waited half a second already, from what bleadvd knows: the
+    /// bonds BlueZ gave last, less those forgotten or ended since, or before any answer those
+    /// bleadvd's windows made (its bond record), unnamed; `timeout` when it knows none. The
+    /// read goes on, and its answer is kept for the next call.
     func bonds() async throws(PeripheralError) -> [Bond] {
         let reading = bondsReading ?? readBonds()
         if await module.unanswered() == nil, let answer = await Deadline.within(Self.answerWithin, on: clock, executor: executor as? any TaskExecutor, { await reading.value }) {
