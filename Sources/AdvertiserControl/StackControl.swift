@@ -1,4 +1,4 @@
-public import DBus
+import DBus
 public import Peripheral
 
 /// The control API's stack part, which the advertising component serves: whether BlueZ
