@@ -16,12 +16,8 @@ extension UnansweredCall {
     var dbusEntries: [String: DBusValue] {
         [
             "answering": .boolean(false),
-            "unanswered_since": .double(sentAt), "unanswered_seconds": .double(waitedSeconds),
+            "unanswered_since": .double(sentAt), "unanswered_seconds": .double(waited.inSeconds),
         ]
-    }
-
-    var waitedSeconds: Double {
-        Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
     }
 
     /// The silence a `Stack` reply says (its call unnamed); nil when it says BlueZ answers, or
@@ -36,8 +32,16 @@ extension UnansweredCall {
 
     /// One line for a person: since when BlueZ has not answered.
     public var said: String {
-        let seconds = (waitedSeconds * 10).rounded() / 10
+        let seconds = (waited.inSeconds * 10).rounded() / 10
         return "BlueZ has not answered since \(WallClock.time(of: sentAt)) (\(seconds) s): what follows is what bleadvd knew then"
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, with its fraction: what the control API's replies carry.
+    package var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
 

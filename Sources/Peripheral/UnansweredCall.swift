@@ -12,6 +12,11 @@ public struct UnansweredCall: Hashable, Sendable {
     /// How long it has waited.
     public var waited: Duration
 
+    /// How long a call waits before it counts as unanswered: less than a control call waits
+    /// for the stack (0.8 s in bleadvd) before it answers from what bleadvd knows, so that such
+    /// an answer is always said to be.
+    public static let countedAfter: Duration = .milliseconds(500)
+
     /// A call sent at `sentAt` that has waited `waited`.
     public init(call: String, sentAt: Double, waited: Duration) {
         self.call = call

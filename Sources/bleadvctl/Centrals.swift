@@ -25,11 +25,7 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func run() throws {
-            let centrals = try withDaemon(bus) { client in
-                let centrals = try client.centrals()
-                sayWhetherBlueZAnswers(client)
-                return centrals
-            }.sorted { $0.address < $1.address }
+            let centrals = try withDaemon(bus) { saidWhetherBlueZAnswers(try $0.centrals(), by: $0) }.sorted { $0.address < $1.address }
             if json {
                 try emit("[" + centrals.map { central in
                     "{\"central\": \(StatusFormat.quote(central.address)), \"adapter\": \(StatusFormat.quote(central.adapter)), "

@@ -167,11 +167,7 @@ extension Bleadvctl {
         @OptionGroup var bus: BusOptions
 
         func run() throws {
-            let bonds = try withDaemon(bus) { client in
-                let bonds = try client.bonds()
-                sayWhetherBlueZAnswers(client)
-                return bonds
-            }
+            let bonds = try withDaemon(bus) { saidWhetherBlueZAnswers(try $0.bonds(), by: $0) }
             if json {
                 try emit("[" + bonds.map { "{\"central\": \(StatusFormat.quote($0.central)), \"name\": \(StatusFormat.quote($0.name ?? ""))}" }
                     .joined(separator: ", ") + "]\n")

@@ -74,17 +74,11 @@ enum PlainCommand: Equatable {
             // A service's notifications that a connected central's MTU cuts, from Centrals (an
             // older bleadvd without it: none shown).
             let (states, centrals) = try withDaemon(timeout: timeout) { client in
-                let answer = (try client.status(), (try? client.centrals()) ?? [])
-                sayWhetherBlueZAnswers(client)
-                return answer
+                saidWhetherBlueZAnswers((try client.status(), (try? client.centrals()) ?? []), by: client)
             }
             try emit(json ? StatusFormat.json(states, centrals: centrals) : StatusFormat.table(states, centrals: centrals))
         case .list(let timeout):
-            let names = try withDaemon(timeout: timeout) { client in
-                let names = try client.list()
-                sayWhetherBlueZAnswers(client)
-                return names
-            }
+            let names = try withDaemon(timeout: timeout) { saidWhetherBlueZAnswers(try $0.list(), by: $0) }
             try emit(names.map { Untrusted.escaped($0) + "\n" }.joined())
         case .reload(let timeout):
             try withDaemon(timeout: timeout) { try $0.reload() }

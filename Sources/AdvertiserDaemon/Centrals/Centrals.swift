@@ -82,12 +82,12 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
 
     /// The links, from what bleadvd knows; bonded as BlueZ said at the last read of the bonds,
     /// made now when none began within ``bondsInterval`` and none is under way. The read is
-    /// waited for ``answerWithin`` at most, and not at all while a call to BlueZ has waited half
+    /// waited for `Deadline.readWait` at most, and not at all while a call to BlueZ has waited half
     /// a second already: then the bonds read before are shown (a control call answers within a
     /// second while bluetoothd is stuck).
     func centrals() async -> [CentralState] {
         if let reading = readBondsIfDue(), await manager.unanswered() == nil {
-            _ = await Deadline.within(Self.answerWithin, on: clock, executor: executor) { await reading.value }
+            _ = await Deadline.within(Deadline.readWait, on: clock, executor: executor) { await reading.value }
         }
         let now = clock.now
         return links.map { address, link in
@@ -98,9 +98,6 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
                 subscribed: link.subscribed.map(\.description).sorted())
         }
     }
-
-    /// How long a listing waits for BlueZ's bonds.
-    static var answerWithin: Duration { .milliseconds(800) }
 
     /// Asks BlueZ for the bonds of the adapters with links, in a task of its own, unless one
     /// began less than ``bondsInterval`` ago: at most one read a second, whoever lists. The

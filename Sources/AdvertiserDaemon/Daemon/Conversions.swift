@@ -13,11 +13,3 @@ extension PeripheralError {
         }
     }
 }
-
-extension Duration {
-    /// The duration in seconds, with its fraction: what the control API's replies carry.
-    var inSeconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

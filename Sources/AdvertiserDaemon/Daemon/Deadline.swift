@@ -6,6 +6,12 @@
 /// The timer is a child of the caller's task, on the caller's executor: it fires even when the
 /// work's executor is stuck.
 enum Deadline {
+    /// How long a control call that reads (`Centrals`, `Bonds`) waits for BlueZ before it
+    /// answers from what bleadvd knows: within a second while bluetoothd is stuck, and longer
+    /// than a call takes to count as unanswered (`UnansweredCall.countedAfter`), so that such
+    /// an answer is always said to be.
+    static let readWait: Duration = .milliseconds(800)
+
     /// `body`'s result if it finished within `limit` on `clock`; nil if the deadline came first
     /// or the waiting task was cancelled. `body` runs in a task that prefers `executor`.
     static func within<C: Clock, T: Sendable>(

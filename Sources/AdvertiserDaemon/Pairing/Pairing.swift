@@ -60,11 +60,8 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
     var knownBonds: [Bond]?
     /// How many times a bond was made or ended here: a read that began before is not kept.
     var bondsChanged = 0
-    /// The read of the bonds under way, which ``bonds()`` waits for ``answerWithin`` at most.
+    /// The read of the bonds under way, which ``bonds()`` waits for `Deadline.readWait` at most.
     var bondsReading: Task<Result<[Bond], PeripheralError>, Never>?
-    /// How long `Bonds` waits for BlueZ before it answers from what bleadvd knows: a control
-    /// call answers within a second while bluetoothd is stuck.
-    static var answerWithin: Duration { .milliseconds(800) }
     /// The openers of windows, which ``run()`` follows: one that leaves the bus closes its window.
     let openers: AsyncStream<String>
     let opened: AsyncStream<String>.Continuation
@@ -216,14 +213,14 @@ actor Pairing<C: Clock>: PairingControl where C.Duration == Duration {
         waiting.resume(returning: matches)
     }
 
-    /// The bonds, for `Bonds`: as BlueZ says within ``answerWithin``; past that, or at once
+    /// The bonds, for `Bonds`: as BlueZ says within `Deadline.readWait`; past that, or at once
     /// while a call to BlueZ has waited half a second already, from what bleadvd knows: the
     /// bonds BlueZ gave last, less those forgotten or ended since, or before any answer those
     /// bleadvd's windows made (its bond record), unnamed; `timeout` when it knows none. The
     /// read goes on, and its answer is kept for the next call.
     func bonds() async throws(PeripheralError) -> [Bond] {
         let reading = bondsReading ?? readBonds()
-        if await module.unanswered() == nil, let answer = await Deadline.within(Self.answerWithin, on: clock, executor: executor as? any TaskExecutor, { await reading.value }) {
+        if await module.unanswered() == nil, let answer = await Deadline.within(Deadline.readWait, on: clock, executor: executor as? any TaskExecutor, { await reading.value }) {
             return try answer.get()
         }
         if let knownBonds { return knownBonds }

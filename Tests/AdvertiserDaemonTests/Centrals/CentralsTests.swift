@@ -53,6 +53,14 @@ struct CentralsTests {
             centrals = Component(
                 config: config, manager: mock, port: port, clock: clock, logger: logs.logger(), executor: loop, owners: { owners })
         }
+
+        /// A listing, once the clock passed its wait for a read of the bonds.
+        func listedPastItsWait() async throws -> [CentralState] {
+            let listing = Task { await centrals.centrals() }
+            try await eventually("the listing waits for the read") { clock.deadlines.contains(clock.now.advanced(by: Deadline.readWait)) }
+            clock.advance(by: Deadline.readWait)
+            return await listing.value
+        }
     }
 
     @Test("a link's start and end are announced; while it lasts it is listed, bonded as BlueZ says, with the MTU of its last read or write")
@@ -131,15 +139,12 @@ struct CentralsTests {
         h.mock.scriptBonds(.neverAnswers)
         await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
         let first = Task { await h.centrals.centrals() }
-        try await eventually("the first listing waits for BlueZ") { h.clock.deadlines.contains(h.clock.now.advanced(by: Component.answerWithin)) }
+        try await eventually("the first listing waits for BlueZ") { h.clock.deadlines.contains(h.clock.now.advanced(by: Deadline.readWait)) }
         try await eventually("the first listing asked BlueZ") { h.mock.calls.bondQueries.count == 1 }
         h.clock.advance(by: .seconds(5))
         _ = await first.value
 
-        let listing = Task { await h.centrals.centrals() }
-        try await eventually("the listing waits for the read") { h.clock.deadlines.contains(h.clock.now.advanced(by: Component.answerWithin)) }
-        h.clock.advance(by: Component.answerWithin)
-        let listed = await listing.value
+        let listed = try await h.listedPastItsWait()
 
         #expect(h.mock.calls.bondQueries.count == 1)
         #expect(listed.map(\.bonded) == [nil])
@@ -153,15 +158,13 @@ struct CentralsTests {
         h.mock.scriptBonds(.neverAnswers)
         h.clock.advance(by: .seconds(1))
 
-        let listing = Task { await h.centrals.centrals() }
-        try await eventually("the listing waits for the read") { h.clock.deadlines.contains(h.clock.now.advanced(by: Component.answerWithin)) }
-        h.clock.advance(by: Component.answerWithin)
+        let listed = try await h.listedPastItsWait()
 
-        #expect(await listing.value.map(\.bonded) == [true])
+        #expect(listed.map(\.bonded) == [true])
         #expect(h.mock.calls.bondQueries.count == 2)
     }
 
-    @Test("a listing while a call to BlueZ has waited a second already does not wait for the bonds at all")
+    @Test("a listing while a call to BlueZ has waited half a second already does not wait for the bonds at all")
     func listingWhileBlueZIsKnownSilent() async throws {
         let h = try Harness()
         await h.centrals.take(.connected(Self.phone, adapter: "hci0"))

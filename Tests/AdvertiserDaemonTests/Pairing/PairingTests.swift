@@ -313,7 +313,7 @@ struct PairingTests {
         #expect(bonds == [Bond(central: Self.phone, name: "Pixel 8")])
     }
 
-    @Test("while a call to BlueZ has waited a second already, Bonds answers at once with the bonds BlueZ gave last")
+    @Test("while a call to BlueZ has waited half a second already, Bonds answers at once with the bonds BlueZ gave last")
     func bondsWhileBlueZIsKnownSilent() async throws {
         let session = try await session()
         let pairing = try session.serving((any PairingControl).self)
