@@ -67,6 +67,11 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// order sent: the first says since when bluetoothd has been silent (``unanswered()``).
     var waiting: [Int: (call: UnansweredCall, sent: ContinuousClock.Instant)] = [:]
     var callsSent = 0
+    /// The oldest call bluetoothd let time out, while it has answered none since: it has been
+    /// silent since then, though no call may wait now. A probe asks until it answers
+    /// (``listenForBluetoothd()``).
+    var silentSince: (call: UnansweredCall, sent: ContinuousClock.Instant)?
+    var listening: Task<Void, Never>?
 
     /// A manager on `connection` (the system bus in production).
     /// - Parameters:
@@ -383,15 +388,41 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         defer {
             waiting[number] = nil
             stillWaiting.cancel()
-            let took = ContinuousClock.now - started
-            if took >= Self.slowAnswer { logger.notice("bluetoothd took \(took) to answer \(method.member) on \(path)") }
         }
         do {
-            return try await connection.call(
+            let reply = try await connection.call(
                 destination: generation.name, path: path, interface: method.interface, member: method.member, arguments,
                 expecting: expecting, timeout: callTimeout, autoStart: false)
+            heard(method.member, on: path, since: started)
+            return reply
         } catch let error as DBusError {
-            throw PeripheralError(bluez: error, about: subject)
+            let failure = PeripheralError(bluez: error, about: subject)
+            if failure.code == .timeout, let call = waiting[number] {
+                logger.notice("bluetoothd did not answer \(method.member) on \(path) within \(callTimeout)")
+                if silentSince.map({ call.sent < $0.sent }) ?? true { silentSince = call }
+                if listening == nil { listening = Task(executorPreference: connection.eventLoop) { await self.listenForBluetoothd() } }
+            } else {
+                heard(method.member, on: path, since: started)
+            }
+            throw failure
+        }
+    }
+
+    /// An answer (a reply or an error) to a call sent at `started`: bluetoothd is not silent.
+    private func heard(_ member: String, on path: DBusObjectPath, since started: ContinuousClock.Instant) {
+        silentSince = nil
+        let took = ContinuousClock.now - started
+        if took >= Self.slowAnswer { logger.notice("bluetoothd took \(took) to answer \(member) on \(path)") }
+    }
+
+    /// While bluetoothd is silent, asks it something until it answers (each call waits
+    /// `callTimeout`): bleadvd may have nothing else to ask, and the silence must not outlast
+    /// bluetoothd's. A bluetoothd that left the bus is not silent but gone.
+    private func listenForBluetoothd() async {
+        defer { listening = nil }
+        while silentSince != nil {
+            guard let generation = bluetoothd else { silentSince = nil; return }
+            _ = try? await callBlueZ(on: generation, path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .registration(.agent))
         }
     }
 

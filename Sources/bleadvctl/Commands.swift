@@ -231,9 +231,9 @@ func withDaemon<T>(_ options: BusOptions, _ body: (AdvertiserClient) throws -> T
 }
 
 /// `answer`, once it said on stderr since when BlueZ has not answered bleadvd, when a call to
-/// it has waited half a second or more: what the command prints is then what bleadvd knew
-/// (`status`, `list`, `centrals` and `bonds` answer all the same). A bleadvd without `Stack`
-/// says nothing.
+/// it has waited half a second or more (or timed out, none answered since): what the command
+/// prints is then what bleadvd knew (`status`, `list`, `centrals` and `bonds` answer all the
+/// same). A bleadvd without `Stack` says nothing.
 func saidWhetherBlueZAnswers<T>(_ answer: T, by client: AdvertiserClient) -> T {
     if let call = try? client.unanswered() { printError(call.said) }
     return answer

@@ -54,4 +54,33 @@ struct BlueZUnansweredTests {
         let said = try #require(lines.all.first { $0.hasPrefix("notice: still waiting") })
         #expect(said.range(of: #"since \d\d:\d\d:\d\d$"#, options: .regularExpression) != nil)
     }
+
+    @Test("a call bluetoothd let time out still says since when it has been silent, though nothing waits any more")
+    func silentAfterTimeout() async throws {
+        let session = try await StandInSession(callTimeout: .seconds(1))
+        try await session.control("Hang")
+        let before = WallClock.now
+
+        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        let timedOut = WallClock.now
+        let silent = try #require(await session.manager.unanswered())
+
+        #expect(silent.call == "GetManagedObjects")
+        // The call that timed out, sent a second (the call timeout) before it failed: not a later one.
+        #expect(silent.sentAt >= before && silent.sentAt <= timedOut - 0.9)
+        #expect(silent.waited >= .seconds(1))
+    }
+
+    @Test("once bluetoothd answers again, the silence ends without a call of bleadvd's own")
+    func silenceEndsWhenAnswered() async throws {
+        let session = try await StandInSession(callTimeout: .seconds(1))
+        try await session.control("Hang")
+        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+
+        try await session.control("Answer")
+
+        try await eventually("bluetoothd is heard again", within: .seconds(10)) {
+            await session.manager.unanswered() == nil
+        }
+    }
 }

@@ -506,6 +506,12 @@ class Control(dbus.service.Object):
         """From now on BlueZ's own calls get no reply at all, as from a frozen bluetoothd."""
         self.standin.hung = True
 
+    @dbus.service.method(CONTROL)
+    def Answer(self):
+        """BlueZ answers its calls again, as a bluetoothd continued (SIGCONT); those it left
+        unanswered stay so."""
+        self.standin.hung = False
+
     @dbus.service.method(CONTROL, out_signature="a{sa{sa{sv}}}")
     def GattObjects(self):
         """Every registered application's objects, by path."""
