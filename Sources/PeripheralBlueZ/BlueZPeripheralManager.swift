@@ -68,7 +68,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     var waiting: [Int: (call: UnansweredCall, sent: ContinuousClock.Instant)] = [:]
     var callsSent = 0
     /// The oldest call bluetoothd let time out, while it has answered none since: it has been
-    /// silent since then, though no call may wait now. A probe asks until it answers
+    /// silent since then, though no call may wait now. A probe waits for its answer
     /// (``listenForBluetoothd()``).
     var silentSince: (call: UnansweredCall, sent: ContinuousClock.Instant)?
     var listening: Task<Void, Never>?
@@ -368,7 +368,8 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// `PeripheralError` about `subject`.
     func callBlueZ(
         on generation: StackGeneration, path: DBusObjectPath, _ method: BlueZ.Method,
-        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, about subject: BlueZSubject = .registration(.advertisement)
+        _ arguments: [DBusValue] = [], expecting: DBusSignature? = nil, about subject: BlueZSubject = .registration(.advertisement),
+        timeout: Duration? = nil
     ) async throws -> [DBusValue] {
         // bluetoothd answers in milliseconds: a second is a stack that is stuck or slow, and the
         // module's other work waits behind the call.
@@ -392,13 +393,13 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         do {
             let reply = try await connection.call(
                 destination: generation.name, path: path, interface: method.interface, member: method.member, arguments,
-                expecting: expecting, timeout: callTimeout, autoStart: false)
+                expecting: expecting, timeout: timeout ?? callTimeout, autoStart: false)
             heard(method.member, on: path, since: started)
             return reply
         } catch let error as DBusError {
             let failure = PeripheralError(bluez: error, about: subject)
             if failure.code == .timeout, let call = waiting[number] {
-                logger.notice("bluetoothd did not answer \(method.member) on \(path) within \(callTimeout)")
+                logger.notice("bluetoothd did not answer \(method.member) on \(path) within \(timeout ?? callTimeout)")
                 if silentSince.map({ call.sent < $0.sent }) ?? true { silentSince = call }
                 if listening == nil { listening = Task(executorPreference: connection.eventLoop) { await self.listenForBluetoothd() } }
             } else {
@@ -408,23 +409,36 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         }
     }
 
-    /// An answer (a reply or an error) to a call sent at `started`: bluetoothd is not silent.
+    /// An answer (a reply or an error) to a call sent at `started`, or bluetoothd gone from
+    /// the bus: it is not silent.
     private func heard(_ member: String, on path: DBusObjectPath, since started: ContinuousClock.Instant) {
         silentSince = nil
         let took = ContinuousClock.now - started
         if took >= Self.slowAnswer { logger.notice("bluetoothd took \(took) to answer \(member) on \(path)") }
     }
 
-    /// While bluetoothd is silent, asks it something until it answers (each call waits
-    /// `callTimeout`): bleadvd may have nothing else to ask, and the silence must not outlast
-    /// bluetoothd's. A bluetoothd that left the bus is not silent but gone.
+    /// While bluetoothd is silent, one call that waits for its answer however long it takes
+    /// (libdbus's infinite timeout): bleadvd may have nothing else to ask, and the silence must
+    /// not outlast bluetoothd's. One call, not one every timeout: dbus-daemon keeps each call
+    /// libdbus gave up on as waiting for its reply, and past its limit (128) refuses the next at
+    /// once, which would end the silence as an answer does. While this call waits, the silence
+    /// holds whatever else is answered by the bus. bluetoothd's answer, its leaving the bus or
+    /// the connection's end ends it; should the call end otherwise, it is sent again after
+    /// `callTimeout`.
     private func listenForBluetoothd() async {
         defer { listening = nil }
-        while silentSince != nil {
+        let clock = LoopClock(on: connection.eventLoop)
+        while silentSince != nil, !Task.isCancelled {
             guard let generation = bluetoothd else { silentSince = nil; return }
-            _ = try? await callBlueZ(on: generation, path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .registration(.agent))
+            _ = try? await callBlueZ(
+                on: generation, path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .registration(.agent),
+                timeout: Self.untilAnswered)
+            if silentSince != nil { try? await clock.sleep(for: callTimeout) }
         }
     }
+
+    /// No timeout: past 24 days `dbusMilliseconds` clamps to libdbus's `DBUS_TIMEOUT_INFINITE`.
+    static let untilAnswered: Duration = .seconds(3_000_000)
 
     private func makeObjectPath() throws -> DBusObjectPath {
         nextObject += 1

@@ -76,11 +76,43 @@ struct BlueZUnansweredTests {
         let session = try await StandInSession(callTimeout: .seconds(1))
         try await session.control("Hang")
         await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        try #require(await session.manager.unanswered() != nil)
 
         try await session.control("Answer")
 
         try await eventually("bluetoothd is heard again", within: .seconds(10)) {
             await session.manager.unanswered() == nil
         }
+    }
+
+    @Test("while bluetoothd is silent, bleadvd asks it once and waits, not once every timeout")
+    func oneProbe() async throws {
+        let session = try await StandInSession(callTimeout: .milliseconds(50))
+        try await session.control("Hang")
+        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+
+        try await Task.sleep(for: .seconds(1))  // 20 timeouts
+
+        let asked = try await session.calls().filter { $0 == "no reply to GetManagedObjects" }
+        #expect(asked.count == 2)  // the call that timed out, and the probe
+        #expect(await session.manager.unanswered() != nil)
+    }
+
+    @Test("the bus refusing calls past its limit while bluetoothd is silent does not end the silence")
+    func busLimitIsNoAnswer() async throws {
+        let session = try await StandInSession(callTimeout: .milliseconds(50))
+        try await session.control("Hang")
+
+        // dbus-daemon keeps each call libdbus gave up on as waiting for its reply: past its
+        // limit (128 by default) it refuses the next at once, in bluetoothd's place. A probe
+        // sent every timeout reached it alone within 7 s of 50-ms timeouts, and its refusal
+        // ended the silence (a88c661, the reviewer's finding).
+        var refusal: String?
+        for _ in 0..<200 where refusal == nil {
+            do { _ = try await session.manager.bonds(adapter: "hci0") } catch where "\(error)".contains("LimitsExceeded") { refusal = "\(error)" } catch {}
+        }
+
+        #expect(refusal != nil)
+        #expect(await session.manager.unanswered() != nil)
     }
 }

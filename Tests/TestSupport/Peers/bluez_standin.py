@@ -159,6 +159,8 @@ class Root(dbus.service.Object):
     @dbus.service.method(OM, out_signature="a{oa{sa{sv}}}", async_callbacks=("reply", "error"))
     def GetManagedObjects(self, reply, error):
         if self.standin.hung:
+            # Answered once it answers again (Answer), as a continued bluetoothd takes its queue.
+            self.standin.held.append(lambda: self.GetManagedObjects(reply, error))
             return self.standin.log("no reply to GetManagedObjects")
         # An adapter bluetoothd registered while this call waited in its queue: announced
         # first, then listed in the reply.
@@ -508,9 +510,12 @@ class Control(dbus.service.Object):
 
     @dbus.service.method(CONTROL)
     def Answer(self):
-        """BlueZ answers its calls again, as a bluetoothd continued (SIGCONT); those it left
-        unanswered stay so."""
+        """BlueZ answers its calls again, as a bluetoothd continued (SIGCONT): the
+        GetManagedObjects it held first; the other calls it left unanswered stay so."""
         self.standin.hung = False
+        held, self.standin.held = self.standin.held, []
+        for answer in held:
+            answer()
 
     @dbus.service.method(CONTROL, out_signature="a{sa{sa{sv}}}")
     def GattObjects(self):
@@ -669,6 +674,7 @@ class StandIn:
         self.adapters = {}
         self.adapters_when_asked = []
         self.hung = False
+        self.held = []
         self.refuse_update = False
         self.silence_next_registration = False
         self.leave_before_next_reply = False
