@@ -399,20 +399,28 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         } catch let error as DBusError {
             let failure = PeripheralError(bluez: error, about: subject)
             if failure.code == .timeout, let call = waiting[number] {
-                logger.notice("bluetoothd did not answer \(method.member) on \(path) within \(timeout ?? callTimeout)")
+                logger.notice("bluetoothd did not answer \(method.member) on \(path) in \(ContinuousClock.now - started)")
                 if silentSince.map({ call.sent < $0.sent }) ?? true { silentSince = call }
                 if listening == nil { listening = Task(executorPreference: connection.eventLoop) { await self.listenForBluetoothd() } }
-            } else {
+            } else if !Self.busRefusals.contains(error.name) {
                 heard(method.member, on: path, since: started)
             }
             throw failure
         }
     }
 
+    /// The errors dbus-daemon gives in bluetoothd's place, which say nothing of whether it
+    /// answers: a call past the bus's limits (it counts each call libdbus gave up on as waiting
+    /// for its reply, 128 by default, so that a long silence reaches it), refused by its
+    /// policy, or without its memory.
+    private static let busRefusals: Set<DBusError.Name> = [.limitsExceeded, .accessDenied, .noMemory]
+
     /// An answer (a reply or an error) to a call sent at `started`, or bluetoothd gone from
-    /// the bus: it is not silent.
+    /// the bus: it is not silent, and the probe's call, should it still wait, is given up.
     private func heard(_ member: String, on path: DBusObjectPath, since started: ContinuousClock.Instant) {
         silentSince = nil
+        listening?.cancel()
+        listening = nil
         let took = ContinuousClock.now - started
         if took >= Self.slowAnswer { logger.notice("bluetoothd took \(took) to answer \(member) on \(path)") }
     }
@@ -420,21 +428,21 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// While bluetoothd is silent, one call that waits for its answer however long it takes
     /// (libdbus's infinite timeout): bleadvd may have nothing else to ask, and the silence must
     /// not outlast bluetoothd's. One call, not one every timeout: dbus-daemon keeps each call
-    /// libdbus gave up on as waiting for its reply, and past its limit (128) refuses the next at
-    /// once, which would end the silence as an answer does. While this call waits, the silence
-    /// holds whatever else is answered by the bus. bluetoothd's answer, its leaving the bus or
-    /// the connection's end ends it; should the call end otherwise, it is sent again after
-    /// `callTimeout`.
+    /// libdbus gave up on as waiting for its reply until its limit, and bleadvd's share of it
+    /// is for its own work. Any answer from bluetoothd (``heard(_:on:since:)``, which gives this
+    /// call up), its leaving the bus or the connection's end ends it; should the call end
+    /// otherwise (the bus's refusal), it is sent again after `callTimeout`.
     private func listenForBluetoothd() async {
-        defer { listening = nil }
         let clock = LoopClock(on: connection.eventLoop)
         while silentSince != nil, !Task.isCancelled {
-            guard let generation = bluetoothd else { silentSince = nil; return }
+            guard let generation = bluetoothd else { silentSince = nil; break }
             _ = try? await callBlueZ(
                 on: generation, path: BlueZ.root, .getManagedObjects, expecting: BlueZ.managedObjectsSignature, about: .registration(.agent),
                 timeout: Self.untilAnswered)
             if silentSince != nil { try? await clock.sleep(for: callTimeout) }
         }
+        // A probe given up (heard) is no longer `listening`, which may be a new one by now.
+        if !Task.isCancelled { listening = nil }
     }
 
     /// No timeout: past 24 days `dbusMilliseconds` clamps to libdbus's `DBUS_TIMEOUT_INFINITE`.

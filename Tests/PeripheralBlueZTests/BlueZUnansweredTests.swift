@@ -98,21 +98,39 @@ struct BlueZUnansweredTests {
         #expect(await session.manager.unanswered() != nil)
     }
 
-    @Test("the bus refusing calls past its limit while bluetoothd is silent does not end the silence")
+    @Test("the bus refusing calls past its limit while bluetoothd is silent does not end the silence, nor move its time")
     func busLimitIsNoAnswer() async throws {
         let session = try await StandInSession(callTimeout: .milliseconds(50))
         try await session.control("Hang")
+        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        try await Task.sleep(for: .milliseconds(600))  // past the half second a call counts from
+        let silentSince = try #require(await session.manager.unanswered()).sentAt
 
         // dbus-daemon keeps each call libdbus gave up on as waiting for its reply: past its
         // limit (128 by default) it refuses the next at once, in bluetoothd's place. A probe
         // sent every timeout reached it alone within 7 s of 50-ms timeouts, and its refusal
-        // ended the silence (a88c661, the reviewer's finding).
+        // ended the silence (a88c661, the first review's finding).
         var refusal: String?
         for _ in 0..<200 where refusal == nil {
             do { _ = try await session.manager.bonds(adapter: "hci0") } catch where "\(error)".contains("LimitsExceeded") { refusal = "\(error)" } catch {}
         }
 
         #expect(refusal != nil)
-        #expect(await session.manager.unanswered() != nil)
+        #expect(await session.manager.unanswered()?.sentAt == silentSince)
+    }
+
+    @Test("an answer to another call ends the silence and gives the probe up: nothing is said to wait")
+    func answerGivesProbeUp() async throws {
+        let session = try await StandInSession(callTimeout: .milliseconds(50))
+        try await session.control("Hang")
+        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        try await Task.sleep(for: .milliseconds(600))
+        try #require(await session.manager.unanswered() != nil)
+
+        // The hung stand-in still answers a property's change, and keeps the probe's call.
+        try await session.manager.setPairable(true, adapter: "hci0")
+        try await Task.sleep(for: .milliseconds(600))  // past the half second a call counts from
+
+        #expect(await session.manager.unanswered() == nil)
     }
 }
