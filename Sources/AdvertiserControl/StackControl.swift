@@ -48,9 +48,8 @@ extension Duration {
 extension ControlAPI.Method {
     /// `Stack() -> a{sv}`: whether BlueZ answers: `answering` b; when it does not (a call to
     /// bluetoothd has waited half a second or more, or timed out with none answered since),
-    /// `unanswered_since` d (when the oldest
-    /// such call was sent, seconds since the Unix epoch) and `unanswered_seconds` d (how long
-    /// it has waited). Which call it is stays in the journal: it may tell a local user that a
+    /// `unanswered_since` d (when the oldest such call was sent, seconds since the Unix epoch)
+    /// and `unanswered_seconds` d (how long it has waited). Which call it is stays in the journal: it may tell a local user that a
     /// link or a bond is being ended. Asks nothing of BlueZ.
     public static let stack = Self(
         "Stack", of: (any StackControl).self, outputs: [DBusArgument("stack", .dictionary(key: .string, value: .variant))], access: .everyone
@@ -61,8 +60,8 @@ extension ControlAPI.Method {
 
 extension AdvertiserClient {
     /// Since when BlueZ has not answered (a call has waited half a second or more, or timed
-    /// out with none answered since), as the
-    /// daemon says; the call itself is not said (`call` is empty). Nil while BlueZ answers.
+    /// out with none answered since), as the daemon says; the call itself is not said (`call`
+    /// is empty). Nil while BlueZ answers.
     public func unanswered() throws -> UnansweredCall? {
         try call(.stack)[0].variantDictionary.flatMap { UnansweredCall(stack: $0) }
     }
