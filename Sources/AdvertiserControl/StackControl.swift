@@ -49,8 +49,9 @@ extension ControlAPI.Method {
     /// `Stack() -> a{sv}`: whether BlueZ answers: `answering` b; when it does not (a call to
     /// bluetoothd has waited half a second or more, or timed out with none answered since),
     /// `unanswered_since` d (when the oldest such call was sent, seconds since the Unix epoch)
-    /// and `unanswered_seconds` d (how long it has waited). Which call it is stays in the journal: it may tell a local user that a
-    /// link or a bond is being ended. Asks nothing of BlueZ.
+    /// and `unanswered_seconds` d (how long it has waited). Which call it is stays in the
+    /// journal: it may tell a local user that a link or a bond is being ended. Asks nothing of
+    /// BlueZ.
     public static let stack = Self(
         "Stack", of: (any StackControl).self, outputs: [DBusArgument("stack", .dictionary(key: .string, value: .variant))], access: .everyone
     ) { target in

@@ -73,9 +73,7 @@ struct BlueZUnansweredTests {
 
     @Test("once bluetoothd answers again, the silence ends without a call of bleadvd's own")
     func silenceEndsWhenAnswered() async throws {
-        let session = try await StandInSession(callTimeout: .seconds(1))
-        try await session.control("Hang")
-        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        let session = try await Self.timedOut(callTimeout: .seconds(1))
         try #require(await session.manager.unanswered() != nil)
 
         try await session.control("Answer")
@@ -87,9 +85,7 @@ struct BlueZUnansweredTests {
 
     @Test("while bluetoothd is silent, bleadvd asks it once and waits, not once every timeout")
     func oneProbe() async throws {
-        let session = try await StandInSession(callTimeout: .milliseconds(50))
-        try await session.control("Hang")
-        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        let session = try await Self.timedOut(callTimeout: .milliseconds(50))
 
         try await Task.sleep(for: .seconds(1))  // 20 timeouts
 
@@ -100,9 +96,7 @@ struct BlueZUnansweredTests {
 
     @Test("the bus refusing calls past its limit while bluetoothd is silent does not end the silence, nor move its time")
     func busLimitIsNoAnswer() async throws {
-        let session = try await StandInSession(callTimeout: .milliseconds(50))
-        try await session.control("Hang")
-        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        let session = try await Self.timedOut(callTimeout: .milliseconds(50))
         try await Task.sleep(for: .milliseconds(600))  // past the half second a call counts from
         let silentSince = try #require(await session.manager.unanswered()).sentAt
 
@@ -121,9 +115,7 @@ struct BlueZUnansweredTests {
 
     @Test("an answer to another call ends the silence and gives the probe up: nothing is said to wait")
     func answerGivesProbeUp() async throws {
-        let session = try await StandInSession(callTimeout: .milliseconds(50))
-        try await session.control("Hang")
-        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        let session = try await Self.timedOut(callTimeout: .milliseconds(50))
         try await Task.sleep(for: .milliseconds(600))
         try #require(await session.manager.unanswered() != nil)
 
@@ -132,5 +124,13 @@ struct BlueZUnansweredTests {
         try await Task.sleep(for: .milliseconds(600))  // past the half second a call counts from
 
         #expect(await session.manager.unanswered() == nil)
+    }
+
+    /// A session whose stand-in answers nothing (`Hang`), after one call to it timed out.
+    static func timedOut(callTimeout: Duration) async throws -> StandInSession {
+        let session = try await StandInSession(callTimeout: callTimeout)
+        try await session.control("Hang")
+        await #expect(throws: PeripheralError.self) { try await session.manager.bonds(adapter: "hci0") }
+        return session
     }
 }
