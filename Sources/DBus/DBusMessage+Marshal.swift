@@ -176,6 +176,9 @@ extension DBusMessage {
         case .string(let s): return appendString(s, code: DBusTypeCode.string, to: &iter)
         case .objectPath(let p): return appendString(p.rawValue, code: DBusTypeCode.objectPath, to: &iter)
         case .signature(let g): return appendString(g.text, code: DBusTypeCode.signature, to: &iter)
+        case .unixFD(let descriptor):
+            var fd = descriptor.fd
+            return dbus_message_iter_append_basic(&iter, DBusTypeCode.unixFD, &fd) != 0
         case .array(let element, let items):
             return container(DBusTypeCode.array, element.signature, in: &iter) { sub in
                 items.allSatisfy { append($0, to: &sub) }
@@ -243,6 +246,11 @@ extension DBusMessage {
         case .string: return .string(readString(&iter))
         case .objectPath: return .objectPath(DBusObjectPath(unchecked: readString(&iter)))
         case .signature: return .signature(try DBusSignature(readString(&iter)))
+        case .unixFD:
+            // libdbus hands over a duplicate, the reader's to close (-1 when it has none).
+            let fd = basic(&iter, as: Int32.self)
+            guard fd >= 0 else { throw .invalidArgs("the message names a file descriptor it does not carry") }
+            return .unixFD(DBusFileDescriptor(owning: fd))
         case .array(.byte):
             // Counted and copied in one go: a byte array costs its size, not a value per byte.
             var sub = DBusMessageIter()

@@ -92,8 +92,7 @@ extension DBusSignature {
             case UInt8(ascii: "v"): return .variant
             case UInt8(ascii: "a"): return try parseArray()
             case UInt8(ascii: "("): return try parseStructure()
-            case UInt8(ascii: "h"):
-                throw fail("uses 'h' (Unix file descriptor), which this library does not pass", at: index - 1)
+            case UInt8(ascii: "h"): return .unixFD
             default:
                 throw fail("has '\(Character(Unicode.Scalar(byte)))', which is not a type code", at: index - 1)
             }

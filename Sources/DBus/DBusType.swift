@@ -27,6 +27,8 @@ public indirect enum DBusType: Hashable, Sendable {
     case objectPath
     /// `g`: a type signature.
     case signature
+    /// `h`: a Unix file descriptor, passed over the bus's socket.
+    case unixFD
     /// `v`: a variant, a value that carries its own type.
     case variant
     /// `aT`: an array of one element type.
@@ -51,6 +53,7 @@ public indirect enum DBusType: Hashable, Sendable {
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
+        case .unixFD: "h"
         case .variant: "v"
         case .array(let element): "a" + element.signature
         case .dictionary(let key, let value): "a{" + key.signature + value.signature + "}"
@@ -121,6 +124,7 @@ public indirect enum DBusType: Hashable, Sendable {
         case .string: DBusTypeCode.string
         case .objectPath: DBusTypeCode.objectPath
         case .signature: DBusTypeCode.signature
+        case .unixFD: DBusTypeCode.unixFD
         case .variant: DBusTypeCode.variant
         case .array, .dictionary: DBusTypeCode.array
         case .structure: DBusTypeCode.structure

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A value of any D-Bus type, nested to any depth the specification allows.
 ///
 /// Containers carry their element types, so an empty array still has a signature. A value is
@@ -29,6 +31,9 @@ public indirect enum DBusValue: Hashable, Sendable {
     case objectPath(DBusObjectPath)
     /// `g`
     case signature(DBusSignature)
+    /// `h`: an open file descriptor. Sent, the receiver gets a descriptor of its own (libdbus
+    /// duplicates it); received, it is the reader's, closed when the last value holding it goes.
+    case unixFD(DBusFileDescriptor)
     /// `aT`: the element type and the elements, all of that type.
     case array(DBusType, [DBusValue])
     /// `a{KV}`: the key and value types and the entries, in order.
@@ -53,6 +58,7 @@ public indirect enum DBusValue: Hashable, Sendable {
         case .string: .string
         case .objectPath: .objectPath
         case .signature: .signature
+        case .unixFD: .unixFD
         case .array(let element, _): .array(element)
         case .dictionary(let key, let value, _): .dictionary(key: key, value: value)
         case .structure(let fields): .structure(fields.map(\.type))
@@ -129,4 +135,23 @@ public struct DBusDictEntry: Hashable, Sendable {
         self.key = key
         self.value = value
     }
+}
+
+/// An open file descriptor that a ``DBusValue`` carries (`h`), closed when the last reference to
+/// it goes: one read from a message can leak nothing, whoever sent it.
+public final class DBusFileDescriptor: Hashable, Sendable {
+    /// The descriptor, open as long as this object lives.
+    public let fd: Int32
+
+    /// Takes `fd` over: it is closed when this object goes.
+    public init(owning fd: Int32) {
+        self.fd = fd
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    public static func == (lhs: DBusFileDescriptor, rhs: DBusFileDescriptor) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

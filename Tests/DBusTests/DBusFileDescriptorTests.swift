@@ -1,0 +1,62 @@
+import Glibc
+import TestSupport
+import Testing
+
+@testable import DBus
+
+/// File descriptors passed over a real dbus-daemon (`h`), as BlueZ's `AcquireNotify` takes one.
+@Suite("File descriptors over the bus", .timeLimit(.minutes(1)))
+struct DBusFileDescriptorTests {
+    @Test("a socket returned by a method reaches the caller open: what one end writes, the other reads")
+    func aReturnedSocketReachesTheCaller() async throws {
+        let bus = try PrivateBus()
+        let service = try await DBusConnection.connect(to: bus)
+        let client = try await DBusConnection.connect(to: bus)
+        var ends: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &ends) == 0)
+        let kept = DBusFileDescriptor(owning: ends[0])
+        nonisolated(unsafe) var given: DBusFileDescriptor? = DBusFileDescriptor(owning: ends[1])
+        try await service.export([DBusInterface(name: "test.Sockets1", methods: [
+            DBusMethod("Acquire", outputs: [DBusArgument("fd", .unixFD), DBusArgument("mtu", .uint16)]) { _ in
+                defer { given = nil }
+                return [.unixFD(given!), .uint16(517)]
+            },
+        ])], at: "/test")
+
+        let reply = try await client.call(destination: service.uniqueName, path: "/test", interface: "test.Sockets1", member: "Acquire")
+        guard case .unixFD(let received) = reply[0] else { Issue.record("no descriptor in \(reply)"); return }
+        let sent = write(kept.fd, "ping", 4)
+        var buffer = [UInt8](repeating: 0, count: 8)
+        let read = recv(received.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+
+        #expect(sent == 4)
+        #expect(read == 4)
+        #expect(Array(buffer.prefix(4)) == Array("ping".utf8))
+        #expect(reply[1] == .uint16(517))
+    }
+
+    @Test("the caller's copy closes when its value goes: the other end reads the end of the stream")
+    func aReceivedDescriptorClosesWithItsValue() async throws {
+        let bus = try PrivateBus()
+        let service = try await DBusConnection.connect(to: bus)
+        let client = try await DBusConnection.connect(to: bus)
+        var ends: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &ends) == 0)
+        let kept = DBusFileDescriptor(owning: ends[0])
+        nonisolated(unsafe) var given: DBusFileDescriptor? = DBusFileDescriptor(owning: ends[1])
+        try await service.export([DBusInterface(name: "test.Sockets1", methods: [
+            DBusMethod("Acquire", outputs: [DBusArgument("fd", .unixFD)]) { _ in
+                defer { given = nil }
+                return [.unixFD(given!)]
+            },
+        ])], at: "/test")
+
+        var reply: [DBusValue]? = try await client.call(destination: service.uniqueName, path: "/test", interface: "test.Sockets1", member: "Acquire")
+        #expect(reply?.count == 1)
+        reply = nil
+        var buffer = [UInt8](repeating: 0, count: 8)
+        let read = recv(kept.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+
+        #expect(read == 0)
+    }
+}
