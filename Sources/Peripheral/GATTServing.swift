@@ -4,7 +4,16 @@
 /// each conform to it in a file of its own.
 public protocol GATTServing: Sendable {
     /// Changes a characteristic's value in place; subscribed centrals are notified (or
-    /// indicated) of it.
-    /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or characteristic.
-    func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws
+    /// indicated) of it: all of them, or the `central` (its address) alone.
+    /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or
+    ///   characteristic; `unknownName` when `central` is not subscribed; `rejected` when the
+    ///   stack cannot notify one central alone (BlueZ before 5.69, a characteristic that indicates).
+    func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID, to central: String?) async throws
+}
+
+extension GATTServing {
+    /// Changes a characteristic's value in place; every subscribed central is notified.
+    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
+        try await updateValue(value, of: characteristic, in: application, to: nil)
+    }
 }

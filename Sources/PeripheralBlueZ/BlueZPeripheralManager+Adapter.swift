@@ -7,11 +7,15 @@ public import Peripheral
 extension BlueZPeripheralManager: AdapterManaging {
     /// The adapters that can advertise (those with `LEAdvertisingManager1`), from BlueZ's
     /// `GetManagedObjects`, sorted by name.
+    /// Each one's release is kept, for its GATT applications (+Sockets).
     public func adapters() async throws -> [AdapterCapabilities] {
-        let reply = try await callBlueZ(on: try await currentBluetoothd(),
+        let generation = try await currentBluetoothd()
+        let reply = try await callBlueZ(on: generation,
             path: BlueZ.root, .getManagedObjects,
             expecting: BlueZ.managedObjectsSignature)
-        return AdapterCapabilities.fromManagedObjects(reply[0])
+        let adapters = AdapterCapabilities.fromManagedObjects(reply[0])
+        for adapter in adapters { releases[adapter.name] = (generation, adapter.release) }
+        return adapters
     }
 
     /// Sets the adapter's `Powered` property.

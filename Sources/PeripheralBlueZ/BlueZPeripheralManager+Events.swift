@@ -122,6 +122,7 @@ extension BlueZPeripheralManager {
     private func forget(where filter: (Export) -> Bool) async {
         for (root, export) in exports where filter(export) {
             exports[root] = nil
+            endSockets(under: root)
             await export.unexport(root, from: connection)
         }
     }

@@ -17,7 +17,10 @@ extension BlueZPeripheralManager: GATTServing {
         let generation = try await currentBluetoothd()
         nextObject += 1
         let root = try BlueZ.applicationRoot.appending("app\(nextObject)")
-        let tree = try GATTObjectTree(application, at: root, characteristic: characteristicInterface)
+        let sockets = await givesSocketsPerCentral(adapter, on: generation)
+        let tree = try GATTObjectTree(application, at: root, notifySockets: sockets) { [weak self] in
+            self?.characteristicInterface($0, $1, service: $2, at: $3, sockets: sockets) ?? DBusInterface(name: BlueZ.characteristicInterface)
+        }
         registering.insert(root)
         defer { registering.remove(root) }
         do {
@@ -49,9 +52,11 @@ extension BlueZPeripheralManager: GATTServing {
         return RegistrationID(root.rawValue, generation: generation)
     }
 
-    /// Sets the characteristic's `Value`; the `PropertiesChanged` that says so is what
-    /// bluetoothd sends subscribed centrals as a notification or indication.
-    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
+    /// Sets the characteristic's `Value`. Where each central has a socket (+Sockets), the value
+    /// goes through them, to every subscribed central or to `central` alone; otherwise the
+    /// `PropertiesChanged` that says so is what bluetoothd sends every subscriber as a
+    /// notification or indication, and `central` is refused (`unsupported`).
+    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID, to central: String?) async throws {
         guard let root = try? DBusObjectPath(application.rawValue), let export = exports[root],
               export.generation == application.generation,
               let tree = export.application, let path = tree.characteristics[characteristic] else {
@@ -59,6 +64,14 @@ extension BlueZPeripheralManager: GATTServing {
         }
         // No central can read a write-only value: it is kept nowhere on the bus.
         guard !tree.secrets.contains(characteristic) else { return }
+        if tree.throughSockets.contains(characteristic) {
+            try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value), announce: false)
+            try notifyThroughSockets(value, at: path, only: central?.uppercased())
+            return
+        }
+        if let central {
+            throw PeripheralError(.rejected, "\(characteristic) cannot be notified to \(central) alone: bluetoothd on \(export.adapter) sends its changes to every subscriber alike (it takes a socket per central from BlueZ 5.69, for characteristics that notify and do not indicate)")
+        }
         // Set again, a value is notified again: a central may be waiting for it (Improv's
         // client for the error its second malformed frame gets).
         try await store(value, of: characteristic, at: path, secured: tree.securedNotifying.contains(characteristic), always: true)
@@ -69,9 +82,10 @@ extension BlueZPeripheralManager: GATTServing {
     /// One characteristic's exported interface: its properties, and the methods through which
     /// bluetoothd passes on what centrals do.
     private nonisolated func characteristicInterface(
-        _ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, service: DBusObjectPath, at path: DBusObjectPath
+        _ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, service: DBusObjectPath, at path: DBusObjectPath, sockets: Bool
     ) -> DBusInterface {
-        let methods = [
+        let acquired = sockets && characteristic.notifiesThroughSockets
+        var methods = [
             DBusMethod("ReadValue", inputs: [GATTObjectTree.optionsArgument], outputs: [GATTObjectTree.valueArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 let options = call.arguments[0].variantDictionary ?? [:]
@@ -94,15 +108,28 @@ extension BlueZPeripheralManager: GATTServing {
                 return []
             },
         ]
-        return DBusInterface(name: BlueZ.characteristicInterface, methods: methods, properties: [
+        var properties: [DBusProperty] = []
+        if acquired {
+            methods.append(DBusMethod(
+                "AcquireNotify", inputs: [GATTObjectTree.optionsArgument],
+                outputs: [DBusArgument("fd", .unixFD), DBusArgument("mtu", .uint16)]
+            ) { [weak self] call in
+                guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
+                return try await self.acquireNotify(characteristic, id, at: path, options: call.arguments[0].variantDictionary ?? [:])
+            })
+            // Its presence is what bluetoothd asks: it calls AcquireNotify rather than StartNotify.
+            properties.append(DBusProperty("NotifyAcquired", value: .boolean(false)))
+        }
+        return DBusInterface(name: BlueZ.characteristicInterface, methods: methods, properties: properties + [
             DBusProperty("UUID", value: .string(characteristic.uuid.uuidString)),
             DBusProperty("Service", value: .objectPath(service)),
             DBusProperty("Flags", value: .strings(BlueZ.flags(of: characteristic))),
-            // A change is announced only where bluetoothd notifies it. A write-only value (a
-            // password a central wrote) is not kept here at all: it would go out with the
-            // object manager's InterfacesAdded, a broadcast, when bluetoothd restarts.
+            // A change is announced only where bluetoothd notifies it, and not where the
+            // sockets carry it. A write-only value (a password a central wrote) is not kept
+            // here at all: it would go out with the object manager's InterfacesAdded, a
+            // broadcast, when bluetoothd restarts.
             DBusProperty("Value", value: .bytes(characteristic.isSecret ? [] : characteristic.value),
-                         emitsChanged: !characteristic.flags.isDisjoint(with: [.notify, .indicate])),
+                         emitsChanged: !acquired && !characteristic.flags.isDisjoint(with: [.notify, .indicate])),
             DBusProperty("Notifying", value: .boolean(false)),
         ])
     }

@@ -56,22 +56,21 @@ public actor BlueZPeripheralManager: PeripheralManaging {
     /// The centrals refused a secured characteristic whose refusal was logged (once each, at
     /// most ``maximumLongReads`` kept).
     var refusalsLogged: Set<String> = []
-    /// The centrals connected to each adapter, each with whether it may be bonded (BlueZ said
-    /// it is paired, or did not say it is not). bluetoothd sends a characteristic's change to
-    /// every subscriber alike, so a secured one's change waits while a central bleadvd does not
-    /// admit may be among them (``heldChanges``).
+    /// The centrals connected to each adapter, each with whether it may be bonded; the secured
+    /// characteristics whose change waits for those bleadvd does not admit to leave (+Links).
     var links: [String: [String: Bool]] = [:]
-    /// The secured characteristics whose change waits for such centrals to leave, by path.
     var heldChanges: [DBusObjectPath: (adapter: String, id: GATTCharacteristicID)] = [:]
-    /// The calls to bluetoothd waiting for their answer, by a number of their own, in the
-    /// order sent: the first says since when bluetoothd has been silent (``unanswered()``).
+    /// The calls to bluetoothd waiting for their answer, in the order sent (``unanswered()``).
     var waiting: [Int: (call: UnansweredCall, sent: ContinuousClock.Instant)] = [:]
     var callsSent = 0
-    /// The oldest call bluetoothd let time out, while it has answered none since: it has been
-    /// silent since then, though no call may wait now. A probe waits for its answer
-    /// (``listenForBluetoothd()``).
+    /// The oldest call bluetoothd let time out, while it has answered none since: silent since
+    /// then, though no call may wait now; a probe waits for its answer (``listenForBluetoothd()``).
     var silentSince: (call: UnansweredCall, sent: ContinuousClock.Instant)?
     var listening: Task<Void, Never>?
+    /// Each central's notification socket, by characteristic and central; each adapter's
+    /// BlueZ release, as the last `GetManagedObjects` showed it (+Sockets).
+    var notifySockets: [DBusObjectPath: [String: NotifySocket]] = [:]
+    var releases: [String: (generation: StackGeneration, release: StackRelease)] = [:]
 
     /// A manager on `connection` (the system bus in production).
     /// - Parameters:
@@ -124,6 +123,7 @@ public actor BlueZPeripheralManager: PeripheralManaging {
         }
         // Forget it first: whatever BlueZ answers, it is no longer ours to keep.
         exports[path] = nil
+        endSockets(under: path)
         do {
             let call = try export.unregistration()
             _ = try await callBlueZ(on: export.generation, path: call.path, call.method, [.objectPath(path)], expecting: .empty, about: call.about)

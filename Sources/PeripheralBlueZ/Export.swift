@@ -76,18 +76,23 @@ struct GATTObjectTree {
     let secrets: Set<GATTCharacteristicID>
     /// The secured characteristics that notify or indicate, whose changes may have to wait.
     let securedNotifying: Set<GATTCharacteristicID>
+    /// The characteristics notified through a socket per central (+Sockets), not `Value`.
+    let throughSockets: Set<GATTCharacteristicID>
 
     /// The tree of `application` at `root`: `…/serviceK`, `…/serviceK/charJ`, `…/charJ/desc0`.
-    /// - Parameter characteristic: the exported interface of one characteristic (its id, the
-    ///   service's path, its own path), where the manager answers BlueZ's calls.
+    /// - Parameters:
+    ///   - notifySockets: whether bluetoothd gives each central a socket of its own.
+    ///   - characteristic: the exported interface of one characteristic (its id, the
+    ///     service's path, its own path), where the manager answers BlueZ's calls.
     init(
-        _ application: GATTApplication, at root: DBusObjectPath,
+        _ application: GATTApplication, at root: DBusObjectPath, notifySockets: Bool,
         characteristic: (GATTCharacteristic, GATTCharacteristicID, DBusObjectPath, DBusObjectPath) -> DBusInterface
     ) throws {
         var objects: [(path: DBusObjectPath, interfaces: [DBusInterface])] = []
         var characteristics: [GATTCharacteristicID: DBusObjectPath] = [:]
         var secrets: Set<GATTCharacteristicID> = []
         var securedNotifying: Set<GATTCharacteristicID> = []
+        var throughSockets: Set<GATTCharacteristicID> = []
         for (s, service) in application.services.enumerated() {
             let servicePath = try root.appending("service\(s)")
             objects.append((servicePath, [Self.serviceInterface(service)]))
@@ -97,7 +102,11 @@ struct GATTObjectTree {
                 objects.append((path, [characteristic(item, id, servicePath, path)]))
                 characteristics[id] = path
                 if item.isSecret { secrets.insert(id) }
-                if item.isSecuredNotifying { securedNotifying.insert(id) }
+                if notifySockets, item.notifiesThroughSockets {
+                    throughSockets.insert(id)
+                } else if item.isSecuredNotifying {
+                    securedNotifying.insert(id)
+                }
                 if let text = item.userDescription {
                     objects.append((try path.appending("desc0"), [Self.userDescriptionInterface(text, of: path)]))
                 }
@@ -108,6 +117,7 @@ struct GATTObjectTree {
         self.characteristics = characteristics
         self.secrets = secrets
         self.securedNotifying = securedNotifying
+        self.throughSockets = throughSockets
     }
 
     /// Exports the tree for one caller (bluetoothd's unique name), the only one its objects

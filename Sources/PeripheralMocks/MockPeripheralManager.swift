@@ -76,6 +76,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         public var unregisteredApplications: [RegistrationID] = []
         /// The values `updateValue` was called with, the characteristic and the application.
         public var updatedValues: [(value: [UInt8], characteristic: GATTCharacteristicID, application: RegistrationID)] = []
+        /// The central each of ``updatedValues`` was for (nil: every subscriber).
+        public var notifiedCentrals: [String?] = []
         /// How many times `audit()` was called.
         public var audits = 0
         /// The agents' methods and deciders `register` was called with.

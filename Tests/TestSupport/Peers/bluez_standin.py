@@ -35,6 +35,7 @@ Usage: bluez_standin.py BUS_ADDRESS [ADAPTER...]   (no adapter: none until AddAd
          (prints "ready UNIQUE_NAME" once org.bluez is owned)
 """
 import os
+import socket
 import sys
 
 import dbus
@@ -236,10 +237,14 @@ class Adapter(dbus.service.Object):
         self.pairable = False
         self.devices = {}  # path -> Device1 properties
         self.alias = None  # adapter.c's stored_alias: Alias shows it, else the system's name
+        self.bluez_release = "5.66"  # "5.82": the properties 5.71 and 5.79 added (SetRelease)
 
     def adapter_properties(self):
-        return {"Address": self.address, "Name": self.name, "Alias": self.alias or self.name,
-                "Powered": dbus.Boolean(self.powered), "Pairable": dbus.Boolean(self.pairable)}
+        properties = {"Address": self.address, "Name": self.name, "Alias": self.alias or self.name,
+                      "Powered": dbus.Boolean(self.powered), "Pairable": dbus.Boolean(self.pairable)}
+        if self.bluez_release == "5.82":
+            properties.update({"Manufacturer": dbus.UInt16(0x05F1), "Connectable": dbus.Boolean(True)})
+        return properties
 
     def manager_properties(self):
         return {"ActiveInstances": dbus.Byte(self.active), "SupportedInstances": dbus.Byte(self.free),
@@ -559,6 +564,46 @@ class Control(dbus.service.Object):
         getattr(client, "StartNotify" if on else "StopNotify")(
             dbus_interface=GATT_CHARACTERISTIC, reply_handler=lambda: reply(), error_handler=error)
 
+    @dbus.service.method(CONTROL, in_signature="ss")
+    def SetRelease(self, name, release):
+        """Makes the adapter's properties those of BlueZ 5.66 or 5.82 (Manufacturer, Connectable)."""
+        self.standin.adapters[name].bluez_release = release
+
+    @dbus.service.method(CONTROL, in_signature="ssq", out_signature="s", async_callbacks=("reply", "error"))
+    def AcquireNotify(self, path, address, mtu, reply, error):
+        """AcquireNotify, as BlueZ 5.69 and later call it when a central turns notifications on
+        (a characteristic with NotifyAcquired); keeps the socket; replies "" or the error name."""
+        client = self.standin.bus.get_object(self.standin.owner_of(path), path, introspect=False)
+        device = "/org/bluez/hci0/dev_" + address.replace(":", "_")
+        options = dbus.Dictionary({"device": dbus.ObjectPath(device), "link": "LE", "mtu": dbus.UInt16(mtu)}, signature="sv")
+
+        def acquired(fd, mtu_back):
+            self.standin.sockets[(path, address)] = socket.socket(fileno=fd.take())
+            self.standin.log("acquired %s %s %d" % (path, address, mtu_back))
+            reply("")
+        client.AcquireNotify(options, dbus_interface=GATT_CHARACTERISTIC, reply_handler=acquired,
+                             error_handler=lambda e: reply(e.get_dbus_name()))
+
+    @dbus.service.method(CONTROL, in_signature="ss", out_signature="aay")
+    def Notifications(self, path, address):
+        """What the socket of that central holds, one value a packet, read until it is empty."""
+        endpoint = self.standin.sockets[(path, address)]
+        values = []
+        while True:
+            try:
+                packet = endpoint.recv(512, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            if not packet:  # closed by bleadvd
+                break
+            values.append(dbus.ByteArray(packet))
+        return dbus.Array(values, signature="ay")
+
+    @dbus.service.method(CONTROL, in_signature="ss")
+    def CloseNotify(self, path, address):
+        """Closes that central's socket, as BlueZ does when it turns notifications off or leaves."""
+        self.standin.sockets.pop((path, address)).close()
+
     @dbus.service.method(CONTROL, out_signature="a(ss)")
     def Agents(self):
         """The registered agents (path, capability), the default first."""
@@ -680,6 +725,7 @@ class StandIn:
         self.leave_before_next_reply = False
         self.ignore_next_unregistration = False
         self.applications = {}  # (sender, root) -> (adapter, {path: interfaces})
+        self.sockets = {}  # (characteristic path, central address) -> AcquireNotify's descriptor
         self.agents = {}  # sender -> (path, capability)
         self.default_agent = None
         self.agent_manager = AgentManager(bus, self)

@@ -1,0 +1,185 @@
+import DBus
+import Events
+import Glibc
+import Logging
+public import Peripheral
+
+/// Notification sockets, one per central: from BlueZ 5.69 (bluez.git 8eb1dee87), bluetoothd asks
+/// a characteristic that exports `NotifyAcquired` for a socket with `AcquireNotify` each time a
+/// central turns its notifications on, naming the central and its link's ATT MTU, and sends
+/// what is written to that socket to that central alone. It closes the socket when the central
+/// turns them off or its link ends. So bleadvd knows whose subscription it is, and notifies one
+/// central or all, and a secured characteristic's centrals only the ones it admits.
+///
+/// Older releases (Debian 12's 5.66) share one socket between every subscriber, and no release
+/// passes indications through it with a confirmation before 5.80: there, and for any
+/// characteristic that indicates, notifications stay a `PropertiesChanged` of `Value`, sent by
+/// bluetoothd to every subscriber alike (+Links).
+///
+/// A socket that is full (bluetoothd is not reading it) makes no one wait: the value waits in
+/// its place, the latest one wins, and each value a later one replaced counts as dropped
+/// (``NotifySocket/dropped``).
+struct NotifySocket {
+    let characteristic: GATTCharacteristicID
+    let adapter: String
+    /// Whether only centrals bleadvd admits may have its values (its security is not none).
+    let secured: Bool
+    /// The link's ATT MTU when the central subscribed.
+    let mtu: Int
+    /// bleadvd's end (bluetoothd holds the other).
+    let descriptor: DBusFileDescriptor
+    let watch: EventLoop.Watch
+    /// The latest value that found the socket full, sent when it has room.
+    var waiting: [UInt8]?
+    /// The values replaced by a later one while they waited.
+    var dropped = 0
+}
+
+extension GATTCharacteristic {
+    /// Whether its notifications go through a socket per central where BlueZ gives one: it
+    /// notifies and does not indicate.
+    var notifiesThroughSockets: Bool { flags.contains(.notify) && !flags.contains(.indicate) }
+}
+
+extension BlueZPeripheralManager {
+    /// The most notification sockets open at once, all characteristics and centrals together.
+    static let maximumNotifySockets = 256
+
+    /// Whether `adapter`'s bluetoothd gives each central a socket of its own: 5.69 or later,
+    /// as far as its `Adapter1` properties tell (5.71's `Manufacturer`; 5.69 and 5.70 count as
+    /// older, and keep `Value`).
+    func givesSocketsPerCentral(_ adapter: String, on generation: StackGeneration) async -> Bool {
+        if let known = releases[adapter], known.generation == generation { return known.release >= .longData }
+        _ = try? await adapters()
+        return releases[adapter].map { $0.generation == generation && $0.release >= .longData } ?? false
+    }
+
+    /// bluetoothd's `AcquireNotify`: a central turned `id`'s notifications on. A socket pair;
+    /// bluetoothd gets one end and the MTU. A secured characteristic refuses a central bleadvd
+    /// does not admit with `Failed`, after which bluetoothd asks nothing more (it would fall
+    /// back to `StartNotify` on any other error).
+    func acquireNotify(
+        _ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, at path: DBusObjectPath, options: [String: DBusValue]
+    ) throws -> [DBusValue] {
+        let central = Self.central(options)
+        guard !central.isEmpty else { throw DBusError(BlueZ.failed, "AcquireNotify names no device") }
+        guard let adapter = exports.first(where: { path.isDescendant(of: $0.key) })?.value.adapter else {
+            throw DBusError(BlueZ.failed, "\(id) is no longer registered")
+        }
+        if characteristic.security != .none, !admits(central) {
+            if refusalsLogged.count >= Self.maximumLongReads { refusalsLogged.removeAll() }
+            if refusalsLogged.insert(central).inserted {
+                logger.warning("GATT: refused \(Central.named(central)) the notifications of \(id) (security \(characteristic.security.rawValue)): it did not bond in a bleadvd pairing window (bleadvctl pair --adopt lets an existing bond in)")
+            }
+            throw DBusError(BlueZ.failed, "\(id) is notified to centrals bonded in a bleadvd pairing window")
+        }
+        endSocket(of: central, at: path, announce: false)
+        guard notifySockets.values.reduce(0, { $0 + $1.count }) < Self.maximumNotifySockets else {
+            logger.warning("GATT: refused \(Central.named(central)) the notifications of \(id): \(Self.maximumNotifySockets) notification sockets are open")
+            throw DBusError(BlueZ.failed, "too many notification sockets")
+        }
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw DBusError(BlueZ.failed, "no socket: \(String(cString: strerror(errno)))")
+        }
+        let ours = DBusFileDescriptor(owning: ends[0])
+        let theirs = DBusFileDescriptor(owning: ends[1])
+        _ = fcntl(ours.fd, F_SETFL, fcntl(ours.fd, F_GETFL) | O_NONBLOCK)
+        let watch: EventLoop.Watch
+        do {
+            watch = try connection.eventLoop.watch(ours.fd, for: .readable) { [weak self] readiness in
+                self?.assumeIsolated { $0.socketReady(of: central, at: path, readiness) }
+            }
+        } catch {
+            throw DBusError(BlueZ.failed, "cannot watch the socket: \(error)")
+        }
+        let mtu = Int(options["mtu"]?.uint16 ?? 23)
+        notifySockets[path, default: [:]][central] = NotifySocket(
+            characteristic: id, adapter: adapter, secured: characteristic.security != .none, mtu: mtu, descriptor: ours, watch: watch)
+        publish(.gatt(GATTEvent(id, .subscribed, central: central, mtu: mtu)))
+        return [.unixFD(theirs), .uint16(UInt16(clamping: mtu))]
+    }
+
+    /// Sends `bytes` through the sockets of the characteristic at `path`: to every subscribed
+    /// central, or to `only` one. A secured characteristic's value goes only to centrals bleadvd
+    /// still admits. An empty value is sent to no one: bluetoothd reads an empty packet as the
+    /// socket's end.
+    /// - Throws: ``PeripheralError`` `unknownName` when `only` names a central that is not subscribed.
+    func notifyThroughSockets(_ bytes: [UInt8], at path: DBusObjectPath, only: String?) throws {
+        let subscribed = notifySockets[path] ?? [:]
+        if let only, subscribed[only] == nil {
+            let id = subscribed.values.first?.characteristic.description ?? path.rawValue
+            throw PeripheralError(.unknownName, "\(only) is not subscribed to \(id)\(subscribed.isEmpty ? "" : "; subscribed: \(subscribed.keys.sorted().joined(separator: ", "))")")
+        }
+        guard !bytes.isEmpty else { return }
+        for (central, socket) in subscribed.sorted(by: { $0.key < $1.key }) where only == nil || only == central {
+            guard !socket.secured || admits(central) else { continue }
+            if socket.waiting != nil {
+                notifySockets[path]![central]!.waiting = bytes
+                notifySockets[path]![central]!.dropped += 1
+                continue
+            }
+            send(bytes, to: central, at: path)
+        }
+    }
+
+    /// One write to `central`'s socket; a full one keeps the value waiting and watches for room.
+    private func send(_ bytes: [UInt8], to central: String, at path: DBusObjectPath) {
+        guard let socket = notifySockets[path]?[central] else { return }
+        let sent = bytes.withUnsafeBytes { Glibc.send(socket.descriptor.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        if sent == bytes.count {
+            notifySockets[path]![central]!.waiting = nil
+            try? connection.eventLoop.update(socket.watch, to: .readable)
+        } else if sent < 0, [EAGAIN, EWOULDBLOCK, ENOBUFS].contains(errno) {
+            notifySockets[path]![central]!.waiting = bytes
+            try? connection.eventLoop.update(socket.watch, to: Events.EventLoop.Interest(readable: true, writable: true))
+        } else {
+            logger.notice("GATT: \(socket.characteristic)'s notification socket for \(Central.named(central)) failed (\(sent < 0 ? String(cString: strerror(errno)) : "a short write")): closed")
+            endSocket(of: central, at: path, announce: true)
+        }
+    }
+
+    /// The loop saw `central`'s socket ready: room for the value waiting, or bluetoothd closed
+    /// it (the central turned notifications off, or its link ended). What bluetoothd writes
+    /// into it (a confirmation) is read and let go.
+    private func socketReady(of central: String, at path: DBusObjectPath, _ readiness: Events.EventLoop.Readiness) {
+        guard let socket = notifySockets[path]?[central] else { return }
+        var closed = readiness.hungUp || readiness.failed
+        if readiness.readable, !closed {
+            var buffer = [UInt8](repeating: 0, count: 16)
+            closed = recv(socket.descriptor.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) == 0
+        }
+        if closed {
+            endSocket(of: central, at: path, announce: true)
+        } else if readiness.writable, let waiting = socket.waiting {
+            send(waiting, to: central, at: path)
+        }
+    }
+
+    /// Closes `central`'s socket for the characteristic at `path`, and says the subscription ended.
+    func endSocket(of central: String, at path: DBusObjectPath, announce: Bool) {
+        guard let socket = notifySockets[path]?.removeValue(forKey: central) else { return }
+        if notifySockets[path]!.isEmpty { notifySockets[path] = nil }
+        connection.eventLoop.remove(socket.watch)
+        if socket.dropped > 0 {
+            logger.info("GATT: \(socket.characteristic): \(socket.dropped) notification(s) to \(Central.named(central)) were replaced by a later value while its socket was full")
+        }
+        if announce { publish(.gatt(GATTEvent(socket.characteristic, .unsubscribed, central: central))) }
+    }
+
+    /// Closes the sockets of the characteristics under `root` (an application that goes).
+    func endSockets(under root: DBusObjectPath) {
+        for (path, sockets) in notifySockets where path.isDescendant(of: root) {
+            for central in sockets.keys { endSocket(of: central, at: path, announce: true) }
+        }
+    }
+
+    /// What each central's sockets dropped: values replaced by a later one while they waited.
+    public func notificationsDropped() -> [String: Int] {
+        var dropped: [String: Int] = [:]
+        for sockets in notifySockets.values {
+            for (central, socket) in sockets { dropped[central, default: 0] += socket.dropped }
+        }
+        return dropped
+    }
+}
