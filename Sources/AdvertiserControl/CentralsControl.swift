@@ -18,15 +18,18 @@ public struct CentralState: Hashable, Sendable {
     /// The characteristics (`service.characteristic`) whose notifications its MTU cuts: a value
     /// sent was longer than MTU − 3 bytes.
     public var cut: [String]
-    /// The characteristics (`service.characteristic`) it subscribed to, as far as bleadvd can
-    /// tell: BlueZ does not say which central subscribed, so those it subscribed to while it
-    /// was the only central connected.
+    /// The characteristics (`service.characteristic`) it subscribed to: where BlueZ gives each
+    /// central a notification socket (5.69 and later, characteristics that do not indicate),
+    /// each one it subscribed to; otherwise BlueZ does not say which central subscribed, so
+    /// those it subscribed to while it was the only central connected.
     public var subscribed: [String]
+    /// The notifications it missed because its socket was full: values a later one replaced.
+    public var dropped: Int
 
     /// A state.
     public init(
         address: String, adapter: String, sinceSeconds: Double, bonded: Bool?, mtu: Int?, idleSeconds: Double, cut: [String] = [],
-        subscribed: [String] = []
+        subscribed: [String] = [], dropped: Int = 0
     ) {
         self.address = address
         self.adapter = adapter
@@ -36,6 +39,7 @@ public struct CentralState: Hashable, Sendable {
         self.idleSeconds = idleSeconds
         self.cut = cut
         self.subscribed = subscribed
+        self.dropped = dropped
     }
 
     /// As `Centrals` carries it: `adapter` s, `since_seconds` d, `idle_seconds` d, `cut` as,
@@ -43,7 +47,7 @@ public struct CentralState: Hashable, Sendable {
     public var dbusValue: DBusValue {
         var entries: [(String, DBusValue)] = [
             ("adapter", .string(adapter)), ("since_seconds", .double(sinceSeconds)), ("idle_seconds", .double(idleSeconds)),
-            ("cut", .strings(cut)), ("subscribed", .strings(subscribed)),
+            ("cut", .strings(cut)), ("subscribed", .strings(subscribed)), ("dropped", .uint32(UInt32(clamping: dropped))),
         ]
         if let bonded { entries.append(("bonded", .boolean(bonded))) }
         if let mtu { entries.append(("mtu", .uint16(UInt16(clamping: mtu)))) }
@@ -57,7 +61,7 @@ public struct CentralState: Hashable, Sendable {
         self.init(
             address: address, adapter: adapter, sinceSeconds: since, bonded: entries["bonded"]?.boolean,
             mtu: entries["mtu"]?.uint16.map(Int.init), idleSeconds: idle, cut: entries["cut"]?.stringArray ?? [],
-            subscribed: entries["subscribed"]?.stringArray ?? [])
+            subscribed: entries["subscribed"]?.stringArray ?? [], dropped: Int(entries["dropped"]?.uint32 ?? 0))
     }
 }
 

@@ -195,17 +195,20 @@ extension ControlAPI {
         }
     }
 
-    /// `Subscription(s service, s characteristic, b subscribed)`: a central subscribed to a
-    /// characteristic's notifications or indications (`true`, once per central that turns
-    /// them on), or none is subscribed any longer (`false`: the last one turned them off or
-    /// left). BlueZ does not say which central; `Centrals` lists it when only one was
-    /// connected. A bonded central's subscription outlasts its link (bluetoothd keeps it).
+    /// `Subscription(s service, s characteristic, b subscribed, s central)`: `central` subscribed
+    /// to a characteristic's notifications (`true`) or ended its subscription (`false`: it
+    /// turned them off or left), where BlueZ gives each central a socket (5.69 and later, a
+    /// characteristic that does not indicate). Elsewhere `central` is empty: BlueZ does not say
+    /// which central turns them on (`true`, once each), and `false` says none is subscribed any
+    /// longer; `Centrals` lists the subscription when only one was connected. A bonded
+    /// central's subscription outlasts its link (bluetoothd keeps it).
     public struct Subscription: ControlSignal {
         /// Its member name.
         public static let name = "Subscription"
         /// Its arguments, in the order it carries them.
         public static let fields: [ControlField<Self>] = [
             .init("service", \.service), .init("characteristic", \.characteristic), .init("subscribed", \.subscribed),
+            .init("central", \.central),
         ]
         /// The service.
         public var service = ""
@@ -213,16 +216,20 @@ extension ControlAPI {
         public var characteristic = ""
         /// Whether a central subscribed (true) or none is subscribed any longer.
         public var subscribed = false
+        /// The central, where BlueZ said which; empty otherwise.
+        public var central = ""
         /// The characteristic, with its service.
         public var id: GATTCharacteristicID { GATTCharacteristicID(service: service, characteristic: characteristic) }
 
         /// A blank payload.
         public init() {}
-        /// A central subscribed to `id`, or none is subscribed any longer.
-        public init(_ id: GATTCharacteristicID, subscribed: Bool) {
+        /// `central` (empty: a central BlueZ did not name) subscribed to `id`, or ended its
+        /// subscription (none is subscribed any longer, when unnamed).
+        public init(_ id: GATTCharacteristicID, subscribed: Bool, central: String = "") {
             service = id.service
             characteristic = id.characteristic
             self.subscribed = subscribed
+            self.central = central
         }
     }
 }

@@ -58,7 +58,7 @@ extension BluetoothModule {
 
     func send(_ value: [UInt8], of characteristic: GATTCharacteristicID, in id: RegistrationID) async {
         do {
-            try await manager.updateValue(value, of: characteristic, in: id)
+            try await manager.updateValue(value, of: characteristic, in: id, to: nil)
         } catch {
             logger.warning("GATT: \(characteristic) could not be changed in place: \(error)")
         }

@@ -152,6 +152,8 @@ public final class DBusFileDescriptor: Hashable, Sendable {
         close(fd)
     }
 
+    /// The same object: two descriptors of one file are two values.
     public static func == (lhs: DBusFileDescriptor, rhs: DBusFileDescriptor) -> Bool { lhs === rhs }
+    /// Hashes the object's identity, as `==` compares it.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

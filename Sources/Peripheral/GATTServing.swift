@@ -10,10 +10,3 @@ public protocol GATTServing: Sendable {
     ///   stack cannot notify one central alone (BlueZ before 5.69, a characteristic that indicates).
     func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID, to central: String?) async throws
 }
-
-extension GATTServing {
-    /// Changes a characteristic's value in place; every subscribed central is notified.
-    public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID) async throws {
-        try await updateValue(value, of: characteristic, in: application, to: nil)
-    }
-}

@@ -45,6 +45,8 @@ public final class MockPeripheralManager: PeripheralManaging, Sendable {
         var disconnect: Script<Void>?
         /// What `unanswered()` says.
         var unanswered: UnansweredCall?
+        /// What `notificationsDropped()` says.
+        var dropped: [String: Int] = [:]
         var calls = Calls()
         var listeners: [AsyncStream<PeripheralEvent>.Continuation] = []
         var eventsFailure: PeripheralError?

@@ -12,15 +12,18 @@ extension Bleadvctl {
                 ATT MTU (- until the central's first read or write: bluetoothd passes it with \
                 those), how long it has done nothing, and the characteristics whose notifications \
                 its MTU cuts (cut SERVICE.CHARACTERISTIC,...: a value sent was longer than \
-                MTU - 3 bytes; BlueZ sends what the MTU carries), and what it subscribed to \
-                (subscribed SERVICE.CHARACTERISTIC,...: BlueZ does not say which central \
-                subscribes, so those it subscribed to while it was the only one connected; \
-                watch prints every subscription). Links this box made as a \
+                MTU - 3 bytes; BlueZ sends what the MTU carries), what it subscribed to \
+                (subscribed SERVICE.CHARACTERISTIC,...: each one, where BlueZ gives every \
+                central a notification socket, from 5.69, for characteristics that do not \
+                indicate; elsewhere BlueZ does not say which central subscribes, so those it \
+                subscribed to while it was the only one connected; watch prints every \
+                subscription), and the notifications it missed (dropped N: values a later one \
+                replaced while its socket was full). Links this box made as a \
                 central are listed too. bleadvctl watch prints each link's start and end as it happens.
 
                 Example: bleadvctl centrals --json | jq -r '.[] | select(.bonded) | .central'
                 """)
-        @Flag(help: "Print a JSON array of {\"central\", \"adapter\", \"since_seconds\", \"idle_seconds\", \"bonded\", \"mtu\", \"cut\", \"subscribed\"}.")
+        @Flag(help: "Print a JSON array of {\"central\", \"adapter\", \"since_seconds\", \"idle_seconds\", \"bonded\", \"mtu\", \"cut\", \"subscribed\", \"dropped\"}.")
         var json = false
         @OptionGroup var bus: BusOptions
 
@@ -32,7 +35,8 @@ extension Bleadvctl {
                         + "\"since_seconds\": \(StatusFormat.number(central.sinceSeconds)), \"idle_seconds\": \(StatusFormat.number(central.idleSeconds)), "
                         + "\"bonded\": \(central.bonded.map { $0 ? "true" : "false" } ?? "null"), \"mtu\": \(central.mtu.map(String.init) ?? "null"), "
                         + "\"cut\": [" + central.cut.map { StatusFormat.quote($0) }.joined(separator: ", ") + "], "
-                        + "\"subscribed\": [" + central.subscribed.map { StatusFormat.quote($0) }.joined(separator: ", ") + "]}"
+                        + "\"subscribed\": [" + central.subscribed.map { StatusFormat.quote($0) }.joined(separator: ", ") + "], "
+                        + "\"dropped\": \(central.dropped)}"
                 }.joined(separator: ", ") + "]\n")
             } else {
                 try emit(centrals.map { central in
@@ -41,7 +45,8 @@ extension Bleadvctl {
                         central.bonded.map { $0 ? "bonded" : "not-bonded" } ?? "-", "mtu \(central.mtu.map(String.init) ?? "-")",
                         "idle \(Self.duration(central.idleSeconds))",
                     ].joined(separator: " ") + (central.cut.isEmpty ? "" : " cut " + central.cut.map { Untrusted.escaped($0) }.joined(separator: ","))
-                        + (central.subscribed.isEmpty ? "" : " subscribed " + central.subscribed.map { Untrusted.escaped($0) }.joined(separator: ",")) + "\n"
+                        + (central.subscribed.isEmpty ? "" : " subscribed " + central.subscribed.map { Untrusted.escaped($0) }.joined(separator: ","))
+                        + (central.dropped == 0 ? "" : " dropped \(central.dropped)") + "\n"
                 }.joined())
             }
         }

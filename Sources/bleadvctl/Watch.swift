@@ -192,6 +192,11 @@ extension ControlAPI.LinkChanged: Watched {
 extension ControlAPI.Subscription: Watched {
     /// `subscribed` or `unsubscribed`.
     private var event: String { subscribed ? "subscribed" : "unsubscribed" }
-    var text: String { "\(event) \(Untrusted.escaped(service)).\(Untrusted.escaped(characteristic))" }
-    var json: String { "{\"event\": \"\(event)\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic))}" }
+    var text: String {
+        "\(event) \(Untrusted.escaped(service)).\(Untrusted.escaped(characteristic))" + (central.isEmpty ? "" : " by \(Untrusted.escaped(central))")
+    }
+    var json: String {
+        "{\"event\": \"\(event)\", \"service\": \(StatusFormat.quote(service)), \"characteristic\": \(StatusFormat.quote(characteristic)), "
+            + "\"central\": \(central.isEmpty ? "null" : StatusFormat.quote(central))}"
+    }
 }

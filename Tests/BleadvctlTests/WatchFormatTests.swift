@@ -48,10 +48,13 @@ struct WatchFormatTests {
          "{\"event\": \"link\", \"central\": \"AA:BB:CC:DD:EE:FF\", \"adapter\": \"hci0\", \"mtu\": 185, \"cut\": []}"),
         (signal("LinkChanged", [central, .string("hci0"), .uint16(23), .strings(["lamp.label", "power.level"])]), "link AA:BB:CC:DD:EE:FF hci0 mtu 23 cut lamp.label,power.level",
          "{\"event\": \"link\", \"central\": \"AA:BB:CC:DD:EE:FF\", \"adapter\": \"hci0\", \"mtu\": 23, \"cut\": [\"lamp.label\", \"power.level\"]}"),
-        (signal("Subscription", [.string("power"), .string("level"), .boolean(true)]), "subscribed power.level",
-         "{\"event\": \"subscribed\", \"service\": \"power\", \"characteristic\": \"level\"}"),
-        (signal("Subscription", [.string("power"), .string("level"), .boolean(false)]), "unsubscribed power.level",
-         "{\"event\": \"unsubscribed\", \"service\": \"power\", \"characteristic\": \"level\"}"),
+        (signal("Subscription", [.string("power"), .string("level"), .boolean(true), .string("")]), "subscribed power.level",
+         "{\"event\": \"subscribed\", \"service\": \"power\", \"characteristic\": \"level\", \"central\": null}"),
+        (signal("Subscription", [.string("power"), .string("level"), .boolean(false), .string("")]), "unsubscribed power.level",
+         "{\"event\": \"unsubscribed\", \"service\": \"power\", \"characteristic\": \"level\", \"central\": null}"),
+        (signal("Subscription", [.string("power"), .string("level"), .boolean(true), .string("AA:BB:CC:DD:EE:01")]),
+         "subscribed power.level by AA:BB:CC:DD:EE:01",
+         "{\"event\": \"subscribed\", \"service\": \"power\", \"characteristic\": \"level\", \"central\": \"AA:BB:CC:DD:EE:01\"}"),
     ]
 
     @Test("each signal is printed as one text line, or one JSON object with --json, as scripts read them")

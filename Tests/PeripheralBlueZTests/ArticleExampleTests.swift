@@ -55,7 +55,7 @@ struct ArticleExampleTests {
             ]),
         ])
         let app = try await manager.register(.application(battery), on: "hci0")
-        try await manager.updateValue([75], of: level, in: app)   // subscribed centrals are notified
+        try await manager.updateValue([75], of: level, in: app, to: nil)   // every subscribed central is notified
         try await manager.unregister(app)
 
         let calls = try await session.calls()

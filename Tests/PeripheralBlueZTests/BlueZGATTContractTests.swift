@@ -134,7 +134,7 @@ struct BlueZGATTContractTests {
         let pin = id.rawValue + "/service0/char1", state = id.rawValue + "/service0/char0"
 
         try await session.control("WriteCharacteristic", [.string(pin), .bytes(Array("1234".utf8))])
-        try await session.manager.updateValue([1], of: GATTCharacteristicID(service: "lock", characteristic: "state"), in: id)
+        try await session.manager.updateValue([1], of: GATTCharacteristicID(service: "lock", characteristic: "state"), in: id, to: nil)
 
         // The stand-in hears every PropertiesChanged in order: the state's, and none before it.
         let calls = try await session.calls()
@@ -151,7 +151,7 @@ struct BlueZGATTContractTests {
         let path = try DBusObjectPath(id.rawValue + "/service0/char1")
 
         try await session.control("WriteCharacteristic", [.string(path.rawValue), .bytes(Array("5678".utf8))])
-        try await session.manager.updateValue(Array("9999".utf8), of: GATTCharacteristicID(service: "lock", characteristic: "pin"), in: id)
+        try await session.manager.updateValue(Array("9999".utf8), of: GATTCharacteristicID(service: "lock", characteristic: "pin"), in: id, to: nil)
         let held = await session.connection.property("Value", of: BlueZ.characteristicInterface, at: path)
         let objects = try await session.control("GattObjects")[0].dictionaryEntries ?? []
         let pin = objects.first { $0.key.string == id.rawValue + "/service0/char1" }?.value.dictionaryEntries?
@@ -168,7 +168,7 @@ struct BlueZGATTContractTests {
         let id = try await session.manager.register(.application(Self.application), on: "hci0")
         let path = try await Self.characteristics(session)["00002a19-0000-1000-8000-00805f9b34fb"]!
 
-        try await session.manager.updateValue([55], of: Self.level, in: id)
+        try await session.manager.updateValue([55], of: Self.level, in: id, to: nil)
 
         #expect(try await session.calls().last == "notified \(path) 37")
     }
@@ -306,10 +306,10 @@ struct BlueZGATTContractTests {
         let path = try await Self.characteristics(session)["6e400003-b5a3-f393-e0a9-e50e24dcca9e"]!
         let label = GATTCharacteristicID(service: "lamp", characteristic: "label")
         let long = Array("a label longer than one response".utf8)  // 32 bytes; a response carries 22
-        try await session.manager.updateValue(long, of: label, in: id)
+        try await session.manager.updateValue(long, of: label, in: id, to: nil)
 
         let first = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
-        try await session.manager.updateValue(Array("sofa".utf8), of: label, in: id)
+        try await session.manager.updateValue(Array("sofa".utf8), of: label, in: id, to: nil)
         let rest = try await session.control("ReadCharacteristic", [.string(path), .uint16(22)])
         let next = try await session.control("ReadCharacteristic", [.string(path), .uint16(0)])
 

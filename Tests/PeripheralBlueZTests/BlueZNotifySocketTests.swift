@@ -67,7 +67,7 @@ struct BlueZNotifySocketTests {
         try await Self.acquire(session, path, Self.alice)
         try await Self.acquire(session, path, Self.bob)
 
-        try await session.manager.updateValue([5], of: Self.level, in: id)
+        try await session.manager.updateValue([5], of: Self.level, in: id, to: nil)
 
         #expect(try await Self.notifications(session, path, Self.alice) == [[5]])
         #expect(try await Self.notifications(session, path, Self.bob) == [[5]])
@@ -117,7 +117,7 @@ struct BlueZNotifySocketTests {
         let alarm = id.rawValue + "/service0/char1"
 
         let objects = try await session.control("GattObjects")[0]
-        try await session.manager.updateValue([1], of: Self.alarm, in: id)
+        try await session.manager.updateValue([1], of: Self.alarm, in: id, to: nil)
 
         #expect(Self.characteristic(path, in: objects)?["NotifyAcquired"] != nil)
         #expect(Self.characteristic(alarm, in: objects)?["NotifyAcquired"] == nil)
@@ -132,7 +132,7 @@ struct BlueZNotifySocketTests {
         let error = await #expect(throws: PeripheralError.self) {
             try await session.manager.updateValue([6], of: Self.level, in: id, to: Self.alice)
         }
-        try await session.manager.updateValue([7], of: Self.level, in: id)
+        try await session.manager.updateValue([7], of: Self.level, in: id, to: nil)
 
         #expect(Self.characteristic(path, in: objects)?["NotifyAcquired"] == nil)
         #expect(error?.code == .rejected)
@@ -156,7 +156,7 @@ struct BlueZNotifySocketTests {
         try await session.control("Connect", [.string("hci0"), .string(Self.bob)])
         _ = try await events.next(2)
 
-        try await session.manager.updateValue([9], of: Self.level, in: id)
+        try await session.manager.updateValue([9], of: Self.level, in: id, to: nil)
 
         #expect(try await Self.notifications(session, path, Self.alice) == [[9]])
     }
@@ -169,7 +169,7 @@ struct BlueZNotifySocketTests {
         var bobGot: [[UInt8]] = []
 
         for i in 0..<3_000 {
-            try await session.manager.updateValue([UInt8(i & 0xFF), UInt8(i >> 8)], of: Self.level, in: id)
+            try await session.manager.updateValue([UInt8(i & 0xFF), UInt8(i >> 8)], of: Self.level, in: id, to: nil)
             if i % 100 == 99 { bobGot += try await Self.notifications(session, path, Self.bob) }
         }
         let dropped = await session.manager.notificationsDropped()

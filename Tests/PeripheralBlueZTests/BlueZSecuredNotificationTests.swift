@@ -56,7 +56,7 @@ struct BlueZSecuredNotificationTests {
         let (session, events, id, path) = try await Self.lockRegistered()
         try await Self.strangerArrives(arrival, session, events)
 
-        try await session.manager.updateValue([1], of: Self.state, in: id)
+        try await session.manager.updateValue([1], of: Self.state, in: id, to: nil)
 
         #expect(!(try await session.calls()).contains { $0.hasPrefix("notified \(path)") })
         #expect(await session.connection.property("Value", of: BlueZ.characteristicInterface, at: try DBusObjectPath(path)) == .bytes([1]))
@@ -77,8 +77,8 @@ struct BlueZSecuredNotificationTests {
     func heldChangeGoesOutWhenTheStrangerLeaves() async throws {
         let (session, events, id, path) = try await Self.lockRegistered()
         try await Self.strangerArrives(.bondedConnects, session, events)
-        try await session.manager.updateValue([1], of: Self.state, in: id)
-        try await session.manager.updateValue([2], of: Self.state, in: id)
+        try await session.manager.updateValue([1], of: Self.state, in: id, to: nil)
+        try await session.manager.updateValue([2], of: Self.state, in: id, to: nil)
 
         try await session.control("Disconnect", [.string("hci0"), .string(Self.stranger)])
         #expect(try await events.next() == .disconnected(central: Self.stranger, adapter: "hci0"))
@@ -95,7 +95,7 @@ struct BlueZSecuredNotificationTests {
         try await session.control("Connect", [.string("hci0"), .string(Self.stranger)])  // new to BlueZ: not paired
         #expect(try await events.next(2).count == 2)
 
-        try await session.manager.updateValue([1], of: Self.state, in: id)
+        try await session.manager.updateValue([1], of: Self.state, in: id, to: nil)
 
         #expect(try await session.calls().last == "notified \(path) 01")
     }

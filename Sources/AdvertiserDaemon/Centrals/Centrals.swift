@@ -30,9 +30,9 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         var ending: String?
         /// The characteristics whose notifications its MTU cuts, said once each.
         var cut: Set<GATTCharacteristicID> = []
-        /// The characteristics it subscribed to, as far as bleadvd can tell: BlueZ's
-        /// `StartNotify` does not say which central called for it, so one while this link was
-        /// the only one.
+        /// The characteristics it subscribed to: those BlueZ named it for (a socket per
+        /// central), and those subscribed to while this link was the only one (`StartNotify`
+        /// names no central).
         var subscribed: Set<GATTCharacteristicID> = []
     }
 
@@ -90,12 +90,13 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
             _ = await Deadline.within(Deadline.readWait, on: clock, executor: executor) { await reading.value }
         }
         let now = clock.now
+        let dropped = await manager.notificationsDropped()
         return links.map { address, link in
             CentralState(
                 address: address, adapter: link.adapter, sinceSeconds: link.since.duration(to: now).inSeconds,
                 bonded: bonded[link.adapter].map { $0.contains(address) },
                 mtu: link.mtu, idleSeconds: link.active.duration(to: now).inSeconds, cut: link.cut.map(\.description).sorted(),
-                subscribed: link.subscribed.map(\.description).sorted())
+                subscribed: link.subscribed.map(\.description).sorted(), dropped: dropped[address] ?? 0)
         }
     }
 
@@ -177,11 +178,22 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
         await announce(central)
     }
 
-    /// BlueZ called `StartNotify` (`on`: a central turned `id`'s notifications on; it does not
-    /// say which) or `StopNotify` (none is subscribed any longer): announced, and kept with the
-    /// link when only one was up, as the central that asked.
-    func subscription(_ id: GATTCharacteristicID, on: Bool) async {
-        if on {
+    /// `central` turned `id`'s notifications on or off, with its link's `mtu` (BlueZ named it,
+    /// giving it a socket): kept with its link, and announced. With no central, BlueZ called
+    /// `StartNotify` (`on`: a central turned them on; it does not say which) or `StopNotify`
+    /// (none is subscribed any longer): announced, and kept with the link when only one was up,
+    /// as the central that asked.
+    func subscription(_ id: GATTCharacteristicID, on: Bool, central: String = "", mtu: Int? = nil) async {
+        if !central.isEmpty {
+            if on {
+                links[central]?.subscribed.insert(id)
+                logger.info("\(id): \(Central.named(central)) subscribed\(mtu.map { " (ATT MTU \($0))" } ?? "")")
+                await active(central, mtu: mtu)
+            } else {
+                links[central]?.subscribed.remove(id)
+                logger.info("\(id): \(Central.named(central))'s subscription ended")
+            }
+        } else if on {
             if links.count == 1, let only = links.keys.first {
                 links[only]!.subscribed.insert(id)
                 links[only]!.active = clock.now
@@ -193,7 +205,7 @@ actor Centrals<C: Clock>: CentralsControl, NotifiedLengths where C.Duration == D
             for central in links.keys { links[central]!.subscribed.remove(id) }
             logger.info("\(id): no central is subscribed any longer")
         }
-        await port.emit(ControlAPI.Subscription(id, subscribed: on))
+        await port.emit(ControlAPI.Subscription(id, subscribed: on, central: central))
     }
 
     /// Says, once per central and characteristic, a notification its MTU cuts; true when it
@@ -291,7 +303,7 @@ extension Centrals: DaemonComponent {
         case connected(String, adapter: String)
         case disconnected(String)
         case active(String, mtu: Int?)
-        case subscription(GATTCharacteristicID, on: Bool)
+        case subscription(GATTCharacteristicID, on: Bool, central: String, mtu: Int?)
         case allEnded(adapter: String?)
     }
 
@@ -300,7 +312,7 @@ extension Centrals: DaemonComponent {
         case .connected(let central, let adapter): .inTurn(.connected(central, adapter: adapter))
         case .disconnected(let central, _): .inTurn(.disconnected(central))
         case .gatt(let gatt) where gatt.kind == .subscribed || gatt.kind == .unsubscribed:
-            .inTurn(.subscription(gatt.characteristic, on: gatt.kind == .subscribed))
+            .inTurn(.subscription(gatt.characteristic, on: gatt.kind == .subscribed, central: gatt.central, mtu: gatt.mtu))
         // At once: a note in a table, which a central's flood of writes must not queue up.
         case .gatt(let gatt) where !gatt.central.isEmpty: .now(.active(gatt.central, mtu: gatt.mtu))
         case .bluezVanished: .inTurn(.allEnded(adapter: nil))
@@ -314,7 +326,7 @@ extension Centrals: DaemonComponent {
         case .connected(let central, let adapter): await connected(central, adapter: adapter)
         case .disconnected(let central): await disconnected(central)
         case .active(let central, let mtu): await active(central, mtu: mtu)
-        case .subscription(let id, let on): await subscription(id, on: on)
+        case .subscription(let id, let on, let central, let mtu): await subscription(id, on: on, central: central, mtu: mtu)
         case .allEnded(let adapter): await allEnded(on: adapter)
         }
     }

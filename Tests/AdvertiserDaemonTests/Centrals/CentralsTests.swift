@@ -28,7 +28,7 @@ struct CentralsTests {
             case ControlAPI.Disconnected.name: ControlAPI.Disconnected(body: body).map { "Disconnected \($0.central) \($0.adapter) \($0.reason)" }
             case ControlAPI.LinkChanged.name:
                 ControlAPI.LinkChanged(body: body).map { "LinkChanged \($0.central) \($0.adapter) \($0.mtu) [\($0.cut.joined(separator: ","))]" }
-            case ControlAPI.Subscription.name: ControlAPI.Subscription(body: body).map { "Subscription \($0.id) \($0.subscribed)" }
+            case ControlAPI.Subscription.name: ControlAPI.Subscription(body: body).map { "Subscription \($0.id) \($0.subscribed)" + ($0.central.isEmpty ? "" : " \($0.central)") }
             default: nil
             }
             said.withLock { $0.append((line ?? "\(Signal.name) (unexpected)") + (destination.map { " to \($0)" } ?? "")) }
@@ -296,9 +296,9 @@ struct CentralsTests {
         let h = try Harness()
         await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
 
-        await h.centrals.take(.subscription(Self.level, on: true))
+        await h.centrals.take(.subscription(Self.level, on: true, central: "", mtu: nil))
         let listed = await h.centrals.centrals().first?.subscribed
-        await h.centrals.take(.subscription(Self.level, on: false))
+        await h.centrals.take(.subscription(Self.level, on: false, central: "", mtu: nil))
 
         #expect(listed == ["power.level"])
         #expect(await h.centrals.centrals().first?.subscribed == [])
@@ -312,7 +312,7 @@ struct CentralsTests {
         await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
         await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
 
-        await h.centrals.take(.subscription(Self.level, on: true))
+        await h.centrals.take(.subscription(Self.level, on: true, central: "", mtu: nil))
 
         #expect(await h.centrals.centrals().map(\.subscribed) == [[], []])
         #expect(h.port.all.last == "Subscription power.level true")
@@ -325,9 +325,59 @@ struct CentralsTests {
         let on = PeripheralEvent.gatt(GATTEvent(Self.level, .subscribed, central: ""))
         let off = PeripheralEvent.gatt(GATTEvent(Self.level, .unsubscribed, central: ""))
 
-        guard case .inTurn(.subscription(Self.level, on: true)) = h.centrals.delivery(of: on),
-              case .inTurn(.subscription(Self.level, on: false)) = h.centrals.delivery(of: off) else {
+        guard case .inTurn(.subscription(Self.level, on: true, central: "", mtu: nil)) = h.centrals.delivery(of: on),
+              case .inTurn(.subscription(Self.level, on: false, central: "", mtu: nil)) = h.centrals.delivery(of: off) else {
             Issue.record("a subscription is not delivered as one")
+            return
+        }
+    }
+
+    @Test("a subscription BlueZ names is that central's, with its MTU, while two are connected")
+    func namedSubscriptionOfOneOfTwo() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+
+        await h.centrals.take(.subscription(Self.level, on: true, central: Self.tablet, mtu: 185))
+
+        let listed = await h.centrals.centrals().sorted { $0.address < $1.address }
+        #expect(listed.map(\.subscribed) == [[], ["power.level"]])
+        #expect(listed.map(\.mtu) == [nil, 185])
+        #expect(h.port.all.contains("Subscription power.level true \(Self.tablet)"))
+    }
+
+    @Test("a named central's subscription ending leaves the other central's")
+    func namedSubscriptionEnds() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+        await h.centrals.take(.subscription(Self.level, on: true, central: Self.phone, mtu: 23))
+        await h.centrals.take(.subscription(Self.level, on: true, central: Self.tablet, mtu: 23))
+
+        await h.centrals.take(.subscription(Self.level, on: false, central: Self.phone, mtu: nil))
+
+        #expect(await h.centrals.centrals().sorted { $0.address < $1.address }.map(\.subscribed) == [[], ["power.level"]])
+        #expect(h.port.all.last == "Subscription power.level false \(Self.phone)")
+    }
+
+    @Test("the notifications a central's full socket dropped are listed with it")
+    func droppedNotificationsListed() async throws {
+        let h = try Harness()
+        await h.centrals.take(.connected(Self.phone, adapter: "hci0"))
+        await h.centrals.take(.connected(Self.tablet, adapter: "hci0"))
+
+        h.mock.scriptNotificationsDropped([Self.tablet: 42])
+
+        #expect(await h.centrals.centrals().sorted { $0.address < $1.address }.map(\.dropped) == [0, 42])
+    }
+
+    @Test("a subscription BlueZ names reaches the component in turn with its central and MTU")
+    func namedSubscriptionDelivered() throws {
+        let h = try Harness()
+        let on = PeripheralEvent.gatt(GATTEvent(Self.level, .subscribed, central: Self.phone, mtu: 247))
+
+        guard case .inTurn(.subscription(Self.level, on: true, central: Self.phone, mtu: 247)) = h.centrals.delivery(of: on) else {
+            Issue.record("a named subscription is not delivered with its central")
             return
         }
     }
