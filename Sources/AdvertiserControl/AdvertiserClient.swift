@@ -48,6 +48,12 @@ public struct AdvertiserClient {
         _ = try call(.set, name, values.mapValues { Variant(.string($0)) })
     }
 
+    /// Notifies one subscribed central of a GATT service's values (`bleadvctl set --central`),
+    /// each as typed; the characteristics' values stay.
+    public func notify(_ name: String, central: String, _ values: [String: String]) throws {
+        _ = try call(.notify, [name.dbusValue, central.dbusValue, values.mapValues { Variant(.string($0)) }.dbusValue])
+    }
+
     /// Sends a BTHome sensor's event (`button=long_press`, `button.2=press`, `dimmer=-3`); returns
     /// how many events wait before it and how long each is on air.
     public func event(_ name: String, _ given: [String: String]) throws -> EventQueued {

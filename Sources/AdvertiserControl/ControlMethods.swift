@@ -7,7 +7,7 @@ import Peripheral
 extension ControlAPI.Method {
     /// Every method, in the order the interface lists them.
     public static let all: [Self] = [
-        .on, .off, .status, .list, .set, .event, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe, .centrals, .disconnect, .stack,
+        .on, .off, .status, .list, .set, .notify, .event, .reload, .pair, .confirm, .bonds, .forget, .adopt, .improvAuthorize, .subscribe, .centrals, .disconnect, .stack,
     ]
 
     /// `On(as names)`: puts advertisements on air (every configured one when `names` is
@@ -68,6 +68,30 @@ extension ControlAPI.Method {
                     }
                 }
                 try await target.set(name, values)
+            }
+        }
+    }
+
+    /// `Notify(s name, s central, a{sv} values)`: notifies one subscribed central of values of a
+    /// GATT service's characteristics, checked against their formats as `Set` checks them,
+    /// without changing the characteristics' values (what reads and `Status` give); where BlueZ
+    /// gives each central a notification socket (5.69 and later, characteristics that notify
+    /// and do not indicate).
+    public static let notify = Self(
+        "Notify", of: (any AdvertisingControl).self,
+        inputs: [DBusArgument("name", .string), DBusArgument("central", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))],
+        access: .group
+    ) { target in
+        { call in
+            let (name, central, given) = try call.decoded(String.self, String.self, Entries<Variant>.self)
+            return try await perform { () throws(PeripheralError) in
+                var values: [String: DBusValue] = [:]
+                for (key, value) in given.entries {
+                    guard values.updateValue(value.value, forKey: key) == nil else {
+                        throw PeripheralError(.invalidValue, "\(PeripheralError.quoted(key)) is given twice; give each key once")
+                    }
+                }
+                try await target.notify(name, central: central, values)
             }
         }
     }
@@ -252,6 +276,13 @@ extension DBusMethodCall {
     func decoded<A: ControlArgument, B: ControlArgument>(_ a: A.Type, _ b: B.Type) throws -> (A, B) {
         guard let both = arguments.decoded(A.self, B.self) else { throw mismatch }
         return both
+    }
+
+    /// The call's three arguments, as `A`, `B` and `C`.
+    func decoded<A: ControlArgument, B: ControlArgument, C: ControlArgument>(_ a: A.Type, _ b: B.Type, _ c: C.Type) throws -> (A, B, C) {
+        guard arguments.count == 3, let first = A(dbusValue: arguments[0]), let second = B(dbusValue: arguments[1]),
+              let third = C(dbusValue: arguments[2]) else { throw mismatch }
+        return (first, second, third)
     }
 
     /// The answer to arguments that are not the method's.

@@ -19,6 +19,11 @@ public protocol AdvertisingControl: Sendable {
     /// typed, or a number, a boolean or an array of strings.
     /// - Throws: `unknownName`, or `invalidValue` naming the key (nothing changes then).
     func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError)
+    /// Notifies `central` (its address) alone of `values` of GATT service `name`'s
+    /// characteristics, checked as ``set(_:_:)`` checks them; their values stay as they are.
+    /// - Throws: `unknownName` (the service, a characteristic, or a central not subscribed),
+    ///   `invalidValue`, or `rejected` where the stack notifies every subscriber alike.
+    func notify(_ name: String, central: String, _ values: [String: DBusValue]) async throws(PeripheralError)
     /// Sends `caller` every `ValuesChanged` and `Written` whole, until it leaves the bus.
     /// - Throws: `accessDenied` for a caller not trusted with secured values.
     func subscribe(_ caller: String) async throws(PeripheralError)

@@ -56,6 +56,22 @@ extension BluetoothModule {
         }
     }
 
+    /// Notifies `central` alone of `value` of a characteristic; the characteristic's value stays.
+    /// - Throws: `PeripheralError` `unknownName` when no characteristic has that name or the
+    ///   central is not subscribed; `notRegistered` while the services are not registered;
+    ///   `rejected` where BlueZ notifies every subscriber alike; `CancellationError` as for ``on(_:)``.
+    public func notify(_ value: [UInt8], of characteristic: GATTCharacteristicID, to central: String) async throws {
+        try await exclusively {
+            guard application?[characteristic] != nil else {
+                throw PeripheralError(.unknownName, "no characteristic named \(PeripheralError.quoted(characteristic.description))")
+            }
+            guard case .on(let id, _)? = registrations[.application]?.status.phase else {
+                throw PeripheralError(.notRegistered, "the GATT services are not registered with BlueZ")
+            }
+            try await manager.updateValue(value, of: characteristic, in: id, to: central)
+        }
+    }
+
     func send(_ value: [UInt8], of characteristic: GATTCharacteristicID, in id: RegistrationID) async {
         do {
             try await manager.updateValue(value, of: characteristic, in: id, to: nil)

@@ -53,7 +53,8 @@ extension BlueZPeripheralManager: GATTServing {
     }
 
     /// Sets the characteristic's `Value`. Where each central has a socket (+Sockets), the value
-    /// goes through them, to every subscribed central or to `central` alone; otherwise the
+    /// goes through them, to every subscribed central; or to `central` alone, and then `Value`
+    /// stays (a notification for one central is not the characteristic's value); otherwise the
     /// `PropertiesChanged` that says so is what bluetoothd sends every subscriber as a
     /// notification or indication, and `central` is refused (`unsupported`).
     public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID, to central: String?) async throws {
@@ -65,7 +66,10 @@ extension BlueZPeripheralManager: GATTServing {
         // No central can read a write-only value: it is kept nowhere on the bus.
         guard !tree.secrets.contains(characteristic) else { return }
         if tree.throughSockets.contains(characteristic) {
-            try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value), announce: false)
+            // A value for one central is a notification, not the characteristic's new value.
+            if central == nil {
+                try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value), announce: false)
+            }
             try notifyThroughSockets(value, at: path, only: central?.uppercased())
             return
         }

@@ -87,6 +87,14 @@ extension Bleadvctl {
                 Example, from a systemd timer or cron every minute:
                   bleadvctl set kitchen temperature=$(read-sensor) battery=87
 
+                With --central ADDRESS, a GATT service's characteristics that notify are \
+                notified to that subscribed central alone, at once and not coalesced, and their \
+                values stay as they were (reads and status give those). This needs BlueZ 5.69 \
+                or later, which gives each central a notification socket, and characteristics \
+                that do not indicate; elsewhere it is refused (exit 2), as is a central that is \
+                not subscribed (bleadvctl centrals lists what each subscribed to).
+                  bleadvctl set meter level=80 --central AA:BB:CC:DD:EE:FF
+
                 With --stdin, KEY=VALUE lines are read from standard input as well (one a \
                 line, empty lines skipped, at most 64 KiB): a value there is on no command line, \
                 where ps and the shell's history would show it. A line that is not KEY=VALUE is \
@@ -100,6 +108,8 @@ extension Bleadvctl {
         var values: [String] = []
         @Flag(help: "Read KEY=VALUE lines from standard input too: for values that should be on no command line.")
         var stdin = false
+        @Option(help: ArgumentHelp("Notify this subscribed central alone; the values stay.", valueName: "address"))
+        var central: String?
 
         /// The most of standard input read.
         static let inputLimit = 65_536
@@ -110,10 +120,20 @@ extension Bleadvctl {
             }
             if values.isEmpty && !stdin { throw ValidationError("nothing to set; give KEY=VALUE, e.g. temperature=21.5, or --stdin") }
             try Self.changes(values)
+            if let central, !Bond.isAddress(central) {
+                throw ValidationError("\(Untrusted.quoted(central)) is no central's address; give one as AA:BB:CC:DD:EE:FF")
+            }
         }
 
         func run() throws {
-            try PlainCommand.set(name: name, values: values + (stdin ? try Self.standardInputPairs() : []), timeout: bus.timeout).run()
+            let pairs = values + (stdin ? try Self.standardInputPairs() : [])
+            guard let central else {
+                try PlainCommand.set(name: name, values: pairs, timeout: bus.timeout).run()
+                return
+            }
+            let changes = try Self.changes(pairs)
+            guard !changes.isEmpty else { throw Failure(code: Failure.usage, message: "nothing to notify: standard input had no KEY=VALUE line") }
+            try withDaemon(bus) { try $0.notify(name, central: central, changes) }
         }
 
         static func isPair(_ pair: some StringProtocol) -> Bool {

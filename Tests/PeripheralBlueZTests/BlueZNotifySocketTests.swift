@@ -86,6 +86,16 @@ struct BlueZNotifySocketTests {
         #expect(try await Self.notifications(session, path, Self.alice) == [])
     }
 
+    @Test("a value for one central is a notification, not the characteristic's value: reads still get the old one")
+    func valueForOneCentralIsNotStored() async throws {
+        let (session, _, id, path) = try await Self.meterRegistered()
+        try await Self.acquire(session, path, Self.alice)
+
+        try await session.manager.updateValue([6], of: Self.level, in: id, to: Self.alice)
+
+        #expect(try await session.control("ReadCharacteristic", [.string(path), .uint16(0)]) == [.bytes([0])])
+    }
+
     @Test("a value for a central that is not subscribed is refused, naming those that are")
     func valueForAnUnsubscribedCentralIsRefused() async throws {
         let (session, _, id, path) = try await Self.meterRegistered()

@@ -69,6 +69,10 @@ package actor Advertising<C: Clock>: AdvertisingControl where C.Duration == Dura
         try await values.change(name, new)
     }
 
+    package func notify(_ name: String, central: String, _ new: [String: DBusValue]) async throws(PeripheralError) {
+        try await values.notify(name, central: central, new)
+    }
+
     package func list() async -> [String] {
         Set(await values.names).union(await values.serviceNames).sorted()
     }
