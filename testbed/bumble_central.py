@@ -13,7 +13,8 @@ resets the emulated controller. It reads one run a line on standard input,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
                                               await:FILE, scan:SECONDS, subscribe:UUID,
                                               notified:UUID=HEX, timedread:UUID,
-                                              writes:UUID=COUNT, link, heard:UUID=SECONDS)
+                                              writes:UUID=COUNT, link, heard:UUID=SECONDS,
+                                              mtu:N, unsubscribe:UUID, count:UUID=SECONDS)
 
 connects from hci1's public address (so bleadvd's bond names it; --from-random: from the static
 random address F0:F1:F2:F3:F4:F5 instead, a second central as bleadvd sees it, a stranger's),
@@ -34,6 +35,9 @@ it could not connect or a step it does not know was asked):
   flood COUNT writes in S s (N/s)     (writes without response of 0, 1, ...)
   subscribed UUID | subscribe UUID: ATT error NAME
   notified UUID: HEX | notified UUID: nothing in 10 s   (waits for a notification of HEX)
+  mtu N: M                            (the ATT MTU after asking for N)
+  unsubscribed UUID | unsubscribe UUID: ATT error NAME
+  count UUID: N, last HEX             (after waiting S s: the notifications of UUID on this link)
   disconnected at T                   (Unix time, in s; when the central ended the link)
 
 touch:FILE creates FILE and await:FILE waits (up to 30 s) until it exists: two centrals order
@@ -278,6 +282,23 @@ async def do_step(run, link, step):
             run.say("subscribed %s" % what)
         except STEP_ERRORS as error:
             run.say("subscribe %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
+    elif kind == "mtu":
+        try:
+            mtu = await Peer(link.connection).request_mtu(int(what))
+            run.say("mtu %s: %d" % (what, mtu))
+        except STEP_ERRORS as error:
+            run.say("mtu %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
+    elif kind == "unsubscribe":
+        try:
+            await (await link.characteristic(what)).unsubscribe()
+            run.say("unsubscribed %s" % what)
+        except STEP_ERRORS as error:
+            run.say("unsubscribe %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
+    elif kind == "count":
+        uuid, _, seconds = what.partition("=")
+        await asyncio.sleep(float(seconds))
+        values = link.notified.get(uuid, [])
+        run.say("count %s: %d, last %s" % (uuid, len(values), values[-1] if values else "none"))
     elif kind == "notified":
         uuid, _, hex_value = what.partition("=")
         deadline = time.monotonic() + 10

@@ -20,8 +20,9 @@ public struct CentralState: Hashable, Sendable {
     public var cut: [String]
     /// The characteristics (`service.characteristic`) it subscribed to: where BlueZ gives each
     /// central a notification socket (5.69 and later, characteristics that do not indicate),
-    /// each one it subscribed to; otherwise BlueZ does not say which central subscribed, so
-    /// those it subscribed to while it was the only central connected.
+    /// each one it subscribed to on this link (a bonded central's notifications that stayed on
+    /// from a link before get none, and are not listed); otherwise BlueZ does not say which
+    /// central subscribed, so those it subscribed to while it was the only central connected.
     public var subscribed: [String]
     /// The notifications it missed because its socket was full: values a later one replaced.
     public var dropped: Int

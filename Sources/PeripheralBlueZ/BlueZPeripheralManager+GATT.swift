@@ -52,11 +52,11 @@ extension BlueZPeripheralManager: GATTServing {
         return RegistrationID(root.rawValue, generation: generation)
     }
 
-    /// Sets the characteristic's `Value`. Where each central has a socket (+Sockets), the value
-    /// goes through them, to every subscribed central; or to `central` alone, and then `Value`
-    /// stays (a notification for one central is not the characteristic's value); otherwise the
-    /// `PropertiesChanged` that says so is what bluetoothd sends every subscriber as a
-    /// notification or indication, and `central` is refused (`unsupported`).
+    /// Sets the characteristic's `Value`: the `PropertiesChanged` that says so is what
+    /// bluetoothd sends every subscriber as a notification or indication, bonded centrals on
+    /// later links included. For `central` alone, the value goes through that central's socket
+    /// (+Sockets) and `Value` stays (a notification for one central is not the
+    /// characteristic's value); where it has none, it is refused.
     public func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID, to central: String?) async throws {
         guard let root = try? DBusObjectPath(application.rawValue), let export = exports[root],
               export.generation == application.generation,
@@ -65,16 +65,12 @@ extension BlueZPeripheralManager: GATTServing {
         }
         // No central can read a write-only value: it is kept nowhere on the bus.
         guard !tree.secrets.contains(characteristic) else { return }
-        if tree.throughSockets.contains(characteristic) {
-            // A value for one central is a notification, not the characteristic's new value.
-            if central == nil {
-                try await connection.setProperty("Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(value), announce: false)
-            }
-            try notifyThroughSockets(value, at: path, only: central?.uppercased())
-            return
-        }
         if let central {
-            throw PeripheralError(.rejected, "\(characteristic) cannot be notified to \(central) alone: bluetoothd on \(export.adapter) sends its changes to every subscriber alike (it takes a socket per central from BlueZ 5.69, for characteristics that notify and do not indicate)")
+            guard tree.throughSockets.contains(characteristic) else {
+                throw PeripheralError(.rejected, "\(characteristic) cannot be notified to \(central) alone: bluetoothd on \(export.adapter) sends its changes to every subscriber alike (it gives a socket per central from BlueZ 5.69, for characteristics that notify and do not indicate)")
+            }
+            try notifyThroughSockets(value, at: path, only: central.uppercased())
+            return
         }
         // Set again, a value is notified again: a central may be waiting for it (Improv's
         // client for the error its second malformed frame gets).
@@ -128,12 +124,11 @@ extension BlueZPeripheralManager: GATTServing {
             DBusProperty("UUID", value: .string(characteristic.uuid.uuidString)),
             DBusProperty("Service", value: .objectPath(service)),
             DBusProperty("Flags", value: .strings(BlueZ.flags(of: characteristic))),
-            // A change is announced only where bluetoothd notifies it, and not where the
-            // sockets carry it. A write-only value (a password a central wrote) is not kept
-            // here at all: it would go out with the object manager's InterfacesAdded, a
-            // broadcast, when bluetoothd restarts.
+            // A change is announced only where bluetoothd notifies it. A write-only value (a
+            // password a central wrote) is not kept here at all: it would go out with the
+            // object manager's InterfacesAdded, a broadcast, when bluetoothd restarts.
             DBusProperty("Value", value: .bytes(characteristic.isSecret ? [] : characteristic.value),
-                         emitsChanged: !acquired && !characteristic.flags.isDisjoint(with: [.notify, .indicate])),
+                         emitsChanged: !characteristic.flags.isDisjoint(with: [.notify, .indicate])),
             DBusProperty("Notifying", value: .boolean(false)),
         ])
     }

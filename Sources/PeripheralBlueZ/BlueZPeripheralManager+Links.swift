@@ -2,14 +2,15 @@ import DBus
 import Logging
 public import Peripheral
 
-/// Secured notifications. bluetoothd calls `StartNotify` once for all the subscribers of a
-/// characteristic and sends each change of its `Value` to every one of them
-/// (src/gatt-database.c, `send_notification_to_devices`): bleadvd cannot tell whom a
-/// notification reaches. A central bonded around bleadvd (any local user may let one bond, by
-/// Debian's BlueZ policy), whose reads and writes of a secured characteristic are refused, would
-/// still get its changes once subscribed. So a secured characteristic's change waits while a
-/// central bleadvd does not admit, and that may be bonded, is connected to its adapter; the
-/// latest value goes out once none is.
+/// Secured notifications. bluetoothd sends each change of a characteristic's `Value` to every
+/// central whose notifications are on (src/gatt-database.c, `send_notification_to_devices`):
+/// bleadvd cannot tell whom it reaches. A central bonded around bleadvd (any local user may let
+/// one bond, by Debian's BlueZ policy), whose reads and writes of a secured characteristic are
+/// refused, would still get its changes once subscribed. So a secured characteristic's change
+/// of `Value` waits while a central bleadvd does not admit, and that may be bonded, is connected
+/// to its adapter; the latest value goes out once none is. Where bleadvd admitted centrals to a
+/// socket of their own (+Sockets), they get the change through it at once meanwhile (and the
+/// latest once more when it goes out).
 extension BlueZPeripheralManager {
     /// A central connected to `adapter` that bleadvd does not admit and that may be bonded (the
     /// least address, for the log); nil when there is none.
@@ -26,6 +27,8 @@ extension BlueZPeripheralManager {
         if let adapter, stranger == nil { await sendHeldChanges(on: adapter) }
         try await connection.setProperty(
             "Value", of: BlueZ.characteristicInterface, at: path, to: .bytes(bytes), always: always, announce: stranger == nil)
+        // The centrals with a socket are admitted (+Sockets): they need not wait.
+        if stranger != nil { try? notifyThroughSockets(bytes, at: path, only: nil) }
         if let adapter, let stranger, heldChanges.updateValue((adapter, id), forKey: path) == nil {
             logger.notice("GATT: \(id)'s change waits: \(Central.named(stranger)) is connected to \(adapter) and may be bonded outside bleadvd's pairing windows, and BlueZ notifies every subscriber alike; it goes out once no such central is connected")
         }

@@ -5,16 +5,24 @@ import Logging
 public import Peripheral
 
 /// Notification sockets, one per central: from BlueZ 5.69 (bluez.git 8eb1dee87), bluetoothd asks
-/// a characteristic that exports `NotifyAcquired` for a socket with `AcquireNotify` each time a
+/// a characteristic that exports `NotifyAcquired` for a socket with `AcquireNotify` when a
 /// central turns its notifications on, naming the central and its link's ATT MTU, and sends
 /// what is written to that socket to that central alone. It closes the socket when the central
-/// turns them off or its link ends. So bleadvd knows whose subscription it is, and notifies one
-/// central or all, and a secured characteristic's centrals only the ones it admits.
+/// turns them off or its link ends. So bleadvd knows whose subscription it is and its MTU,
+/// notifies one central alone, and gives a secured characteristic's socket only to centrals
+/// it admits.
+///
+/// What goes to every subscriber still goes as a `PropertiesChanged` of `Value`, which
+/// bluetoothd sends to every central whose notifications are on, socket or not: a bonded
+/// central's notifications stay on across its links in bluetoothd (its device state), which
+/// asks for a socket only when they change (gatt_ccc_write_cb: a write of the same value "just
+/// succeeds"), so a bonded central that subscribes again on a later link gets no socket. Scenario
+/// 65 on Debian 13 captured it: an adopted central, subscribing again, heard nothing through
+/// sockets alone.
 ///
 /// Older releases (Debian 12's 5.66) share one socket between every subscriber, and no release
 /// passes indications through it with a confirmation before 5.80: there, and for any
-/// characteristic that indicates, notifications stay a `PropertiesChanged` of `Value`, sent by
-/// bluetoothd to every subscriber alike (+Links).
+/// characteristic that indicates, no socket is taken.
 ///
 /// A socket that is full (bluetoothd is not reading it) makes no one wait: the value waits in
 /// its place, the latest one wins, and each value a later one replaced counts as dropped
@@ -68,7 +76,7 @@ extension BlueZPeripheralManager {
         }
         if characteristic.security != .none, !admits(central) {
             if refusalsLogged.count >= Self.maximumLongReads { refusalsLogged.removeAll() }
-            if refusalsLogged.insert(central).inserted {
+            if refusalsLogged.insert("notify \(central)").inserted {
                 logger.warning("GATT: refused \(Central.named(central)) the notifications of \(id) (security \(characteristic.security.rawValue)): it did not bond in a bleadvd pairing window (bleadvctl pair --adopt lets an existing bond in)")
             }
             throw DBusError(BlueZ.failed, "\(id) is notified to centrals bonded in a bleadvd pairing window")

@@ -76,7 +76,7 @@ struct GATTObjectTree {
     let secrets: Set<GATTCharacteristicID>
     /// The secured characteristics that notify or indicate, whose changes may have to wait.
     let securedNotifying: Set<GATTCharacteristicID>
-    /// The characteristics notified through a socket per central (+Sockets), not `Value`.
+    /// The characteristics that take a socket per central (+Sockets): for one central's values.
     let throughSockets: Set<GATTCharacteristicID>
 
     /// The tree of `application` at `root`: `…/serviceK`, `…/serviceK/charJ`, `…/charJ/desc0`.
@@ -102,11 +102,8 @@ struct GATTObjectTree {
                 objects.append((path, [characteristic(item, id, servicePath, path)]))
                 characteristics[id] = path
                 if item.isSecret { secrets.insert(id) }
-                if notifySockets, item.notifiesThroughSockets {
-                    throughSockets.insert(id)
-                } else if item.isSecuredNotifying {
-                    securedNotifying.insert(id)
-                }
+                if notifySockets, item.notifiesThroughSockets { throughSockets.insert(id) }
+                if item.isSecuredNotifying { securedNotifying.insert(id) }
                 if let text = item.userDescription {
                     objects.append((try path.appending("desc0"), [Self.userDescriptionInterface(text, of: path)]))
                 }

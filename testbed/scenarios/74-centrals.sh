@@ -74,8 +74,9 @@ echo "    bleadvctl centrals: $listed"
 a=${listed%% *}
 [[ "$listed" == *" hci0 connected "* ]] || fail "centrals does not list A on hci0: $listed"
 bleadvctl centrals --json | sed 's/^/    --json: /'
-# #66 item 2: a subscription, as BlueZ's StartNotify says it (not which central: A alone is here).
-wait_for 10 "watch to print A's subscription" '[[ $(watched "^subscribed pi.label$") -ge 1 ]]' \
+# #66 item 2: a subscription, as BlueZ's StartNotify says it (not which central: A alone is
+# here), or, from BlueZ 5.69, its AcquireNotify ("by A": a socket per central, #81).
+wait_for 10 "watch to print A's subscription" '[[ $(watched "^subscribed pi.label\( by $a\)\?$") -ge 1 ]]' \
   || fail "watch did not print the subscription: $(cat "$TESTBED_WORK/watch.out")"
 subscribed=$(bleadvctl centrals)
 [[ "$subscribed" == *" subscribed pi.label"* ]] || fail "centrals does not list A's subscription: $subscribed"
@@ -116,7 +117,7 @@ echo "3. bleadvctl disconnect A"
 bleadvctl disconnect "$a" || fail "bleadvctl disconnect $a exited $?"
 wait_for 10 "watch to print A's end" '[[ $(watched "disconnected $a hci0 \"bleadvctl disconnect\"") -ge 1 ]]' \
   || fail "watch did not print A's end by bleadvctl disconnect: $(cat "$TESTBED_WORK/watch.out")"
-wait_for 10 "watch to print that none is subscribed" '[[ $(watched "^unsubscribed pi.label$") -ge 1 ]]' \
+wait_for 10 "watch to print that none is subscribed" '[[ $(watched "^unsubscribed pi.label\( by $a\)\?$") -ge 1 ]]' \
   || fail "watch did not print the subscription's end: $(cat "$TESTBED_WORK/watch.out")"
 touch "$hold/a-release"
 wait "$a_run" || true
