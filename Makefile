@@ -32,7 +32,7 @@ BASHCOMPDIR  ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR   ?= /usr/share/zsh/vendor-completions
 RELEASE      = .build/release
 
-.PHONY: help deps build test testbed-sets-test testbed-bumble-test testbed-prepare testbed-packages figures test-matrix test-pairing test-improv test-wpa-roundtrip test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-write bench-read bench-hostile bench-rotation bench-cli fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections soak-faults
+.PHONY: help deps build test testbed-sets-test testbed-bumble-test testbed-prepare testbed-packages figures test-matrix test-pairing test-improv test-wpa-roundtrip test-connections unit-test testbed-test testbed-systemd-test systemd-check docs demo install uninstall deb bench bench-address bench-observer bench-dbus bench-set bench-improv bench-notify bench-write bench-read bench-hostile bench-rotation bench-cli fuzz fuzz-smoke clean debian-swift deb-arm64 testbed-arm64-test soak soak-connections soak-faults
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-20s %s\n", $$1, $$2}'
@@ -72,8 +72,9 @@ docs: deps ## API documentation of the library products (DocC); fails on any war
 # and on Debian 13 with extended advertising in testbed-sets-test (three controllers: the bed's
 # patched emulator survives long extended data); 76 (more advertisements than slots) on Debian
 # 13 without extended advertising, the 5-slot case, in testbed-stacks-test. 77 makes its faults
-# with Bumble's controllers: testbed-bumble-test.
-SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-% testbed/scenarios/72-% testbed/scenarios/74-% testbed/scenarios/76-% testbed/scenarios/77-%,$(sort $(wildcard testbed/scenarios/*.sh)))
+# with Bumble's controllers: testbed-bumble-test. 79 (GATT per central: three Bumble centrals)
+# needs a fourth controller: make test-connections.
+SCENARIOS = $(filter-out testbed/scenarios/56-% testbed/scenarios/68-% testbed/scenarios/69-% testbed/scenarios/70-% testbed/scenarios/71-% testbed/scenarios/72-% testbed/scenarios/74-% testbed/scenarios/76-% testbed/scenarios/77-% testbed/scenarios/79-%,$(sort $(wildcard testbed/scenarios/*.sh)))
 MAKE_TEST_SCENARIOS = $(filter-out testbed/scenarios/40-% testbed/scenarios/41-%,$(SCENARIOS))
 
 # make test makes what its test bed lanes need once, before they start (testbed-prepare), and
@@ -111,10 +112,10 @@ test-wpa-roundtrip: deps ## every network Improv's join-wpa-supplicant saves rea
 	$(SWIFT) build --product bleadvd
 	python3 scripts/wpa-roundtrip.py .build/debug/bleadvd $(or $(COUNT),1000) $(or $(SEED),78)
 
-test-connections: deb ## scenarios 68, 69, 70, 72 and 74 with three controllers and the patched emulator: two centrals at once (Improv frames interleaved; what stays on air while centrals are connected; values read from a program; centrals listed, limited and disconnected), the adapter by its address; on bookworm and on trixie without extended advertising; about 16 minutes
+test-connections: deb ## scenarios 68, 69, 70, 72, 74 and 79 with four controllers and the patched emulator: two and three centrals at once (Improv frames interleaved; what stays on air while centrals are connected; values read from a program; centrals listed, limited and disconnected; subscriptions, MTUs and notifications per central), the adapter by its address; on bookworm and on trixie without extended advertising; about 24 minutes
 	testbed/setup.sh bookworm trixie
-	testbed/run.sh --controllers 3 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh
-	testbed/run.sh --systemd --stack trixie --legacy --controllers 3 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh
+	testbed/run.sh --controllers 4 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh testbed/scenarios/79-*.sh
+	testbed/run.sh --systemd --stack trixie --legacy --controllers 4 testbed/scenarios/68-*.sh testbed/scenarios/69-*.sh testbed/scenarios/70-*.sh testbed/scenarios/72-*.sh testbed/scenarios/74-*.sh testbed/scenarios/79-*.sh
 
 test-improv: deb ## scenarios 66 and 67, Improv Wi-Fi with Home Assistant's client against a hostapd access point, joining through NetworkManager (66) and through wpa_supplicant with join-wpa-supplicant in bleadvd's sandbox (67), on bookworm and on trixie without extended advertising; about 12 minutes
 	testbed/setup.sh bookworm trixie
@@ -294,6 +295,9 @@ bench-set: build ## bleadvd's own share of a set (Set received -> PropertiesChan
 
 bench-improv: build ## what a central's flood of Improv frames costs bleadvd (programs started, NetworkManager calls, notifications, journal lines, CPU, RSS), natively against stand-ins of BlueZ and NetworkManager
 	scripts/bench-improv.sh
+
+bench-notify: build ## what notifications cost bleadvd: Set (every subscriber, Value) against Notify (one central, through its socket) to one and three centrals, and one socket never read (CPU per notification, calls a second, what each central got, what was dropped), natively against BlueZ's stand-in playing 5.82
+	scripts/bench-notify.sh
 
 bench-write: build ## what a central's GATT writes cost bleadvd (CPU per write, writes a core can take, journal lines, RSS), natively against BlueZ's stand-in
 	scripts/bench-write.sh

@@ -9,12 +9,12 @@ its own SMP. It starts once and serves a scenario's runs one after another: Bumb
 resets the emulated controller. It reads one run a line on standard input,
 
   OUT<TAB>[--io just-works|passkey|confirm] [--code N | --code-from FILE] [--no-bonding]
-          [--legacy] [--from-random]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
+          [--legacy] [--from-random] [--mtu N]<TAB>STEP<TAB>STEP...      (STEP: read:UUID, write:UUID=HEX, pair, encrypt,
                                               flood:UUID=COUNT, pause:SECONDS, touch:FILE,
                                               await:FILE, scan:SECONDS, subscribe:UUID,
                                               notified:UUID=HEX, timedread:UUID,
                                               writes:UUID=COUNT, link, heard:UUID=SECONDS,
-                                              mtu:N, unsubscribe:UUID, count:UUID=SECONDS)
+                                              mtu, unsubscribe:UUID, count:UUID=SECONDS)
 
 connects from hci1's public address (so bleadvd's bond names it; --from-random: from the static
 random address F0:F1:F2:F3:F4:F5 instead, a second central as bleadvd sees it, a stranger's),
@@ -35,7 +35,9 @@ it could not connect or a step it does not know was asked):
   flood COUNT writes in S s (N/s)     (writes without response of 0, 1, ...)
   subscribed UUID | subscribe UUID: ATT error NAME
   notified UUID: HEX | notified UUID: nothing in 10 s   (waits for a notification of HEX)
-  mtu N: M                            (the ATT MTU after asking for N)
+  mtu N: M                            (the step mtu: the ATT MTU --mtu N asked for, and got;
+                                      --mtu N is also what its server answers bluetoothd's
+                                      exchange with, as a phone has one receive MTU)
   unsubscribed UUID | unsubscribe UUID: ATT error NAME
   count UUID: N, last HEX             (after waiting S s: the notifications of UUID on this link)
   disconnected at T                   (Unix time, in s; when the central ended the link)
@@ -132,6 +134,7 @@ RUN.add_argument("--no-bonding", action="store_true")
 RUN.add_argument("--legacy", action="store_true")
 RUN.add_argument("--no-link", action="store_true")
 RUN.add_argument("--from-random", action="store_true")
+RUN.add_argument("--mtu", type=int, default=None)
 
 
 class Run:
@@ -155,11 +158,17 @@ async def run_steps(device, address, run):
     started = time.monotonic()
     own = device.random_address if run.from_random else device.public_address
     run.own = own.to_string(with_type_qualifier=False)
+    # --mtu N: the MTU this central takes both ways, as a phone's one receive MTU: what its
+    # server answers bluetoothd's exchange with (sent as the link comes up), and what it asks.
+    if not hasattr(device, "default_server_mtu"):
+        device.default_server_mtu = device.gatt_server.max_mtu
+    device.gatt_server.max_mtu = run.mtu or device.default_server_mtu
     connection = await device.connect(Address(address, Address.PUBLIC_DEVICE_ADDRESS),
                                       own_address_type=OwnAddressType.RANDOM if run.from_random else OwnAddressType.PUBLIC,
                                       timeout=15)
     run.say("connected to %s from %s in %.2f s (%.1f s after it started)" % (
         address, run.own, time.monotonic() - started, time.monotonic() - STARTED))
+
     try:
         link = Link(connection)
         for step in run.steps:
@@ -283,11 +292,11 @@ async def do_step(run, link, step):
         except STEP_ERRORS as error:
             run.say("subscribe %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
     elif kind == "mtu":
+        # After encrypt, for a bonded central: until then the kernel drops its ATT PDUs.
         try:
-            mtu = await Peer(link.connection).request_mtu(int(what))
-            run.say("mtu %s: %d" % (what, mtu))
+            run.say("mtu %d: %d" % (run.mtu, await Peer(link.connection).request_mtu(run.mtu)))
         except STEP_ERRORS as error:
-            run.say("mtu %s: ATT error %s%s" % (what, att_name(error), link.end_note()))
+            run.say("mtu %d: ATT error %s%s" % (run.mtu, att_name(error), link.end_note()))
     elif kind == "unsubscribe":
         try:
             await (await link.characteristic(what)).unsubscribe()

@@ -18,8 +18,8 @@ extension BlueZPeripheralManager: GATTServing {
         nextObject += 1
         let root = try BlueZ.applicationRoot.appending("app\(nextObject)")
         let sockets = await givesSocketsPerCentral(adapter, on: generation)
-        let tree = try GATTObjectTree(application, at: root, notifySockets: sockets) { [weak self] in
-            self?.characteristicInterface($0, $1, service: $2, at: $3, sockets: sockets) ?? DBusInterface(name: BlueZ.characteristicInterface)
+        let tree = try GATTObjectTree(application, at: root, notifySockets: sockets) {
+            characteristicInterface($0, $1, service: $2, at: $3, sockets: sockets)
         }
         registering.insert(root)
         defer { registering.remove(root) }

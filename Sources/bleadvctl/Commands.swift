@@ -91,8 +91,9 @@ extension Bleadvctl {
                 notified to that subscribed central alone, at once and not coalesced, and their \
                 values stay as they were (reads and status give those). This needs BlueZ 5.69 \
                 or later, which gives each central a notification socket, and characteristics \
-                that do not indicate; elsewhere it is refused (exit 2), as is a central that is \
-                not subscribed (bleadvctl centrals lists what each subscribed to).
+                that do not indicate; elsewhere it is refused (exit 1); a central that is not \
+                subscribed is refused with exit 2 (bleadvctl centrals lists what each \
+                subscribed to).
                   bleadvctl set meter level=80 --central AA:BB:CC:DD:EE:FF
 
                 With --stdin, KEY=VALUE lines are read from standard input as well (one a \

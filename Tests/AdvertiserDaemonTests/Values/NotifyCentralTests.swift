@@ -46,6 +46,16 @@ struct NotifyCentralTests {
         #expect(result.errors.contains("is not subscribed to lamp.brightness"), "\(result.errors)")
     }
 
+    @Test("where the stack notifies every subscriber alike, the refusal exits 1 with its reason: the operation failed, not its usage")
+    func stackRefusalExitsOne() async throws {
+        let session = try await session(updateValue: .always(.failure(PeripheralError(.rejected, "lamp.brightness cannot be notified to AA:BB:CC:DD:EE:01 alone"))))
+
+        let result = try await session.ctl("set", "lamp", "brightness=75", "--central", Self.phone)
+
+        #expect(result.status == 1)
+        #expect(result.errors.contains("cannot be notified to AA:BB:CC:DD:EE:01 alone"), "\(result.errors)")
+    }
+
     @Test("a characteristic that does not notify is refused, and nothing is sent")
     func silentCharacteristicRefused() async throws {
         let session = try await session()

@@ -600,6 +600,30 @@ class Control(dbus.service.Object):
         return dbus.Array(values, signature="ay")
 
     @dbus.service.method(CONTROL, in_signature="ss")
+    def DrainNotify(self, path, address):
+        """Reads that central's socket whenever it has something, as bluetoothd does, counting
+        the packets (Counted); a socket not drained fills."""
+        endpoint = self.standin.sockets[(path, address)]
+        self.standin.counted[(path, address)] = [0, b""]
+
+        def readable(_fd, _condition):
+            try:
+                while True:
+                    packet = endpoint.recv(512, socket.MSG_DONTWAIT)
+                    if not packet:
+                        return False
+                    self.standin.counted[(path, address)] = [self.standin.counted[(path, address)][0] + 1, packet]
+            except BlockingIOError:
+                return True
+        GLib.io_add_watch(endpoint.fileno(), GLib.IO_IN | GLib.IO_HUP, readable)
+
+    @dbus.service.method(CONTROL, in_signature="ss", out_signature="uay")
+    def Counted(self, path, address):
+        """The packets DrainNotify read from that central's socket, and the last."""
+        count, last = self.standin.counted.get((path, address), [0, b""])
+        return dbus.UInt32(count), dbus.ByteArray(last)
+
+    @dbus.service.method(CONTROL, in_signature="ss")
     def CloseNotify(self, path, address):
         """Closes that central's socket, as BlueZ does when it turns notifications off or leaves."""
         self.standin.sockets.pop((path, address)).close()
@@ -726,6 +750,7 @@ class StandIn:
         self.ignore_next_unregistration = False
         self.applications = {}  # (sender, root) -> (adapter, {path: interfaces})
         self.sockets = {}  # (characteristic path, central address) -> AcquireNotify's descriptor
+        self.counted = {}  # (characteristic path, central address) -> [packets drained, the last]
         self.agents = {}  # sender -> (path, capability)
         self.default_agent = None
         self.agent_manager = AgentManager(bus, self)
