@@ -579,6 +579,7 @@ class Control(dbus.service.Object):
 
         def acquired(fd, mtu_back):
             self.standin.sockets[(path, address)] = socket.socket(fileno=fd.take())
+            self.standin.counted.pop((path, address), None)
             self.standin.log("acquired %s %s %d" % (path, address, mtu_back))
             reply("")
         client.AcquireNotify(options, dbus_interface=GATT_CHARACTERISTIC, reply_handler=acquired,
