@@ -19,12 +19,13 @@ public struct CentralState: Hashable, Sendable {
     /// sent was longer than MTU − 3 bytes.
     public var cut: [String]
     /// The characteristics (`service.characteristic`) it subscribed to: where BlueZ gives each
-    /// central a notification socket (5.69 and later, characteristics that do not indicate),
+    /// central a notification socket (5.71 and later, characteristics that do not indicate),
     /// each one it subscribed to on this link (a bonded central's notifications that stayed on
     /// from a link before get none, and are not listed); otherwise BlueZ does not say which
     /// central subscribed, so those it subscribed to while it was the only central connected.
     public var subscribed: [String]
-    /// The notifications it missed because its socket was full: values a later one replaced.
+    /// The notifications it missed because its socket was full, on the subscriptions it holds
+    /// now: values a later one replaced.
     public var dropped: Int
 
     /// A state.

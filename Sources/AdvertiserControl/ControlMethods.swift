@@ -75,7 +75,7 @@ extension ControlAPI.Method {
     /// `Notify(s name, s central, a{sv} values)`: notifies one subscribed central of values of a
     /// GATT service's characteristics, checked against their formats as `Set` checks them,
     /// without changing the characteristics' values (what reads and `Status` give); where BlueZ
-    /// gives each central a notification socket (5.69 and later, characteristics that notify
+    /// gives each central a notification socket (5.71 and later, characteristics that notify
     /// and do not indicate).
     public static let notify = Self(
         "Notify", of: (any AdvertisingControl).self,

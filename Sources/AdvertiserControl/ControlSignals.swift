@@ -197,7 +197,7 @@ extension ControlAPI {
 
     /// `Subscription(s service, s characteristic, b subscribed, s central)`: `central` subscribed
     /// to a characteristic's notifications (`true`) or ended its subscription (`false`: it
-    /// turned them off or left), where BlueZ gives each central a socket (5.69 and later, a
+    /// turned them off or left), where BlueZ gives each central a socket (5.71 and later, a
     /// characteristic that does not indicate). Elsewhere `central` is empty: BlueZ does not say
     /// which central turns them on (`true`, once each), and `false` says none is subscribed any
     /// longer; `Centrals` lists the subscription when only one was connected. A bonded

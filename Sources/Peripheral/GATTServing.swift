@@ -7,6 +7,6 @@ public protocol GATTServing: Sendable {
     /// indicated) of it: all of them, or the `central` (its address) alone.
     /// - Throws: ``PeripheralError`` `notRegistered` for an unknown application or
     ///   characteristic; `unknownName` when `central` is not subscribed; `rejected` when the
-    ///   stack cannot notify one central alone (BlueZ before 5.69, a characteristic that indicates).
+    ///   stack cannot notify one central alone (BlueZ before 5.71, a characteristic that indicates).
     func updateValue(_ value: [UInt8], of characteristic: GATTCharacteristicID, in application: RegistrationID, to central: String?) async throws
 }

@@ -67,7 +67,7 @@ extension BlueZPeripheralManager: GATTServing {
         guard !tree.secrets.contains(characteristic) else { return }
         if let central {
             guard tree.throughSockets.contains(characteristic) else {
-                throw PeripheralError(.rejected, "\(characteristic) cannot be notified to \(central) alone: bluetoothd on \(export.adapter) sends its changes to every subscriber alike (it gives a socket per central from BlueZ 5.69, for characteristics that notify and do not indicate)")
+                throw PeripheralError(.rejected, "\(characteristic) cannot be notified to \(central) alone: bluetoothd on \(export.adapter) sends its changes to every subscriber alike (bleadvd takes a socket per central from BlueZ 5.71, for characteristics that notify and do not indicate)")
             }
             try notifyThroughSockets(value, at: path, only: central.uppercased())
             return
@@ -114,7 +114,8 @@ extension BlueZPeripheralManager: GATTServing {
                 "AcquireNotify", inputs: [GATTObjectTree.optionsArgument],
                 outputs: [DBusArgument("fd", .unixFD), DBusArgument("mtu", .uint16)]
             ) { [weak self] call in
-                guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
+                // bluetoothd takes org.bluez.Error.Failed as final; another error makes it call StartNotify.
+                guard let self else { throw DBusError(BlueZ.failed, "bleadvd is stopping") }
                 return try await self.acquireNotify(characteristic, id, at: path, options: call.arguments[0].variantDictionary ?? [:])
             })
             // Its presence is what bluetoothd asks: it calls AcquireNotify rather than StartNotify.

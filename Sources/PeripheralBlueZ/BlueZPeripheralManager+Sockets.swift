@@ -53,9 +53,9 @@ extension BlueZPeripheralManager {
     /// The most notification sockets open at once, all characteristics and centrals together.
     static let maximumNotifySockets = 256
 
-    /// Whether `adapter`'s bluetoothd gives each central a socket of its own: 5.69 or later,
-    /// as far as its `Adapter1` properties tell (5.71's `Manufacturer`; 5.69 and 5.70 count as
-    /// older, and keep `Value`).
+    /// Whether bleadvd takes a socket per central from `adapter`'s bluetoothd: 5.71 or later, as
+    /// its `Adapter1` properties tell (`Manufacturer`). 5.69 and 5.70 give sockets too, but the
+    /// bus cannot tell them from 5.66: they count as older.
     func givesSocketsPerCentral(_ adapter: String, on generation: StackGeneration) async -> Bool {
         if let known = releases[adapter], known.generation == generation { return known.release >= .longData }
         _ = try? await adapters()
@@ -112,12 +112,22 @@ extension BlueZPeripheralManager {
     /// central, or to `only` one. A secured characteristic's value goes only to centrals bleadvd
     /// still admits. An empty value is sent to no one: bluetoothd reads an empty packet as the
     /// socket's end.
-    /// - Throws: ``PeripheralError`` `unknownName` when `only` names a central that is not subscribed.
+    /// - Throws: ``PeripheralError`` for `only`: `unknownName` when it is not subscribed,
+    ///   `accessDenied` when bleadvd no longer admits it to a secured characteristic,
+    ///   `invalidValue` for an empty value.
     func notifyThroughSockets(_ bytes: [UInt8], at path: DBusObjectPath, only: String?) throws {
         let subscribed = notifySockets[path] ?? [:]
-        if let only, subscribed[only] == nil {
-            let id = subscribed.values.first?.characteristic.description ?? path.rawValue
-            throw PeripheralError(.unknownName, "\(only) is not subscribed to \(id)\(subscribed.isEmpty ? "" : "; subscribed: \(subscribed.keys.sorted().joined(separator: ", "))")")
+        if let only {
+            guard let socket = subscribed[only] else {
+                let id = subscribed.values.first?.characteristic.description ?? path.rawValue
+                throw PeripheralError(.unknownName, "\(only) is not subscribed to \(id)\(subscribed.isEmpty ? "" : "; subscribed: \(subscribed.keys.sorted().joined(separator: ", "))")")
+            }
+            guard !socket.secured || admits(only) else {
+                throw PeripheralError(.accessDenied, "\(only) is no longer served \(socket.characteristic): it did not bond in a bleadvd pairing window")
+            }
+            guard !bytes.isEmpty else {
+                throw PeripheralError(.invalidValue, "an empty value cannot be notified to one central: bluetoothd reads an empty packet as its socket's end")
+            }
         }
         guard !bytes.isEmpty else { return }
         for (central, socket) in subscribed.sorted(by: { $0.key < $1.key }) where only == nil || only == central {
@@ -135,14 +145,15 @@ extension BlueZPeripheralManager {
     private func send(_ bytes: [UInt8], to central: String, at path: DBusObjectPath) {
         guard let socket = notifySockets[path]?[central] else { return }
         let sent = bytes.withUnsafeBytes { Glibc.send(socket.descriptor.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        let error = errno
         if sent == bytes.count {
             notifySockets[path]![central]!.waiting = nil
             try? connection.eventLoop.update(socket.watch, to: .readable)
-        } else if sent < 0, [EAGAIN, EWOULDBLOCK, ENOBUFS].contains(errno) {
+        } else if sent < 0, error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS {
             notifySockets[path]![central]!.waiting = bytes
             try? connection.eventLoop.update(socket.watch, to: Events.EventLoop.Interest(readable: true, writable: true))
         } else {
-            logger.notice("GATT: \(socket.characteristic)'s notification socket for \(Central.named(central)) failed (\(sent < 0 ? String(cString: strerror(errno)) : "a short write")): closed")
+            logger.notice("GATT: \(socket.characteristic)'s notification socket for \(Central.named(central)) failed (\(sent < 0 ? String(cString: strerror(error)) : "a short write")): closed")
             endSocket(of: central, at: path, announce: true)
         }
     }

@@ -14,12 +14,12 @@ extension Bleadvctl {
                 its MTU cuts (cut SERVICE.CHARACTERISTIC,...: a value sent was longer than \
                 MTU - 3 bytes; BlueZ sends what the MTU carries), what it subscribed to \
                 (subscribed SERVICE.CHARACTERISTIC,...: each one it subscribed to on this link, \
-                where BlueZ gives every central a notification socket, from 5.69, for \
+                where BlueZ gives every central a notification socket, from 5.71, for \
                 characteristics that do not indicate: not a bonded central's that stayed on \
                 from a link before; elsewhere BlueZ does not say which central subscribes, so those it \
                 subscribed to while it was the only one connected; watch prints every \
-                subscription), and the notifications it missed (dropped N: values a later one \
-                replaced while its socket was full). Links this box made as a \
+                subscription), and the notifications it missed on those (dropped N: values a later \
+                one replaced while its socket was full). Links this box made as a \
                 central are listed too. bleadvctl watch prints each link's start and end as it happens.
 
                 Example: bleadvctl centrals --json | jq -r '.[] | select(.bonded) | .central'

@@ -89,7 +89,7 @@ extension Bleadvctl {
 
                 With --central ADDRESS, a GATT service's characteristics that notify are \
                 notified to that subscribed central alone, at once and not coalesced, and their \
-                values stay as they were (reads and status give those). This needs BlueZ 5.69 \
+                values stay as they were (reads and status give those). This needs BlueZ 5.71 \
                 or later, which gives each central a notification socket, and characteristics \
                 that do not indicate; elsewhere it is refused (exit 1); a central that is not \
                 subscribed is refused with exit 2 (bleadvctl centrals lists what each \

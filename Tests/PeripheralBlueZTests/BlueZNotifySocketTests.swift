@@ -1,6 +1,7 @@
 import DBus
 import Peripheral
 import PeripheralBlueZ
+import Synchronization
 import TestSupport
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// characteristic's socket only to centrals it admits (#81 items 1 and 2). What goes to all
 /// stays a `PropertiesChanged` of `Value`, which reaches bonded centrals on later links too.
 /// The stand-in plays bluetoothd's side.
-@Suite("notification sockets, one per central (BlueZ 5.69 and later)", .timeLimit(.minutes(1)))
+@Suite("notification sockets, one per central (BlueZ 5.71 and later: 5.82 here)", .timeLimit(.minutes(1)))
 struct BlueZNotifySocketTests {
     static let alice = "00:AA:02:00:00:01"
     static let bob = "00:AA:02:00:00:02"
@@ -85,6 +86,34 @@ struct BlueZNotifySocketTests {
         try await session.manager.updateValue([6], of: Self.level, in: id, to: Self.bob.lowercased())
 
         #expect(try await Self.notifications(session, path, Self.bob) == [[6]])
+        #expect(try await Self.notifications(session, path, Self.alice) == [])
+    }
+
+    @Test("an empty value for one central is refused: bluetoothd would read it as the socket's end")
+    func emptyValueForOneCentralRefused() async throws {
+        let (session, _, id, path) = try await Self.meterRegistered()
+        try await Self.acquire(session, path, Self.alice)
+
+        let error = await #expect(throws: PeripheralError.self) {
+            try await session.manager.updateValue([], of: Self.level, in: id, to: Self.alice)
+        }
+
+        #expect(error?.code == .invalidValue)
+        #expect(try await Self.notifications(session, path, Self.alice) == [])
+    }
+
+    @Test("a secured value for one central bleadvd no longer admits is refused, and nothing is sent")
+    func securedValueForARevokedCentralRefused() async throws {
+        let admitted = Mutex<Set<String>>([Self.alice])
+        let (session, _, id, path) = try await Self.meterRegistered(security: .encrypted, admits: { central in admitted.withLock { $0.contains(central) } })
+        try await Self.acquire(session, path, Self.alice)
+        admitted.withLock { $0 = [] }
+
+        let error = await #expect(throws: PeripheralError.self) {
+            try await session.manager.updateValue([9], of: Self.level, in: id, to: Self.alice)
+        }
+
+        #expect(error?.code == .accessDenied)
         #expect(try await Self.notifications(session, path, Self.alice) == [])
     }
 

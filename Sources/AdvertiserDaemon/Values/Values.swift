@@ -271,30 +271,39 @@ actor Values<C: Clock> where C.Duration == Duration {
 
     /// The service's part of ``change(_:_:)``: returns whether a sender must start.
     private func changeService(_ name: String, _ values: [String: DBusValue]) throws(PeripheralError) -> Bool {
-        let entry = services[name]!
+        let changed = try applying(values, to: name)
+        logger.info("\(name): set \(shown(values.keys, of: name, in: changed))")
+        return services[name]!.set(changed)
+    }
+
+    /// Service `name` with `values` applied, each checked against its characteristic's format;
+    /// text is read as the format says (bleadvctl sends text as typed).
+    /// - Throws: `invalidValue` naming the key.
+    func applying(_ values: [String: DBusValue], to name: String) throws(PeripheralError) -> ConfiguredService {
         var changes: [String: ConfigValue] = [:]
         for (key, value) in values {
-            // Text is read as the characteristic's format says (bleadvctl sends text as typed).
             if case .string(let text) = value {
                 changes[key] = .string(text)
             } else {
                 changes[key] = try Self.configValue(value, key: key, like: nil)
             }
         }
-        let changed: ConfiguredService
         do {
-            changed = try entry.live.applying(changes, name: name)
+            return try services[name]!.live.applying(changes, name: name)
         } catch {
             throw PeripheralError(.invalidValue, error.description)
         }
-        // A secured value is for bonded centrals and trusted users: not for the journal.
-        let shown = changes.keys.sorted().map { key in
-            entry.live.isSecret(key) ? "\(key)=(secret)"
-                : entry.live.isSecured(key) ? "\(key)=(secured: not shown)"
+    }
+
+    /// `key=value ...` of service `name`'s `keys` as `changed` has them, for the journal: a
+    /// secured value is for bonded centrals and trusted users, and is not shown.
+    func shown(_ keys: some Collection<String>, of name: String, in changed: ConfiguredService) -> String {
+        let live = services[name]!.live
+        return keys.sorted().map { key in
+            live.isSecret(key) ? "\(key)=(secret)"
+                : live.isSecured(key) ? "\(key)=(secured: not shown)"
                 : "\(key)=\(Untrusted.shown(changed.values[key]?.description ?? "", limit: 64))"
-        }
-        logger.info("\(name): set \(shown.joined(separator: " "))")
-        return services[name]!.set(changed)
+        }.joined(separator: " ")
     }
 
     /// The values of an advertisement as the config file would write them.

@@ -67,6 +67,17 @@ struct NotifyCentralTests {
         #expect(session.mock.calls.updatedValues.isEmpty)
     }
 
+    @Test("two characteristics in one call are refused before anything is sent: one central, one characteristic a call")
+    func twoValuesRefused() async throws {
+        let session = try await session()
+
+        let result = try await session.ctl("set", "lamp", "brightness=75", "label=sofa", "--central", Self.phone)
+
+        #expect(result.status == 2)
+        #expect(result.errors.contains("2 values given; one central is notified of one characteristic a call"), "\(result.errors)")
+        #expect(session.mock.calls.updatedValues.isEmpty)
+    }
+
     @Test("an advertisement is refused: a central alone is notified of a service's characteristics")
     func advertisementRefused() async throws {
         let session = try await session()
