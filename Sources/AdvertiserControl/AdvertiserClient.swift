@@ -48,8 +48,8 @@ public struct AdvertiserClient {
         _ = try call(.set, name, values.mapValues { Variant(.string($0)) })
     }
 
-    /// Notifies one subscribed central of a GATT service's values (`bleadvctl set --central`),
-    /// each as typed; the characteristics' values stay.
+    /// Notifies one subscribed central of a value of one of a GATT service's characteristics
+    /// (`bleadvctl set --central`), as typed; the characteristic's value stays.
     public func notify(_ name: String, central: String, _ values: [String: String]) throws {
         _ = try call(.notify, [name.dbusValue, central.dbusValue, values.mapValues { Variant(.string($0)) }.dbusValue])
     }

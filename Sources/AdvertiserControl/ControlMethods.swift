@@ -72,11 +72,11 @@ extension ControlAPI.Method {
         }
     }
 
-    /// `Notify(s name, s central, a{sv} values)`: notifies one subscribed central of values of a
-    /// GATT service's characteristics, checked against their formats as `Set` checks them,
-    /// without changing the characteristics' values (what reads and `Status` give); where BlueZ
-    /// gives each central a notification socket (5.71 and later, characteristics that notify
-    /// and do not indicate).
+    /// `Notify(s name, s central, a{sv} values)`: notifies one subscribed central of a value of
+    /// one of a GATT service's characteristics (`values` holds one entry), checked against its
+    /// format as `Set` checks it, without changing the characteristic's value (what reads and
+    /// `Status` give); where BlueZ gives each central a notification socket (5.71 and later,
+    /// characteristics that notify and do not indicate).
     public static let notify = Self(
         "Notify", of: (any AdvertisingControl).self,
         inputs: [DBusArgument("name", .string), DBusArgument("central", .string), DBusArgument("values", .dictionary(key: .string, value: .variant))],

@@ -19,8 +19,9 @@ public protocol AdvertisingControl: Sendable {
     /// typed, or a number, a boolean or an array of strings.
     /// - Throws: `unknownName`, or `invalidValue` naming the key (nothing changes then).
     func set(_ name: String, _ values: [String: DBusValue]) async throws(PeripheralError)
-    /// Notifies `central` (its address) alone of `values` of GATT service `name`'s
-    /// characteristics, checked as ``set(_:_:)`` checks them; their values stay as they are.
+    /// Notifies `central` (its address) alone of a value of one of GATT service `name`'s
+    /// characteristics (`values` holds one), checked as ``set(_:_:)`` checks it; the
+    /// characteristic's value stays as it is.
     /// - Throws: `unknownName` (the service, a characteristic, or a central not subscribed),
     ///   `invalidValue`, or `rejected` where the stack notifies every subscriber alike.
     func notify(_ name: String, central: String, _ values: [String: DBusValue]) async throws(PeripheralError)

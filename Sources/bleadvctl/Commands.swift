@@ -87,9 +87,9 @@ extension Bleadvctl {
                 Example, from a systemd timer or cron every minute:
                   bleadvctl set kitchen temperature=$(read-sensor) battery=87
 
-                With --central ADDRESS, a GATT service's characteristics that notify are \
-                notified to that subscribed central alone, at once and not coalesced, and their \
-                values stay as they were (reads and status give those). This needs BlueZ 5.71 \
+                With --central ADDRESS, one characteristic of a GATT service that notifies \
+                (one KEY=VALUE) is notified to that subscribed central alone, at once and not \
+                coalesced, and its value stays as it was (reads and status give that). This needs BlueZ 5.71 \
                 or later, which gives each central a notification socket, and characteristics \
                 that do not indicate; elsewhere it is refused (exit 1); a central that is not \
                 subscribed is refused with exit 2 (bleadvctl centrals lists what each \
