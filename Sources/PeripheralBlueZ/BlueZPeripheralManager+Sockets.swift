@@ -2,7 +2,7 @@ import DBus
 import Events
 import Glibc
 import Logging
-public import Peripheral
+import Peripheral
 
 /// Notification sockets, one per central: from BlueZ 5.69 (bluez.git 8eb1dee87), bluetoothd asks
 /// a characteristic that exports `NotifyAcquired` for a socket with `AcquireNotify` when a
