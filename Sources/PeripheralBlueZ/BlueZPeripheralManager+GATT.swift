@@ -89,13 +89,13 @@ extension BlueZPeripheralManager: GATTServing {
             DBusMethod("ReadValue", inputs: [GATTObjectTree.optionsArgument], outputs: [GATTObjectTree.valueArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 let options = call.arguments[0].variantDictionary ?? [:]
-                try await self.admit(characteristic, id, options: options, to: "read")
+                try await self.admit(characteristic, id, central: Self.central(options), to: "read")
                 return [.bytes(try await self.read(id, handler: characteristic.onRead, at: path, options: options))]
             },
             DBusMethod("WriteValue", inputs: [GATTObjectTree.valueArgument, GATTObjectTree.optionsArgument]) { [weak self] call in
                 guard let self else { throw DBusError(.failed, "bleadvd is stopping") }
                 let options = call.arguments[1].variantDictionary ?? [:]
-                try await self.admit(characteristic, id, options: options, to: "write")
+                try await self.admit(characteristic, id, central: Self.central(options), to: "write")
                 try await self.write(call.arguments[0].bytes ?? [], to: characteristic, id, at: path, options: options)
                 return []
             },
@@ -134,18 +134,21 @@ extension BlueZPeripheralManager: GATTServing {
         ])
     }
 
-    /// Refuses a central bleadvd does not admit (``admits``) a characteristic whose security
-    /// is not none, with the error bluetoothd answers as ATT's Insufficient Authorization;
-    /// logged once a central.
-    private func admit(_ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, options: [String: DBusValue], to action: String) throws {
-        guard characteristic.security != .none else { return }
-        let central = Self.central(options)
-        guard !admits(central) else { return }
+    /// Refuses `central` the `action` (a read, a write, its notifications) of a characteristic
+    /// whose security is not none when bleadvd does not admit it (``admits``), with `refusal`:
+    /// for a read or a write the error bluetoothd answers as ATT's Insufficient Authorization;
+    /// for `AcquireNotify` `Failed`, after which bluetoothd asks nothing more (it falls back to
+    /// `StartNotify` on any other error). Logged once a central and refusal.
+    func admit(
+        _ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, central: String, to action: String,
+        refusal: DBusError.Name = BlueZ.notAuthorized
+    ) throws {
+        guard characteristic.security != .none, !admits(central) else { return }
         if refusalsLogged.count >= Self.maximumLongReads { refusalsLogged.removeAll() }
-        if refusalsLogged.insert(central).inserted {
+        if refusalsLogged.insert(refusal == BlueZ.notAuthorized ? central : "\(refusal.rawValue) \(central)").inserted {
             logger.warning("GATT: refused \(Central.named(central)) the \(action) of \(id) (security \(characteristic.security.rawValue)): it did not bond in a bleadvd pairing window (bleadvctl pair --adopt lets an existing bond in)")
         }
-        throw DBusError(BlueZ.notAuthorized, "\(id) is served to centrals bonded in a bleadvd pairing window")
+        throw DBusError(refusal, "\(id) is served to centrals bonded in a bleadvd pairing window")
     }
 
     /// One central's long read of one characteristic.

@@ -29,11 +29,8 @@ import Peripheral
 /// (``NotifySocket/dropped``).
 struct NotifySocket {
     let characteristic: GATTCharacteristicID
-    let adapter: String
     /// Whether only centrals bleadvd admits may have its values (its security is not none).
     let secured: Bool
-    /// The link's ATT MTU when the central subscribed.
-    let mtu: Int
     /// bleadvd's end (bluetoothd holds the other).
     let descriptor: DBusFileDescriptor
     let watch: EventLoop.Watch
@@ -64,23 +61,16 @@ extension BlueZPeripheralManager {
 
     /// bluetoothd's `AcquireNotify`: a central turned `id`'s notifications on. A socket pair;
     /// bluetoothd gets one end and the MTU. A secured characteristic refuses a central bleadvd
-    /// does not admit with `Failed`, after which bluetoothd asks nothing more (it would fall
-    /// back to `StartNotify` on any other error).
+    /// does not admit (``admit(_:_:central:to:refusal:)``, with `Failed`).
     func acquireNotify(
         _ characteristic: GATTCharacteristic, _ id: GATTCharacteristicID, at path: DBusObjectPath, options: [String: DBusValue]
     ) throws -> [DBusValue] {
         let central = Self.central(options)
         guard !central.isEmpty else { throw DBusError(BlueZ.failed, "AcquireNotify names no device") }
-        guard let adapter = exports.first(where: { path.isDescendant(of: $0.key) })?.value.adapter else {
+        guard exports.keys.contains(where: { path.isDescendant(of: $0) }) else {
             throw DBusError(BlueZ.failed, "\(id) is no longer registered")
         }
-        if characteristic.security != .none, !admits(central) {
-            if refusalsLogged.count >= Self.maximumLongReads { refusalsLogged.removeAll() }
-            if refusalsLogged.insert("notify \(central)").inserted {
-                logger.warning("GATT: refused \(Central.named(central)) the notifications of \(id) (security \(characteristic.security.rawValue)): it did not bond in a bleadvd pairing window (bleadvctl pair --adopt lets an existing bond in)")
-            }
-            throw DBusError(BlueZ.failed, "\(id) is notified to centrals bonded in a bleadvd pairing window")
-        }
+        try admit(characteristic, id, central: central, to: "notifications", refusal: BlueZ.failed)
         endSocket(of: central, at: path, announce: false)
         guard notifySockets.values.reduce(0, { $0 + $1.count }) < Self.maximumNotifySockets else {
             logger.warning("GATT: refused \(Central.named(central)) the notifications of \(id): \(Self.maximumNotifySockets) notification sockets are open")
@@ -103,7 +93,7 @@ extension BlueZPeripheralManager {
         }
         let mtu = Int(options["mtu"]?.uint16 ?? 23)
         notifySockets[path, default: [:]][central] = NotifySocket(
-            characteristic: id, adapter: adapter, secured: characteristic.security != .none, mtu: mtu, descriptor: ours, watch: watch)
+            characteristic: id, secured: characteristic.security != .none, descriptor: ours, watch: watch)
         publish(.gatt(GATTEvent(id, .subscribed, central: central, mtu: mtu)))
         return [.unixFD(theirs), .uint16(UInt16(clamping: mtu))]
     }

@@ -29,20 +29,14 @@ extension Values {
             throw PeripheralError(.invalidValue, "\(values.isEmpty ? "no value given" : "\(values.count) values given"); one central is notified of one characteristic a call, e.g. \(entry.live.service.characteristics.first?.name ?? "level")=80")
         }
         let changed = try applying(values, to: name)
-        let notified = changed.service.characteristics.filter { values[$0.name] != nil }
-        if let silent = notified.first(where: { !$0.flags.contains(.notify) }) {
-            throw PeripheralError(.invalidValue, "\(name).\(silent.name) does not notify (flags has no \"notify\")")
+        guard let characteristic = changed.service.characteristics.first(where: { values[$0.name] != nil }) else {
+            throw PeripheralError(.unknownName, "\(name) has no characteristic \(PeripheralError.quoted(values.keys.first ?? ""))")
         }
-        for characteristic in notified.sorted(by: { $0.name < $1.name }) {
-            let id = GATTCharacteristicID(service: name, characteristic: characteristic.name)
-            do {
-                try await module.notify(characteristic.value, of: id, to: central.uppercased())
-            } catch let error as PeripheralError {
-                throw error
-            } catch {
-                throw PeripheralError(.failed, "\(error)")
-            }
+        guard characteristic.flags.contains(.notify) else {
+            throw PeripheralError(.invalidValue, "\(name).\(characteristic.name) does not notify (flags has no \"notify\")")
         }
+        let (module, id) = (module, GATTCharacteristicID(service: name, characteristic: characteristic.name))
+        try await PeripheralError.caught { try await module.notify(characteristic.value, of: id, to: central.uppercased()) }
         logger.info("\(name): notified \(central.uppercased()) alone of \(shown(values.keys, of: name, in: changed))")
     }
 }
