@@ -9,10 +9,16 @@ struct AuditTests {
     static let delay = BluetoothModule<ManualClock>.standardAuditDelay
     static let strayID = RegistrationID("/ad/stray")
 
-    /// A harness with heart on air, its audit due.
-    static func onAir() async throws -> Harness {
+    /// A harness with heart on air, its audit due; BlueZ answers it with `held` (none: all
+    /// agrees). The answer is scripted before the clock comes to the audit's time: the module's
+    /// own timer wakes then and may run the audit before the test's ``BluetoothModule/auditDue()``
+    /// (which then waits for it, and finds nothing more due), and both must see the same answer
+    /// (scripted after, 1 run in 60 saw the timer's audit take the agreeing answer first).
+    static func onAir(held: [RegistrationAudit] = [], script: (MockPeripheralManager) -> Void = { _ in }) async throws -> Harness {
         let h = await Harness()
         try await h.module.on("heart")
+        h.mock.scriptAudit(.always(.success(held)))
+        script(h.mock)
         h.clock.advance(by: delay)
         return h
     }
@@ -32,8 +38,7 @@ struct AuditTests {
 
     @Test("when all agrees, the audit changes nothing and leaves nothing scheduled")
     func agreementChangesNothing() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 1, held: [Harness.heartID])])))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 1, held: [Harness.heartID])])
 
         await h.module.auditDue()
 
@@ -46,8 +51,7 @@ struct AuditTests {
 
     @Test("an advertisement on air that the manager no longer holds is registered again")
     func missingIsRegisteredAgain() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 0, held: [])])))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 0, held: [])])
 
         await h.module.auditDue()
 
@@ -71,8 +75,7 @@ struct AuditTests {
 
     @Test("a registration no advertisement tracks is unregistered")
     func strayIsUnregistered() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 2, held: [Harness.heartID, Self.strayID])])))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 2, held: [Harness.heartID, Self.strayID])])
 
         await h.module.auditDue()
 
@@ -82,9 +85,7 @@ struct AuditTests {
 
     @Test("BlueZ counting fewer than are held: each is confirmed, and a dropped one registered again")
     func fewerCountedAreConfirmed() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 0, held: [Harness.heartID])])))
-        h.mock.scriptReregister(.always(.success(true)))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 0, held: [Harness.heartID])]) { $0.scriptReregister(.always(.success(true))) }
 
         await h.module.auditDue()
 
@@ -93,8 +94,7 @@ struct AuditTests {
 
     @Test("after a repair the module counts again a second later")
     func repairIsRecounted() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 2, held: [Harness.heartID, Self.strayID])])))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 2, held: [Harness.heartID, Self.strayID])])
 
         await h.module.auditDue()
 
@@ -103,8 +103,7 @@ struct AuditTests {
 
     @Test("a difference that comes back after every repair is fought three times, then reported")
     func repairsAreBounded() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 2, held: [Harness.heartID, Self.strayID])])))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 2, held: [Harness.heartID, Self.strayID])])
 
         for _ in 0..<5 {
             await h.module.auditDue()
@@ -117,8 +116,7 @@ struct AuditTests {
 
     @Test("more registered than bleadvd holds, none of them nameable: reported, not repaired")
     func unnameableIsReported() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 3, held: [Harness.heartID])])))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 3, held: [Harness.heartID])])
 
         await h.module.auditDue()
 
@@ -131,8 +129,7 @@ struct AuditTests {
 
     @Test("a reported difference is cleared when BlueZ agrees again")
     func reportClears() async throws {
-        let h = try await Self.onAir()
-        h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 3, held: [Harness.heartID])])))
+        let h = try await Self.onAir(held: [RegistrationAudit(adapter: "hci0", registered: 3, held: [Harness.heartID])])
         await h.module.auditDue()
         h.mock.scriptAudit(.always(.success([RegistrationAudit(adapter: "hci0", registered: 1, held: [Harness.heartID])])))
         try await h.module.off("heart")
@@ -146,7 +143,8 @@ struct AuditTests {
 
     @Test("no audit while BlueZ is absent")
     func noAuditWhileAbsent() async throws {
-        let h = try await Self.onAir()
+        let h = await Harness()
+        try await h.module.on("heart")
         await h.module.handle(.bluezVanished())
         h.clock.advance(by: Self.delay)
 
