@@ -30,8 +30,7 @@ struct PlainCommandTests {
 
         let all = vectors
         // Off the cooperative pool: a thousand of ArgumentParser's parses take seconds (30 under
-        // load), and on one of the pool's two threads they starved other suites' daemons (five
-        // ControlTests saw no READY=1 in 20 s, all ending as this test did).
+        // load), which one of the pool's two threads would not give other suites' daemons.
         let (recognized, disagreements): (Int, [String]) = await offThePool {
             var recognized = 0
             var disagreements: [String] = []

@@ -19,7 +19,7 @@ struct ArticleExampleTests {
 
     @Test("the example finds bluetoothd's owner, objects and adapter address, serves Hello, and hears InterfacesAdded")
     func example() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let peer = try await bluez(on: bus)
 
         let connection = try await DBusConnection.connect(to: .address(bus.address))

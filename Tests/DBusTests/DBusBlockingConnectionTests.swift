@@ -7,8 +7,8 @@ import TestSupport
 @Suite("Blocking calls through a real bus", .timeLimit(.minutes(1)))
 struct DBusBlockingConnectionTests {
     @Test("every type, nested, survives a blocking round trip through the bus and dbus-python")
-    func everyTypeRoundTrips() throws {
-        let session = try BlockingSession()
+    func everyTypeRoundTrips() async throws {
+        let session = try await BlockingSession()
         let connection = session.connection
 
         let echoed = try connection.callPeer("EchoAll", Fixtures.everyType)
@@ -17,8 +17,8 @@ struct DBusBlockingConnectionTests {
     }
 
     @Test("an error reply keeps the peer's error name and message")
-    func errorReply() throws {
-        let session = try BlockingSession()
+    func errorReply() async throws {
+        let session = try await BlockingSession()
         let connection = session.connection
 
         let error = #expect(throws: DBusError.self) { try connection.callPeer("Fail", [.string("nope")]) }
@@ -27,8 +27,8 @@ struct DBusBlockingConnectionTests {
     }
 
     @Test("a reply with an unexpected signature is an error naming both signatures")
-    func unexpectedReplySignature() throws {
-        let session = try BlockingSession()
+    func unexpectedReplySignature() async throws {
+        let session = try await BlockingSession()
         let connection = session.connection
 
         let error = #expect(throws: DBusError.self) { try connection.callPeer("Number", expecting: "s") }
@@ -37,8 +37,8 @@ struct DBusBlockingConnectionTests {
     }
 
     @Test("a call that outlives its timeout fails with NoReply and the next call works")
-    func callTimeout() throws {
-        let session = try BlockingSession()
+    func callTimeout() async throws {
+        let session = try await BlockingSession()
         let connection = session.connection
 
         let error = #expect(throws: DBusError.self) {
@@ -51,8 +51,8 @@ struct DBusBlockingConnectionTests {
     }
 
     @Test("a name nobody owns is ServiceUnknown, as bleadvctl reports a daemon that is not running")
-    func unknownDestination() throws {
-        let bus = try PrivateBus()
+    func unknownDestination() async throws {
+        let bus = try await PrivateBus()
         let connection = try DBusBlockingConnection(bus: .address(bus.address))
 
         let error = #expect(throws: DBusError.self) {
@@ -72,8 +72,8 @@ struct DBusBlockingConnectionTests {
     }
 
     @Test("a signal is refused by call() before anything is sent")
-    func signalIsNotACall() throws {
-        let bus = try PrivateBus()
+    func signalIsNotACall() async throws {
+        let bus = try await PrivateBus()
         let connection = try DBusBlockingConnection(bus: .address(bus.address))
 
         let error = #expect(throws: DBusError.self) {
@@ -91,9 +91,9 @@ private struct BlockingSession {
     let peer: PythonPeer
     let connection: DBusBlockingConnection
 
-    init() throws {
-        bus = try PrivateBus()
-        peer = try PythonPeer(bus: bus)
+    init() async throws {
+        bus = try await PrivateBus()
+        peer = try await PythonPeer(bus: bus)
         connection = try DBusBlockingConnection(bus: .address(bus.address))
     }
 }

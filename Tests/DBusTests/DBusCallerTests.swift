@@ -19,7 +19,7 @@ struct DBusCallerTests {
         let pokes: Recorder<String>
 
         init(for caller: (PrivateBus) async throws -> String) async throws {
-            bus = try PrivateBus()
+            bus = try await PrivateBus()
             connection = try await DBusConnection.connect(to: bus)
             let pokes = Recorder<String>()
             self.pokes = pokes
@@ -96,7 +96,7 @@ struct DBusCallerTests {
 
     @Test("an object exported for anyone still answers every sender")
     func openObjectsUnchanged() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let connection = try await DBusConnection.connect(to: bus)
         try await connection.export([DBusInterface(name: Self.interface, properties: [DBusProperty("Level", value: .int16(1))])], at: Self.path)
 

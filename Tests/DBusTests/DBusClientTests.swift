@@ -118,7 +118,7 @@ struct DBusClientTests {
 
     @Test("input libdbus would abort on is refused before it is sent, and the connection stays usable")
     func invalidInputIsRefused() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let connection = try await DBusConnection.connect(to: bus)
         let bad: [DBusMessage] = [
             .methodCall(destination: "test.peer", path: "/peer", interface: "test.Peer", member: "Bad.Member"),

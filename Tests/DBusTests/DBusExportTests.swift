@@ -24,7 +24,7 @@ struct DBusExportTests {
         let received: Recorder<[DBusValue]>
 
         init() async throws {
-            bus = try PrivateBus()
+            bus = try await PrivateBus()
             connection = try await DBusConnection.connect(to: bus)
             let received = Recorder<[DBusValue]>()
             self.received = received
@@ -145,7 +145,7 @@ struct DBusExportTests {
 
     @Test("a write-only property takes a Set but is left out of Get, GetAll and the object manager")
     func writeOnlyProperty() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let connection = try await DBusConnection.connect(to: bus)
         await connection.exportObjectManager(at: .root)
         try await connection.export([DBusInterface(

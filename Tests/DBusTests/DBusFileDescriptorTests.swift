@@ -22,7 +22,7 @@ struct DBusFileDescriptorTests {
     }
 
     static func acquiring() async throws -> Acquiring {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let service = try await DBusConnection.connect(to: bus)
         let client = try await DBusConnection.connect(to: bus)
         var ends: [Int32] = [-1, -1]

@@ -53,7 +53,7 @@ struct DBusSignalTests {
 
     @Test("signals a stranger addresses to the connection that nothing there takes are not unpacked, however large: only the one a subscription takes is")
     func untakenSignalsNotUnpacked() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let connection = try await DBusConnection.connect(to: bus)
         let stranger = try await DBusConnection.connect(to: bus)
         var wanted = try await connection.signals(matching: DBusMatchRule(interface: "org.bleadvd.Test", member: "Wanted")).makeAsyncIterator()
@@ -71,7 +71,7 @@ struct DBusSignalTests {
 
     @Test("requesting a free name makes this connection its owner")
     func requestName() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let connection = try await DBusConnection.connect(to: bus)
         let observer = try await DBusConnection.connect(to: bus)
 
@@ -83,7 +83,7 @@ struct DBusSignalTests {
 
     @Test("requesting a name someone owns fails instead of queueing, naming the owner")
     func requestTakenName() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let first = try await DBusConnection.connect(to: bus)
         let second = try await DBusConnection.connect(to: bus)
         try await first.requestName("org.bleadvd.Test")
@@ -96,7 +96,7 @@ struct DBusSignalTests {
 
     @Test("a subscription by well-known sender fails when the bus will not say who owns the name")
     func ownerUnknownFailsTheSubscription() async throws {
-        let bus = try PrivateBus.refusingGetNameOwner()
+        let bus = try await PrivateBus.refusingGetNameOwner()
         let connection = try await DBusConnection.connect(to: bus)
 
         let error = await #expect(throws: DBusError.self) {
@@ -108,7 +108,7 @@ struct DBusSignalTests {
 
     @Test("closing the connection finishes its signal streams")
     func closeFinishesStreams() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let connection = try await DBusConnection.connect(to: bus)
         var ticks = try await connection.signals(matching: DBusMatchRule(member: "Ticked")).makeAsyncIterator()
 

@@ -366,7 +366,7 @@ struct BlueZContractTests {
         let first = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0").generation
 
         session.standIn.crash()
-        session.standIn = try BlueZStandIn(bus: session.bus, adapters: [])
+        session.standIn = try await BlueZStandIn(bus: session.bus, adapters: [])
         try await session.control("AddAdapter", [.string("hci0")])
 
         let seen = try await events.next(3)
@@ -396,7 +396,7 @@ struct BlueZContractTests {
         let events = await EventLog.reading(try await session.manager.events())
         let id = try await session.manager.register(.advertisement(Self.thermometer), on: "hci0")
         session.standIn.crash()
-        session.standIn = try BlueZStandIn(bus: session.bus)
+        session.standIn = try await BlueZStandIn(bus: session.bus)
         _ = try await events.next(2)
 
         let error = await #expect(throws: PeripheralError.self) {
@@ -412,7 +412,7 @@ struct BlueZContractTests {
 struct BlueZRefusalTests {
     @Test("events() fails when the bus will not let BlueZ be watched")
     func eventsFailWhenTheBusRefuses() async throws {
-        let bus = try PrivateBus.refusingGetNameOwner()
+        let bus = try await PrivateBus.refusingGetNameOwner()
         let manager = BlueZPeripheralManager(connection: try await DBusConnection.connect(to: .address(bus.address)))
 
         await #expect(throws: DBusError.self) { _ = try await manager.events() }

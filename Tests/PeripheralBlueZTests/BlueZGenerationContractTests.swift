@@ -16,7 +16,7 @@ struct BlueZGenerationContractTests {
     /// whether it did.
     static func activatingSession() async throws -> (session: StandInSession, marker: URL) {
         let marker = FileManager.default.temporaryDirectory.appendingPathComponent("bluez-activated-\(UUID().uuidString)")
-        let bus = try PrivateBus(activatable: ["org.bluez": BlueZStandIn.activation(adapters: ["hci0"], marker: marker)])
+        let bus = try await PrivateBus(activatable: ["org.bluez": BlueZStandIn.activation(adapters: ["hci0"], marker: marker)])
         return (try await StandInSession(bus: bus), marker)
     }
 
@@ -115,7 +115,7 @@ struct BlueZGenerationContractTests {
         let events = await EventLog.reading(try await session.manager.events())
         let first = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")
         session.standIn.crash()
-        session.standIn = try BlueZStandIn(bus: session.bus)
+        session.standIn = try await BlueZStandIn(bus: session.bus)
         _ = try await events.next(2)
 
         let second = try await session.manager.register(.advertisement(BlueZContractTests.thermometer), on: "hci0")

@@ -266,7 +266,7 @@ struct BlueZPairingContractTests {
 
         try await session.removeDevice(Self.phone)
         session.standIn.crash()
-        session.standIn = try BlueZStandIn(bus: session.bus)
+        session.standIn = try await BlueZStandIn(bus: session.bus)
         // A removal by the new bluetoothd, checked after the first: its event closes the look.
         try await session.control("AddDevice", [.string("hci0"), .string(Self.other), .string(""), .boolean(true)])
         try await session.removeDevice(Self.other)

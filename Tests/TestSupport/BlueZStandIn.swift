@@ -13,11 +13,10 @@ public final class BlueZStandIn: @unchecked Sendable {
         .appendingPathComponent("Peers/bluez_standin.py")
 
     /// Starts a stand-in owning org.bluez on `bus`, with the named adapters (none: none until AddAdapter).
-    public init(bus: PrivateBus, adapters: [String] = ["hci0"]) throws {
-        process = try Child("/usr/bin/python3", [Self.script.path, bus.address] + adapters, captureErrors: false)
-        let line = try PrivateBus.readLine(from: process.stdout)
-        guard line.hasPrefix("ready ") else { throw TestFailure("stand-in said \(line)") }
-        uniqueName = String(line.dropFirst("ready ".count))
+    /// Python's start takes seconds on a loaded machine: it is awaited on a thread of its own,
+    /// never on one of the cooperative pool's (``PrivateBus/init(systemPolicy:activatable:)``).
+    public init(bus: PrivateBus, adapters: [String] = ["hci0"]) async throws {
+        (process, uniqueName) = try await startPeer(Self.script.path, [bus.address] + adapters, calling: "stand-in")
     }
 
     /// The command line that starts a stand-in with `adapters` when the bus activates org.bluez
@@ -32,3 +31,14 @@ public final class BlueZStandIn: @unchecked Sendable {
     }
 }
 
+
+/// Starts the Python peer `script` with `arguments` on a thread of its own, and waits there for
+/// its first line, "ready UNIQUE-NAME": its process and its unique name on the bus.
+public func startPeer(_ script: String, _ arguments: [String], calling role: String) async throws -> (Child, String) {
+    try await offThePool {
+        let process = try Child("/usr/bin/python3", [script] + arguments, captureErrors: false)
+        let line = try PrivateBus.readLine(from: process.stdout)
+        guard line.hasPrefix("ready ") else { throw TestFailure("\(role) said \(line)") }
+        return (process, String(line.dropFirst("ready ".count)))
+    }
+}

@@ -17,8 +17,24 @@ public final class PrivateBus: @unchecked Sendable {
     /// (no one may own names or call methods unless a rule allows it) plus those policy files.
     /// `activatable` maps well-known names to the command line the bus runs to start their
     /// owner when a call for one finds none (bus activation, as org.bluez is under systemd).
-    public init(systemPolicy: [String]? = nil, activatable: [String: String] = [:]) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-bus-\(UUID().uuidString)")
+    ///
+    /// All of it (files written and synced, the daemon started, its address awaited: seconds on
+    /// a loaded machine) runs on a thread of its own: a test's start must not hold one of the
+    /// cooperative pool's two threads, which the daemons of other tests, awaited with a
+    /// deadline, need meanwhile (five ControlTests saw no READY=1 in 20 s while both threads
+    /// waited on programs' first lines, beside the test bed's image build).
+    public convenience init(systemPolicy: [String]? = nil, activatable: [String: String] = [:]) async throws {
+        let (folder, process, address) = try await offThePool { try Self.start(systemPolicy: systemPolicy, activatable: activatable) }
+        self.init(folder: folder, process: process, address: address)
+    }
+
+    private init(folder: URL, process: Child, address: String) {
+        (self.folder, self.process, self.address) = (folder, process, address)
+        Self.tally()
+    }
+
+    private static func start(systemPolicy: [String]?, activatable: [String: String]) throws -> (URL, Child, String) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         // Other users (the unprivileged caller of a policy test) must reach the socket.
         chmod(folder.path, 0o755)
@@ -65,12 +81,11 @@ public final class PrivateBus: @unchecked Sendable {
             </busconfig>
             """.write(to: config, atomically: true, encoding: .utf8)
         // dbus-daemon complains on stderr that it cannot raise its fd limit; that is expected.
-        process = try Child(
+        let process = try Child(
             "/usr/bin/dbus-daemon",
             ["--config-file=\(config.path)", "--nofork", "--nopidfile", "--print-address=1"],
             captureErrors: false)
-        address = try Self.readLine(from: process.stdout)
-        Self.tally()
+        return (folder, process, try readLine(from: process.stdout))
     }
 
     /// With `BLEADVD_BUS_TALLY` set to a file, appends the running test's id to it: which tests
@@ -87,7 +102,7 @@ public final class PrivateBus: @unchecked Sendable {
 
     /// A bus with the system bus's default policy that also refuses `GetNameOwner`, so that a
     /// connection cannot learn who owns a name (to test what follows from that).
-    public static func refusingGetNameOwner() throws -> PrivateBus {
+    public static func refusingGetNameOwner() async throws -> PrivateBus {
         let policy = FileManager.default.temporaryDirectory.appendingPathComponent("deny-owner-\(UUID().uuidString).conf")
         try """
             <busconfig><policy context="default">
@@ -95,7 +110,7 @@ public final class PrivateBus: @unchecked Sendable {
             </policy></busconfig>
             """.write(to: policy, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: policy) }
-        return try PrivateBus(systemPolicy: [policy.path])
+        return try await PrivateBus(systemPolicy: [policy.path])
     }
 
     deinit {

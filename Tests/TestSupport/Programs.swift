@@ -110,8 +110,10 @@ public final class NotifySocket: @unchecked Sendable {
     }
 
     /// Waits (off the cooperative pool) until a message containing `text` arrived.
-    /// - Throws: when none did within `limit`.
-    public func waitFor(_ text: String, within limit: Duration = .seconds(20)) async throws {
+    /// - Throws: when none did within `limit`, a guard against a hang as ``eventually(_:within:every:isolation:_:)``'s
+    ///   is: an in-process daemon's READY=1, which takes a fraction of a second alone, took over
+    ///   20 s beside the test bed's image build.
+    public func waitFor(_ text: String, within limit: Duration = .seconds(60)) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread.detachNewThread { [self] in
                 let deadline = ContinuousClock.now + limit
@@ -155,5 +157,13 @@ extension FileHandle {
 public func offThePool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         Thread.detachNewThread { continuation.resume(returning: work()) }
+    }
+}
+
+/// `work`'s result or error, computed on a thread of its own (see the non-throwing form): a
+/// program's start, which waits for the program's first line.
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
     }
 }

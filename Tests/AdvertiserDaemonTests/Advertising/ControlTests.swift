@@ -238,7 +238,7 @@ struct ControlTests {
 
     @Test("with no daemon on the bus, bleadvctl exits 3 at once: a command, and watch, which would wait for good", arguments: ["status", "watch"])
     func notRunning(_ command: String) async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
 
         let result = try await runProgram(product("bleadvctl"), [command], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
 

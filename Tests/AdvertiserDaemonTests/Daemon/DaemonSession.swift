@@ -93,7 +93,7 @@ struct DaemonSession {
         let controlBus: any ControlBus
         var scratch = scratch
         if onDBus || bus != nil {
-            let dbus = try bus ?? PrivateBus()
+            let dbus = if let bus { bus } else { try await PrivateBus() }
             let connection = try await DBusConnection.connect(to: .address(dbus.address))
             (self.dbus, self.connection, embedded, folder) = (dbus, connection, nil, scratch?.url ?? dbus.folder)
             controlBus = DBusControlBus(connection: connection)

@@ -46,8 +46,8 @@ struct DeadlineTests {
 
     @Test("READY and stop keep their deadlines against a BlueZ stand-in that stops answering")
     func deadlinesHoldAgainstAFrozenBluetoothd() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let connection = try await DBusConnection.connect(to: .address(bus.address))
         _ = try await connection.call(destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "Hang")
         let notify = try NotifySocket(in: bus.folder)

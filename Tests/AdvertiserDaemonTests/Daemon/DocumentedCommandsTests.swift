@@ -78,7 +78,7 @@ struct DocumentedCommandsTests {
 
     @Test("each bleadvctl command line is one bleadvctl accepts: without a daemon it says bleadvd is not running, never a usage error", arguments: shellBlocks)
     func commandLinesParse(_ block: Block) async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let directory = URL(fileURLWithPath: product("bleadvctl")).deletingLastPathComponent().path
         for command in Self.commands(block) {
             let result = try await runProgram("/bin/sh", ["-c", command], environment: [

@@ -32,8 +32,8 @@ struct HostileCallTests {
 
     @Test("each hostile call gets its one-line error; bleadvd stays up and nothing on air changes")
     func hostileCalls() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.config)
         try await notify.waitFor("READY=1")
         let observer = try await DBusConnection.connect(to: .address(bus.address))

@@ -33,8 +33,8 @@ struct LoadTests {
         let observer: DBusConnection
 
         init(config: String = LoadTests.config) async throws {
-            bus = try PrivateBus()
-            standIn = try BlueZStandIn(bus: bus)
+            bus = try await PrivateBus()
+            standIn = try await BlueZStandIn(bus: bus)
             let notify: NotifySocket
             (daemon, notify, _) = try startBleadvd(on: bus, config: config, captureErrors: false)
             try await notify.waitFor("READY=1")

@@ -24,7 +24,7 @@ struct PolicyTests {
 
     @Test("root may own the name and call On")
     func rootMayCallOn() async throws {
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [Self.policy]))
 
         let result = try await call(session, "On", ["array:string:door"])
 
@@ -35,7 +35,7 @@ struct PolicyTests {
     @Test("an unprivileged user gets AccessDenied for each method the contract keeps to root and its group",
           arguments: ControlAPI.Method.all.filter { $0.access != .everyone })
     func othersAreDenied(method: ControlAPI.Method) async throws {
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [Self.policy]))
 
         let result = try await call(session, method.name, as: "nobody")
 
@@ -46,7 +46,7 @@ struct PolicyTests {
     @Test("an unprivileged user may call each method the contract opens to everyone",
           arguments: ControlAPI.Method.all.filter { $0.access == .everyone })
     func othersMayRead(method: ControlAPI.Method) async throws {
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [Self.policy]))
 
         let result = try await call(session, method.name, as: "nobody")
 
@@ -55,7 +55,7 @@ struct PolicyTests {
 
     @Test("an unprivileged user gets AccessDenied for a member the contract does not have")
     func othersAreDeniedUnknownMembers() async throws {
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [Self.policy]))
 
         let result = try await call(session, "Frobnicate", as: "nobody")
 
@@ -95,7 +95,7 @@ struct PolicyTests {
           arguments: Self.beyondTheControlAPI.indices)
     func othersAreDeniedTheBlueZObjects(index: Int) async throws {
         let (path, member, arguments) = Self.beyondTheControlAPI[index]
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [Self.policy]))
 
         let result = try await send(session, path: path, member, arguments, as: "nobody")
 
@@ -108,7 +108,7 @@ struct PolicyTests {
         let (path, member, arguments) = Self.beyondTheControlAPI[index]
         let file = try Self.policyForNogroup()
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [file]))
 
         let result = try await send(session, path: path, member, arguments, as: "nobody")
 
@@ -121,7 +121,7 @@ struct PolicyTests {
     @Test("root reaches the interfaces bluetoothd calls back, and bleadvd answers for them", arguments: Self.bluetoothdCalls.indices)
     func rootReachesTheBlueZObjects(index: Int) async throws {
         let (path, member, arguments) = Self.bluetoothdCalls[index]
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [Self.policy]))
 
         let result = try await send(session, path: path, member, arguments, as: "root")
 
@@ -133,7 +133,7 @@ struct PolicyTests {
 
     @Test("root is refused by the bus the control interface at another path")
     func rootIsDeniedOtherPaths() async throws {
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [Self.policy]))
 
         let result = try await send(session, path: "/org/bleadvd/Other", "org.bleadvd.Advertiser1.Off", [], as: "root")
 
@@ -159,7 +159,7 @@ struct PolicyTests {
         let file = try Self.policyForNogroup()
         defer { try? FileManager.default.removeItem(atPath: file) }
         // bleadvd trusts nogroup's members as it trusts group bleadvd's (Subscribe asks).
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]), trusts: { _ in true })
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [file]), trusts: { _ in true })
 
         let result = try await call(session, method.name, as: "nobody")
 
@@ -171,7 +171,7 @@ struct PolicyTests {
     func groupIsDeniedRootsMethods(method: ControlAPI.Method) async throws {
         let file = try Self.policyForNogroup()
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let session = try await DaemonSession(bus: try PrivateBus(systemPolicy: [file]))
+        let session = try await DaemonSession(bus: try await PrivateBus(systemPolicy: [file]))
 
         let result = try await call(session, method.name, as: "nobody")
 
@@ -262,7 +262,7 @@ struct PolicyTests {
     @Test("a local user outside root and group bleadvd listening to the daemon hears none of a link's signals (Connected, LinkChanged, Subscription, Written, Disconnected), which root hears: who is connected is the owner's business",
           .timeLimit(.minutes(1)))
     func othersDoNotHearWhoIsConnected() async throws {
-        let session = try await linkSession(try PrivateBus(systemPolicy: [Self.policy]))
+        let session = try await linkSession(try await PrivateBus(systemPolicy: [Self.policy]))
         let root = try await listener(session, as: "root")
         let stranger = try await listener(session, as: "nobody")
         defer { root.kill(SIGTERM); stranger.kill(SIGTERM) }
@@ -294,7 +294,7 @@ struct PolicyTests {
     func groupAndUserHearWhoIsConnected(section: String, nobodys: String) async throws {
         let file = try Self.policy(giving: section, to: nobodys)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let session = try await linkSession(try PrivateBus(systemPolicy: [file]))
+        let session = try await linkSession(try await PrivateBus(systemPolicy: [file]))
         let member = try await listener(session, as: "nobody")
         defer { member.kill(SIGTERM) }
         try await prime(session, member)
@@ -313,7 +313,7 @@ struct PolicyTests {
     /// bluetooth.
     static let lockdown = ContractTests.repository.appendingPathComponent("systemd/bluez-lockdown.conf").path
 
-    static func bluezBus(lockdown: Bool = false) throws -> PrivateBus {
+    static func bluezBus(lockdown: Bool = false) async throws -> PrivateBus {
         let policy = try String(contentsOfFile: Self.policy, encoding: .utf8)
             .replacingOccurrences(of: "<policy user=\"bleadvd\">", with: "<policy user=\"nobody\">")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bleadvd-policy-\(UUID())")
@@ -329,7 +329,7 @@ struct PolicyTests {
               <policy context="default"><allow send_destination="org.bluez"/></policy>
             </busconfig>
             """.write(toFile: bluez, atomically: true, encoding: .utf8)
-        return try PrivateBus(systemPolicy: [bluez] + (lockdown ? [Self.lockdown] : []) + [ours])
+        return try await PrivateBus(systemPolicy: [bluez] + (lockdown ? [Self.lockdown] : []) + [ours])
     }
 
     func callBlueZ(_ bus: PrivateBus, _ interface: String, _ member: String, as user: String) async throws -> ProgramResult {
@@ -339,8 +339,8 @@ struct PolicyTests {
 
     @Test("user bleadvd may call each BlueZ method bleadvd calls", arguments: BlueZ.Method.allCases)
     func bleadvdMayCallItsBlueZMethods(method: BlueZ.Method) async throws {
-        let bus = try Self.bluezBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await Self.bluezBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         defer { withExtendedLifetime(standIn) {} }
 
         let result = try await callBlueZ(bus, method.interface, method.member, as: "nobody")
@@ -353,8 +353,8 @@ struct PolicyTests {
         ("org.freedesktop.DBus.Properties", "Get"), ("org.bluez.AgentManager1", "Frobnicate"),
     ])
     func bleadvdIsDeniedOtherBlueZMethods(interface: String, member: String) async throws {
-        let bus = try Self.bluezBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await Self.bluezBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         defer { withExtendedLifetime(standIn) {} }
 
         let denied = try await callBlueZ(bus, interface, member, as: "nobody")
@@ -371,9 +371,9 @@ struct PolicyTests {
 
     @Test("with the lockdown drop-in a local user may not register an agent, set an adapter's property or remove a device; without it, BlueZ's policy lets it", arguments: doors)
     func lockdownClosesTheDoors(interface: String, member: String) async throws {
-        let open = try Self.bluezBus()
-        let closed = try Self.bluezBus(lockdown: true)
-        let standIns = try [BlueZStandIn(bus: open), BlueZStandIn(bus: closed)]
+        let open = try await Self.bluezBus()
+        let closed = try await Self.bluezBus(lockdown: true)
+        let standIns = [try await BlueZStandIn(bus: open), try await BlueZStandIn(bus: closed)]
         defer { withExtendedLifetime(standIns) {} }
 
         let before = try await callBlueZ(open, interface, member, as: "daemon")
@@ -387,8 +387,8 @@ struct PolicyTests {
 
     @Test("with the lockdown drop-in user bleadvd still calls each BlueZ method bleadvd calls", arguments: BlueZ.Method.allCases)
     func lockdownKeepsBleadvd(method: BlueZ.Method) async throws {
-        let bus = try Self.bluezBus(lockdown: true)
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await Self.bluezBus(lockdown: true)
+        let standIn = try await BlueZStandIn(bus: bus)
         defer { withExtendedLifetime(standIn) {} }
 
         let result = try await callBlueZ(bus, method.interface, method.member, as: "nobody")
@@ -406,7 +406,7 @@ struct PolicyTests {
 
     @Test("user bleadvd may call the join helper's Join, and another user is refused by the bus")
     func onlyBleadvdMayJoin() async throws {
-        let bus = try Self.bluezBus()
+        let bus = try await Self.bluezBus()
         let helper = try await DBusConnection.connect(to: .address(bus.address))
         // nobody plays user bleadvd here, for the policy and for the helper.
         let nobody = try #require(getpwnam("nobody")).pointee.pw_uid
@@ -426,7 +426,7 @@ struct PolicyTests {
 
     @Test("only root may own the join helper's name: not user bleadvd")
     func onlyRootOwnsTheHelperName() async throws {
-        let bus = try Self.bluezBus()
+        let bus = try await Self.bluezBus()
 
         let result = try await runProgram("/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/dbus-send", "--bus=\(bus.address)", "--print-reply",
                                                                 "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.RequestName",

@@ -32,7 +32,7 @@ struct ProcessTests {
 
     @Test("a bad config at start exits 2 with FILE:LINE: KEY on stderr")
     func badConfigAtStart() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let path = bus.folder.appendingPathComponent("bad.toml").path
         try "[advertisement.heart]\nlocal_name = \"x\"\nmajor = 1\n".write(toFile: path, atomically: true, encoding: .utf8)
 
@@ -46,7 +46,7 @@ struct ProcessTests {
         "[advertisement.heart]\nlocal_name = \"x\"\n", "[improv]\njoin = \"/usr/local/bin/join-wifi\"\n",
     ])
     func joinHelperRefusesWithoutImprov(config: String) async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let path = bus.folder.appendingPathComponent("bleadvd.toml").path
         try config.write(toFile: path, atomically: true, encoding: .utf8)
 
@@ -81,7 +81,7 @@ struct ProcessTests {
          "bleadvd: The value '\\u{1B}]0;PWNED\\u{7}' is invalid for '--log-level <level>'. Please provide one of the following:\\n  - trace\\n  - debug\\n  - info\\n  - notice\\n  - warning\\n  - error\\n  - critical (see 'bleadvd --help')\n"),
     ])
     func badCommandLine(arguments: [String], message: String) async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
 
         let result = try await runProgram(product("bleadvd"), arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
 
@@ -91,15 +91,15 @@ struct ProcessTests {
 
     @Test("signals bleadvd does not act on are logged and ignored, and it still stops cleanly on SIGTERM")
     func otherSignalsIgnored() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus)
         try await notify.waitFor("READY=1")
 
         for signal in [SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU] { kill(daemon.pid, signal) }
         let list = try await runProgram(product("bleadvctl"), ["list"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         kill(daemon.pid, SIGTERM)
-        let status = await Task.detached { daemon.wait() }.value
+        let status = await daemon.exitStatus()
 
         #expect(list.output == "heart\n")
         #expect(status == 0)
@@ -112,8 +112,8 @@ struct ProcessTests {
 
     @Test("once ready, at the default log level, most of bleadvd's pages of the loader's relocations are no longer resident, and what runs next (a list, a reload) still works")
     func readOnlyPagesDropped() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.config)
         try await notify.waitFor("READY=1")
 
@@ -121,7 +121,7 @@ struct ProcessTests {
         let reload = try await runProgram(product("bleadvctl"), ["reload"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         let relocations = try await residentPages(of: ".rela.dyn", in: product("bleadvd"), pid: daemon.pid)
         kill(daemon.pid, SIGTERM)
-        let status = await Task.detached { daemon.wait() }.value
+        let status = await daemon.exitStatus()
 
         // ld.so reads every page of them at start, and nothing after: all resident, they were not
         // dropped. (A fault beside them, in the PLT, maps up to 16 of their pages again: the
@@ -136,8 +136,8 @@ struct ProcessTests {
 
     @Test("a page of bleadvd's file that was written in the process, as a debugger's breakpoint is, stays its own when a reload drops the read-only pages")
     func writtenPagesKept() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.config)
         try await notify.waitFor("READY=1")
         let pages = try await sectionPages(of: ".rela.dyn", in: product("bleadvd"), pid: daemon.pid)
@@ -156,7 +156,7 @@ struct ProcessTests {
         let reload = try await runProgram(product("bleadvctl"), ["reload"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         let after = try pagemapEntry(pid: daemon.pid, page: page)
         kill(daemon.pid, SIGTERM)
-        _ = await Task.detached { daemon.wait() }.value
+        _ = await daemon.exitStatus()
 
         #expect(reload.status == 0)
         #expect(after & Self.presentNotFile == Self.present, "the written page was dropped: pagemap \(String(after, radix: 16))")
@@ -205,8 +205,8 @@ struct ProcessTests {
 
     @Test("a log line written after stderr's reader went away does not kill bleadvd (SIGPIPE)")
     func closedStandardError() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus)
         try await notify.waitFor("READY=1")
 
@@ -214,7 +214,7 @@ struct ProcessTests {
         kill(daemon.pid, SIGUSR1)
         let list = try await runProgram(product("bleadvctl"), ["list"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
         kill(daemon.pid, SIGTERM)
-        let status = await Task.detached { daemon.wait() }.value
+        let status = await daemon.exitStatus()
 
         #expect(list.output == "heart\n")
         #expect(status == 0)
@@ -223,13 +223,13 @@ struct ProcessTests {
 
     @Test("when the system bus goes away, bleadvd exits 1 at once with one line saying so, and bleadvctl exits 3")
     func busLost() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus)
         try await notify.waitFor("READY=1")
 
         bus.stop()
-        let status = await Task.detached { daemon.wait() }.value
+        let status = await daemon.exitStatus()
         let client = try await runProgram(product("bleadvctl"), ["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
 
         let errors = String(decoding: daemon.stderr?.readToEndRetrying() ?? Data(), as: UTF8.self)
@@ -242,8 +242,8 @@ struct ProcessTests {
 
     @Test("READY=1 comes once the enabled advertisements are registered with BlueZ")
     func readyAfterRegistration() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus)
 
         try await notify.waitFor("READY=1")
@@ -255,8 +255,8 @@ struct ProcessTests {
 
     @Test("READY=1 still comes when BlueZ refuses, with STATUS saying why")
     func readyWithReasonWhenRefused() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let control = try await DBusConnection.connect(to: .address(bus.address))
         _ = try await control.call(
             destination: "org.bluez", path: "/test", interface: "test.StandIn", member: "SetFreeInstances",
@@ -272,8 +272,8 @@ struct ProcessTests {
 
     @Test("when systemd asks for a watchdog, WATCHDOG=1 comes")
     func watchdog() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus, environment: ["WATCHDOG_USEC": "200000"])
         try await notify.waitFor("READY=1")
 
@@ -285,13 +285,13 @@ struct ProcessTests {
     // How long it may take is ShutdownTests' business, on the injected clock.
     @Test("SIGTERM unregisters everything, says STOPPING=1 and exits 0")
     func sigtermCleansUp() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus)
         try await notify.waitFor("READY=1")
 
         kill(daemon.pid, SIGTERM)
-        let status = await Task.detached { daemon.wait() }.value
+        let status = await daemon.exitStatus()
 
         #expect(status == 0)
         #expect(try await advertisementsHeld(on: bus) == 0)
@@ -301,8 +301,8 @@ struct ProcessTests {
 
     @Test("SIGHUP with a bad config keeps everything on air")
     func sighupBadConfig() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, path) = try startDaemon(bus)
         try await notify.waitFor("READY=1")
         try "[advertisement.heart\n".write(toFile: path, atomically: true, encoding: .utf8)
@@ -319,8 +319,8 @@ struct ProcessTests {
 
     @Test("a reload of a file that crashes the TOML parser (found by libFuzzer) is refused, and bleadvd stays up")
     func reloadParserCrash() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, path) = try startDaemon(bus)
         try await notify.waitFor("READY=1")
         try "\n[\n\n".write(toFile: path, atomically: true, encoding: .utf8)
@@ -337,10 +337,10 @@ struct ProcessTests {
 
     @Test("a file that crashes the TOML parser at start is a config error: exit 2 and one line")
     func startParserCrash() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let (daemon, _, path) = try startDaemon(bus, config: "\n[\n\n")
 
-        let status = await Task.detached { daemon.wait() }.value
+        let status = await daemon.exitStatus()
 
         let errors = String(decoding: daemon.stderr?.readToEndRetrying() ?? Data(), as: UTF8.self)
         #expect(status == 2)
@@ -353,8 +353,8 @@ struct ProcessTests {
 
     @Test("with no encryption key in its config, bleadvd never loads libcrypto")
     func noLibCryptoWithoutAKey() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus)
 
         try await notify.waitFor("READY=1")
@@ -367,8 +367,8 @@ struct ProcessTests {
     @Test("with an encryption key, bleadvd loads libcrypto and the sensor goes to BlueZ sealed for the adapter's address")
     func libCryptoForAKey() async throws {
         let key = "231d39c1d7cc1ab1aee224cd096db932"
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startDaemon(bus, config: """
             [advertisement.kitchen.bthome]
             temperature = 21.5

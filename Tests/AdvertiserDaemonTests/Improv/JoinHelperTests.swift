@@ -53,7 +53,7 @@ struct JoinHelperTests {
 
     @Test("a join reaches the helper's joiner with the SSID and password as sent, and the address it got comes back")
     func joinReachesTheHelper() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let joiner = Joiner(.success("192.168.4.2"))
         let (helperJoiner, _) = try await Self.helper(joiner, on: bus)
 
@@ -65,7 +65,7 @@ struct JoinHelperTests {
 
     @Test("a join the helper could not make fails with the helper's reason, as a join through NetworkManager would")
     func failureComesBack() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let joiner = Joiner(.failure(NetworkManagerFailure(description: "NetworkManager could not connect: no network of that name in range")))
         let (helperJoiner, _) = try await Self.helper(joiner, on: bus)
 
@@ -81,7 +81,7 @@ struct JoinHelperTests {
             (Array("Home".utf8), Array("x\"\rremove_network 0\rsave_config ".utf8), "a WPA password is 8 to 63 printable ASCII characters"),
         ])
     func credentialsRefused(ssid: [UInt8], password: [UInt8], reason: String) async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let joiner = Joiner(.success(nil))
         _ = try await Self.helper(joiner, on: bus)
         let caller = try await DBusConnection.connect(to: .address(bus.address))
@@ -99,7 +99,7 @@ struct JoinHelperTests {
 
     @Test("the helper serves one join and ends")
     func helperEndsAfterAJoin() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let (helperJoiner, served) = try await Self.helper(Joiner(.success(nil)), on: bus)
 
         _ = try await helperJoiner.join(Self.home)
@@ -109,7 +109,7 @@ struct JoinHelperTests {
 
     @Test("a Join from a user who is not bleadvd's is refused with AccessDenied, NetworkManager is asked nothing, and the helper ends at once")
     func strangerRefused() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let joiner = Joiner(.success(nil))
         let (helperJoiner, served) = try await Self.helper(joiner, on: bus, accepting: { _ in false })
 
@@ -142,7 +142,7 @@ struct JoinHelperTests {
         let clock = ManualClock()
         let joiner = SlowJoiner()
         let logs = LogLines()
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         let (helperJoiner, served) = try await Self.helper(joiner, on: bus, clock: clock, logs: logs)
         let joining = Task { try await helperJoiner.join(Self.home) }
         for await _ in joiner.started { break }
@@ -159,7 +159,7 @@ struct JoinHelperTests {
     @Test("a helper nobody asks ends after its idle time")
     func helperEndsUnasked() async throws {
         let clock = ManualClock()
-        let (_, served) = try await Self.helper(Joiner(.success(nil)), on: try PrivateBus(), clock: clock)
+        let (_, served) = try await Self.helper(Joiner(.success(nil)), on: try await PrivateBus(), clock: clock)
 
         await clock.waitForSleepers(1)
         clock.advance(by: JoinHelper.idle)

@@ -95,7 +95,11 @@ struct PairingTests {
             mock.scriptAgent()
         }
 
-        try await eventually("the agent was registered") { !session.mock.calls.registeredAgents.isEmpty }
+        // The window closes (Pairable false) just after the agent is registered, on the daemon's
+        // thread: both are awaited, or a loaded machine sees the one without the other.
+        try await eventually("the agent was registered and the adapter closed to new bonds") {
+            !session.mock.calls.registeredAgents.isEmpty && !session.mock.calls.pairable.isEmpty
+        }
         #expect(session.mock.calls.pairable.map(\.pairable) == [false])
     }
 

@@ -28,8 +28,8 @@ struct RotationProcessTests {
 
     @Test("six for four slots: the beacon stays on air, five take turns through three, and status says each one's share")
     func sixForFour() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.config, arguments: ["--log-level", "debug"])
         try await notify.waitFor("READY=1")
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
@@ -77,8 +77,8 @@ struct RotationProcessTests {
 
     @Test("a local program that registers the moment a slot frees gets none of bleadvd's: through every turn bleadvd still holds all four")
     func slotTakerGetsNothing() async throws {
-        let bus = try PrivateBus()
-        let standIn = try BlueZStandIn(bus: bus)
+        let bus = try await PrivateBus()
+        let standIn = try await BlueZStandIn(bus: bus)
         let (daemon, notify, _) = try startBleadvd(on: bus, config: Self.fiveForFour)
         try await notify.waitFor("READY=1")
         var first: [String: String] = [:]
@@ -88,7 +88,7 @@ struct RotationProcessTests {
         }
         let script = BlueZStandIn.script.deletingLastPathComponent().appendingPathComponent("slot_taker.py").path
         let taker = try Child("/usr/bin/python3", [script, bus.address, "/org/bluez/hci0"], captureErrors: false)
-        let said = try PrivateBus.readLine(from: taker.stdout)
+        let said = try await PrivateBus.line(from: taker.stdout)
 
         // Turns until all five sets of four were on air (about five turns of 2 s; up to 60 s on a
         // loaded machine, where 11 s once held one turn), looked at four times a second: bleadvd's

@@ -11,13 +11,10 @@ final class PythonPeer: @unchecked Sendable {
     let process: Child
     let uniqueName: String
 
-    init(bus: PrivateBus) throws {
+    init(bus: PrivateBus) async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Peers/peer.py")
-        process = try Child("/usr/bin/python3", [script.path, bus.address], captureErrors: false)
-        let line = try PrivateBus.readLine(from: process.stdout)
-        guard line.hasPrefix("ready ") else { throw TestFailure("peer said \(line)") }
-        uniqueName = String(line.dropFirst("ready ".count))
+        (process, uniqueName) = try await startPeer(script.path, [bus.address], calling: "peer")
     }
 
     /// Stops the peer, as a crash would: its name vanishes from the bus.
@@ -34,8 +31,8 @@ struct PeerSession {
     let connection: DBusConnection
 
     init() async throws {
-        bus = try PrivateBus()
-        peer = try PythonPeer(bus: bus)
+        bus = try await PrivateBus()
+        peer = try await PythonPeer(bus: bus)
         connection = try await DBusConnection.connect(to: bus)
     }
 }

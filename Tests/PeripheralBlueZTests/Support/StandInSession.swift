@@ -21,8 +21,8 @@ struct StandInSession {
         admits: @escaping @Sendable (String) -> Bool = { _ in true }, callTimeout: Duration = .seconds(10),
         logger: Logger = Logger(label: "test")
     ) async throws {
-        self.bus = try bus ?? PrivateBus()
-        standIn = try BlueZStandIn(bus: self.bus, adapters: adapters)
+        self.bus = if let bus { bus } else { try await PrivateBus() }
+        standIn = try await BlueZStandIn(bus: self.bus, adapters: adapters)
         connection = try await DBusConnection.connect(to: .address(self.bus.address))
         manager = BlueZPeripheralManager(connection: connection, logger: logger, kernelRelease: kernelRelease, admits: admits, callTimeout: callTimeout)
     }
