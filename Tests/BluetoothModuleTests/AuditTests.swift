@@ -9,11 +9,12 @@ struct AuditTests {
     static let delay = BluetoothModule<ManualClock>.standardAuditDelay
     static let strayID = RegistrationID("/ad/stray")
 
-    /// A harness with heart on air, its audit due; BlueZ answers it with `held` (none: all
-    /// agrees). The answer is scripted before the clock comes to the audit's time: the module's
-    /// own timer wakes then and may run the audit before the test's ``BluetoothModule/auditDue()``
-    /// (which then waits for it, and finds nothing more due), and both must see the same answer
-    /// (scripted after, 1 run in 60 saw the timer's audit take the agreeing answer first).
+    /// A harness with heart on air, its audit due; BlueZ answers it with `held` (none: BlueZ
+    /// reports no adapter, which the audit takes as agreement). The answer is scripted before
+    /// the clock comes to the audit's time: the module's own timer wakes then and may run the
+    /// audit before the test's ``BluetoothModule/auditDue()`` (which then waits for it, and
+    /// finds nothing more due), and both must see the same answer (scripted after, 1 run in 60
+    /// saw the timer's audit take the agreeing answer first).
     static func onAir(held: [RegistrationAudit] = [], script: (MockPeripheralManager) -> Void = { _ in }) async throws -> Harness {
         let h = await Harness()
         try await h.module.on("heart")

@@ -140,7 +140,7 @@ struct GATTTests {
             await taken.record(true)
         }
 
-        try await eventually("the write is taken while on(_:) has the turn", within: .seconds(2)) { await taken.values == [true] }
+        try await eventually("the write is taken while on(_:) has the turn") { await taken.values == [true] }
         holder.cancel()
         _ = await holder.result
         h.mock.scriptStart(.always(.success(Harness.heartID)))

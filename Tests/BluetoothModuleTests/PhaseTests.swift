@@ -4,7 +4,7 @@ import PeripheralMocks
 import TestSupport
 import Testing
 
-@Suite("The module's phases, its own retry timer, and its queue", .timeLimit(.minutes(1)))
+@Suite("The module's phases, its own retry timer, and its queue", .timeLimit(.minutes(3)))
 struct PhaseTests {
     static let full = PeripheralError(.noFreeInstance, "Maximum advertisements reached")
 

@@ -4,7 +4,7 @@ import Testing
 
 /// The DBus article's example, run on a private bus where a peer stands in for BlueZ: the same
 /// code, with the bus's address for `.system` and the endless signal loop ended by a `break`.
-@Suite("The DBus article's example", .timeLimit(.minutes(1)))
+@Suite("The DBus article's example", .timeLimit(.minutes(3)))
 struct ArticleExampleTests {
     /// A peer owning `org.bluez` with an object manager at `/` and one adapter under it.
     func bluez(on bus: PrivateBus) async throws -> DBusConnection {

@@ -4,7 +4,7 @@ import TestSupport
 @testable import DBus
 
 /// The blocking connection `bleadvctl` uses, against the dbus-python peer.
-@Suite("Blocking calls through a real bus", .timeLimit(.minutes(1)))
+@Suite("Blocking calls through a real bus", .timeLimit(.minutes(3)))
 struct DBusBlockingConnectionTests {
     @Test("every type, nested, survives a blocking round trip through the bus and dbus-python")
     func everyTypeRoundTrips() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// Objects exported for one caller answer that caller only: what bleadvd exports for bluetoothd
 /// must not take a forged write or a TxPower change from a local process.
-@Suite("Objects kept for one caller", .timeLimit(.minutes(1)))
+@Suite("Objects kept for one caller", .timeLimit(.minutes(3)))
 struct DBusCallerTests {
     static let interface = "test.Kept1"
     static let path: DBusObjectPath = "/kept/app/object"

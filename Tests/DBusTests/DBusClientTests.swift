@@ -4,7 +4,7 @@ import TestSupport
 @testable import DBus
 
 /// Our client against objects exported by an independent implementation (dbus-python).
-@Suite("Client calls through a real bus", .timeLimit(.minutes(1)))
+@Suite("Client calls through a real bus", .timeLimit(.minutes(3)))
 struct DBusClientTests {
     @Test("every type, nested, survives a round trip through the bus and dbus-python")
     func everyTypeRoundTrips() async throws {

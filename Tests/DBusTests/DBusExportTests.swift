@@ -5,7 +5,7 @@ import Testing
 @testable import DBus
 
 /// Our exported objects, called by busctl (systemd's sd-bus), an implementation we did not write.
-@Suite("Exported objects seen by busctl", .timeLimit(.minutes(1)))
+@Suite("Exported objects seen by busctl", .timeLimit(.minutes(3)))
 struct DBusExportTests {
     static let interface = "test.Swift1"
     static let path: DBusObjectPath = "/test/object"
@@ -270,7 +270,7 @@ struct DBusExportTests {
     @Test("a call flagged no-reply-expected runs its handler and gets no reply")
     func noReplyExpected() async throws {
         let service = try await Service()
-        let monitor = try MonitorProcess(bus: service.bus)
+        let monitor = try await MonitorProcess(bus: service.bus)
         let ours = service.connection.uniqueName
 
         try await service.busctl("call", "--expect-reply=no", "--", ours, Self.path.rawValue, Self.interface, "Everything",
@@ -291,12 +291,12 @@ struct DBusExportTests {
 final class MonitorProcess {
     private let process: Child
 
-    init(bus: PrivateBus) throws {
+    init(bus: PrivateBus) async throws {
         process = try Child("/usr/bin/dbus-monitor", ["--address", bus.address, "--monitor"], captureErrors: false)
-        // dbus-monitor prints its own BecomeMonitor exchange first; wait for it.
+        // dbus-monitor prints its own BecomeMonitor exchange first; wait for it (off the pool).
         var seen = ""
         while !seen.contains("NameLost") {
-            seen += try PrivateBus.readLine(from: process.stdout) + "\n"
+            seen += try await PrivateBus.line(from: process.stdout) + "\n"
         }
     }
 

@@ -5,7 +5,7 @@ import Testing
 @testable import DBus
 
 /// File descriptors passed over a real dbus-daemon (`h`), as BlueZ's `AcquireNotify` takes one.
-@Suite("File descriptors over the bus", .timeLimit(.minutes(1)))
+@Suite("File descriptors over the bus", .timeLimit(.minutes(3)))
 struct DBusFileDescriptorTests {
     /// A private bus, a service on it whose `Acquire` returns one end of a socket pair (and 517)
     /// once, the end it kept, and a client.

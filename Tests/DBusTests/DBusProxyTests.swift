@@ -5,7 +5,7 @@ import TestSupport
 
 /// ``DBusProxy`` against the Python peer's object, whose properties dbus-python serves through
 /// `org.freedesktop.DBus.Properties` (`Peers/peer.py`): not our export code at the other end.
-@Suite("A proxy for another peer's object", .timeLimit(.minutes(1)))
+@Suite("A proxy for another peer's object", .timeLimit(.minutes(3)))
 struct DBusProxyTests {
     static func proxy(_ session: PeerSession) -> DBusProxy {
         DBusProxy(session.connection, destination: PythonPeer.name, path: Fixtures.peerPath)

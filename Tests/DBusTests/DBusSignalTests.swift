@@ -3,7 +3,7 @@ import TestSupport
 
 @testable import DBus
 
-@Suite("Signals, names and ownership through a real bus", .timeLimit(.minutes(1)))
+@Suite("Signals, names and ownership through a real bus", .timeLimit(.minutes(3)))
 struct DBusSignalTests {
     @Test("a subscription by well-known sender receives that peer's signal with its unique name")
     func subscriptionByWellKnownSender() async throws {

@@ -4,7 +4,7 @@ import Testing
 import Events
 
 /// The example of the Events article (Sources/Events/Events.docc/Events.md), run as written.
-@Suite("The Events article's example", .timeLimit(.minutes(1)))
+@Suite("The Events article's example", .timeLimit(.minutes(3)))
 struct ArticleExampleTests {
     @Test("a task that prefers a loop run by a thread of its own sleeps on LoopClock there, and stops it")
     func example() async throws {

@@ -7,7 +7,7 @@ import TestSupport
 
 /// The one-thread loop bleadvd runs on: work, timers, watches and the clock's sleeps, each on
 /// the loop's thread.
-@Suite("The event loop", .timeLimit(.minutes(1)))
+@Suite("The event loop", .timeLimit(.minutes(3)))
 struct EventLoopTests {
     /// Runs `body` on `loop` and returns what it returns.
     func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) async -> T {

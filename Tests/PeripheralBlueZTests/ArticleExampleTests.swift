@@ -6,7 +6,7 @@ import Testing
 
 /// The examples of the BluetoothModule and PeripheralBlueZ articles, run against the BlueZ
 /// stand-in: the same code, on the stand-in's private bus instead of the system bus.
-@Suite("The BluetoothModule and PeripheralBlueZ articles' examples", .timeLimit(.minutes(1)))
+@Suite("The BluetoothModule and PeripheralBlueZ articles' examples", .timeLimit(.minutes(3)))
 struct ArticleExampleTests {
     @Test("the module embedded over BlueZPeripheralManager puts an advertisement on air and says so")
     func embeddingTheModule() async throws {

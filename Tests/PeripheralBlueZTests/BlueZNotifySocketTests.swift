@@ -11,7 +11,7 @@ import Testing
 /// characteristic's socket only to centrals it admits (#81 items 1 and 2). What goes to all
 /// stays a `PropertiesChanged` of `Value`, which reaches bonded centrals on later links too.
 /// The stand-in plays bluetoothd's side.
-@Suite("notification sockets, one per central (BlueZ 5.71 and later: 5.82 here)", .timeLimit(.minutes(1)))
+@Suite("notification sockets, one per central (BlueZ 5.71 and later: 5.82 here)", .timeLimit(.minutes(3)))
 struct BlueZNotifySocketTests {
     static let alice = "00:AA:02:00:00:01"
     static let bob = "00:AA:02:00:00:02"

@@ -29,7 +29,7 @@ struct BlueZUnansweredTests {
         defer { pending.cancel() }
 
         var unanswered: UnansweredCall?
-        try await eventually("the call is unanswered", within: .seconds(15)) {
+        try await eventually("the call is unanswered") {
             unanswered = await session.manager.unanswered()
             return unanswered != nil
         }
@@ -48,7 +48,7 @@ struct BlueZUnansweredTests {
         let pending = Task { try await session.manager.bonds(adapter: "hci0") }
         defer { pending.cancel() }
 
-        try await eventually("the journal says the call waits", within: .seconds(15)) {
+        try await eventually("the journal says the call waits") {
             lines.all.contains { $0.hasPrefix("notice: still waiting for bluetoothd to answer GetManagedObjects on / since ") }
         }
         let said = try #require(lines.all.first { $0.hasPrefix("notice: still waiting") })
@@ -78,7 +78,7 @@ struct BlueZUnansweredTests {
 
         try await session.control("Answer")
 
-        try await eventually("bluetoothd is heard again", within: .seconds(10)) {
+        try await eventually("bluetoothd is heard again") {
             await session.manager.unanswered() == nil
         }
     }

@@ -6,7 +6,7 @@ import Testing
 
 /// A child started on a socket pair: what the three programs that talk to a child (the config
 /// check, Improv's join program, a read program) share.
-@Suite("A child on a socket pair", .timeLimit(.minutes(1)))
+@Suite("A child on a socket pair", .timeLimit(.minutes(3)))
 struct SpawnTests {
     @Test("the child's standard input and output are its end: what this end sends comes back through cat")
     func childTalksOnTheSocket() throws {

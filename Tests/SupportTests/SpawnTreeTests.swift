@@ -9,7 +9,7 @@ import Testing
 
 /// What `Spawn.end` kills besides the program, found from each process's parent, where it reaps
 /// one later, and the OOM score a program starts with.
-@Suite("A program's tree", .timeLimit(.minutes(1)))
+@Suite("A program's tree", .timeLimit(.minutes(3)))
 struct SpawnTreeTests {
     @Test("a program's descendants are its children and theirs, however deep, and no one else")
     func descendants() {

@@ -5,7 +5,7 @@ import Testing
 
 /// One at a time, in the order asked: the module's operations and the daemon's reloads pass
 /// through it.
-@Suite("A turnstile", .timeLimit(.minutes(1)))
+@Suite("A turnstile", .timeLimit(.minutes(3)))
 struct TurnstileTests {
     /// The order in which waiters got through.
     actor Passed {
@@ -102,7 +102,7 @@ struct TurnstileTests {
 /// The race the module's turn lost a caller to (#80's flaky Improv test, captured: a value set
 /// waited until the next operation came through, here never): a caller that finds the
 /// turnstile busy, and the one through leaving before that caller is in line.
-@Suite("A turnstile, raced", .timeLimit(.minutes(1)))
+@Suite("A turnstile, raced", .timeLimit(.minutes(3)))
 struct TurnstileRaceTests {
     /// Whether a task got through.
     final class Through: Sendable {

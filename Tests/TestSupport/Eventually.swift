@@ -26,6 +26,11 @@ public func eventually(
     let deadline = clock.now.advanced(by: limit)
     while try await !condition() {
         guard clock.now < deadline else { throw TestFailure("timed out after \(limit) waiting until \(what)") }
-        try await Task.sleep(for: interval)
+        do {
+            try await Task.sleep(for: interval)
+        } catch {
+            // The test's time limit (or its end) cancelled the wait: say what was awaited.
+            throw TestFailure("cancelled after \(limit - clock.now.duration(to: deadline)) waiting until \(what)")
+        }
     }
 }

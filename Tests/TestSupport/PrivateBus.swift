@@ -133,9 +133,18 @@ public final class PrivateBus: @unchecked Sendable {
     }
 
     /// Reads one line (without its newline) from a pipe.
-    public static func readLine(from handle: FileHandle) throws -> String {
+    /// - Throws: when the program exits first, or prints no whole line within `limit` (a guard
+    ///   against a program that hangs before its first line, which would hang the run).
+    public static func readLine(from handle: FileHandle, within limit: Duration = .seconds(60)) throws -> String {
+        let deadline = ContinuousClock.now + limit
         var bytes: [UInt8] = []
         while true {
+            var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let left = ContinuousClock.now.duration(to: deadline).components
+            let milliseconds = max(0, Int32(clamping: left.seconds * 1_000 + left.attoseconds / 1_000_000_000_000_000))
+            let polled = poll(&ready, 1, milliseconds)
+            if polled < 0 && errno == EINTR { continue }
+            guard polled > 0 else { throw TestFailure("no line within \(limit); got \(String(decoding: bytes, as: UTF8.self))") }
             let chunk = handle.readBytes(upTo: 1)
             guard let byte = chunk.first else { throw TestFailure("process exited before printing a line") }
             if byte == UInt8(ascii: "\n") { break }

@@ -124,7 +124,7 @@ struct ControlTests {
         await session.clock.waitForSleepers()
         session.clock.advance(by: .seconds(1))
         var json: [String: [String: Any]]?
-        try? await eventually("status reports heart's mismatch", within: .seconds(5), every: .milliseconds(50)) {
+        try? await eventually("status reports heart's mismatch", every: .milliseconds(50)) {
             let result = try await session.ctl("status", "--json")
             json = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: [String: Any]]
             return json?["heart"]?["mismatch"] != nil

@@ -8,7 +8,7 @@ import Testing
 
 /// The alias component in process over the mock: what it sets on which adapter, what it keeps to
 /// put back, and what it puts back.
-@Suite("The adapter's alias", .timeLimit(.minutes(1)))
+@Suite("The adapter's alias", .timeLimit(.minutes(3)))
 struct AdapterAliasTests {
     static let hci0 = AdapterCapabilities(name: "hci0", address: "54:48:E6:8F:80:A5", alias: "raspberrypi", systemName: "raspberrypi")
     static let hci1 = AdapterCapabilities(name: "hci1", address: "00:1A:7D:DA:71:13", alias: "dongle", systemName: "raspberrypi")
@@ -119,7 +119,7 @@ struct AdapterAliasTests {
 }
 
 /// The alias in the daemon over the mock: set at start, put back at stop.
-@Suite("The adapter's alias, in the daemon", .timeLimit(.minutes(1)))
+@Suite("The adapter's alias, in the daemon", .timeLimit(.minutes(3)))
 struct AliasDaemonTests {
     @Test("the daemon sets the config's alias as it starts, BlueZ and the adapter there already, and puts the system's name back when it stops")
     func setAtStartPutBackAtStop() async throws {

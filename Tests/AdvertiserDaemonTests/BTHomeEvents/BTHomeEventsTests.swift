@@ -12,7 +12,7 @@ import Testing
 
 /// The events component in process, through its port (the values component over the module
 /// and the mock) on the manual clock: what each update handed BlueZ, in order.
-@Suite("The BTHome events component", .timeLimit(.minutes(1)))
+@Suite("The BTHome events component", .timeLimit(.minutes(3)))
 struct BTHomeEventsTests {
     static let config = """
         [advertisement.remote.bthome]

@@ -12,7 +12,7 @@ import Testing
 
 /// The centrals component in process: the mock for BlueZ, a port that records the
 /// announcements, the manual clock.
-@Suite("The centrals connected", .timeLimit(.minutes(1)))
+@Suite("The centrals connected", .timeLimit(.minutes(3)))
 struct CentralsTests {
     typealias Component = Centrals<ManualClock>
     static let phone = "AA:BB:CC:DD:EE:01", tablet = "AA:BB:CC:DD:EE:02", stranger = "66:66:66:66:66:66"
@@ -407,7 +407,7 @@ struct CentralsTests {
 
 /// Centrals in the daemon: BlueZ's link events reach the component and the bus; bleadvctl
 /// lists and ends links through a real dbus-daemon.
-@Suite("Centrals in the daemon", .timeLimit(.minutes(1)))
+@Suite("Centrals in the daemon", .timeLimit(.minutes(3)))
 struct CentralsDaemonTests {
     static let phone = "AA:BB:CC:DD:EE:01"
 

@@ -9,7 +9,7 @@ import Testing
 /// The AdvertiserConfig and AdvertiserControl articles' examples: the same code, with a file
 /// of the test's for /etc/bleadvd/bleadvd.toml, bleadvd as the program the config check runs
 /// again (it answers as the example does), and a private bus for the system bus.
-@Suite("The AdvertiserConfig and AdvertiserControl articles' examples", .timeLimit(.minutes(1)))
+@Suite("The AdvertiserConfig and AdvertiserControl articles' examples", .timeLimit(.minutes(3)))
 struct ArticleExampleTests {
     /// The config example with `text` as the file: what it printed.
     func loadingExample(_ text: String) throws -> [String] {

@@ -11,7 +11,7 @@ import Testing
 
 /// READY and exit come on time whatever BlueZ does: the deadlines hold on the injected clock
 /// against a BlueZ that never answers and a client that ignores cancellation.
-@Suite("The daemon's deadlines", .timeLimit(.minutes(1)))
+@Suite("The daemon's deadlines", .timeLimit(.minutes(3)))
 struct DeadlineTests {
     @Test("READY comes after readyWait when BlueZ never answers a registration")
     func readyHoldsAgainstAHungBlueZ() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Bad `bleadvctl` arguments against a running daemon: each is refused with exit 2 and one
 /// line on stderr (never the 100,000 characters it was given), and BlueZ is asked nothing.
-@Suite("Hostile bleadvctl arguments", .timeLimit(.minutes(1)))
+@Suite("Hostile bleadvctl arguments", .timeLimit(.minutes(3)))
 struct HostileArgumentTests {
     static let long = String(repeating: "x", count: 100_000)
     static let shownLong = "\"xxxxxxxxxxxxxxxxxxxxxxxx...\" (100000 characters)"
@@ -65,7 +65,7 @@ struct HostileArgumentTests {
             c = s.accept(); time.sleep(60)
             """])
         defer { listener.terminate() }
-        _ = listener.stdout.readBytes(upTo: 6)
+        _ = try await PrivateBus.line(from: listener.stdout)
 
         let result = try await runProgram(product("bleadvctl"), ["status", "--timeout", "1"],
                                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(socket)"])

@@ -7,7 +7,7 @@ import Testing
 /// not write (dbus-python, `Peers/hostile_calls.py`) against the real bleadvd and the BlueZ
 /// stand-in: each gets the error in `Peers/hostile_calls.expected` (one line, never the
 /// megabyte it was sent), bleadvd stays up, and what was on air stays on air, unchanged.
-@Suite("Hostile D-Bus calls", .timeLimit(.minutes(1)))
+@Suite("Hostile D-Bus calls", .timeLimit(.minutes(3)))
 struct HostileCallTests {
     static let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("TestSupport/Peers")

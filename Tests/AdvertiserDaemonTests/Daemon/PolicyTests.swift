@@ -260,7 +260,7 @@ struct PolicyTests {
     }
 
     @Test("a local user outside root and group bleadvd listening to the daemon hears none of a link's signals (Connected, LinkChanged, Subscription, Written, Disconnected), which root hears: who is connected is the owner's business",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(3)))
     func othersDoNotHearWhoIsConnected() async throws {
         let session = try await linkSession(try await PrivateBus(systemPolicy: [Self.policy]))
         let root = try await listener(session, as: "root")
@@ -290,7 +290,7 @@ struct PolicyTests {
     }
 
     @Test("a member of group bleadvd, and user bleadvd, listening to the daemon hear each of a link's signals",
-          .timeLimit(.minutes(1)), arguments: [("group=\"bleadvd\"", "group=\"nogroup\""), ("user=\"bleadvd\"", "user=\"nobody\"")])
+          .timeLimit(.minutes(3)), arguments: [("group=\"bleadvd\"", "group=\"nogroup\""), ("user=\"bleadvd\"", "user=\"nobody\"")])
     func groupAndUserHearWhoIsConnected(section: String, nobodys: String) async throws {
         let file = try Self.policy(giving: section, to: nobodys)
         defer { try? FileManager.default.removeItem(atPath: file) }

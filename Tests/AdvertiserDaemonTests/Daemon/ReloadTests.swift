@@ -6,7 +6,7 @@ import Testing
 
 /// Reloads asked for in quick succession (SIGHUP, SIGHUP; or a D-Bus Reload during one) and
 /// during shutdown.
-@Suite("Reload order", .timeLimit(.minutes(1)))
+@Suite("Reload order", .timeLimit(.minutes(3)))
 struct ReloadTests {
     static let older = try! ConfigParser.parse("[advertisement.older]\nlocal_name = \"A\"\n", file: "older.toml")
     static let newer = try! ConfigParser.parse("[advertisement.newer]\nlocal_name = \"B\"\n", file: "newer.toml")

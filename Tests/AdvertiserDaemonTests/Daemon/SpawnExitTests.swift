@@ -8,7 +8,7 @@ import Support
 
 /// `Spawn.exit(of:)`: how the daemon waits for the children it starts (Improv's identify
 /// command, the join program), on the clock it is given.
-@Suite("A child's exit, waited for on a clock", .timeLimit(.minutes(1)))
+@Suite("A child's exit, waited for on a clock", .timeLimit(.minutes(3)))
 struct SpawnExitTests {
     @Test("a child that exits within the limit gives its status, and is reaped")
     func exitStatus() async throws {

@@ -5,7 +5,7 @@ import PeripheralMocks
 import Testing
 
 /// What the daemon does when it cannot start as it should.
-@Suite("The daemon's start", .timeLimit(.minutes(1)))
+@Suite("The daemon's start", .timeLimit(.minutes(3)))
 struct StartTests {
     @Test("when BlueZ's events cannot be watched, the daemon fails instead of running deaf to bluetoothd restarts")
     func eventsThatCannotBeWatchedFailTheStart() async throws {

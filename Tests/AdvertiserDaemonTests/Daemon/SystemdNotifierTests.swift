@@ -5,7 +5,7 @@ import TestSupport
 
 @testable import AdvertiserDaemon
 
-@Suite("Notifying systemd", .timeLimit(.minutes(1)))
+@Suite("Notifying systemd", .timeLimit(.minutes(3)))
 struct SystemdNotifierTests {
     @Test("a notify socket nobody reads never blocks the sender: what does not fit is dropped")
     func fullSocketDoesNotBlock() async throws {

@@ -10,7 +10,7 @@ import Testing
 /// daemon that is stuck in any. A stalled actor holds its session's event loop (all three run
 /// there, as in bleadvd) until its test releases it; the heartbeat's timer runs on the test's
 /// task, as the watchdog's own runs on the loop.
-@Suite("The watchdog", .timeLimit(.minutes(1)))
+@Suite("The watchdog", .timeLimit(.minutes(3)))
 struct WatchdogTests {
     @Test("WATCHDOG=1 is sent every half interval, after a round trip through the daemon and the bus")
     func pingsWhenHealthy() async throws {

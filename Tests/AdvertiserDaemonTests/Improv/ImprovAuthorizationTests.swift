@@ -11,7 +11,7 @@ import Testing
 /// credentials before, during or after, gets nothing joined and changes nothing the owner's
 /// client sees (#64 item 2). Over the mock, with a real join program; the real `bleadvctl` where
 /// what it prints is the point.
-@Suite("Improv: an authorization belongs to one central", .timeLimit(.minutes(1)))
+@Suite("Improv: an authorization belongs to one central", .timeLimit(.minutes(3)))
 struct ImprovAuthorizationTests {
     let improv = ImprovDaemonTests()
     static let owner = "AA:BB:CC:DD:EE:01"

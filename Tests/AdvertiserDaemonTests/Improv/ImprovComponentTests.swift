@@ -11,7 +11,7 @@ import Testing
 /// The Improv provisioner in process, through its ports: a showing port that records, a joiner
 /// the test drives, the manual clock. No bus, no module: what reaches a client over D-Bus is
 /// ImprovDaemonTests' and ImprovWifiTests'.
-@Suite("The Improv component", .timeLimit(.minutes(1)))
+@Suite("The Improv component", .timeLimit(.minutes(3)))
 struct ImprovComponentTests {
     typealias Component = ImprovProvisioner<ManualClock>
 

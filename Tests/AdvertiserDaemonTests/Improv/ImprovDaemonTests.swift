@@ -11,7 +11,7 @@ import Testing
 /// characteristic, a real join program (a shell script) given the credentials, the state,
 /// error and result the mock was told to notify, the advertisement's service data, and the
 /// real `bleadvctl improv authorize`.
-@Suite("Improv Wi-Fi in the daemon", .timeLimit(.minutes(1)))
+@Suite("Improv Wi-Fi in the daemon", .timeLimit(.minutes(3)))
 struct ImprovDaemonTests {
     static let app = RegistrationID("/org/bleadvd/gatt/app1")
     static let command = GATTCharacteristicID(service: "improv", characteristic: "command")

@@ -12,7 +12,7 @@ import Testing
 /// mid-frame) against the daemon with a join program that repeats its standard input (the
 /// password) on its output, as a careless script does. Every journal line, every value
 /// notified to a central and `bleadvctl status` are searched for the password and its hex.
-@Suite("Improv's password in no text bleadvd writes", .timeLimit(.minutes(1)))
+@Suite("Improv's password in no text bleadvd writes", .timeLimit(.minutes(3)))
 struct ImprovSecretTests {
     /// SplitMix64: the same frames for the same seed.
     struct Generator: RandomNumberGenerator {

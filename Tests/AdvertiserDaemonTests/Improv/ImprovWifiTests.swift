@@ -10,7 +10,7 @@ import Testing
 /// says (the service runs on a device without a network, and stops once provisioned): the
 /// joiner tells the daemon whether the Wi-Fi is connected (NetworkManager's device state, in
 /// the test bed), and the mock counts what reached BlueZ.
-@Suite("Improv follows the Wi-Fi", .timeLimit(.minutes(1)))
+@Suite("Improv follows the Wi-Fi", .timeLimit(.minutes(3)))
 struct ImprovWifiTests {
     /// A joiner whose Wi-Fi the test connects and disconnects; its joins succeed at once. It
     /// cannot tell whether the Wi-Fi is connected the first `refusals` times it is asked.

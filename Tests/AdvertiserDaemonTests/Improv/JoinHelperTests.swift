@@ -10,7 +10,7 @@ import Testing
 /// bleadvd's joins through the join helper (`org.bleadvd.Join`), over a private bus: the helper
 /// side is `JoinHelper.serve` with a joiner that records what it was given, the daemon's side
 /// the `HelperJoiner` bleadvd uses when it runs as its own user.
-@Suite("The Improv join helper", .timeLimit(.minutes(1)))
+@Suite("The Improv join helper", .timeLimit(.minutes(3)))
 struct JoinHelperTests {
     /// A joiner that records the credentials it was given and answers as told.
     final class Joiner: NetworkJoining, @unchecked Sendable {

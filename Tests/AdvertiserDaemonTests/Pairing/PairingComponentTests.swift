@@ -13,7 +13,7 @@ import Testing
 
 /// The pairing component in process, through its ports: the module over the mock, an announcer
 /// that records, the manual clock. No bus: what reaches a client over D-Bus is PairingTests'.
-@Suite("The pairing component", .timeLimit(.minutes(1)))
+@Suite("The pairing component", .timeLimit(.minutes(3)))
 struct PairingComponentTests {
     typealias Component = Pairing<ManualClock>
     static let phone = "AA:BB:CC:DD:EE:01"

@@ -9,7 +9,7 @@ import Testing
 
 /// Pairing windows as bleadvctl and the bus see them, over the mock: the agent's requests are
 /// asked of the daemon as bluetoothd would (`MockPeripheralManager.agentRequest`).
-@Suite("Pairing windows", .timeLimit(.minutes(1)))
+@Suite("Pairing windows", .timeLimit(.minutes(3)))
 struct PairingTests {
     static func config(_ pairing: String = "") -> String {
         ConfigFixtures.lamp + ConfigFixtures.lampLabel + (pairing.isEmpty ? "" : "[pairing]\n" + pairing + "\n")

@@ -6,7 +6,7 @@ import Testing
 
 /// The read programs' runner with real processes: what a program is given, what is kept of
 /// what it prints, and what is left of it once its run ends.
-@Suite("A read program as a process", .timeLimit(.minutes(1)))
+@Suite("A read program as a process", .timeLimit(.minutes(3)))
 struct ProgramRunnerTests {
     let folder: ScratchFolder
 
@@ -97,6 +97,6 @@ struct ProgramRunnerTests {
         run.cancel()
 
         #expect(await run.value == .cancelled)
-        try await eventually("\(escaped) is gone", within: .seconds(3)) { !ProgramJoinerTests.running(escaped) }
+        try await eventually("\(escaped) is gone") { !ProgramJoinerTests.running(escaped) }
     }
 }

@@ -10,7 +10,7 @@ import Testing
 /// The read programs' component in process: a runner whose programs the test scripts, a port
 /// that records, the manual clock. The real runner's processes are ProgramRunnerTests'; a read
 /// through the daemon is ServiceTests'.
-@Suite("The read programs' component", .timeLimit(.minutes(1)))
+@Suite("The read programs' component", .timeLimit(.minutes(3)))
 struct ReadAnswersTests {
     typealias Component = ReadAnswers<ManualClock>
     static let temperature = GATTCharacteristicID(service: "pi", characteristic: "temperature")

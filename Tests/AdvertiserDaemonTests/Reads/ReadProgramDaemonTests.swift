@@ -9,7 +9,7 @@ import Testing
 
 /// A characteristic read from a program, in the daemon over the mock: a central's read runs the
 /// program (a real process) and gets what it printed, which becomes the value in force.
-@Suite("Characteristics read from a program, in the daemon", .timeLimit(.minutes(1)))
+@Suite("Characteristics read from a program, in the daemon", .timeLimit(.minutes(3)))
 struct ReadProgramDaemonTests {
     static let temperature = GATTCharacteristicID(service: "pi", characteristic: "temperature")
     static let app = RegistrationID("/org/bleadvd/gatt/app1")

@@ -11,7 +11,7 @@ import Testing
 
 /// The rotation component on the manual clock, with a port that records what it holds and
 /// answers a count of slots.
-@Suite("The rotation component", .timeLimit(.minutes(1)))
+@Suite("The rotation component", .timeLimit(.minutes(3)))
 struct RotationComponentTests {
     final class Port: SlotKeeping {
         let count = Mutex(AdapterSlots(adapter: "hci0", free: 5, active: 0, ours: 0))

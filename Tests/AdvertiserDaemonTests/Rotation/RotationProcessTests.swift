@@ -5,7 +5,7 @@ import Testing
 
 /// bleadvd as a process against the BlueZ stand-in, which counts slots as BlueZ does (4 free):
 /// more advertisements than slots take turns, and `bleadvctl status` says so.
-@Suite("More advertisements than slots, end to end", .timeLimit(.minutes(1)))
+@Suite("More advertisements than slots, end to end", .timeLimit(.minutes(3)))
 struct RotationProcessTests {
     /// Six advertisements for four slots: one of priority 10, five that take turns through three,
     /// 5 s a turn: two looks at the stand-in a turn apart never straddle two turns, even on a
@@ -44,7 +44,7 @@ struct RotationProcessTests {
         let first = try await held(on: bus)
 
         var second = first
-        try await eventually("a turn", within: .seconds(15)) {
+        try await eventually("a turn") {
             second = try await held(on: bus)
             return second.count == 4 && second != first
         }

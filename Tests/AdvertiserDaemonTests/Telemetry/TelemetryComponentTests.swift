@@ -13,7 +13,7 @@ import Testing
 
 /// The telemetry component on the manual clock: what its port is given, and when; then through
 /// the values component over the module and the mock, what BlueZ is given.
-@Suite("The Eddystone-TLM component", .timeLimit(.minutes(1)))
+@Suite("The Eddystone-TLM component", .timeLimit(.minutes(3)))
 struct TelemetryComponentTests {
     static let config = """
         [advertisement.uid.eddystone_uid]

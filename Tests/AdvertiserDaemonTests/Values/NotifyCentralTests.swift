@@ -7,7 +7,7 @@ import Testing
 
 /// `bleadvctl set --central` (`Notify`): one subscribed central alone is notified, the
 /// characteristic's value stays (#81 item 1), over the mock.
-@Suite("notifying one central", .timeLimit(.minutes(1)))
+@Suite("notifying one central", .timeLimit(.minutes(3)))
 struct NotifyCentralTests {
     static let brightness = GATTCharacteristicID(service: "lamp", characteristic: "brightness")
     static let phone = "AA:BB:CC:DD:EE:01"

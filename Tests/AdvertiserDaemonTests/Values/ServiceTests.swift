@@ -9,7 +9,7 @@ import Testing
 
 /// GATT services in the daemon, over the mock: registered at start, values set with
 /// `bleadvctl set`, centrals' writes announced as `Written`, shown by `status`.
-@Suite("GATT services in the daemon", .timeLimit(.minutes(1)))
+@Suite("GATT services in the daemon", .timeLimit(.minutes(3)))
 struct ServiceTests {
     static let config = DaemonSession.config + "\n" + ConfigFixtures.battery + ConfigFixtures.lamp
         + ConfigFixtures.lampLabel + ConfigFixtures.lampBrightness

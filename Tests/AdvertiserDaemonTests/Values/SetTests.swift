@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// Values changed on air: `Set` and `bleadvctl set`, against the daemon over the mock.
-@Suite("Values changed on air", .timeLimit(.minutes(1)))
+@Suite("Values changed on air", .timeLimit(.minutes(3)))
 struct SetTests {
     static let config = DaemonSession.config + """
 

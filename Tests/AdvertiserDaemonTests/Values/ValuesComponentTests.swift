@@ -13,7 +13,7 @@ import Testing
 /// The values component in process, through its ports: the module over the mock, an announcer
 /// that records, the manual clock. No bus: what reaches a client over D-Bus is SetTests' and
 /// ServiceTests'.
-@Suite("The values component", .timeLimit(.minutes(1)))
+@Suite("The values component", .timeLimit(.minutes(3)))
 struct ValuesComponentTests {
     typealias Component = Values<ManualClock>
     static let level = GATTCharacteristicID(service: "dial", characteristic: "level")

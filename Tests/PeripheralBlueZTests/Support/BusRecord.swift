@@ -23,7 +23,7 @@ final class BusRecord: @unchecked Sendable {
     static func start(on bus: PrivateBus) async throws -> BusRecord {
         let process = try Child("/usr/bin/busctl", ["--address=\(bus.address)", "monitor", "--json=short"])
         guard let errors = process.stderr else { throw TestFailure("busctl monitor has no standard error") }
-        let line = try PrivateBus.readLine(from: errors)
+        let line = try await PrivateBus.line(from: errors)
         guard line.hasPrefix("Monitoring") else { throw TestFailure("busctl monitor said \(line)") }
         return BusRecord(process: process)
     }

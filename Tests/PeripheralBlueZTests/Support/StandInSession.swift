@@ -101,8 +101,8 @@ actor EventLog {
         waiter = nil
     }
 
-    /// The next event.
-    func next(within limit: Duration = .seconds(10)) async throws -> PeripheralEvent {
+    /// The next event; `limit` guards against a hang (``eventually(_:within:every:isolation:_:)``).
+    func next(within limit: Duration = .seconds(60)) async throws -> PeripheralEvent {
         if !buffer.isEmpty { return buffer.removeFirst() }
         let timer = Task {
             // A cancelled timer (the event came) must not give up on the next read's behalf.
