@@ -138,15 +138,21 @@ public final class PrivateBus: @unchecked Sendable {
     public static func readLine(from handle: FileHandle, within limit: Duration = .seconds(60)) throws -> String {
         let deadline = ContinuousClock.now + limit
         var bytes: [UInt8] = []
+        let fd = handle.fileDescriptor
+        guard fd >= 0 else { throw TestFailure("the pipe is closed") }
         while true {
-            var ready = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let left = ContinuousClock.now.duration(to: deadline).components
             let milliseconds = max(0, Int32(clamping: left.seconds * 1_000 + left.attoseconds / 1_000_000_000_000_000))
             let polled = poll(&ready, 1, milliseconds)
             if polled < 0 && errno == EINTR { continue }
+            guard polled >= 0 else { throw TestFailure("poll failed: \(String(cString: strerror(errno)))") }
             guard polled > 0 else { throw TestFailure("no line within \(limit); got \(String(decoding: bytes, as: UTF8.self))") }
+            guard ready.revents & Int16(POLLNVAL) == 0 else { throw TestFailure("the pipe is closed") }
             let chunk = handle.readBytes(upTo: 1)
-            guard let byte = chunk.first else { throw TestFailure("process exited before printing a line") }
+            guard let byte = chunk.first else {
+                throw TestFailure("process exited before printing a line; got \(String(decoding: bytes, as: UTF8.self))")
+            }
             if byte == UInt8(ascii: "\n") { break }
             bytes.append(byte)
         }
