@@ -31,7 +31,6 @@ public final class BlueZStandIn: @unchecked Sendable {
     }
 }
 
-
 /// Starts the Python peer `script` with `arguments` on a thread of its own, and waits there for
 /// its first line, "ready UNIQUE-NAME": its process and its unique name on the bus.
 public func startPeer(_ script: String, _ arguments: [String], calling role: String) async throws -> (Child, String) {
