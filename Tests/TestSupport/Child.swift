@@ -103,10 +103,7 @@ public final class Child: @unchecked Sendable {
         guard status == nil else { return }
         _ = Glibc.kill(pid, SIGTERM)
         let pid = pid
-        Thread.detachNewThread {
-            var raw: Int32 = 0
-            while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
-        }
+        Thread.detachNewThread { _ = Self.reap(pid) }
     }
 
     /// util-linux's setpriv, which every Debian has.
@@ -136,12 +133,18 @@ public final class Child: @unchecked Sendable {
     @discardableResult
     public func wait() -> Int32 {
         if let status { return status }
-        var raw: Int32 = 0
-        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+        let raw = Self.reap(pid)
         let exited = raw & 0x7F == 0
         let code = exited ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
         status = code
         return code
+    }
+
+    /// Waits for `pid` to exit and returns waitpid's raw status.
+    private static func reap(_ pid: pid_t) -> Int32 {
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+        return raw
     }
 }
 

@@ -127,9 +127,7 @@ public final class PrivateBus: @unchecked Sendable {
     /// waits for a program's line must not block a thread of the (two-thread) cooperative pool,
     /// which the code under test, and another such test, need meanwhile.
     public static func line(from handle: FileHandle) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try readLine(from: handle) }) }
-        }
+        try await offThePool { try readLine(from: handle) }
     }
 
     /// Reads one line (without its newline) from a pipe.

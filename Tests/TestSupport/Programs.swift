@@ -114,17 +114,15 @@ public final class NotifySocket: @unchecked Sendable {
     ///   is: an in-process daemon's READY=1, which takes a fraction of a second alone, took over
     ///   20 s beside the test bed's image build.
     public func waitFor(_ text: String, within limit: Duration = .seconds(60)) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            Thread.detachNewThread { [self] in
-                let deadline = ContinuousClock.now + limit
-                while ContinuousClock.now < deadline {
-                    if messages.contains(where: { $0.contains(text) }) { return continuation.resume() }
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    let count = recv(fd, &buffer, buffer.count, 0)
-                    if count > 0 { messages.append(String(decoding: buffer[0..<count], as: UTF8.self)) }
-                }
-                continuation.resume(throwing: TestFailure("no \(text) within \(limit); got \(messages)"))
+        try await offThePool { [self] in
+            let deadline = ContinuousClock.now + limit
+            while ContinuousClock.now < deadline {
+                if messages.contains(where: { $0.contains(text) }) { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count > 0 { messages.append(String(decoding: buffer[0..<count], as: UTF8.self)) }
             }
+            throw TestFailure("no \(text) within \(limit); got \(messages)")
         }
     }
 }
